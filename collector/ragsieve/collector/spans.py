@@ -1,0 +1,121 @@
+"""SpanRecord: one decoded OTLP span with nothing dropped, the row the span store keeps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# OTLP Span.flags bits (trace/v1/trace.proto)
+FLAG_HAS_IS_REMOTE = 0x100
+FLAG_PARENT_IS_REMOTE = 0x200
+
+# OTLP Status.code
+STATUS_UNSET = 0
+STATUS_OK = 1
+STATUS_ERROR = 2
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """A flattened span: ids as lowercase hex, times in Unix nanoseconds, attributes as JSON values.
+
+    Attribute values keep their OTLP type: str, bool, int, float, list of those, dict for kvlists,
+    and ``bytes`` values as base64 strings.
+    """
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    kind: int = 0
+    start_ns: int = 0
+    end_ns: int = 0
+    status_code: int = STATUS_UNSET
+    status_message: str = ""
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    events: tuple[Mapping[str, Any], ...] = ()
+    links: tuple[Mapping[str, Any], ...] = ()
+    resource: Mapping[str, Any] = field(default_factory=dict)
+    scope_name: str = ""
+    scope_version: str = ""
+    flags: int = 0
+    trace_state: str = ""
+    dropped_attributes_count: int = 0
+    dropped_events_count: int = 0
+    dropped_links_count: int = 0
+
+    @property
+    def parent_is_remote(self) -> bool:
+        """True when OTLP flags say the parent lives in another process."""
+        return bool(self.flags & FLAG_HAS_IS_REMOTE) and bool(self.flags & FLAG_PARENT_IS_REMOTE)
+
+    @property
+    def duration_ms(self) -> float | None:
+        """Duration in milliseconds, None when the span has not ended."""
+        if not self.end_ns or self.end_ns < self.start_ns:
+            return None
+        return (self.end_ns - self.start_ns) / 1e6
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (the store's ``body`` column)."""
+        return {
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
+            "parent_span_id": self.parent_span_id,
+            "name": self.name,
+            "kind": self.kind,
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "status_code": self.status_code,
+            "status_message": self.status_message,
+            "attributes": dict(self.attributes),
+            "events": [dict(e) for e in self.events],
+            "links": [dict(link) for link in self.links],
+            "resource": dict(self.resource),
+            "scope_name": self.scope_name,
+            "scope_version": self.scope_version,
+            "flags": self.flags,
+            "trace_state": self.trace_state,
+            "dropped_attributes_count": self.dropped_attributes_count,
+            "dropped_events_count": self.dropped_events_count,
+            "dropped_links_count": self.dropped_links_count,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SpanRecord:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            trace_id=data["trace_id"],
+            span_id=data["span_id"],
+            parent_span_id=data.get("parent_span_id"),
+            name=data.get("name", ""),
+            kind=int(data.get("kind", 0)),
+            start_ns=int(data.get("start_ns", 0)),
+            end_ns=int(data.get("end_ns", 0)),
+            status_code=int(data.get("status_code", 0)),
+            status_message=data.get("status_message", ""),
+            attributes=data.get("attributes", {}),
+            events=tuple(data.get("events", ())),
+            links=tuple(data.get("links", ())),
+            resource=data.get("resource", {}),
+            scope_name=data.get("scope_name", ""),
+            scope_version=data.get("scope_version", ""),
+            flags=int(data.get("flags", 0)),
+            trace_state=data.get("trace_state", ""),
+            dropped_attributes_count=int(data.get("dropped_attributes_count", 0)),
+            dropped_events_count=int(data.get("dropped_events_count", 0)),
+            dropped_links_count=int(data.get("dropped_links_count", 0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """A GenAI content event received on ``/v1/logs`` (SPAN_SPEC §4.6), joined by trace/span id."""
+
+    trace_id: str
+    span_id: str | None
+    event_name: str
+    time_ns: int
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    body: Any = None

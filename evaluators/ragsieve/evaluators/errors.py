@@ -1,0 +1,57 @@
+"""The project's exception tree, in one place.
+
+```
+RagsieveError(Exception)
+ ├── ConfigError(RagsieveError, ValueError)   bad settings or input files; the CLI exits 2
+ ├── BadPayload(RagsieveError, ValueError)    undecodable or invalid OTLP; the collector answers 400
+ │    ├── UnsupportedMediaType                wrong content type or encoding; 415
+ │    └── PayloadTooLarge                     over the size limit (decompressed too); 413
+ ├── JudgeError(RagsieveError)                a judge could not decide; becomes label="error"
+ ├── StoreError(RagsieveError)                the store failed (locked, unreachable, migration)
+ └── GateError(RagsieveError)                 the gate could not compare its inputs
+```
+"""
+
+from __future__ import annotations
+
+
+class RagsieveError(Exception):
+    """Base class for every error ragsieve raises on purpose."""
+
+
+class ConfigError(RagsieveError, ValueError):
+    """Bad configuration or input file.
+
+    The message is one line that names the source, e.g. ``ragsieve.toml:4: jobs.budget_calls:
+    must be >= 1 (got 0)`` or ``RAGSIEVE_STORE: unsupported scheme 'mysql'``.
+    """
+
+
+class BadPayload(RagsieveError, ValueError):
+    """An OTLP request body that cannot be decoded or is permanently invalid (HTTP 400)."""
+
+    status_code = 400
+
+
+class UnsupportedMediaType(BadPayload):
+    """Content type or content encoding the receiver does not speak (HTTP 415)."""
+
+    status_code = 415
+
+
+class PayloadTooLarge(BadPayload):
+    """Body larger than the limit, before or after decompression (HTTP 413)."""
+
+    status_code = 413
+
+
+class JudgeError(RagsieveError):
+    """A judge could not produce a verdict; callers turn it into ``label="error"``."""
+
+
+class StoreError(RagsieveError):
+    """The store could not complete an operation."""
+
+
+class GateError(RagsieveError):
+    """The regression gate could not compare baseline and candidate."""

@@ -1,0 +1,24 @@
+"""Judges: the Judge protocol and the registry keyed by the names users write in config."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ragsieve.evaluators.records import EvalResult, RagInteraction
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Decides one metric for one interaction.
+
+    ``evaluate`` never raises for a bad interaction or a failing backend: it returns results with
+    ``label="error"`` and the reason in ``explanation``.
+    """
+
+    name: str
+    version: str
+
+    async def evaluate(self, interaction: RagInteraction) -> Sequence[EvalResult]:
+        """Judge one interaction; usually one result, named ``self.name``."""
+        ...
