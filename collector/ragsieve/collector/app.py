@@ -1,0 +1,250 @@
+"""The OTLP/HTTP receiver as an ASGI app: /v1/traces, /v1/logs, /v1/feedback, health probes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ragsieve.collector import otlp
+from ragsieve.collector.settings import CollectorSettings
+from ragsieve.collector.settle import settle
+from ragsieve.collector.store import Store
+from ragsieve.collector.writer import Overloaded, SpanWriter, WriteJob
+from ragsieve.evaluators.errors import BadPayload, PayloadTooLarge, StoreError
+from ragsieve.evaluators.records import Feedback
+
+log = logging.getLogger(__name__)
+FORWARD_TOPIC = "otlp"
+
+
+class _Counters:
+    def __init__(self) -> None:
+        self.inflight = 0
+        self.accepted_spans = 0
+        self.rejected_spans = 0
+        self.requests = 0
+
+
+def create_app(
+    store: Store,
+    settings: CollectorSettings | None = None,
+    *,
+    token: str | None = None,
+    run_settler: bool = True,
+    forwarder_factory: Callable[[Store, CollectorSettings], Any] | None = None,
+) -> Starlette:
+    """Build the receiver around an open store.
+
+    Args:
+        store: where spans go; every acknowledged span is committed before the 2xx.
+        settings: limits, settle timing and forwarding.
+        token: bearer token required on POST endpoints (None: no auth).
+        run_settler: derive interactions in the background as traces go quiet.
+        forwarder_factory: builds the outbox delivery worker when ``forward_otlp`` is set.
+    """
+    cfg = settings or CollectorSettings()
+    counters = _Counters()
+    writer: SpanWriter | None = None
+
+    def _unauthorized(request: Request) -> bool:
+        if token is None:
+            return False
+        got = request.headers.get("authorization", "")
+        return not hmac.compare_digest(got.encode(), f"Bearer {token}".encode())
+
+    async def _read_body(request: Request) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > cfg.max_body_bytes:
+                raise PayloadTooLarge(f"body is over the {cfg.max_body_bytes}-byte limit")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _error(encoding: otlp.Encoding, status: int, message: str, **headers: str) -> Response:
+        grpc_code = {400: 3, 401: 16, 413: 3, 415: 3, 429: 8, 503: 14}.get(status, 2)
+        return Response(
+            otlp.status_body(encoding, grpc_code, message),
+            status_code=status,
+            media_type=otlp.content_type_for(encoding),
+            headers=headers,
+        )
+
+    def _overloaded(encoding: otlp.Encoding, status: int, message: str) -> Response:
+        return _error(encoding, status, message, **{"Retry-After": str(cfg.retry_after_s)})
+
+    async def _ingest(request: Request, kind: str) -> Response:
+        assert writer is not None  # noqa: S101 - set in lifespan before requests arrive
+        try:
+            encoding = otlp.media_encoding(request.headers.get("content-type"))
+        except BadPayload as exc:
+            return _error("json", exc.status_code, str(exc))
+        if _unauthorized(request):
+            return _error(encoding, 401, "missing or wrong bearer token")
+        if counters.inflight >= cfg.max_inflight_requests:
+            return _overloaded(encoding, 429, "too many requests in flight")
+        counters.inflight += 1
+        try:
+            raw = await _read_body(request)
+            enc_header = request.headers.get("content-encoding")
+
+            def decode() -> tuple[WriteJob, int, str]:
+                body = otlp.decompress(raw, enc_header, cfg.max_body_bytes)
+                if kind == "traces":
+                    dec = otlp.decode_traces(body, encoding)
+                    job = WriteJob(spans=dec.spans)
+                    if cfg.forward_otlp and dec.spans and dec.request is not None:
+                        payload = body if encoding == "protobuf" else otlp.as_protobuf(dec.request)
+                        job.forward.append(
+                            (FORWARD_TOPIC, payload, "application/x-protobuf", len(dec.spans))
+                        )
+                    return job, dec.rejected, otlp.rejection_message(dec.reasons, dec.rejected)
+                logs = otlp.decode_logs(body, encoding)
+                msg = otlp.rejection_message(logs.reasons, logs.rejected)
+                return WriteJob(log_events=logs.events), logs.rejected, msg
+
+            try:
+                job, rejected, message = await run_in_threadpool(decode)
+            except BadPayload as exc:
+                log.info("rejected %s request: %s", kind, exc)
+                return _error(encoding, exc.status_code, str(exc))
+            if job.spans or job.log_events:
+                try:
+                    future = writer.submit(job)
+                except Overloaded:
+                    return _overloaded(encoding, 503, "store write queue is full")
+                try:
+                    await asyncio.wrap_future(future)
+                except StoreError as exc:
+                    return _overloaded(encoding, 503, f"store unavailable: {exc}")
+            counters.requests += 1
+            counters.accepted_spans += len(job.spans)
+            counters.rejected_spans += rejected
+            if rejected:
+                log.warning("%s: %s", kind, message)
+            body_out = (
+                otlp.trace_response(encoding, rejected, message)
+                if kind == "traces"
+                else otlp.logs_response(encoding, rejected, message)
+            )
+            return Response(body_out, media_type=otlp.content_type_for(encoding))
+        except PayloadTooLarge as exc:
+            return _error(encoding, 413, str(exc))
+        finally:
+            counters.inflight -= 1
+
+    async def traces(request: Request) -> Response:
+        return await _ingest(request, "traces")
+
+    async def logs(request: Request) -> Response:
+        return await _ingest(request, "logs")
+
+    async def feedback(request: Request) -> Response:
+        if _unauthorized(request):
+            return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
+        try:
+            raw = await _read_body(request)
+            data = json.loads(raw)
+            if not isinstance(data, dict):
+                raise ValueError("body must be a JSON object")
+            fb = Feedback.model_validate(data)
+        except PayloadTooLarge as exc:
+            return JSONResponse({"error": str(exc)}, status_code=413)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "body"
+            return JSONResponse({"error": f"{where}: {first['msg']}"}, status_code=400)
+        except ValueError as exc:
+            return JSONResponse({"error": f"invalid JSON: {exc}"}, status_code=400)
+        try:
+            trace_id = await run_in_threadpool(store.write_feedback, fb)
+        except StoreError as exc:
+            return JSONResponse(
+                {"error": str(exc)},
+                status_code=503,
+                headers={"Retry-After": str(cfg.retry_after_s)},
+            )
+        return JSONResponse({"stored": True, "trace_id": trace_id}, status_code=200)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        try:
+            await run_in_threadpool(store.query, "SELECT 1")
+        except StoreError as exc:
+            return JSONResponse({"status": "unavailable", "error": str(exc)}, status_code=503)
+        return JSONResponse(
+            {
+                "status": "ready",
+                "queued_writes": writer.depth if writer else 0,
+                "accepted_spans": counters.accepted_spans,
+                "rejected_spans": counters.rejected_spans,
+            }
+        )
+
+    async def _settle_loop() -> None:
+        while True:
+            try:
+                await run_in_threadpool(
+                    settle, store, quiet_s=cfg.quiet_period_s, max_wait_s=cfg.max_wait_s
+                )
+            except Exception:  # keep settling after a transient store error
+                log.exception("settle pass failed")
+            await asyncio.sleep(cfg.settle_interval_s)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        nonlocal writer
+        store.late_window_s = cfg.late_window_s
+        writer = SpanWriter(store, max_queued=cfg.max_queued_writes)
+        tasks: list[asyncio.Task[None]] = []
+        if run_settler:
+            tasks.append(asyncio.create_task(_settle_loop()))
+        if cfg.forward_otlp:
+            factory = forwarder_factory or _default_forwarder
+            tasks.append(asyncio.create_task(factory(store, cfg).run()))
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            await run_in_threadpool(writer.close)
+
+    app = Starlette(
+        routes=[
+            Route("/v1/traces", traces, methods=["POST"]),
+            Route("/v1/logs", logs, methods=["POST"]),
+            Route("/v1/feedback", feedback, methods=["POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.counters = counters
+    app.state.store = store
+    return app
+
+
+def _default_forwarder(store: Store, cfg: CollectorSettings) -> Any:
+    from ragsieve.collector.forward import Forwarder
+
+    if cfg.forward_otlp is None:  # pragma: no cover - guarded by the caller
+        raise ValueError("forward_otlp is not set")
+    return Forwarder(store, cfg.forward_otlp, max_spans_per_s=cfg.forward_max_spans_per_s)

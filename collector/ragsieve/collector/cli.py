@@ -1,0 +1,124 @@
+"""``ragsieve collector serve`` and ``ragsieve interactions list|show``."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from ragsieve.evaluators.errors import ConfigError
+
+STORE_HELP = "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+
+
+@click.group()
+def collector() -> None:
+    """The OTLP/HTTP receiver."""
+
+
+@collector.command("serve")
+@click.option("--host", default=None, help="Bind address (default 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port (default 4318).")
+@click.option("--store", default=None, help=STORE_HELP)
+@click.option("--forward-otlp", default=None, help="Forward spans to this OTLP/HTTP traces URL.")
+@click.option("--token-env", default=None, help="Env var holding the required bearer token.")
+@click.pass_obj
+def serve(
+    obj: Any,
+    host: str | None,
+    port: int | None,
+    store: str | None,
+    forward_otlp: str | None,
+    token_env: str | None,
+) -> None:
+    """Receive OTLP spans on /v1/traces and /v1/logs, feedback on /v1/feedback."""
+    import uvicorn
+
+    from ragsieve.collector.app import create_app
+    from ragsieve.collector.store import open_store
+
+    settings = obj.settings(
+        **{
+            "store": store,
+            "collector.host": host,
+            "collector.port": port,
+            "collector.forward_otlp": forward_otlp,
+            "collector.token_env": token_env,
+        }
+    )
+    cfg = settings.collector
+    token = resolve_token(cfg.token_env)
+    app = create_app(open_store(settings.store), cfg, token=token)
+    click.echo(
+        f"ragsieve collector listening on http://{cfg.host}:{cfg.port}/v1/traces"
+        f" (store {settings.store})",
+        err=True,
+    )
+    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning", access_log=False)
+
+
+def resolve_token(token_env: str | None) -> str | None:
+    """Read the bearer token from the env var named in settings (CLI edge only)."""
+    if not token_env:
+        return None
+    token = os.environ.get(token_env)
+    if not token:
+        raise ConfigError(f"--token-env {token_env}: environment variable is not set or empty")
+    return token
+
+
+def _store(obj: Any, store: str | None) -> Any:
+    from ragsieve.collector.store import open_store
+
+    return open_store(obj.settings(store=store).store)
+
+
+def interaction_json(rec: Any) -> dict[str, Any]:
+    """The stable JSON shape printed by ``interactions list --json``."""
+    data: dict[str, Any] = rec.model_dump(mode="json")
+    return data
+
+
+@click.group()
+def interactions() -> None:
+    """Browse derived RAG interactions."""
+
+
+@interactions.command("list")
+@click.option("--store", default=None, help=STORE_HELP)
+@click.option("--since", default=None, help="Only traces started in this window, e.g. 1h.")
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON lines.")
+@click.pass_obj
+def list_cmd(obj: Any, store: str | None, since: str | None, limit: int, as_json: bool) -> None:
+    """List interactions, newest first."""
+    from ragsieve.collector.timeutil import parse_duration
+
+    st = _store(obj, store)
+    lo = datetime.now(UTC) - parse_duration(since) if since else None
+    rows = st.list_interactions(since=lo, limit=limit)
+    for rec in rows:
+        if as_json:
+            click.echo(json.dumps(interaction_json(rec), ensure_ascii=False))
+        else:
+            q = (rec.query or "").replace("\n", " ")[:60]
+            a = (rec.answer or "").replace("\n", " ")[:40]
+            click.echo(
+                f"{rec.trace_id}  {rec.status:<10} docs={len(rec.documents):<3} "
+                f"{q!r} -> {a!r}"
+            )
+
+
+@interactions.command("show")
+@click.argument("trace_id")
+@click.option("--store", default=None, help=STORE_HELP)
+@click.pass_obj
+def show_cmd(obj: Any, trace_id: str, store: str | None) -> None:
+    """Print one interaction as JSON."""
+    rec = _store(obj, store).get_interaction(trace_id.lower())
+    if rec is None:
+        raise click.ClickException(f"no interaction with trace id {trace_id}")
+    click.echo(json.dumps(interaction_json(rec), indent=2, ensure_ascii=False))

@@ -1,0 +1,289 @@
+"""Field extractors over classified spans: question, prompt, answer, model, tokens and identity."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragsieve.collector.attrs import (
+    as_float,
+    as_int,
+    as_str,
+    cap,
+    get_str,
+    is_redacted,
+    mapping,
+    parse_json,
+    parse_lenient,
+    parse_object,
+    text_of,
+    unflatten,
+)
+from ragsieve.collector.classify import TraceTree
+from ragsieve.collector.genai import (
+    genai_messages,
+    log_messages,
+    openllmetry_messages,
+    span_event_messages,
+    system_instructions,
+)
+from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.evaluators.records import Message, Prompt, TokenUsage
+
+QUESTION_KEYS = ("question", "query", "input", "query_str", "user_input", "message", "prompt")
+ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
+INPUT_KEYS = ("input.value", "traceloop.entity.input", "langfuse.trace.input",
+              "langfuse.observation.input")
+OUTPUT_KEYS = ("output.value", "traceloop.entity.output", "langfuse.trace.output",
+               "langfuse.observation.output")
+
+
+@dataclass
+class Notes:
+    """Data-quality observations collected while extracting."""
+
+    redacted: bool = False
+    truncated: bool = False
+
+
+def first_value(attrs: Mapping[str, Any], keys: Sequence[str], notes: Notes) -> str | None:
+    """The first non-empty, non-redacted string among ``keys``."""
+    for key in keys:
+        value = attrs.get(key)
+        if is_redacted(value):
+            notes.redacted = True
+            continue
+        text = value if isinstance(value, str) and value.strip() else None
+        if text is not None:
+            return text
+    return None
+
+
+def _find_key(obj: Any, keys: Sequence[str], depth: int = 0) -> str | None:
+    """Breadth-first search of nested dicts for the first string under one of ``keys``."""
+    if not isinstance(obj, Mapping) or depth > 3:
+        return None
+    for key in keys:
+        text = text_of(obj.get(key)) if key in obj else None
+        if text and not is_redacted(text):
+            return text
+    msgs = obj.get("messages")
+    if isinstance(msgs, list):
+        users = [m for m in msgs if isinstance(m, Mapping) and m.get("role") in ("user", "human")]
+        if users:
+            return text_of(users[-1].get("content"))
+    for value in obj.values():
+        found = _find_key(value, keys, depth + 1)
+        if found:
+            return found
+    return None
+
+
+def value_text(value: str | None, keys: Sequence[str]) -> str | None:
+    """Plain text as is; a JSON string unquoted; a JSON object searched for ``keys``."""
+    if value is None:
+        return None
+    stripped = value.strip()
+    if stripped[:1] in '{["':
+        parsed = parse_json(stripped)
+        if isinstance(parsed, str):
+            return parsed if parsed.strip() else None
+        if isinstance(parsed, Mapping):
+            return _find_key(parsed, keys)
+        if parsed is not None:
+            return None
+    return value
+
+
+def oi_messages(attrs: Mapping[str, Any], prefix: str, notes: Notes) -> list[Message]:
+    """OpenInference ``llm.input_messages`` / ``llm.output_messages`` as text messages."""
+    out = []
+    for _, item in unflatten(attrs, prefix):
+        content = item.get("message.content")
+        if is_redacted(content):
+            notes.redacted = True
+            content = None
+        text = content if isinstance(content, str) and content.strip() else None
+        if text is None:
+            parts = []
+            for _, part in unflatten(item, "message.contents"):
+                kind = as_str(part.get("message_content.type")) or "text"
+                ptext = part.get("message_content.text")
+                if kind == "text" and isinstance(ptext, str) and not is_redacted(ptext):
+                    parts.append(ptext)
+                elif kind == "image":
+                    parts.append("[image]")
+                notes.redacted = notes.redacted or is_redacted(ptext)
+            text = "\n".join(parts) or None
+        if text is not None:
+            role = (as_str(item.get("message.role")) or "user").lower()
+            out.append(Message(role=role, content=cap(text) or "",
+                               name=as_str(item.get("message.name"))))
+    return out
+
+
+def _legacy_prompts(attrs: Mapping[str, Any]) -> list[Message]:
+    raw = attrs.get("llm.prompts")
+    texts = [t for t in raw if isinstance(t, str)] if isinstance(raw, list) else []
+    texts += [t for _, it in unflatten(attrs, "llm.prompts")
+              if isinstance(t := it.get("prompt.text"), str)]
+    return [Message(role="user", content=cap(t) or "") for t in texts if not is_redacted(t)]
+
+
+def input_messages(span: SpanRecord, logs: Sequence[LogEvent],
+                   notes: Notes) -> tuple[list[Message], str | None]:
+    """(messages, system instructions) of one LLM span from whichever convention it used."""
+    attrs = mapping(span.attributes)
+    system = system_instructions(attrs.get("gen_ai.system_instructions"))
+    for msgs in (oi_messages(attrs, "llm.input_messages", notes),
+                 genai_messages(attrs.get("gen_ai.input.messages")),
+                 openllmetry_messages(attrs, "gen_ai.prompt"),
+                 span_event_messages(span)[0], log_messages(logs)[0], _legacy_prompts(attrs)):
+        if msgs:
+            if any(is_redacted(m.content) for m in msgs):
+                notes.redacted = True
+                msgs = [m for m in msgs if not is_redacted(m.content)]
+            return msgs, system
+    return [], system
+
+
+def output_text(span: SpanRecord, logs: Sequence[LogEvent], notes: Notes) -> tuple[str | None, str]:
+    """(text of the first output message, source) of one LLM span."""
+    attrs = mapping(span.attributes)
+    oi = oi_messages(attrs, "llm.output_messages", notes)
+    if oi:
+        return oi[0].content, "generation_output"
+    for _, item in unflatten(attrs, "llm.choices"):
+        text = item.get("completion.text")
+        if isinstance(text, str) and not is_redacted(text):
+            return cap(text), "generation_output"
+    for msgs in (genai_messages(attrs.get("gen_ai.output.messages"), "assistant"),
+                 openllmetry_messages(attrs, "gen_ai.completion"),
+                 span_event_messages(span)[1], log_messages(logs)[1]):
+        if msgs and not is_redacted(msgs[0].content):
+            return msgs[0].content, "genai_output"
+    text = first_value(attrs, ("output.value",), notes)
+    return (cap(value_text(text, ANSWER_KEYS)), "generation_output") if text else (None, "none")
+
+
+def template_info(tree: TraceTree, gen: SpanRecord | None,
+                  notes: Notes) -> tuple[str | None, dict[str, Any] | None, str | None]:
+    """(template, variables, version) from the generation, its ancestors, or a PROMPT sibling."""
+    if gen is None:
+        return None, None, None
+    candidates = [gen, *tree.ancestors(gen)]
+    prompts = [s for s in tree.spans if tree.role(s) == "PROMPT" and s.end_ns
+               and s.end_ns <= gen.start_ns and s not in candidates]
+    candidates += sorted(prompts, key=lambda s: s.end_ns, reverse=True)
+    for span in candidates:
+        attrs = mapping(span.attributes)
+        template = get_str(attrs, "llm.prompt_template.template")
+        raw_vars = attrs.get("llm.prompt_template.variables")
+        variables = parse_object(raw_vars)
+        if template or variables:
+            if is_redacted(template) or is_redacted(raw_vars):
+                notes.redacted = True
+            return (None if is_redacted(template) else cap(template), variables,
+                    get_str(attrs, "llm.prompt_template.version"))
+    return None, None, None
+
+
+def build_prompt(messages: list[Message], system: str | None, template: str | None,
+                 variables: dict[str, Any] | None, version: str | None) -> Prompt:
+    """The record's Prompt; ``text`` joins every message's text."""
+    if system is None:
+        system = next((m.content for m in messages if m.role == "system"), None)
+    texts = ([system] if system and not any(m.role == "system" for m in messages) else [])
+    texts += [m.content for m in messages]
+    return Prompt(template=template, template_variables=variables, template_version=version,
+                  system=system, messages=tuple(messages), text="\n\n".join(texts) or None)
+
+
+def chain_attr(chain: Sequence[SpanRecord], keys: Sequence[str]) -> Any:
+    """First present value of ``keys`` over the generation span, then its LLM wrappers."""
+    for key in keys:
+        for span in chain:
+            value = mapping(span.attributes).get(key)
+            if value is not None and value != "":
+                return value
+    return None
+
+
+def model_info(chain: Sequence[SpanRecord]) -> tuple[str | None, str | None, str | None]:
+    """(model, request_model, provider) of the generation."""
+    params = {}
+    for span in chain:
+        params = parse_object(mapping(span.attributes).get("llm.invocation_parameters")) or {}
+        if params:
+            break
+    model = as_str(chain_attr(chain, ("llm.response.model_name", "llm.model_name",
+                                      "gen_ai.response.model", "gen_ai.request.model")))
+    request = as_str(chain_attr(chain, ("llm.request.model_name", "gen_ai.request.model")))
+    request = request or as_str(params.get("model")) or as_str(params.get("model_name"))
+    provider = as_str(chain_attr(chain, ("llm.provider", "llm.system", "gen_ai.provider.name",
+                                         "gen_ai.system")))
+    return model or request, request, provider
+
+
+def tokens(chain: Sequence[SpanRecord]) -> TokenUsage:
+    """Token counts: missing is None, never 0; total = prompt + completion when both known."""
+    prompt = as_int(chain_attr(chain, ("llm.token_count.prompt", "gen_ai.usage.input_tokens",
+                                       "gen_ai.usage.prompt_tokens")))
+    completion = as_int(chain_attr(chain, ("llm.token_count.completion",
+                                           "gen_ai.usage.output_tokens",
+                                           "gen_ai.usage.completion_tokens")))
+    total = as_int(chain_attr(chain, ("llm.token_count.total", "gen_ai.usage.total_tokens")))
+    if total is None and prompt is not None and completion is not None:
+        total = prompt + completion
+    return TokenUsage(prompt=prompt, completion=completion, total=total)
+
+
+def cost(leaves: Sequence[SpanRecord]) -> float | None:
+    """Sum of ``llm.cost.total`` over the LLM calls that report it."""
+    values = [as_float(mapping(s.attributes).get("llm.cost.total")) for s in leaves]
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def identity(tree: TraceTree, root: SpanRecord | None
+             ) -> tuple[str | None, str | None, tuple[str, ...], dict[str, Any]]:
+    """(session_id, user_id, tags, merged metadata) per SPAN_SPEC §3.4.9 (root wins)."""
+    metadata: dict[str, Any] = {}
+    tags: list[str] = []
+    sessions: Counter[str] = Counter()
+    ordered = [s for s in tree.spans if s is not root] + ([root] if root else [])
+    for span in ordered:
+        attrs = mapping(span.attributes)
+        meta = parse_object(attrs.get("metadata")) or parse_object(
+            attrs.get("langfuse.trace.metadata")) or {}
+        metadata.update(meta)
+        for key in ("tag.tags", "langfuse.trace.tags"):
+            raw = attrs.get(key)
+            raw = parse_lenient(raw) if isinstance(raw, str) else raw
+            for tag in raw if isinstance(raw, list) else []:
+                if isinstance(tag, str) and tag not in tags:
+                    tags.append(tag)
+        if sid := get_str(attrs, "session.id"):
+            sessions[sid] += 1
+    rattrs = mapping(root.attributes) if root else {}
+    session = get_str(rattrs, "session.id") or (
+        sessions.most_common(1)[0][0] if sessions else None)
+    session = session or _any_attr(tree, ("gen_ai.conversation.id", "langfuse.session.id",
+                                          "traceloop.association.properties.session_id"))
+    session = session or next((as_str(metadata.get(k)) for k in
+                               ("session_id", "conversation_id", "thread_id")
+                               if as_str(metadata.get(k))), None)
+    user = get_str(rattrs, "user.id") or _any_attr(
+        tree, ("user.id", "enduser.id", "langfuse.user.id",
+               "traceloop.association.properties.user_id")) or as_str(metadata.get("user_id"))
+    return session, user, tuple(tags), metadata
+
+
+def _any_attr(tree: TraceTree, keys: Sequence[str]) -> str | None:
+    for key in keys:
+        for span in tree.spans:
+            if value := get_str(mapping(span.attributes), key):
+                return value
+    return None

@@ -1,0 +1,329 @@
+"""OTLP/HTTP bodies (protobuf or JSON, gzip/deflate) in, SpanRecords and LogEvents out.
+
+Decoding raises :class:`BadPayload` (400), :class:`UnsupportedMediaType` (415) or
+:class:`PayloadTooLarge` (413). Spans that are individually invalid are counted as rejected
+(OTLP partial success), never fail the whole request.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsPartialSuccess,
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.evaluators.errors import BadPayload, PayloadTooLarge, UnsupportedMediaType
+
+Encoding = Literal["protobuf", "json"]
+PROTOBUF_TYPES = {"application/x-protobuf", "application/protobuf"}
+JSON_TYPES = {"application/json"}
+_ZERO_TRACE = "0" * 32
+_ZERO_SPAN = "0" * 16
+
+
+def media_encoding(content_type: str | None) -> Encoding:
+    """Map a Content-Type header (parameters ignored) to the body encoding."""
+    base = (content_type or "").split(";", 1)[0].strip().lower()
+    if base in PROTOBUF_TYPES:
+        return "protobuf"
+    if base in JSON_TYPES:
+        return "json"
+    raise UnsupportedMediaType(
+        f"unsupported Content-Type {content_type!r}; use application/x-protobuf or application/json"
+    )
+
+
+def decompress(body: bytes, content_encoding: str | None, limit: int) -> bytes:
+    """Undo Content-Encoding, refusing output larger than ``limit`` bytes (zip bombs)."""
+    enc = (content_encoding or "identity").strip().lower()
+    if enc in ("", "identity"):
+        if len(body) > limit:
+            raise PayloadTooLarge(f"body of {len(body)} bytes is over the {limit}-byte limit")
+        return body
+    if enc == "gzip":
+        wbits = 16 + zlib.MAX_WBITS
+    elif enc == "deflate":
+        wbits = zlib.MAX_WBITS if body[:1] == b"\x78" else -zlib.MAX_WBITS
+    else:
+        raise UnsupportedMediaType(
+            f"unsupported Content-Encoding {content_encoding!r}; use gzip, deflate or identity"
+        )
+    d = zlib.decompressobj(wbits)
+    try:
+        out = d.decompress(body, limit + 1)
+        if len(out) > limit or d.unconsumed_tail:
+            raise PayloadTooLarge(f"decompressed body is over the {limit}-byte limit")
+        out += d.flush()
+    except zlib.error as exc:
+        raise BadPayload(f"cannot decompress {enc} body: {exc}") from exc
+    if not d.eof:
+        raise BadPayload(f"truncated {enc} body")
+    if len(out) > limit:
+        raise PayloadTooLarge(f"decompressed body is over the {limit}-byte limit")
+    return out
+
+
+# -- JSON --------------------------------------------------------------------------------------
+_ID_FIELDS = {"traceId": 16, "trace_id": 16, "spanId": 8, "span_id": 8, "parentSpanId": 8,
+              "parent_span_id": 8}
+
+
+def _fix_ids(node: Any) -> Any:
+    """OTLP/JSON ids are hex; protobuf's JSON mapping wants base64. Convert in place."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            size = _ID_FIELDS.get(key)
+            if size is not None and isinstance(value, str):
+                node[key] = _hex_id_to_b64(value, size)
+            else:
+                _fix_ids(value)
+    elif isinstance(node, list):
+        for item in node:
+            _fix_ids(item)
+    return node
+
+
+def _hex_id_to_b64(value: str, size: int) -> str:
+    if value == "":
+        return ""
+    if len(value) == 2 * size:
+        try:
+            return base64.b64encode(bytes.fromhex(value)).decode()
+        except ValueError:
+            pass
+    # A non-conformant producer may already send base64; leave it for the parser to judge.
+    return value
+
+
+def _parse_json(data: bytes, message: Message) -> None:
+    try:
+        obj = json.loads(data)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadPayload(f"cannot decode OTLP/JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise BadPayload("cannot decode OTLP/JSON: top level must be an object")
+    try:
+        json_format.ParseDict(_fix_ids(obj), message, ignore_unknown_fields=True)
+    except (json_format.ParseError, TypeError, ValueError) as exc:
+        raise BadPayload(f"cannot decode OTLP/JSON: {exc}") from exc
+
+
+def _parse(data: bytes, encoding: Encoding, message: Message) -> None:
+    if encoding == "json":
+        _parse_json(data, message)
+        return
+    try:
+        message.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise BadPayload(f"cannot decode OTLP protobuf: {exc}") from exc
+
+
+# -- values ------------------------------------------------------------------------------------
+def any_value(v: AnyValue) -> Any:
+    """Turn an OTLP AnyValue into a JSON value (bytes → base64 text)."""
+    kind = v.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [any_value(x) for x in v.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: any_value(kv.value) for kv in v.kvlist_value.values}
+    if kind == "bytes_value":
+        return base64.b64encode(v.bytes_value).decode()
+    return getattr(v, kind)
+
+
+def attributes(kvs: Any) -> dict[str, Any]:
+    """KeyValue list → dict (a repeated key keeps its last value)."""
+    out: dict[str, Any] = {}
+    kv: KeyValue
+    for kv in kvs:
+        out[kv.key] = any_value(kv.value)
+    return out
+
+
+@dataclass
+class DecodedTraces:
+    """Accepted spans, rejections and the canonical protobuf for forwarding."""
+
+    spans: list[SpanRecord] = field(default_factory=list)
+    rejected: int = 0
+    reasons: list[str] = field(default_factory=list)
+    request: ExportTraceServiceRequest | None = None
+
+
+def decode_traces(data: bytes, encoding: Encoding) -> DecodedTraces:
+    """Decode an ``ExportTraceServiceRequest`` body into span records."""
+    req = ExportTraceServiceRequest()
+    _parse(data, encoding, req)
+    out = DecodedTraces(request=req)
+    for rs in req.resource_spans:
+        resource = attributes(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            scope_name, scope_version = ss.scope.name, ss.scope.version
+            for s in ss.spans:
+                trace_id, span_id = s.trace_id.hex(), s.span_id.hex()
+                reason = None
+                if len(s.trace_id) != 16 or trace_id == _ZERO_TRACE:
+                    reason = "invalid trace_id"
+                elif len(s.span_id) != 8 or span_id == _ZERO_SPAN:
+                    reason = "invalid span_id"
+                elif s.parent_span_id and len(s.parent_span_id) != 8:
+                    reason = "invalid parent_span_id"
+                if reason:
+                    out.rejected += 1
+                    if reason not in out.reasons:
+                        out.reasons.append(reason)
+                    continue
+                parent = s.parent_span_id.hex() if s.parent_span_id else None
+                if parent == _ZERO_SPAN:
+                    parent = None
+                out.spans.append(
+                    SpanRecord(
+                        trace_id=trace_id,
+                        span_id=span_id,
+                        parent_span_id=parent,
+                        name=s.name,
+                        kind=int(s.kind),
+                        start_ns=int(s.start_time_unix_nano),
+                        end_ns=int(s.end_time_unix_nano),
+                        status_code=int(s.status.code),
+                        status_message=s.status.message,
+                        attributes=attributes(s.attributes),
+                        events=tuple(
+                            {
+                                "name": e.name,
+                                "time_ns": int(e.time_unix_nano),
+                                "attributes": attributes(e.attributes),
+                            }
+                            for e in s.events
+                        ),
+                        links=tuple(
+                            {
+                                "trace_id": link.trace_id.hex(),
+                                "span_id": link.span_id.hex(),
+                                "attributes": attributes(link.attributes),
+                            }
+                            for link in s.links
+                        ),
+                        resource=resource,
+                        scope_name=scope_name,
+                        scope_version=scope_version,
+                        flags=int(s.flags),
+                        trace_state=s.trace_state,
+                        dropped_attributes_count=int(s.dropped_attributes_count),
+                        dropped_events_count=int(s.dropped_events_count),
+                        dropped_links_count=int(s.dropped_links_count),
+                    )
+                )
+    return out
+
+
+@dataclass
+class DecodedLogs:
+    """GenAI content events kept from a logs request."""
+
+    events: list[LogEvent] = field(default_factory=list)
+    rejected: int = 0
+    ignored: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+
+def decode_logs(data: bytes, encoding: Encoding) -> DecodedLogs:
+    """Decode an ``ExportLogsServiceRequest``, keeping ``gen_ai.*`` events with a trace id."""
+    req = ExportLogsServiceRequest()
+    _parse(data, encoding, req)
+    out = DecodedLogs()
+    for rl in req.resource_logs:
+        for sl in rl.scope_logs:
+            for rec in sl.log_records:
+                attrs = attributes(rec.attributes)
+                name = getattr(rec, "event_name", "") or str(attrs.get("event.name", ""))
+                if not name.startswith("gen_ai."):
+                    out.ignored += 1
+                    continue
+                trace_id = rec.trace_id.hex()
+                if len(rec.trace_id) != 16 or trace_id == _ZERO_TRACE:
+                    out.rejected += 1
+                    if "missing trace_id" not in out.reasons:
+                        out.reasons.append("missing trace_id")
+                    continue
+                out.events.append(
+                    LogEvent(
+                        trace_id=trace_id,
+                        span_id=rec.span_id.hex() if len(rec.span_id) == 8 else None,
+                        event_name=name,
+                        time_ns=int(rec.time_unix_nano or rec.observed_time_unix_nano),
+                        attributes=attrs,
+                        body=any_value(rec.body),
+                    )
+                )
+    return out
+
+
+def trace_response(encoding: Encoding, rejected: int = 0, message: str = "") -> bytes:
+    """``ExportTraceServiceResponse`` in the request's encoding (partial success when needed)."""
+    resp = ExportTraceServiceResponse()
+    if rejected or message:
+        resp.partial_success.CopyFrom(
+            ExportTracePartialSuccess(rejected_spans=rejected, error_message=message)
+        )
+    return _encode(resp, encoding)
+
+
+def logs_response(encoding: Encoding, rejected: int = 0, message: str = "") -> bytes:
+    """``ExportLogsServiceResponse`` in the request's encoding."""
+    resp = ExportLogsServiceResponse()
+    if rejected or message:
+        resp.partial_success.CopyFrom(
+            ExportLogsPartialSuccess(rejected_log_records=rejected, error_message=message)
+        )
+    return _encode(resp, encoding)
+
+
+def status_body(encoding: Encoding, code: int, message: str) -> bytes:
+    """A ``google.rpc.Status``-shaped error body (JSON or protobuf)."""
+    if encoding == "json":
+        return json.dumps({"code": code, "message": message}).encode()
+    from google.rpc.status_pb2 import Status
+
+    return bytes(Status(code=code, message=message).SerializeToString())
+
+
+def _encode(msg: Message, encoding: Encoding) -> bytes:
+    if encoding == "protobuf":
+        return bytes(msg.SerializeToString())
+    return json_format.MessageToJson(msg, indent=None).encode()
+
+
+def content_type_for(encoding: Encoding) -> str:
+    """Response Content-Type for an encoding."""
+    return "application/x-protobuf" if encoding == "protobuf" else "application/json"
+
+
+def as_protobuf(request: ExportTraceServiceRequest) -> bytes:
+    """Canonical protobuf bytes (what Phoenix's endpoint accepts)."""
+    return bytes(request.SerializeToString())
+
+
+def rejection_message(reasons: list[str], rejected: int) -> str:
+    """One line describing rejected items."""
+    return f"{rejected} rejected: {', '.join(reasons)}" if rejected else ""
+

@@ -1,0 +1,161 @@
+"""Ordered, named schema migrations shared by every SQL store.
+
+Each migration runs once, in order, inside a transaction, and is recorded in ``_migrations``.
+Never edit a migration that has shipped: append a new one. ``{id}``, ``{blob}`` and ``{real}`` are
+replaced per dialect (SQLite / PostgreSQL).
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "001_spans",
+        """
+        CREATE TABLE spans (
+            trace_id TEXT NOT NULL,
+            span_id TEXT NOT NULL,
+            parent_span_id TEXT,
+            name TEXT NOT NULL,
+            start_ns BIGINT NOT NULL,
+            end_ns BIGINT NOT NULL,
+            n_attributes INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            received_at {real} NOT NULL,
+            PRIMARY KEY (trace_id, span_id)
+        );
+        CREATE INDEX spans_span_id ON spans (span_id);
+        CREATE TABLE traces (
+            trace_id TEXT PRIMARY KEY,
+            first_seen_at {real} NOT NULL,
+            last_seen_at {real} NOT NULL,
+            span_count INTEGER NOT NULL DEFAULT 0,
+            has_root INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL DEFAULT 'open',
+            finalized_at {real},
+            revision INTEGER NOT NULL DEFAULT 0,
+            late_spans INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX traces_open ON traces (state, last_seen_at);
+        """,
+    ),
+    (
+        "002_interactions",
+        """
+        CREATE TABLE interactions (
+            trace_id TEXT PRIMARY KEY,
+            revision INTEGER NOT NULL,
+            seq BIGINT NOT NULL,
+            started_at {real} NOT NULL,
+            settled_at {real} NOT NULL,
+            status TEXT NOT NULL,
+            body TEXT NOT NULL
+        );
+        CREATE INDEX interactions_started ON interactions (started_at);
+        CREATE INDEX interactions_seq ON interactions (seq);
+        """,
+    ),
+    (
+        "003_feedback_and_logs",
+        """
+        CREATE TABLE feedback (
+            id {id},
+            trace_id TEXT,
+            span_id TEXT,
+            body TEXT NOT NULL,
+            created_at {real} NOT NULL
+        );
+        CREATE INDEX feedback_trace ON feedback (trace_id);
+        CREATE INDEX feedback_span ON feedback (span_id);
+        CREATE TABLE log_events (
+            id {id},
+            trace_id TEXT NOT NULL,
+            span_id TEXT,
+            body TEXT NOT NULL,
+            received_at {real} NOT NULL
+        );
+        CREATE INDEX log_events_trace ON log_events (trace_id);
+        """,
+    ),
+    (
+        "004_outbox",
+        """
+        CREATE TABLE outbox (
+            id {id},
+            topic TEXT NOT NULL,
+            dedup_key TEXT,
+            payload {blob} NOT NULL,
+            content_type TEXT NOT NULL,
+            items INTEGER NOT NULL DEFAULT 1,
+            created_at {real} NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at {real} NOT NULL,
+            last_error TEXT,
+            delivered_at {real}
+        );
+        CREATE INDEX outbox_due ON outbox (topic, delivered_at, next_attempt_at);
+        CREATE UNIQUE INDEX outbox_dedup ON outbox (topic, dedup_key);
+        """,
+    ),
+    (
+        "005_jobs",
+        """
+        CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            started_at {real} NOT NULL,
+            finished_at {real},
+            report TEXT
+        );
+        CREATE TABLE checkpoints (
+            trace_id TEXT NOT NULL,
+            judge TEXT NOT NULL,
+            judge_version TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            done_at {real} NOT NULL,
+            PRIMARY KEY (trace_id, judge, judge_version)
+        );
+        CREATE TABLE results (
+            trace_id TEXT NOT NULL,
+            evaluator TEXT NOT NULL,
+            judge_version TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            label TEXT NOT NULL,
+            score {real},
+            flagged INTEGER NOT NULL DEFAULT 0,
+            root_cause TEXT,
+            created_at {real} NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (trace_id, evaluator, judge_version)
+        );
+        CREATE INDEX results_created ON results (created_at);
+        CREATE TABLE samples (
+            run_id TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            stratum TEXT NOT NULL,
+            inclusion_p {real} NOT NULL,
+            verdict TEXT,
+            root_cause TEXT,
+            body TEXT NOT NULL,
+            PRIMARY KEY (run_id, trace_id)
+        );
+        CREATE INDEX samples_trace ON samples (trace_id);
+        """,
+    ),
+    (
+        "006_candidates",
+        """
+        CREATE TABLE candidates (
+            id TEXT PRIMARY KEY,
+            status TEXT NOT NULL,
+            category TEXT,
+            root_cause TEXT,
+            norm_query TEXT NOT NULL,
+            seen INTEGER NOT NULL DEFAULT 1,
+            created_at {real} NOT NULL,
+            updated_at {real} NOT NULL,
+            body TEXT NOT NULL
+        );
+        CREATE INDEX candidates_status ON candidates (status);
+        CREATE INDEX candidates_norm ON candidates (norm_query);
+        """,
+    ),
+]

@@ -1,0 +1,97 @@
+"""Group commit: many concurrent requests share one durable store transaction.
+
+Each request hands its spans to :class:`SpanWriter` and waits; a single writer thread drains
+everything queued so far into one ``write_spans`` call, so a commit's fsync is paid once per batch
+rather than once per request. The queue is bounded: when it is full the receiver answers 503.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.collector.store import SpanWrite, Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WriteJob:
+    """One request's worth of data to make durable."""
+
+    spans: list[SpanRecord] = field(default_factory=list)
+    forward: list[tuple[str, bytes, str, int]] = field(default_factory=list)
+    log_events: list[LogEvent] = field(default_factory=list)
+    done: Future[SpanWrite] = field(default_factory=Future)
+
+
+class Overloaded(Exception):
+    """The write queue is full; the client should retry later."""
+
+
+class SpanWriter:
+    """A writer thread committing queued jobs in batches."""
+
+    def __init__(self, store: Store, *, max_queued: int = 256, max_batch_spans: int = 20_000):
+        self.store = store
+        self.max_batch_spans = max_batch_spans
+        self._q: queue.Queue[WriteJob | None] = queue.Queue(maxsize=max_queued)
+        self._thread = threading.Thread(target=self._run, name="ragsieve-writer", daemon=True)
+        self._thread.start()
+
+    @property
+    def depth(self) -> int:
+        """Jobs waiting to be written."""
+        return self._q.qsize()
+
+    def submit(self, job: WriteJob) -> Future[SpanWrite]:
+        """Queue a job; raises :class:`Overloaded` when the queue is full."""
+        try:
+            self._q.put_nowait(job)
+        except queue.Full as exc:
+            raise Overloaded("write queue is full") from exc
+        return job.done
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Write what is queued, then stop the thread."""
+        self._q.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            first = self._q.get()
+            if first is None:
+                return
+            batch = [first]
+            n = len(first.spans)
+            while n < self.max_batch_spans:
+                try:
+                    nxt = self._q.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stop = True
+                    break
+                batch.append(nxt)
+                n += len(nxt.spans)
+            self._write(batch)
+
+    def _write(self, batch: list[WriteJob]) -> None:
+        try:
+            result = self.store.write_spans(
+                [s for job in batch for s in job.spans],
+                forward=[f for job in batch for f in job.forward],
+                log_events=[e for job in batch for e in job.log_events],
+            )
+        except Exception as exc:  # every waiting request learns the write failed
+            log.error("store write failed for %d requests: %s", len(batch), exc)
+            for job in batch:
+                job.done.set_exception(exc)
+            return
+        for job in batch:
+            job.done.set_result(result)

@@ -1,0 +1,88 @@
+"""Answer parsing shared by the judges: atomic claims, abstentions and prompt-injection text."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ragsieve.evaluators.judges.text import fold, sentences
+
+# Phrases that mean "I cannot answer": an abstention is honest, not a hallucination.
+_ABSTAIN = re.compile(
+    r"\b("
+    r"i (?:do not|don't|dont) (?:have|know|possess)"
+    r"|i (?:am|'m) (?:not sure|unable|not able|not aware|sorry)"
+    r"|i (?:cannot|can't|can not|could not|couldn't) (?:find|answer|provide|determine|say|tell|confirm)"
+    r"|(?:there is|there's) no (?:information|mention|data|record)"
+    r"|(?:is|are|was|were) not (?:mentioned|provided|specified|stated|available|given|included)"
+    r" in the (?:context|passage|text|documents?|sources?|information)"
+    r"|(?:the )?(?:context|passage|documents?|text) (?:does|do) not (?:mention|say|specify|contain"
+    r"|include|provide|state)"
+    r"|no (?:tengo|dispongo de|cuento con) (?:esa |suficiente |la )?informaci[oó]n"
+    r"|no (?:lo )?s[eé]\b"
+    r"|no (?:puedo|pude) (?:responder|encontrar|determinar|confirmar|decir)"
+    r"|no se (?:menciona|especifica|indica|proporciona)"
+    r"|no (?:hay|existe) informaci[oó]n"
+    r"|(?:el|los) (?:contexto|documentos?|texto) no (?:menciona|incluye|contiene|dice)"
+    r")",
+)
+# Text that addresses the judge instead of the user: content must stay data.
+_INJECTION = re.compile(
+    r"("
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|above|previous)"
+    r"|\b(?:you are now|act as|pretend to be|new instructions?|system prompt)\b"
+    r"|\b(?:answer|respond|reply|output|return|say|grade|rate|score|mark)\b.{0,30}"
+    r"\b(?:yes|faithful|relevant|supported|correct|1\.0|10/10|true|pass)\b.{0,20}"
+    r"(?:regardless|no matter|always|judge|evaluator|grader)"
+    r"|\b(?:to|dear) (?:the )?(?:judge|evaluator|grader|ai|assistant|llm)\b"
+    r"|\b(?:ignora|olvida|omite)\b.{0,40}\binstrucciones\b"
+    r"|<\|?(?:system|im_start|endoftext)\|?>"
+    r")",
+    re.IGNORECASE | re.DOTALL,
+)
+_SPLIT_CONJ = re.compile(r";\s+|,?\s+\b(?:and also|but also|while|whereas|mientras que)\b\s+")
+
+
+@dataclass(slots=True)
+class ParsedAnswer:
+    """An answer split into verifiable claims plus what was set aside."""
+
+    claims: list[str] = field(default_factory=list)
+    abstentions: list[str] = field(default_factory=list)
+    suspicious: list[str] = field(default_factory=list)
+
+    @property
+    def abstained(self) -> bool:
+        """True when the answer only declines to answer."""
+        return bool(self.abstentions) and not self.claims
+
+
+def is_abstention(sentence: str) -> bool:
+    """True when a sentence declines to answer (English or Spanish)."""
+    return bool(_ABSTAIN.search(fold(sentence).replace("’", "'")))
+
+
+def find_injections(text: str) -> list[str]:
+    """Sentences of ``text`` that try to instruct a judge or an assistant."""
+    return [s for s in sentences(text) if _INJECTION.search(s)]
+
+
+def split_claims(sentence: str) -> list[str]:
+    """Break one sentence into atomic-ish claims at semicolons and contrastive conjunctions."""
+    parts = [p.strip(" ,") for p in _SPLIT_CONJ.split(sentence)]
+    return [p for p in parts if len(p.split()) >= 2] or [sentence]
+
+
+def parse_answer(answer: str) -> ParsedAnswer:
+    """Split ``answer`` into claims, abstaining sentences and suspicious (injection) sentences."""
+    parsed = ParsedAnswer()
+    for sent in sentences(answer):
+        if _INJECTION.search(sent):
+            parsed.suspicious.append(sent)
+        elif is_abstention(sent):
+            parsed.abstentions.append(sent)
+        else:
+            parsed.claims.extend(split_claims(sent))
+    if not parsed.claims and not parsed.abstentions and not parsed.suspicious and answer.strip():
+        parsed.claims.append(answer.strip())  # a bare number or symbol is still a claim
+    return parsed

@@ -1,0 +1,185 @@
+"""Offline answer relevance and context relevance: question-term coverage, answer type, evasion."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from ragsieve.evaluators.judges.claims import find_injections, is_abstention, parse_answer
+from ragsieve.evaluators.judges.offline import EMBEDDINGS, OfflineJudge, chunk_texts
+from ragsieve.evaluators.judges.text import (
+    content_words,
+    entities,
+    fold,
+    has_date,
+    numbers,
+    rarity,
+    sentences,
+    stem,
+    stems,
+)
+from ragsieve.evaluators.records import EvalResult, RagInteraction
+
+_HEDGE = re.compile(
+    r"\b(typically|generally|usually|various|several|some|may|might|could|possibly|perhaps"
+    r"|specific (?:details|region|date|information)|not (?:sure|aware|certain)|unclear|depends"
+    r"|probablemente|quizas|quiza|depende|varios|algunos)\b"
+)
+
+
+_DEFINITION = re.compile(r"\b(is|was|are|were|refers to|es|son|fue|era)\s+(a|an|the|one|un|una|el|la)\b")
+
+
+def expected_type(question: str) -> str | None:
+    """What kind of answer the question asks for: 'date', 'number', 'definition', 'name' or None."""
+    q = fold(question)
+    if re.search(r"\b(when|what year|which year|what date|cuando|en que ano|que fecha)\b", q):
+        return "date"
+    if re.search(r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?|what (?:is|was)"
+                 r" the (?:size|height|population|elevation|number|length|area|weight|payload)"
+                 r"|unit number)\b", q):
+        return "number"
+    if re.match(r"\s*(what|who|que|quien)\s+(is|are|was|were|es|son|era|fue)\s", q):
+        return "definition"
+    if re.search(r"\b(who|whom|quien|quienes)\b", q) or re.search(r"\b(where|donde)\b", q):
+        return "name"
+    return None
+
+
+def has_type(text: str, kind: str) -> bool:
+    """True when ``text`` contains an answer of ``kind``."""
+    if kind == "date":
+        return has_date(text)
+    if kind == "number":
+        return bool(numbers(text))
+    if kind == "definition":
+        return bool(_DEFINITION.search(fold(text)))
+    return bool(entities(text)) or any(w[:1].isupper() for w in text.split()[:1])
+
+
+def _key_terms(question: str) -> dict[str, float]:
+    return {stem(t): rarity(t) for t in content_words(question)}
+
+
+def _coverage(terms: dict[str, float], text_stems: set[str]) -> float:
+    total = sum(terms.values())
+    return sum(w for s, w in terms.items() if s in text_stems) / total if total else 0.0
+
+
+class AnswerRelevanceJudge(OfflineJudge):
+    """Does the answer address what was asked? (deterministic heuristic, no LLM)"""
+
+    name = "answer_relevance"
+
+    def __init__(self, threshold: float = 0.5) -> None:
+        self.threshold = threshold
+        self.version = f"offline-1:t{threshold}"
+
+    def _judge(self, interaction: RagInteraction) -> EvalResult:
+        question, answer = interaction.query or "", interaction.answer or ""
+        if not question.strip() or not answer.strip():
+            return self.result(interaction, "skipped", None, "no question" if not question.strip()
+                               else "no answer")
+        parsed = parse_answer(answer)
+        meta: dict[str, Any] = {}
+        if parsed.suspicious:
+            meta["suspicious_instructions"] = parsed.suspicious[:5]
+        sents = [s for s in sentences(answer) if s not in parsed.suspicious] or [answer]
+        terms = _key_terms(question)
+        sent_stems = [stems(content_words(s)) for s in sents]
+        coverage = _coverage(terms, set().union(*sent_stems))
+        new = [t for s in sents for t in content_words(s) if stem(t) not in terms]
+        # concrete answers name rare things; generic filler ("a popular destination") does not
+        specificity = float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
+        evasive = sum(is_abstention(s) or bool(_HEDGE.search(fold(s))) for s in sents) / len(sents)
+        kind = expected_type(question)
+        type_ok = 1.0 if kind is None else float(has_type(answer, kind))
+        score = 0.3 * coverage + 0.3 * specificity + 0.2 * type_ok + 0.2 * (1.0 - evasive)
+        if parsed.abstained:
+            score = min(score, 0.2)  # noncommittal answers address nothing
+        meta.update(coverage=round(coverage, 4), specificity=round(specificity, 4), evasive=round(evasive, 4),
+                    expected_type=kind, type_found=bool(type_ok), abstained=parsed.abstained)
+        notes = []
+        if kind and not type_ok:
+            notes.append(f"the question asks for a {kind} and the answer gives none")
+        if evasive:
+            notes.append(f"{evasive:.0%} of the answer is evasive or hedged")
+        if specificity < 0.3:
+            notes.append("the answer is generic (few specific names, numbers or terms)")
+        label = "relevant" if score >= self.threshold else "irrelevant"
+        explanation = f"covers {coverage:.0%} of the question's key terms" + (
+            "; " + "; ".join(notes) if notes else "")
+        return self.result(interaction, label, score, explanation, meta)
+
+
+def _chunk_score(terms: dict[str, float], kind: str | None, chunk: str, qvec: np.ndarray | None,
+                 cvec: np.ndarray | None) -> float:
+    sents = sentences(chunk) or [chunk]
+    covs = [_coverage(terms, stems(content_words(s))) for s in sents]
+    best = max(covs)
+    typed = 0.5 if kind is None else float(has_type(chunk, kind))
+    if qvec is None or cvec is None:
+        score = 0.6 * best + 0.4 * typed
+    else:
+        sim = float(np.clip((float(qvec @ cvec) - 0.1) / 0.5, 0.0, 1.0))
+        score = 0.4 * best + 0.3 * typed + 0.3 * sim
+    if len(sents) > 1:  # RAGAS-style: a chunk mostly about other things is partly noise
+        density = sum(c >= 0.25 for c in covs) / len(sents)
+        score *= 0.6 + 0.4 * density
+    return score
+
+
+def context_precision(rels: list[float]) -> float:
+    """Rank-aware precision: mean over ranks k of precision@k weighted by relevance at k."""
+    if not rels or sum(rels) <= 0:
+        return 0.0
+    total, hits = 0.0, 0.0
+    for k, r in enumerate(rels, 1):
+        hits += r
+        total += (hits / k) * r
+    return total / sum(rels)
+
+
+class ContextRelevanceJudge(OfflineJudge):
+    """Is each retrieved chunk relevant to the question? Reports rank-aware context precision@k."""
+
+    name = "context_relevance"
+
+    def __init__(self, threshold: float = 0.45, use_embeddings: bool = True,
+                 max_embed_chars: int = 600) -> None:
+        self.threshold = threshold
+        self.use_embeddings = use_embeddings
+        self.max_embed_chars = max_embed_chars
+        self.version = f"offline-1:t{threshold}:e{int(use_embeddings)}"
+
+    def _judge(self, interaction: RagInteraction) -> EvalResult:
+        question = interaction.query or ""
+        chunks = chunk_texts(interaction)
+        if not question.strip() or not chunks:
+            return self.result(interaction, "skipped", None,
+                               "no question" if not question.strip() else "no context")
+        terms = _key_terms(question)
+        kind = expected_type(question)
+        qvec = cvecs = None
+        if self.use_embeddings:
+            vecs = EMBEDDINGS([question] + [c[: self.max_embed_chars] for _, _, c in chunks])
+            qvec, cvecs = vecs[0], vecs[1:]
+        per_chunk = []
+        for i, (cid, rank, content) in enumerate(chunks):
+            s = _chunk_score(terms, kind, content, qvec, None if cvecs is None else cvecs[i])
+            per_chunk.append({"id": cid, "rank": rank, "relevant": s >= self.threshold,
+                              "score": round(s, 4)})
+        score = context_precision([c["score"] for c in per_chunk])
+        relevant = [c for c in per_chunk if c["relevant"]]
+        meta: dict[str, Any] = {"chunks": per_chunk, "k": len(per_chunk)}
+        injected = [s for _, _, c in chunks for s in find_injections(c)]
+        if injected:
+            meta["suspicious_instructions"] = injected[:5]
+        noise = [c["id"] for c in per_chunk if not c["relevant"]]
+        explanation = f"{len(relevant)}/{len(per_chunk)} chunks relevant to the question"
+        if noise:
+            explanation += f"; noise: {', '.join(noise[:5])}"
+        label = "relevant" if relevant else "irrelevant"
+        return self.result(interaction, label, score, explanation, meta)

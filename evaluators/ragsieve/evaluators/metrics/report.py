@@ -1,0 +1,162 @@
+"""The offline evaluation report: means, per query, per category, worst cases and no-answer cases."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ragsieve.evaluators.golden import GoldenSet
+from ragsieve.evaluators.metrics import MetricSpec, build_relevance, score_relevance
+
+UNCATEGORIZED = "uncategorized"
+
+
+@dataclass
+class EvalReport:
+    """Everything ``ragsieve eval`` prints; :meth:`to_json` is the ``--json`` object."""
+
+    golden: str
+    golden_version: int | None
+    metrics: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+    n_queries: int
+    n_no_answer: int
+    n_missing: int
+    by_category: dict[str, dict[str, Any]]
+    query_category: dict[str, str]
+    worst_by: str
+    worst: list[dict[str, Any]]
+    no_answer: list[dict[str, Any]]
+    retriever_errors: dict[str, str] = field(default_factory=dict)
+    generation: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable machine-readable form (also the gate's input)."""
+        return {
+            "golden": self.golden,
+            "golden_version": self.golden_version,
+            "n_queries": self.n_queries,
+            "n_no_answer": self.n_no_answer,
+            "n_missing": self.n_missing,
+            "metrics": self.metrics,
+            "by_category": self.by_category,
+            "worst_by": self.worst_by,
+            "worst": self.worst,
+            "no_answer": self.no_answer,
+            "retriever_errors": self.retriever_errors,
+            "generation": self.generation,
+            "query_category": self.query_category,
+            "per_query": self.per_query,
+        }
+
+
+def _ranked(ids: Sequence[str] | None, depth: int) -> list[str]:
+    return list(dict.fromkeys(ids or ()))[:depth]
+
+
+def build_report(
+    golden: GoldenSet,
+    run: Mapping[str, Sequence[str]],
+    metrics: Sequence[MetricSpec],
+    *,
+    worst: int = 10,
+    worst_by: str | None = None,
+    source: str | None = None,
+) -> EvalReport:
+    """Score ``run`` against ``golden`` and assemble the report.
+
+    ``worst_by`` defaults to the nDCG with the largest cutoff, else the first metric.
+    """
+    cases = golden.answerable
+    rel = build_relevance([c.relevant_chunks for c in cases], [run.get(c.id) for c in cases])
+    values = score_relevance(rel, metrics)
+    names = [str(m) for m in metrics]
+    if worst_by is None:
+        ndcgs = [m for m in metrics if m.name == "ndcg"]
+        worst_by = str(max(ndcgs, key=lambda m: m.k or 0)) if ndcgs else names[0]
+    elif worst_by not in values:
+        raise ValueError(f"worst_by {worst_by!r} is not among the metrics: {', '.join(names)}")
+    ids = [c.id for c in cases]
+    cols = {m: v.tolist() for m, v in values.items()}
+    per_query = {q: {m: cols[m][i] for m in names} for i, q in enumerate(ids)}
+    cats = np.array([c.category or UNCATEGORIZED for c in cases], dtype=object)
+    by_category: dict[str, dict[str, Any]] = {}
+    for cat in sorted(set(cats.tolist())):
+        mask = cats == cat
+        by_category[cat] = {
+            "n": int(mask.sum()),
+            "metrics": {m: float(values[m][mask].mean()) for m in names},
+        }
+    depth = max((m.k or 10 for m in metrics), default=10)
+    order = np.argsort(values[worst_by], kind="stable")[: max(worst, 0)] if cases else []
+    worst_rows = [
+        {
+            "id": cases[i].id,
+            "query": cases[i].query,
+            "category": cases[i].category,
+            "value": float(values[worst_by][i]),
+            "relevant": dict(cases[i].relevant_chunks),
+            "missing_from_run": cases[i].id not in run,
+            "retrieved": [
+                {"id": cid, "grade": cases[i].relevant_chunks.get(cid, 0)}
+                for cid in _ranked(run.get(cases[i].id), depth)
+            ],
+        }
+        for i in order
+    ]
+    no_answer = [
+        {"id": c.id, "query": c.query, "category": c.category, "retrieved": _ranked(run.get(c.id), 5)}
+        for c in golden.no_answer
+    ]
+    return EvalReport(
+        golden=source or str(golden.path),
+        golden_version=golden.version,
+        metrics={m: float(values[m].mean()) if len(cases) else 0.0 for m in names},
+        per_query=per_query,
+        n_queries=len(cases),
+        n_no_answer=len(no_answer),
+        n_missing=sum(1 for q in ids if q not in run),
+        by_category=by_category,
+        query_category={c.id: c.category or UNCATEGORIZED for c in cases},
+        worst_by=worst_by,
+        worst=worst_rows,
+        no_answer=no_answer,
+    )
+
+
+def render_text(report: EvalReport) -> str:
+    """A human-readable report: metrics, per category, worst queries with what was retrieved."""
+    version = "" if report.golden_version is None else f" (v{report.golden_version})"
+    lines = [
+        f"golden: {report.golden}{version}",
+        f"queries: {report.n_queries} scored, {report.n_no_answer} no-answer (excluded), "
+        f"{report.n_missing} missing from the run (scored 0)",
+        "",
+    ]
+    names = list(report.metrics)
+    width = max((len(n) for n in names), default=6)
+    lines += [f"  {n:<{width}}  {report.metrics[n]:.4f}" for n in names]
+    if len(report.by_category) > 1 or UNCATEGORIZED not in report.by_category:
+        shown = names[:6]
+        lines += ["", "per category:", "  " + "  ".join(["category".ljust(20), "n".rjust(5)]
+                                                   + [s.rjust(max(len(s), 6)) for s in shown])]
+        for cat, row in report.by_category.items():
+            cells = [f"{row['metrics'][s]:.4f}".rjust(max(len(s), 6)) for s in shown]
+            lines.append("  " + "  ".join([cat[:20].ljust(20), str(row["n"]).rjust(5), *cells]))
+    if report.worst:
+        lines += ["", f"worst {len(report.worst)} by {report.worst_by} (* relevant, grade in []):"]
+        for row in report.worst:
+            cat = f" [{row['category']}]" if row["category"] else ""
+            lines.append(f"  {row['id']}{cat}  {report.worst_by}={row['value']:.4f}")
+            lines.append(f"    query:    {row['query'][:160]}")
+            lines.append(f"    relevant: {', '.join(f'{c}[{g}]' for c, g in row['relevant'].items())}")
+            got = [f"*{r['id']}[{r['grade']}]" if r["grade"] else r["id"] for r in row["retrieved"]]
+            lines.append(f"    got:      {', '.join(got) or '(nothing)'}")
+    if report.retriever_errors:
+        lines += ["", f"retriever errors: {len(report.retriever_errors)} queries (scored 0)"]
+    if report.generation:
+        lines += ["", "generation:"] + [f"  {k}: {v}" for k, v in report.generation.items()]
+    return "\n".join(lines)
