@@ -167,6 +167,8 @@ class Assembly:
         if (False in flags or not docs) and extra:
             docs += sorted(extra, key=lambda d: hay.find(needle(d.content or "")))
             return tuple(docs), "containment"
+        if False in flags and True in flags:
+            return tuple(docs), "containment"
         return tuple(docs), source
 
     def _contained_elsewhere(self, seen: set[str], hay: str) -> list[RetrievedDocument]:

@@ -114,6 +114,11 @@ def _oi_docs(attrs: Mapping[str, Any], prefix: str, span: SpanRecord, stage: str
     return docs, redacted, truncated
 
 
+def _query(attrs: Mapping[str, Any], key: str) -> str | None:
+    value = get_str(attrs, key)
+    return None if value is None or is_redacted(value) else cap(value_text(value, QUESTION_KEYS))
+
+
 def _retriever_name(span: SpanRecord) -> str:
     attrs = mapping(span.attributes)
     meta = parse_object(attrs.get("metadata")) or {}
@@ -135,8 +140,7 @@ def build_stages(tree: TraceTree, scope: set[str]) -> list[Stage]:
                                         True)
             inputs, red2, _ = _oi_docs(attrs, "reranker.input_documents", span, "retrieval",
                                        name, False)
-            query = get_str(attrs, "reranker.query") or value_text(
-                get_str(attrs, "input.value"), QUESTION_KEYS)
+            query = _query(attrs, "reranker.query") or _query(attrs, "input.value")
             stages.append(Stage(span, "rerank", True, query, docs, inputs, red or red2, trunc))
             continue
         outer = not any(tree.role(a) == "RETRIEVER" for a in tree.ancestors(span))
@@ -148,7 +152,7 @@ def build_stages(tree: TraceTree, scope: set[str]) -> list[Stage]:
                 doc, r, t = make_doc(fields, rank, span, "genai_retrieval", name, False)
                 red, trunc = red or r, trunc or t
                 docs.append(doc)
-            query = get_str(attrs, "gen_ai.retrieval.query.text")
+            query = _query(attrs, "gen_ai.retrieval.query.text")
             stages.append(Stage(span, "genai_retrieval", outer, query, docs, [], red, trunc))
             continue
         # A retriever that wraps retrievers and reports rerank scores is a compression reranker.
@@ -159,7 +163,7 @@ def build_stages(tree: TraceTree, scope: set[str]) -> list[Stage]:
             for k in RERANK_SCORE_KEYS)
         kind = "rerank" if rerank else "retrieval"
         docs, red, trunc = _oi_docs(attrs, "retrieval.documents", span, kind, name, rerank)
-        query = value_text(get_str(attrs, "input.value"), QUESTION_KEYS)
+        query = _query(attrs, "input.value")
         stages.append(Stage(span, kind, outer, query, docs, [], red, trunc))
     stages.sort(key=lambda s: (s.span.end_ns or s.span.start_ns, s.span.start_ns, s.span.span_id))
     return stages
@@ -175,9 +179,18 @@ def join_scores(stages: list[Stage]) -> None:
                 if doc.score is not None:
                     for key in _keys(doc):
                         table.setdefault(key, doc.score)
+    # A chunk known only by its content hash takes the native id another stage reported for it.
+    named: dict[str, tuple[str, str]] = {}
+    for st in stages:
+        for doc in list(st.docs) + list(st.inputs):
+            if doc.content and doc.id_source in ("native", "metadata"):
+                named.setdefault(content_chunk_id(doc.content), (doc.id, doc.id_source))
     for st in stages:
         for i, doc in enumerate(st.docs):
             keys = _keys(doc)
+            if doc.id_source == "content_hash" and doc.id in named:
+                doc = doc.model_copy(update=dict(zip(("id", "id_source"), named[doc.id],
+                                                     strict=True)))
             rs = doc.retrieval_score if doc.retrieval_score is not None else next(
                 (ret[k] for k in keys if k in ret), None)
             ks = doc.rerank_score if doc.rerank_score is not None else next(

@@ -35,6 +35,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragsieve.evaluators.errors import ConfigError, GateError
+from ragsieve.evaluators.golden import first_error
 from ragsieve.evaluators.metrics import parse_metric
 
 _EPS = 1e-12
@@ -64,7 +65,7 @@ def _line_of(text: str, table: str, key: str | None) -> int:
             current = m.group(1).strip()
             header_line = i if current == table else header_line
             continue
-        km = re.match(r'^\s*("?)([^"=]+?)\1\s*=', line)
+        km = re.match(r"""^\s*(["']?)([^"'=]+?)\1\s*=""", line)
         if current == table and key is not None and km and km.group(2).strip() == key:
             return i
     return header_line or 1
@@ -104,11 +105,11 @@ def load_policy(path: str | Path) -> GatePolicy:
     try:
         return GatePolicy.model_validate({**gate, "floors": floors})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = str(err["loc"][0]) if err["loc"] else "gate"
+        loc, msg = first_error(exc, "gate")
+        key = loc.split(".")[0]
         table = "floors" if key == "floors" else "gate"
         line = _line_of(text, table, None if key == "floors" else key)
-        raise ConfigError(f"{p}:{line}: {table}.{key}: {err['msg']}") from None
+        raise ConfigError(f"{p}:{line}: {table}.{key}: {msg}") from None
 
 
 class EvalResults(BaseModel):
@@ -134,8 +135,8 @@ def load_results(path: str | Path) -> EvalResults:
     try:
         return EvalResults.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ConfigError(f"{p}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        loc, msg = first_error(exc, "results")
+        raise ConfigError(f"{p}: {loc}: {msg}") from None
 
 
 @dataclass

@@ -72,10 +72,11 @@ def changelog_path(golden_path: str | Path) -> Path:
     return p.with_name(f"{_base_stem(p)}.CHANGELOG.md")
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
+def first_error(exc: ValidationError, default: str = "line") -> tuple[str, str]:
+    """``(dotted field, message)`` of a pydantic error's first entry, for one-line messages."""
     err = exc.errors()[0]
-    loc = ".".join(str(x) for x in err["loc"]) or "case"
-    return loc, err["msg"]
+    loc = ".".join(str(x) for x in err["loc"]) or default
+    return loc, str(err["msg"]).removeprefix("Value error, ")
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
@@ -111,7 +112,7 @@ def load_golden(path: str | Path) -> GoldenSet:
         try:
             case = GoldenCase.model_validate(obj)
         except ValidationError as exc:
-            field, msg = _first_error(exc)
+            field, msg = first_error(exc)
             raise ConfigError(f"{p}:{lineno}: {field}: {msg}") from None
         if case.id in seen:
             raise ConfigError(f"{p}:{lineno}: id: duplicate {case.id!r} (first on line {seen[case.id]})")
@@ -150,6 +151,8 @@ def load_beir(queries_path: str | Path, qrels_path: str | Path) -> GoldenSet:
     cases: list[GoldenCase] = []
     for lineno, obj in read_jsonl_objects(qp):
         qid, text = obj.get("id", obj.get("_id")), obj.get("text", obj.get("query"))
+        if not isinstance(qid, str | int) or isinstance(qid, bool):
+            raise ConfigError(f"{qp}:{lineno}: id: missing or not a string")
         answers = obj.get("answers")
         reference = answers[0] if isinstance(answers, list) and answers else None
         try:
@@ -161,7 +164,7 @@ def load_beir(queries_path: str | Path, qrels_path: str | Path) -> GoldenSet:
             )
             cases.append(case)
         except ValidationError as exc:
-            field, msg = _first_error(exc)
+            field, msg = first_error(exc)
             raise ConfigError(f"{qp}:{lineno}: {field}: {msg}") from None
     if grades:
         unknown = ", ".join(sorted(grades)[:5])

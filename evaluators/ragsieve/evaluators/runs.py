@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.golden import read_jsonl_objects
+from ragsieve.evaluators.golden import first_error, read_jsonl_objects
 from ragsieve.evaluators.records import GoldenCase
 
 log = logging.getLogger(__name__)
@@ -39,13 +39,13 @@ class RunLine(BaseModel):
     retrieved_ids: list[str]
     scores: list[float] | None = None
 
-    @model_validator(mode="after")
-    def _same_length(self) -> RunLine:
-        if self.scores is not None and len(self.scores) != len(self.retrieved_ids):
-            raise ValueError(
-                f"scores has {len(self.scores)} values for {len(self.retrieved_ids)} ids"
-            )
-        return self
+    @field_validator("scores")
+    @classmethod
+    def _same_length(cls, v: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        ids = info.data.get("retrieved_ids")
+        if v is not None and ids is not None and len(v) != len(ids):
+            raise ValueError(f"has {len(v)} values for {len(ids)} retrieved ids")
+        return v
 
 
 def load_run(path: str | Path) -> dict[str, list[str]]:
@@ -57,9 +57,8 @@ def load_run(path: str | Path) -> dict[str, list[str]]:
         try:
             row = RunLine.model_validate(obj)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(x) for x in err["loc"]) or "line"
-            raise ConfigError(f"{p}:{lineno}: {loc}: {err['msg']}") from None
+            loc, msg = first_error(exc)
+            raise ConfigError(f"{p}:{lineno}: {loc}: {msg}") from None
         if row.id in run:
             raise ConfigError(f"{p}:{lineno}: id: duplicate {row.id!r} (first on line {lines[row.id]})")
         run[row.id], lines[row.id] = row.retrieved_ids, lineno

@@ -126,8 +126,8 @@ def _chunk_score(terms: dict[str, float], kind: str | None, chunk: str, qvec: np
         sim = float(np.clip((float(qvec @ cvec) - 0.1) / 0.5, 0.0, 1.0))
         score = 0.4 * best + 0.3 * typed + 0.3 * sim
     if len(sents) > 1:  # RAGAS-style: a chunk mostly about other things is partly noise
-        density = sum(c >= 0.25 for c in covs) / len(sents)
-        score *= 0.6 + 0.4 * density
+        density = sum(covs) / len(sents)
+        score = 0.6 * score + 0.4 * density
     return score
 
 

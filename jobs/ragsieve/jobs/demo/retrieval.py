@@ -101,13 +101,16 @@ class HybridRetriever:
 
 
 class Reranker:
-    """Re-scores candidates by query/chunk cosine plus lexical coverage and keeps the best ``top_k``."""
+    """Re-scores candidates (cosine + lexical coverage + first-stage score) and keeps ``top_k``."""
 
     model_name = "ragsieve-demo-rerank-v1"
 
-    def __init__(self, encoder: Encoder, *, lexical_weight: float = 0.3) -> None:
+    def __init__(
+        self, encoder: Encoder, *, lexical_weight: float = 0.3, prior_weight: float = 1.0
+    ) -> None:
         self.encoder = encoder
         self.lexical_weight = lexical_weight
+        self.prior_weight = prior_weight
 
     def rerank(self, query: str, hits: Sequence[Hit], top_k: int = 4) -> list[Hit]:
         """``hits`` re-ordered by rerank score, cut to ``top_k``."""
@@ -117,6 +120,9 @@ class Reranker:
             return []
         q = self.encoder.vectors([query])[0]
         vecs = self.encoder.vectors([f"{h.chunk.title}. {h.chunk.text}" for h in hits])
-        scores = vecs @ q + self.lexical_weight * np.array([coverage(query, h.chunk.text) for h in hits])
+        prior = np.array([h.score for h in hits])
+        prior = prior / max(float(prior.max()), 1e-12)
+        lexical = np.array([coverage(query, h.chunk.text) for h in hits])
+        scores = vecs @ q + self.lexical_weight * lexical + self.prior_weight * prior
         order = np.argsort(-scores, kind="stable")[:top_k]
         return [Hit(hits[i].chunk, round(float(scores[i]), 4)) for i in order]
