@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 DEFAULT_ENDPOINT = "http://127.0.0.1:4318/v1/traces"
 SCOPE = "ragsieve.collector.instrument"
 _KIND = "openinference.span.kind"
-_session: ContextVar[dict[str, str]] = ContextVar("ragsieve_session", default={})  # noqa: B039
+_session: ContextVar[dict[str, str] | None] = ContextVar("ragsieve_session", default=None)
 
 
 def instrument(
@@ -204,7 +204,7 @@ def _span(name: str, kind: str, attrs: Mapping[str, Any], handle_type: type, pro
     with tracer.start_as_current_span(name, record_exception=True, set_status_on_exception=True) as span:
         handle = handle_type(span)
         handle.set(_KIND, kind)
-        for key, value in {**_session.get(), **attrs}.items():
+        for key, value in {**(_session.get() or {}), **attrs}.items():
             handle.set(key, value)
         yield handle
 

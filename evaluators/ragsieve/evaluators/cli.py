@@ -26,6 +26,10 @@ class ConfigExit(click.ClickException):
 
     exit_code = 2
 
+    def show(self, file: Any = None) -> None:
+        """One line on stderr, in the root command's ``error: ...`` format."""
+        click.echo(f"error: {self.format_message()}", err=True, file=file)
+
 
 def _importable_cwd() -> None:
     # A console script does not put the working directory on sys.path; `module:function` specs

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -144,6 +144,18 @@ class Settings(BaseSettings):
     golden: GoldenSettings = Field(default_factory=GoldenSettings)
     demo: DemoSettings = Field(default_factory=DemoSettings)
 
+    @field_validator("store")
+    @classmethod
+    def _known_scheme(cls, url: str) -> str:
+        from ragsieve.collector.store import known_schemes
+
+        scheme, sep, _ = url.partition("://")
+        if not sep or scheme.split("+", 1)[0].lower() not in known_schemes():
+            raise ValueError(
+                f"unsupported store URL; use one of {', '.join(sorted(known_schemes()))}://..."
+            )
+        return url
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -253,6 +265,7 @@ def _describe(
     loc = tuple(str(p) for p in err["loc"])
     dotted = ".".join(loc)
     msg = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
+    msg = msg.removeprefix("Value error, ")
     got = err.get("input")
     detail = f"{msg} (got {got!r})" if err["type"] != "extra_forbidden" and got is not None else msg
     for key in flags:

@@ -27,6 +27,11 @@ def _load(target: str) -> Any:
     return getattr(mod, attr)
 
 
+def known_schemes() -> set[str]:
+    """URL schemes a store exists for (built-ins plus the ``ragsieve.stores`` group)."""
+    return {*_BUILTIN, *(ep.name for ep in entry_points(group="ragsieve.stores"))}
+
+
 def open_store(url: str) -> SQLStore:
     """Open (and migrate) the store named by ``url``.
 
@@ -61,4 +66,4 @@ def open_store(url: str) -> SQLStore:
     raise ConfigError(f"store URL {url!r}: unknown scheme {scheme!r}; known: {', '.join(known)}")
 
 
-__all__ = ["OutboxItem", "SQLStore", "SpanWrite", "Store", "open_store"]
+__all__ = ["OutboxItem", "SQLStore", "SpanWrite", "Store", "known_schemes", "open_store"]

@@ -14,6 +14,7 @@ from ragsieve.evaluators.judges.text import (
     entities,
     fold,
     has_date,
+    language,
     numbers,
     rarity,
     sentences,
@@ -147,12 +148,13 @@ class ContextRelevanceJudge(OfflineJudge):
 
     name = "context_relevance"
 
-    def __init__(self, threshold: float = 0.45, use_embeddings: bool = True,
+    def __init__(self, threshold: float = 0.45, use_embeddings: bool | None = None,
                  max_embed_chars: int = 600) -> None:
+        """``use_embeddings=None`` (auto) encodes only when question and chunks differ in language."""
         self.threshold = threshold
         self.use_embeddings = use_embeddings
         self.max_embed_chars = max_embed_chars
-        self.version = f"offline-1:t{threshold}:e{int(use_embeddings)}"
+        self.version = f"offline-1:t{threshold}:e{use_embeddings}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question = interaction.query or ""
@@ -163,7 +165,11 @@ class ContextRelevanceJudge(OfflineJudge):
         terms = _key_terms(question)
         kind = expected_type(question)
         qvec = cvecs = None
-        if self.use_embeddings:
+        use = self.use_embeddings
+        if use is None:
+            qlang, clang = language(question), language(" ".join(c for _, _, c in chunks))
+            use = "unknown" not in (qlang, clang) and qlang != clang
+        if use:
             vecs = EMBEDDINGS([question] + [c[: self.max_embed_chars] for _, _, c in chunks])
             qvec, cvecs = vecs[0], vecs[1:]
         per_chunk = []
