@@ -1,10 +1,12 @@
-"""Interaction assembly on traces shaped like each framework's instrumentor (SPAN_SPEC §1.5-1.6, §2)."""
+"""Interaction assembly on traces shaped like each instrumentor's (SPAN_SPEC §1.5-1.6, §2)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import tracefixtures as tf
+
 from ragsieve.collector.normalize import derive
 from ragsieve.evaluators.records import Message, TokenUsage, content_chunk_id
 
@@ -203,3 +205,54 @@ def test_errors_and_status():
     assert (rec.answer, rec.query) == (None, tf.QUESTION)
     assert rec.generation_span_id == "0000000900000003"  # has a model, so still the generation
     assert [d.in_prompt for d in rec.documents] == [True, True]
+
+
+def test_langchain_compression_retriever_is_the_rerank_stage():
+    b = tf.TraceBuilder(20)
+    root = b.span("RetrievalQA", None, 0, 2000, "CHAIN",
+                  {"input.value": tf.QUESTION, "output.value": tf.ANSWER})
+    kept = [tf.CHUNKS[1], tf.CHUNKS[0]]
+    outer = {**tf.doc_attrs("retrieval.documents", kept, ids=False, scores=False)}
+    for i, (c, s) in enumerate(zip(kept, [0.97, 0.64], strict=True)):
+        outer[f"retrieval.documents.{i}.document.metadata"] = (
+            f"{{'source': '{c['source']}', 'relevance_score': {s}}}")  # Python repr, not JSON
+    comp = b.span("ContextualCompressionRetriever", root, 5, 400, "RETRIEVER",
+                  {"input.value": tf.QUESTION, **outer})
+    b.span("VectorStoreRetriever", comp, 6, 100, "RETRIEVER", {
+        "input.value": tf.QUESTION,
+        **tf.doc_attrs("retrieval.documents", tf.CHUNKS[:4], ids=False, scores=False)})
+    b.span("ChatOpenAI", root, 401, 1990, "LLM", {
+        "llm.model_name": "gpt-4o-mini",
+        **tf.msg_attrs("llm.input_messages", [("user", tf.stuffed_prompt(kept))]),
+        **tf.msg_attrs("llm.output_messages", [("assistant", tf.ANSWER)])})
+    rec = derive(b.spans)
+    assert rec is not None
+    assert [(s.stage, s.name, len(s.documents)) for s in rec.stages] == [
+        ("retrieval", "VectorStoreRetriever", 4), ("rerank", "ContextualCompressionRetriever", 2)]
+    assert [(d.id, d.rank, d.score, d.rerank_score, d.stage, d.in_prompt)
+            for d in rec.documents] == [
+        (HASH[1], 0, 0.97, 0.97, "rerank", True), (HASH[0], 1, 0.64, 0.64, "rerank", True)]
+    assert rec.documents[0].metadata == {"source": "policies/refunds.md", "relevance_score": 0.97}
+    assert rec.context_source == "reranker_output"
+
+
+def test_cancelled_stream_is_not_an_error():
+    spans = tf.llamaindex_rerank(21)
+    root = spans[0]
+    spans[0] = replace(root, events=(tf.event("span.cancelled", 3000, reason="client gone"),))
+    rec = derive(spans)
+    assert rec is not None
+    assert (rec.status, rec.errors) == ("cancelled", ())
+
+
+def test_genai_exception_log_event_is_an_error():
+    spans, logs = tf.genai_log_events(22)
+    chat = spans[1]
+    logs.append(tf.LogEvent(chat.trace_id, chat.span_id, "gen_ai.client.operation.exception",
+                            chat.end_ns, {"exception.type": "httpx.ReadTimeout",
+                                          "exception.message": "timed out"}))
+    rec = derive(spans, logs)
+    assert rec is not None
+    assert rec.status == "error"
+    assert [(e.span_id, e.role, e.type, e.message) for e in rec.errors] == [
+        (chat.span_id, "LLM", "httpx.ReadTimeout", "timed out")]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import tracefixtures as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from ragsieve.collector.normalize import derive, local_root
 from ragsieve.collector.spans import SpanRecord
 from ragsieve.evaluators.records import Feedback, content_chunk_id
@@ -73,28 +74,66 @@ def test_redacted_inputs():
     assert rec.prompt.template_variables is None
 
 
-def test_multi_pipeline_derives_from_the_first():
+QA = [(tf.QUESTION, tf.ANSWER, tf.CHUNKS[0])] + [
+    (f"Question {k}?", f"Answer {k}.", tf.CHUNKS[k % 5]) for k in range(1, 7)]
+
+
+def _qa_pipeline(b: tf.TraceBuilder, parent, t: float, q: str, a: str, chunk: dict,
+                 wrapper: str = "RetrievalQA"):
+    p = b.span(wrapper, parent, t, t + 1500, "CHAIN", {"input.value": q, "output.value": a})
+    b.span("retriever", p, t + 1, t + 50, "RETRIEVER",
+           {"input.value": q, **tf.doc_attrs("retrieval.documents", [chunk])})
+    b.span("ChatOpenAI", p, t + 51, t + 1400, "LLM", {
+        "llm.model_name": "gpt-4o-mini",
+        **tf.msg_attrs("llm.input_messages", [("user", f"{chunk['content']}\n\n{q}")]),
+        **tf.msg_attrs("llm.output_messages", [("assistant", a)])})
+    return p
+
+
+def test_reused_trace_id_is_multi_pipeline():
     b = tf.TraceBuilder(11)
-    batch = b.span("batch_eval", None, 0, 5000, "CHAIN", {"input.value": "2 questions"})
-    for k, (q, a, chunk) in enumerate([(tf.QUESTION, tf.ANSWER, tf.CHUNKS[0]),
-                                       ("Can I get an invoice?", "Yes, from Billing.",
-                                        tf.CHUNKS[3])]):
-        t = 100 + k * 2000
-        p = b.span("RetrievalQA", batch, t, t + 1500, "CHAIN",
-                   {"input.value": q, "output.value": a})
-        b.span("retriever", p, t + 1, t + 50, "RETRIEVER",
-               {"input.value": q, **tf.doc_attrs("retrieval.documents", [chunk])})
-        b.span("ChatOpenAI", p, t + 51, t + 1400, "LLM", {
-            "llm.model_name": "gpt-4o-mini",
-            **tf.msg_attrs("llm.input_messages", [("user", f"{chunk['content']}\n\n{q}")]),
-            **tf.msg_attrs("llm.output_messages", [("assistant", a)])})
+    first = _qa_pipeline(b, None, 0, *QA[0])
+    _qa_pipeline(b, None, 2000, *QA[1])  # a second root: the client reused the trace id
     rec = derive(b.spans)
     assert rec is not None
-    assert rec.multi_pipeline is True
+    assert (rec.multi_pipeline, rec.span_id) == (True, first.span_id)
     assert (rec.query, rec.answer) == (tf.QUESTION, tf.ANSWER)
     assert [d.id for d in rec.documents] == ["node-7f3a"]
-    assert (rec.llm_call_count, rec.generation_span_id) == (1, "0000000b00000004")
-    assert rec.span_id == batch.span_id
+    assert (rec.llm_call_count, rec.generation_span_id) == (1, "0000000b00000003")
+
+
+def test_batch_job_is_multi_pipeline_derived_from_the_first():
+    b = tf.TraceBuilder(16)
+    batch = b.span("batch_eval", None, 0, 20_000, "CHAIN", {"input.value": "7 questions"})
+    for k, qa in enumerate(QA):
+        _qa_pipeline(b, batch, 100 + k * 2000, *qa)
+    rec = derive(b.spans)
+    assert rec is not None
+    assert (rec.multi_pipeline, rec.span_id) == (True, batch.span_id)
+    assert (rec.query, rec.answer, rec.llm_call_count) == (tf.QUESTION, tf.ANSWER, 1)
+    assert [d.id for d in rec.documents] == ["node-7f3a"]
+
+
+def test_agent_calling_query_engine_tools_is_one_pipeline():
+    b = tf.TraceBuilder(17, scope="openinference.instrumentation.llama_index")
+    final = "Refunds: 30 days in full, then pro rata; invoices come by email."
+    agent = b.span("ReActAgent.chat", None, 0, 9000, "AGENT",
+                   {"input.value": "refund window and invoices?", "output.value": final})
+    for k in range(2):
+        tool = b.span("QueryEngineTool.call", agent, 100 + k * 3000, 3000 + k * 3000, "TOOL", {})
+        _qa_pipeline(b, tool, 101 + k * 3000, *QA[k * 3], wrapper="RetrieverQueryEngine.query")
+    b.span("OpenAI.chat", agent, 6500, 8900, "LLM", {
+        "llm.model_name": "gpt-4o",
+        **tf.msg_attrs("llm.input_messages", [("user", "Observation: ...")]),
+        **tf.msg_attrs("llm.output_messages", [("assistant", final)])})
+    rec = derive(b.spans)
+    assert rec is not None
+    assert rec.multi_pipeline is False
+    assert (rec.query, rec.answer, rec.model) == ("refund window and invoices?", final, "gpt-4o")
+    assert (rec.generation_span_id, rec.llm_call_count) == (b.spans[-1].span_id, 3)
+    # both tools' retrievals ended before the final call; its prompt holds neither chunk
+    assert [(d.id, d.in_prompt) for d in rec.documents] == [
+        ("node-7f3a", False), ("node-91de", False)]
 
 
 def test_query_rewrite_and_post_hoc_critique_are_auxiliary_calls():
@@ -184,6 +223,8 @@ def test_feedback_latest_human_signal_wins():
     assert rec.feedback == (up, down)
     assert (rec.feedback_polarity, rec.revision, rec.late_spans) == (-1, 3, 2)
     assert derive(spans).feedback_polarity is None  # type: ignore[union-attr]
+    rating = Feedback(trace_id=trace_id, score=2, created_at=datetime(2025, 11, 30, tzinfo=UTC))
+    assert derive(spans, feedback=[up, rating]).feedback_polarity == -1  # type: ignore[union-attr]
 
 
 def test_inline_annotations_count_only_when_human():

@@ -141,7 +141,8 @@ def langchain_retrievalqa(n: int = 1, *, answer: str = ANSWER) -> list[SpanRecor
     root = b.span("RetrievalQA", None, 0, 2400, "CHAIN",
                   {"input.value": QUESTION, "output.value": answer, **CTX})
     b.span("VectorStoreRetriever", root, 5, 180, "RETRIEVER", {
-        "input.value": QUESTION, **doc_attrs("retrieval.documents", chunks, ids=False, scores=False),
+        "input.value": QUESTION,
+        **doc_attrs("retrieval.documents", chunks, ids=False, scores=False),
         **CTX, "metadata": json.dumps({"tenant": "acme", "ls_retriever_name": "vectorstore"})})
     stuff = b.span("StuffDocumentsChain", root, 185, 2390, "CHAIN", {
         "input.value": json.dumps({"input_documents": [c["content"] for c in chunks],
@@ -220,7 +221,8 @@ def llamaindex_rerank(n: int = 3) -> list[SpanRecord]:
         "reranker.model_name": "rerank-english-v3.0",
         **doc_attrs("reranker.input_documents", CHUNKS),
         **doc_attrs("reranker.output_documents", reranked)})
-    synth = b.span("CompactAndRefine.synthesize", root, 541, 3090, "CHAIN", {"input.value": QUESTION})
+    synth = b.span("CompactAndRefine.synthesize", root, 541, 3090, "CHAIN",
+                   {"input.value": QUESTION})
     get = b.span("CompactAndRefine.get_response", synth, 542, 3085, "CHAIN",
                  {"input.value": QUESTION})
     predict = b.span("OpenAI.predict", get, 543, 3080, "LLM", {

@@ -12,10 +12,18 @@ from click.testing import CliRunner
 from ragsieve.evaluators.cli import eval_command, gate_command
 
 GOLDEN = [
-    {"id": "g1", "query": "¿Cuántos Grammys ha ganado Lady Gaga?", "relevant_chunks": {"c1": 2},
-     "category": "music"},
-    {"id": "g2", "query": "intercepciones de los Panthers", "relevant_chunks": {"c2": 1, "c3": 1},
-     "category": "sport"},
+    {
+        "id": "g1",
+        "query": "¿Cuántos Grammys ha ganado Lady Gaga?",
+        "relevant_chunks": {"c1": 2},
+        "category": "music",
+    },
+    {
+        "id": "g2",
+        "query": "intercepciones de los Panthers",
+        "relevant_chunks": {"c2": 1, "c3": 1},
+        "category": "sport",
+    },
     {"id": "g3", "query": "white matter diffusion newborns", "relevant_chunks": ["c4"]},
     {"id": "g4", "query": "¿Cuál es la capital de Marte?", "relevant_chunks": []},
 ]
@@ -38,11 +46,14 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return {
         "golden": _jsonl(tmp_path / "golden_v2.jsonl", GOLDEN),
         "corpus": _jsonl(tmp_path / "corpus.jsonl", CORPUS),
-        "run": _jsonl(tmp_path / "run.jsonl", [
-            {"id": "g1", "retrieved_ids": ["c5", "c1", "c1"], "scores": [9, 1, 1]},
-            {"id": "g2", "retrieved_ids": ["c2", "c9", "c3"]},
-            {"id": "g4", "retrieved_ids": ["c5"]},
-        ]),
+        "run": _jsonl(
+            tmp_path / "run.jsonl",
+            [
+                {"id": "g1", "retrieved_ids": ["c5", "c1", "c1"], "scores": [9, 1, 1]},
+                {"id": "g2", "retrieved_ids": ["c2", "c9", "c3"]},
+                {"id": "g4", "retrieved_ids": ["c5"]},
+            ],
+        ),
     }
 
 
@@ -52,9 +63,26 @@ def _invoke(cmd, args: list[str]):  # type: ignore[no-untyped-def]
 
 def test_eval_json_object_with_run_file(files: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    res = _invoke(eval_command, ["--golden", files["golden"], "--run", files["run"], "-k", "1",
-                                 "-k", "3", "--metrics", "recall,mrr", "--json", "--out", out,
-                                 "--worst", "2"])
+    res = _invoke(
+        eval_command,
+        [
+            "--golden",
+            files["golden"],
+            "--run",
+            files["run"],
+            "-k",
+            "1",
+            "-k",
+            "3",
+            "--metrics",
+            "recall,mrr",
+            "--json",
+            "--out",
+            out,
+            "--worst",
+            "2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data == json.loads(out.read_text())
@@ -66,15 +94,18 @@ def test_eval_json_object_with_run_file(files: dict[str, Path], tmp_path: Path) 
         "g3": {"recall@1": 0.0, "recall@3": 0.0, "mrr": 0.0},
     }
     assert data["metrics"] == pytest.approx({"recall@1": 0.5 / 3, "recall@3": 2 / 3, "mrr": 0.5})
-    assert data["by_category"]["music"] == {"n": 1, "metrics": {"recall@1": 0.0, "recall@3": 1.0,
-                                                                 "mrr": 0.5}}
+    assert data["by_category"]["music"] == {
+        "n": 1,
+        "metrics": {"recall@1": 0.0, "recall@3": 1.0, "mrr": 0.5},
+    }
     assert set(data["by_category"]) == {"music", "sport", "uncategorized"}
     assert data["worst_by"] == "recall@1"
     assert [w["id"] for w in data["worst"]] == ["g1", "g3"]
     assert data["worst"][0]["retrieved"] == [{"id": "c5", "grade": 0}, {"id": "c1", "grade": 2}]
     assert data["worst"][1]["missing_from_run"] is True
-    assert data["no_answer"] == [{"id": "g4", "query": GOLDEN[3]["query"], "category": None,
-                                  "retrieved": ["c5"]}]
+    assert data["no_answer"] == [
+        {"id": "g4", "query": GOLDEN[3]["query"], "category": None, "retrieved": ["c5"]}
+    ]
 
 
 def test_eval_text_report_lists_categories_and_worst(files: dict[str, Path]) -> None:
@@ -86,25 +117,45 @@ def test_eval_text_report_lists_categories_and_worst(files: dict[str, Path]) -> 
     assert "worst 3 by ndcg@3" in text and "got:      c5, *c1[2]" in text
 
 
-def test_bm25_baseline_retriever_and_saved_run(files: dict[str, Path], tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bm25_baseline_retriever_and_saved_run(
+    files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     saved = tmp_path / "bm25_run.jsonl"
-    res = _invoke(eval_command, ["--golden", files["golden"], "--baseline", "bm25", "--corpus",
-                                 files["corpus"], "-k", "1", "--json", "--save-run", saved])
+    res = _invoke(
+        eval_command,
+        [
+            "--golden",
+            files["golden"],
+            "--baseline",
+            "bm25",
+            "--corpus",
+            files["corpus"],
+            "-k",
+            "1",
+            "--json",
+            "--save-run",
+            saved,
+        ],
+    )
     assert res.exit_code == 0, res.output
     bm25 = json.loads(res.stdout)
     assert bm25["metrics"]["hit_rate@1"] == 1.0
     assert bm25["per_query"]["g2"]["recall@1"] == 0.5
-    again = _invoke(eval_command, ["--golden", files["golden"], "--run", saved, "-k", "1", "--json"])
+    again = _invoke(
+        eval_command, ["--golden", files["golden"], "--run", saved, "-k", "1", "--json"]
+    )
     assert json.loads(again.stdout)["per_query"] == bm25["per_query"]
 
     (tmp_path / "my_rag.py").write_text(
         "def search(query, k):\n"
         "    if 'Marte' in query:\n        raise TimeoutError('slow')\n"
-        "    return [{'id': 'c4', 'text': 'x'}][:k]\n")
+        "    return [{'id': 'c4', 'text': 'x'}][:k]\n"
+    )
     monkeypatch.chdir(tmp_path)
-    res = _invoke(eval_command, ["--golden", files["golden"], "--retriever", "my_rag:search",
-                                 "-k", "1", "--json"])
+    res = _invoke(
+        eval_command,
+        ["--golden", files["golden"], "--retriever", "my_rag:search", "-k", "1", "--json"],
+    )
     sys.modules.pop("my_rag", None)
     data = json.loads(res.stdout)
     assert data["per_query"]["g3"]["recall@1"] == 1.0 and data["metrics"]["recall@1"] == 1 / 3
@@ -115,8 +166,22 @@ def test_beir_queries_and_qrels_input(tmp_path: Path, files: dict[str, Path]) ->
     q = _jsonl(tmp_path / "queries.jsonl", [{"id": "1", "text": "Panthers intercepciones"}])
     r = tmp_path / "qrels.tsv"
     r.write_text("query-id\tcorpus-id\tscore\n1\tc2\t1\n")
-    res = _invoke(eval_command, ["--queries", q, "--qrels", r, "--baseline", "bm25", "--corpus",
-                                 files["corpus"], "--metrics", "mrr", "--json"])
+    res = _invoke(
+        eval_command,
+        [
+            "--queries",
+            q,
+            "--qrels",
+            r,
+            "--baseline",
+            "bm25",
+            "--corpus",
+            files["corpus"],
+            "--metrics",
+            "mrr",
+            "--json",
+        ],
+    )
     data = json.loads(res.stdout)
     assert data["metrics"] == {"mrr": 1.0} and data["golden_version"] is None
 
@@ -132,10 +197,13 @@ def test_beir_queries_and_qrels_input(tmp_path: Path, files: dict[str, Path]) ->
         (["--golden", "GOLDEN", "--retriever", "nope_module_x:f"], "cannot import"),
     ],
 )
-def test_eval_usage_and_config_errors_exit_2(files: dict[str, Path], args: list[str],
-                                             message: str) -> None:
-    args = [str(files["golden"]) if a == "GOLDEN" else str(files["run"]) if a == "RUN" else a
-            for a in args]
+def test_eval_usage_and_config_errors_exit_2(
+    files: dict[str, Path], args: list[str], message: str
+) -> None:
+    args = [
+        str(files["golden"]) if a == "GOLDEN" else str(files["run"]) if a == "RUN" else a
+        for a in args
+    ]
     res = _invoke(eval_command, args)
     assert res.exit_code == 2 and message in res.stderr
 
@@ -157,8 +225,10 @@ def test_gate_exit_codes_and_markdown(files: dict[str, Path], tmp_path: Path) ->
     assert ok.exit_code == 0 and ok.stdout.startswith("gate passed")
     policy = tmp_path / "gate.toml"
     policy.write_text('[floors]\n"recall@10" = 0.9\n')
-    res = _invoke(gate_command, ["--baseline", base, "--candidate", cand, "--policy", policy,
-                                 "--format", "markdown"])
+    res = _invoke(
+        gate_command,
+        ["--baseline", base, "--candidate", cand, "--policy", policy, "--format", "markdown"],
+    )
     assert res.exit_code == 1
     assert res.stdout.startswith("### ❌ ragsieve gate failed: 1 floor breach(es)")
     assert "| recall@10 | 0.6667 | 0.6667 | +0.0000 |" in res.stdout
@@ -176,11 +246,73 @@ def test_gate_exit_codes_and_markdown(files: dict[str, Path], tmp_path: Path) ->
 
 def test_eval_on_shared_xquad_es_with_bm25(shared_data: Path, tmp_path: Path) -> None:
     d = shared_data / "xquad_es"
-    res = _invoke(eval_command, ["--queries", d / "queries_dev.jsonl", "--qrels",
-                                 d / "qrels_dev.tsv", "--baseline", "bm25", "--corpus",
-                                 d / "corpus.jsonl", "-k", "10", "--json"])
+    res = _invoke(
+        eval_command,
+        [
+            "--queries",
+            d / "queries_dev.jsonl",
+            "--qrels",
+            d / "qrels_dev.tsv",
+            "--baseline",
+            "bm25",
+            "--corpus",
+            d / "corpus.jsonl",
+            "-k",
+            "10",
+            "--json",
+        ],
+    )
     data = json.loads(res.stdout)
     assert data["n_queries"] == 297
     # a single-paragraph target in a 240-paragraph corpus: BM25 is strong, not perfect
     assert 0.85 < data["metrics"]["ndcg@10"] < 1.0
     assert data["metrics"]["recall@10"] >= data["metrics"]["hit_rate@10"] - 1e-9
+
+
+def test_generation_metrics_with_an_answerer(
+    files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_answerer.py").write_text(
+        "def answer(query, chunks):\n"
+        "    if 'Marte' in query:\n        return 'No tengo información sobre eso.'\n"
+        "    if 'Panthers' in query:\n        raise RuntimeError('model down')\n"
+        "    return chunks[0] if chunks else 'I don\\'t know.'\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    res = _invoke(
+        eval_command,
+        [
+            "--golden",
+            files["golden"],
+            "--run",
+            files["run"],
+            "--corpus",
+            files["corpus"],
+            "--answerer",
+            "my_answerer:answer",
+            "--judge",
+            "answer_relevance",
+            "--sample",
+            "5",
+            "--json",
+        ],
+    )
+    sys.modules.pop("my_answerer", None)
+    assert res.exit_code == 0, res.output
+    gen = json.loads(res.stdout)["generation"]
+    assert set(gen["judges"]) == {"faithfulness", "answer_relevance"}
+    assert gen["answerer_errors"] == {"g2": "RuntimeError: model down"}
+    assert gen["n_answered"] == 3  # g1, g3 answerable; g4 no-answer
+    # the no-answer case got a retrieved chunk, answered "no tengo información": an abstention
+    assert gen["n_no_answer_judged"] == 1 and gen["abstention_rate_no_answer"] == 1.0
+    assert gen["cases"]["g4"] == {"faithfulness": "abstained"}
+    # g1 answers with the retrieved chunk itself, so the faithfulness judge must accept it
+    assert gen["cases"]["g1"]["faithfulness"] == "faithful"
+    assert gen["judges"]["faithfulness"]["n"] == 2
+
+
+def test_answerer_needs_chunk_texts(files: dict[str, Path]) -> None:
+    res = _invoke(
+        eval_command, ["--golden", files["golden"], "--run", files["run"], "--answerer", "x:y"]
+    )
+    assert res.exit_code == 2 and "--answerer needs chunk texts" in res.stderr

@@ -21,8 +21,9 @@ from ragsieve.evaluators.gate import (
 )
 
 
-def results(values: dict[str, list[float]], cats: list[str] | None = None,
-            version: int | None = 1) -> EvalResults:
+def results(
+    values: dict[str, list[float]], cats: list[str] | None = None, version: int | None = 1
+) -> EvalResults:
     n = len(next(iter(values.values())))
     ids = [f"q{i}" for i in range(n)]
     return EvalResults(
@@ -38,7 +39,9 @@ def test_identical_runs_pass_with_a_zero_interval() -> None:
     report = compare(base, base, GatePolicy())
     assert report.passed and report.n_paired == 100
     assert [(c.metric, c.delta, c.ci_low, c.ci_high, c.status) for c in report.checks] == [
-        ("recall@10", 0.0, 0.0, 0.0, "pass"), ("mrr", 0.0, 0.0, 0.0, "pass")]
+        ("recall@10", 0.0, 0.0, 0.0, "pass"),
+        ("mrr", 0.0, 0.0, 0.0, "pass"),
+    ]
 
 
 def test_a_clear_regression_fails_and_an_improvement_is_marked() -> None:
@@ -96,26 +99,36 @@ def test_a_drop_in_a_protected_category_fails_even_when_not_significant() -> Non
     assert not report.passed
     [check] = report.categories
     assert (check.category, check.n, check.delta, check.failed) == ("billing", 5, -0.1, True)
-    assert compare(base, cand, GatePolicy(protected_categories=("billing",),
-                                          protected_max_drop=0.2)).passed
+    assert compare(
+        base, cand, GatePolicy(protected_categories=("billing",), protected_max_drop=0.2)
+    ).passed
     with pytest.raises(GateError, match="'legal' has no paired queries"):
         compare(base, cand, GatePolicy(protected_categories=("legal",)))
 
 
 def test_unpaired_queries_and_versions_are_noted() -> None:
     base = results({"mrr": [1.0, 1.0, 1.0]}, version=3)
-    cand = EvalResults(metrics={"mrr": 1.0}, per_query={"q0": {"mrr": 1.0}, "new": {"mrr": 1.0}},
-                       golden_version=4)
+    cand = EvalResults(
+        metrics={"mrr": 1.0}, per_query={"q0": {"mrr": 1.0}, "new": {"mrr": 1.0}}, golden_version=4
+    )
     report = compare(base, cand, GatePolicy())
     assert report.n_paired == 1
-    assert report.notes == ["3 queries present in only one file were left out of the paired test",
-                            "golden versions differ: baseline v3, candidate v4"]
+    assert report.notes == [
+        "3 queries present in only one file were left out of the paired test",
+        "golden versions differ: baseline v3, candidate v4",
+    ]
     with pytest.raises(GateError, match="share no query ids"):
-        compare(results({"mrr": [1.0]}), EvalResults(metrics={"mrr": 1}, per_query={"x": {"mrr": 1}}),
-                GatePolicy())
+        compare(
+            results({"mrr": [1.0]}),
+            EvalResults(metrics={"mrr": 1}, per_query={"x": {"mrr": 1}}),
+            GatePolicy(),
+        )
     with pytest.raises(GateError, match="not in the baseline"):
-        compare(results({"mrr": [1.0]}), results({"mrr": [1.0], "ndcg@5": [1.0]}),
-                GatePolicy(metrics=("ndcg@5",)))
+        compare(
+            results({"mrr": [1.0]}),
+            results({"mrr": [1.0], "ndcg@5": [1.0]}),
+            GatePolicy(metrics=("ndcg@5",)),
+        )
 
 
 def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:
@@ -131,8 +144,10 @@ def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:
 
 def test_load_policy(tmp_path: Path) -> None:
     p = tmp_path / "gate.toml"
-    p.write_text('[gate]\nmetrics = ["recall@10", "mrr"]\nconfidence = 0.9\n'
-                 'protected_categories = ["billing"]\n\n[floors]\n"recall@10" = 0.9\nmrr = 0.7\n')
+    p.write_text(
+        '[gate]\nmetrics = ["recall@10", "mrr"]\nconfidence = 0.9\n'
+        'protected_categories = ["billing"]\n\n[floors]\n"recall@10" = 0.9\nmrr = 0.7\n'
+    )
     pol = load_policy(p)
     assert pol.floors == {"recall@10": 0.9, "mrr": 0.7} and pol.metrics == ("recall@10", "mrr")
     assert pol.confidence == 0.9 and pol.protected_categories == ("billing",)
@@ -144,10 +159,10 @@ def test_load_policy(tmp_path: Path) -> None:
         ("[gate]\nconfidence = \n", ":2: toml: "),
         ("[gate]\nseed = 1\n\n[flors]\nmrr = 1\n", ":4: flors: unknown table"),
         ("[floors]\nmrr = 0.7\n'ndgc@10' = 0.5\n", ":3: floors.ndgc@10: metric 'ndgc@10': unknown"),
-        ("[floors]\n\"recall@10\" = 90\n", ":2: floors.recall@10: must be a number in [0, 1]"),
+        ('[floors]\n"recall@10" = 90\n', ":2: floors.recall@10: must be a number in [0, 1]"),
         ("[gate]\nseed = 1\nconfidence = 1.5\n", ":3: gate.confidence: Input should be less"),
         ("[gate]\nresample = 10\n", ":2: gate.resample: Extra inputs are not permitted"),
-        ("[gate]\nmetrics = [\"ndcg\"]\n", ":2: gate.metrics: metric 'ndcg': needs a cutoff"),
+        ('[gate]\nmetrics = ["ndcg"]\n', ":2: gate.metrics: metric 'ndcg': needs a cutoff"),
     ],
 )
 def test_policy_errors_have_path_line_and_field(tmp_path: Path, text: str, expected: str) -> None:
@@ -172,12 +187,15 @@ def test_renderings(tmp_path: Path) -> None:
     cats = ["billing"] * 100 + ["other"] * 100
     base = results({"recall@10": [1.0] * 200, "mrr": [0.8] * 200}, cats)
     cand = results({"recall@10": [0.6] * 200, "mrr": [0.8] * 200}, cats)
-    report = compare(base, cand, GatePolicy(floors={"mrr": 0.9},
-                                             protected_categories=("billing",)))
+    report = compare(base, cand, GatePolicy(floors={"mrr": 0.9}, protected_categories=("billing",)))
     md = render(report, "markdown")
-    assert md.startswith("### ❌ ragsieve gate failed: 1 regression(s), 1 floor breach(es), "
-                         "1 protected-category drop(s)\n")
-    assert "| recall@10 | 1.0000 | 0.6000 | -0.4000 | [-0.4000, -0.4000] | — | ❌ regression |" in md
+    assert md.startswith(
+        "### ❌ ragsieve gate failed: 1 regression(s), 1 floor breach(es), "
+        "1 protected-category drop(s)\n"
+    )
+    assert (
+        "| recall@10 | 1.0000 | 0.6000 | -0.4000 | [-0.4000, -0.4000] | — | ❌ regression |" in md
+    )
     assert "| mrr | 0.8000 | 0.8000 | +0.0000 | [+0.0000, +0.0000] | ≥ 0.90 | ❌ floor |" in md
     assert "| billing | 100 | recall@10 | 1.0000 | 0.6000 | -0.4000 | drop |" in md
     table = render(report, "table")

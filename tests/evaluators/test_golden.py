@@ -28,8 +28,15 @@ def _write(path: Path, *rows: object) -> Path:
 def test_load_canonical_and_alias_rows(tmp_path: Path) -> None:
     p = _write(
         tmp_path / "golden_v3.jsonl",
-        {"id": "a", "query": "q a", "relevant_chunks": {"c1": 3, "c2": 0}, "category": "billing",
-         "source": "production", "reviewed": True, "created_at": "2026-01-02T03:04:05Z"},
+        {
+            "id": "a",
+            "query": "q a",
+            "relevant_chunks": {"c1": 3, "c2": 0},
+            "category": "billing",
+            "source": "production",
+            "reviewed": True,
+            "created_at": "2026-01-02T03:04:05Z",
+        },
         "",
         {"pregunta": "¿Cuánto cuesta?", "chunks_relevantes": ["c9"], "respuesta_ideal": "10 €"},
         {"id": "c", "query": "q c", "gold_chunk_ids": [], "gold_answer": "I don't know"},
@@ -81,8 +88,13 @@ def test_versions_and_next_version_path() -> None:
 
 def test_write_golden_round_trips_and_refuses_to_overwrite(tmp_path: Path) -> None:
     cases = [
-        GoldenCase(id="a", query="¿Qué es?", relevant_chunks={"c": 2}, category="x",
-                   created_at=datetime(2026, 1, 1, tzinfo=UTC)),
+        GoldenCase(
+            id="a",
+            query="¿Qué es?",
+            relevant_chunks={"c": 2},
+            category="x",
+            created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        ),
         GoldenCase(id="b", query="none", reference_answer="abstain"),
     ]
     p = write_golden(tmp_path / "golden_v1.jsonl", cases)
@@ -110,8 +122,12 @@ def test_append_changelog_shared_across_versions(tmp_path: Path) -> None:
 
 
 def test_load_beir_queries_and_qrels(tmp_path: Path) -> None:
-    q = _write(tmp_path / "queries.jsonl", {"id": "1", "text": "first"},
-               {"id": "2", "text": "second", "answers": ["dos"]}, {"id": "3", "text": "third"})
+    q = _write(
+        tmp_path / "queries.jsonl",
+        {"id": "1", "text": "first"},
+        {"id": "2", "text": "second", "answers": ["dos"]},
+        {"id": "3", "text": "third"},
+    )
     r = tmp_path / "qrels.tsv"
     r.write_text("query-id\tcorpus-id\tscore\n1\tdA\t1\n1\tdB\t2\n2\tdC\t1\n")
     gs = load_beir(q, r)

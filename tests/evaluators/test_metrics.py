@@ -14,8 +14,8 @@ from ragsieve.evaluators.metrics import (
     evaluate,
     expand_metrics,
     parse_metric,
+    ranking,
 )
-from ragsieve.evaluators.metrics import ranking
 
 
 def test_mrr_worked_example_first_hits_at_ranks_1_3_2() -> None:
@@ -41,8 +41,9 @@ def test_recall_and_precision_worked_example() -> None:
 def test_context_precision_by_hand() -> None:
     # relevant at ranks 1 and 3: (1/1 + 2/3) / 2
     qrels = {"q": {"a": 1, "c": 1, "z": 1}}
-    means = evaluate(qrels, {"q": ["a", "b", "c", "d"]}, ["context_precision@3",
-                                                           "context_precision@2"]).mean()
+    means = evaluate(
+        qrels, {"q": ["a", "b", "c", "d"]}, ["context_precision@3", "context_precision@2"]
+    ).mean()
     assert means["context_precision@3"] == pytest.approx((1 + 2 / 3) / 2)
     assert means["context_precision@2"] == pytest.approx(1.0)
     none = evaluate(qrels, {"q": ["x", "y"]}, ["context_precision@2"]).mean()
@@ -51,8 +52,15 @@ def test_context_precision_by_hand() -> None:
 
 def test_hit_rate_and_mrr_cutoff() -> None:
     qrels = {"q": {"c": 1}}
-    means = evaluate(qrels, {"q": ["a", "b", "c"]}, ["hit_rate@2", "hit_rate@3", "mrr@2", "mrr"]).mean()
-    assert means == {"hit_rate@2": 0.0, "hit_rate@3": 1.0, "mrr@2": 0.0, "mrr": pytest.approx(1 / 3)}
+    means = evaluate(
+        qrels, {"q": ["a", "b", "c"]}, ["hit_rate@2", "hit_rate@3", "mrr@2", "mrr"]
+    ).mean()
+    assert means == {
+        "hit_rate@2": 0.0,
+        "hit_rate@3": 1.0,
+        "mrr@2": 0.0,
+        "mrr": pytest.approx(1 / 3),
+    }
 
 
 def test_duplicates_count_once_and_later_copies_are_dropped() -> None:
@@ -94,7 +102,9 @@ def test_k_beyond_the_list_divides_by_k_and_uses_the_ideal_at_k() -> None:
 
 def test_empty_run_and_empty_qrels() -> None:
     assert evaluate({}, {}, ["ndcg@5"]).mean() == {"ndcg@5": 0.0}
-    means = evaluate({"q": {"a": 1}}, {"q": []}, list(map(str, expand_metrics(METRICS, [3])))).mean()
+    means = evaluate(
+        {"q": {"a": 1}}, {"q": []}, list(map(str, expand_metrics(METRICS, [3])))
+    ).mean()
     assert set(means.values()) == {0.0}
 
 
@@ -111,8 +121,12 @@ def test_parse_metric() -> None:
     assert parse_metric("ndcg@10") == MetricSpec("ndcg", 10)
     assert parse_metric(" MRR ") == MetricSpec("mrr")
     assert str(parse_metric("mrr@5")) == "mrr@5"
-    for bad, msg in [("ndcg", "needs a cutoff"), ("bleu@4", "unknown metric"),
-                     ("ndcg@", "expected name"), ("recall@0", "k must be >= 1")]:
+    for bad, msg in [
+        ("ndcg", "needs a cutoff"),
+        ("bleu@4", "unknown metric"),
+        ("ndcg@", "expected name"),
+        ("recall@0", "k must be >= 1"),
+    ]:
         with pytest.raises(ConfigError, match=msg):
             parse_metric(bad)
 

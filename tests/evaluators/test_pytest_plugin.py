@@ -12,13 +12,20 @@ import ragsieve.evaluators.pytest_plugin  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
-GOLDEN = "\n".join(json.dumps(r) for r in [
-    {"id": "a", "query": "q a", "relevant_chunks": ["c1"], "category": "billing"},
-    {"id": "b", "query": "q b", "relevant_chunks": ["c2"]},
-    {"id": "c", "query": "q c", "relevant_chunks": ["c3"]},
-    {"id": "n", "query": "no answer", "relevant_chunks": []},
-]) + "\n"
+GOLDEN = (
+    "\n".join(
+        json.dumps(r)
+        for r in [
+            {"id": "a", "query": "q a", "relevant_chunks": ["c1"], "category": "billing"},
+            {"id": "b", "query": "q b", "relevant_chunks": ["c2"]},
+            {"id": "c", "query": "q c", "relevant_chunks": ["c3"]},
+            {"id": "n", "query": "no answer", "relevant_chunks": []},
+        ]
+    )
+    + "\n"
+)
 
+INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 TESTS = """
 import pytest
 
@@ -45,12 +52,13 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makefile(".jsonl", golden_v1=GOLDEN)
     pytester.makepyfile(test_evals=TESTS)
     pytester.makeconftest('pytest_plugins = ["ragsieve.evaluators.pytest_plugin"]\n')
+    pytester.makeini(INI)
     return pytester
 
 
 def test_floors_from_the_policy_fail_the_eval_test(project: pytest.Pytester) -> None:
     project.makefile(".toml", gate='[floors]\n"recall@2" = 0.9\n')
-    project.makeini("[pytest]\nragsieve_policy = gate.toml\n")
+    project.makeini(INI + "ragsieve_policy = gate.toml\n")
     result = project.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*gate failed: 1 floor breach(es)*", "*recall@2*floor*"])
@@ -60,7 +68,7 @@ def test_without_policy_everything_passes_and_option_overrides_ini(
     project: pytest.Pytester,
 ) -> None:
     project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
-    project.makefile(".toml", strict='[floors]\nmrr = 0.99\n')
+    project.makefile(".toml", strict="[floors]\nmrr = 0.99\n")
     result = project.runpytest("-p", "no:cacheprovider", "--ragsieve-policy", "strict.toml")
     result.assert_outcomes(passed=0, failed=2)  # good_search's mrr is 5/6 < 0.99
 
@@ -72,8 +80,16 @@ def test_regression_against_a_baseline(project: pytest.Pytester) -> None:
         "query_category": {"a": "billing"},
     }
     project.makefile(".json", base=json.dumps(baseline))
-    project.makefile(".toml", gate='[gate]\nprotected_categories = ["billing"]\nmetrics = ["recall@2"]\n')
-    result = project.runpytest("-p", "no:cacheprovider", "--ragsieve-baseline", "base.json",
-                               "--ragsieve-policy", "gate.toml")
+    project.makefile(
+        ".toml", gate='[gate]\nprotected_categories = ["billing"]\nmetrics = ["recall@2"]\n'
+    )
+    result = project.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "--ragsieve-baseline",
+        "base.json",
+        "--ragsieve-policy",
+        "gate.toml",
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*protected-category drop*"])

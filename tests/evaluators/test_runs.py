@@ -28,9 +28,11 @@ def _jsonl(path: Path, *rows: object) -> Path:
 
 
 def test_run_keeps_file_order_and_ignores_scores(tmp_path: Path) -> None:
-    p = _jsonl(tmp_path / "run.jsonl",
-               {"id": "q1", "retrieved_ids": ["b", "a", "c"], "scores": [0.1, 0.9, 0.5]},
-               {"id": "q2", "retrieved_ids": []})
+    p = _jsonl(
+        tmp_path / "run.jsonl",
+        {"id": "q1", "retrieved_ids": ["b", "a", "c"], "scores": [0.1, 0.9, 0.5]},
+        {"id": "q2", "retrieved_ids": []},
+    )
     assert load_run(p) == {"q1": ["b", "a", "c"], "q2": []}
     assert load_run(write_run(tmp_path / "copy.jsonl", load_run(p))) == load_run(p)
 
@@ -40,7 +42,10 @@ def test_run_keeps_file_order_and_ignores_scores(tmp_path: Path) -> None:
     [
         ('{"id": "q2"}', ":2: retrieved_ids: Field required"),
         ('{"id": "q2", "retrieved_ids": "abc"}', ":2: retrieved_ids: "),
-        ('{"id": "q2", "retrieved_ids": ["a"], "scores": [1, 2]}', ":2: scores: has 2 values for 1 retrieved ids"),
+        (
+            '{"id": "q2", "retrieved_ids": ["a"], "scores": [1, 2]}',
+            ":2: scores: has 2 values for 1 retrieved ids",
+        ),
         ('{"id": "q1", "retrieved_ids": []}', ":2: id: duplicate 'q1' (first on line 1)"),
         ("oops", ":2: json: "),
     ],
@@ -56,8 +61,12 @@ def test_import_object(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "my_search.py").write_text("def search(q, k):\n    return ['x'][:k]\nVALUE = 3\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert import_object("my_search:search")("q", 1) == ["x"]
-    for spec, msg in [("my_search", "expected module:function"), ("nope_mod_xyz:f", "cannot import"),
-                      ("my_search:missing", "has no attribute"), ("my_search:VALUE", "not callable")]:
+    for spec, msg in [
+        ("my_search", "expected module:function"),
+        ("nope_mod_xyz:f", "cannot import"),
+        ("my_search:missing", "has no attribute"),
+        ("my_search:VALUE", "not callable"),
+    ]:
         with pytest.raises(ConfigError, match=msg):
             import_object(spec)
     sys.modules.pop("my_search", None)
@@ -87,15 +96,28 @@ def test_retrieve_all_accepts_ids_objects_dicts_async_and_keeps_failures() -> No
 
 
 def test_tokenize_folds_case_accents_and_stopwords() -> None:
-    assert tokenize("¿Cuántos Grammys ha ganado Lady Gaga?") == ["cuantos", "grammys", "ganado",
-                                                                  "lady", "gaga"]
-    assert tokenize("The effect of IL-6 on T cells, in 2019") == ["effect", "il", "6", "cells",
-                                                                  "2019"]
+    assert tokenize("¿Cuántos Grammys ha ganado Lady Gaga?") == [
+        "cuantos",
+        "grammys",
+        "ganado",
+        "lady",
+        "gaga",
+    ]
+    assert tokenize("The effect of IL-6 on T cells, in 2019") == [
+        "effect",
+        "il",
+        "6",
+        "cells",
+        "2019",
+    ]
 
 
 def test_load_corpus_formats_and_errors(tmp_path: Path) -> None:
-    p = _jsonl(tmp_path / "c.jsonl", {"id": "1", "title": "T", "text": "body"},
-               {"id": 2, "content": "only content"})
+    p = _jsonl(
+        tmp_path / "c.jsonl",
+        {"id": "1", "title": "T", "text": "body"},
+        {"id": 2, "content": "only content"},
+    )
     assert load_corpus(p) == {"1": "T\nbody", "2": "only content"}
     bad = _jsonl(tmp_path / "bad.jsonl", {"id": "1", "text": "ok"}, {"id": "2"})
     with pytest.raises(ConfigError, match=r"bad.jsonl:2: text: missing"):

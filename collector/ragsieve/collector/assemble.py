@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from ragsieve.collector import extract as ex
 from ragsieve.collector import outcome
@@ -19,20 +19,32 @@ from ragsieve.collector.attrs import (
     parse_object,
 )
 from ragsieve.collector.chunks import (
-    Stage,
+    StageOutput,
     build_stages,
     in_haystack,
     join_scores,
     needle,
     select_context,
 )
-from ragsieve.collector.classify import CONTEXT_ROLES, PIPELINE_ROLES, TraceTree
+from ragsieve.collector.classify import CONTEXT_ROLES, PIPELINE_ROLES, TraceTree, parent_of
 from ragsieve.collector.genai import event_name, event_time
 from ragsieve.collector.spans import LogEvent, SpanRecord
-from ragsieve.evaluators.records import Feedback, Message, Prompt, RagInteraction, RetrievedDocument
+from ragsieve.evaluators.records import (
+    Completeness,
+    Convention,
+    Feedback,
+    Message,
+    Prompt,
+    RagInteraction,
+    RetrievedDocument,
+    Status,
+)
 
 FIRST_TOKEN_EVENT = "First Token Stream Event"
 MAX_ATTRIBUTE_KEYS = 64
+MAX_PIPELINES = 5
+AGENTIC_ROLES = frozenset({"AGENT", "TOOL"})
+OI_PREFIXES = ("openinference.", "llm.", "retrieval.", "reranker.", "input.value")
 
 
 class Assembly:
@@ -61,28 +73,42 @@ class Assembly:
         return [s for s in self.tree.spans if s.span_id in full and not any(
             c.span_id in full for c in self.tree.descendants(s))]
 
+    def _subtree(self, span: SpanRecord) -> set[str]:
+        return {span.span_id} | {d.span_id for d in self.tree.descendants(span)}
+
     def _scope(self) -> tuple[set[str], bool]:
-        units = self._units()
-        tops_with_llm = [t for t in self.tree.tops() if any(
-            self.tree.role(d) == "LLM" for d in [t, *self.tree.descendants(t)])]
-        multi = len(units) > 1 or (not units and len(tops_with_llm) > 1)
-        if not multi:
-            return {s.span_id for s in self.tree.spans}, False
-        main = units[0] if units else tops_with_llm[0]
-        others = {u.span_id for u in units[1:]} | {t.span_id for t in tops_with_llm[1:]}
+        """Spans of the main pipeline, and whether the trace holds several independent ones.
+
+        Independent pipelines are several true roots with an LLM call (a reused trace id), or
+        more than ``MAX_PIPELINES`` retrieve+generate units outside any agent/tool (a batch).
+        Orphans are fragments of one pipeline whose parents were lost, not pipelines.
+        """
+        tree = self.tree
+        roots = [t for t in tree.tops() if parent_of(t) is None or t.parent_is_remote]
+        with_llm = [t for t in roots if any(tree.role(d) == "LLM" for d in
+                                              [t, *tree.descendants(t)])]
+        if len(with_llm) > 1:
+            return self._subtree(with_llm[0]), True
+        units = [u for u in self._units() if not any(
+            tree.role(a) in AGENTIC_ROLES for a in [u, *tree.ancestors(u)])]
+        if len(units) <= MAX_PIPELINES:
+            return {s.span_id for s in tree.spans}, False
+        main = units[0]
+        others = {u.span_id for u in units[1:]}
         cur = main
         for anc in self.tree.ancestors(main):
             below = {d.span_id for d in self.tree.descendants(anc)} | {anc.span_id}
             if below & others:
                 break
             cur = anc
-        return {cur.span_id} | {d.span_id for d in self.tree.descendants(cur)}, True
+        return self._subtree(cur), True
 
     def _pipeline_root(self, anchor: SpanRecord | None) -> SpanRecord:
         if anchor is None:
             return self.top
         chain = [anchor, *self.tree.ancestors(anchor)]
-        roles = [s for s in chain if self.tree.role(s) in PIPELINE_ROLES and s.span_id in self.scope]
+        roles = [s for s in chain
+                 if self.tree.role(s) in PIPELINE_ROLES and s.span_id in self.scope]
         return roles[-1] if roles else next(
             (s for s in reversed(chain) if s.span_id in self.scope), self.top)
 
@@ -185,7 +211,7 @@ class Assembly:
         tree = self.tree
         self.scope, multi = self._scope()
         self.leaves = [s for s in tree.llm_leaves() if s.span_id in self.scope]
-        self.stages: list[Stage] = build_stages(tree, self.scope)
+        self.stages: list[StageOutput] = build_stages(tree, self.scope)
         join_scores(self.stages)
         needles = [needle(d.content) for st in self.stages for d in st.docs if d.content]
 
@@ -210,9 +236,10 @@ class Assembly:
         session, user, tags, metadata = ex.identity(tree, proot if proot else self.root)
         errors = outcome.span_errors(tree, self.logs)
         fbs = self._feedback()
-        completeness = ("no_root" if self.root is None else "missing_generation" if gen is None
-                        else "timed_out" if not self.root.end_ns else "complete")
-        status = ("error" if errors else "cancelled" if outcome.cancelled(tree.spans)
+        completeness: Completeness = (
+            "no_root" if self.root is None else "missing_generation" if gen is None
+            else "timed_out" if not self.root.end_ns else "complete")
+        status: Status = ("error" if errors else "cancelled" if outcome.cancelled(tree.spans)
                   else "incomplete" if completeness != "complete" else "ok")
         starts = [s.start_ns for s in tree.spans if s.start_ns]
         ends = [s.end_ns for s in tree.spans if s.end_ns]
@@ -332,12 +359,11 @@ class Assembly:
                 cur_e = max(cur_e, end)
         return (total + cur_e - cur_s) / 1e6
 
-    def _convention(self) -> str:
+    def _convention(self) -> Convention:
         found = set()
         for span in self.tree.spans:
             keys = [k for k in mapping(span.attributes) if isinstance(k, str)]
-            if any(k.startswith(("openinference.", "llm.", "retrieval.", "reranker.", "input.value"))
-                   for k in keys):
+            if any(k.startswith(OI_PREFIXES) for k in keys):
                 found.add("openinference")
             if any(k in ("gen_ai.input.messages", "gen_ai.output.messages",
                          "gen_ai.provider.name", "gen_ai.retrieval.documents") for k in keys):
@@ -353,7 +379,7 @@ class Assembly:
             found.add("genai_legacy")
         if len(found) > 1:
             return "mixed"
-        return found.pop() if found else "unknown"
+        return cast(Convention, found.pop()) if found else "unknown"
 
     def _flat_attributes(self, metadata: Mapping[str, Any], model: str | None,
                          provider: str | None) -> dict[str, str | int | float | bool]:
@@ -362,11 +388,11 @@ class Assembly:
         for key in ("service.name", "service.version", "deployment.environment.name",
                     "deployment.environment", "openinference.project.name"):
             if (value := as_str(resource.get(key))) is not None:
-                out[key] = cap(value, 200) or value
+                out[key] = value[:200]
         root_attrs = mapping(self.top.attributes)
         for key in ("http.route", "gen_ai.agent.name", "gen_ai.data_source.id"):
             if (value := as_str(root_attrs.get(key))) is not None:
-                out[key] = cap(value, 200) or value
+                out[key] = value[:200]
         if model:
             out["model"] = model
         if provider:
@@ -375,7 +401,7 @@ class Assembly:
             if len(out) >= MAX_ATTRIBUTE_KEYS or key.startswith("ls_"):
                 continue
             if isinstance(value, bool | int | float) or (isinstance(value, str) and value):
-                out[f"metadata.{key}"] = cap(value, 200) if isinstance(value, str) else value
+                out[f"metadata.{key}"] = value[:200] if isinstance(value, str) else value
         return out
 
     def _feedback(self) -> list[Feedback]:

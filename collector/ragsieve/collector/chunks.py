@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ragsieve.collector.attrs import (
     KNOWN_LENGTH_LIMITS,
@@ -23,21 +23,22 @@ from ragsieve.collector.classify import TraceTree
 from ragsieve.collector.extract import QUESTION_KEYS, value_text
 from ragsieve.collector.genai import retrieval_documents
 from ragsieve.collector.spans import SpanRecord
-from ragsieve.evaluators.records import RetrievedDocument, RetrievalStage, content_chunk_id
+from ragsieve.evaluators.records import RetrievalStage, RetrievedDocument, Stage, content_chunk_id
 
 ID_KEYS = ("chunk_id", "id", "node_id", "_id", "uuid", "pk", "vector_id")
 DOC_KEYS = ("source", "file_path", "url", "ref_doc_id", "doc_id", "title")
 RERANK_SCORE_KEYS = ("relevance_score", "rerank_score")
 SCORE_KEYS = ("score", "_score", "similarity", "similarity_score", "distance")
 NEEDLE_CHARS = 200
+IdSource = Literal["native", "metadata", "content_hash", "position"]
 
 
 @dataclass
-class Stage:
+class StageOutput:
     """One retriever/reranker span's ordered output plus bookkeeping for the flags."""
 
     span: SpanRecord
-    kind: str  # retrieval | rerank | genai_retrieval
+    kind: Stage
     outer: bool
     query: str | None
     docs: list[RetrievedDocument]
@@ -62,9 +63,9 @@ def _metadata(raw: Any) -> dict[str, Any]:
     return {"_raw": cap(str(raw), 2000)}
 
 
-def make_doc(fields: Mapping[str, Any], rank: int, span: SpanRecord, stage: str,
+def make_doc(fields: Mapping[str, Any], rank: int, span: SpanRecord, stage: Stage,
              retriever: str | None, rerank_stage: bool) -> tuple[RetrievedDocument, bool, bool]:
-    """Build one chunk from ``{id, content, score, metadata}``; returns (doc, redacted, truncated)."""
+    """One chunk from ``{id, content, score, metadata}``; returns (doc, redacted, truncated)."""
     meta = _metadata(fields.get("metadata"))
     raw_content = fields.get("content")
     content = raw_content if isinstance(raw_content, str) and raw_content.strip() else None
@@ -74,7 +75,8 @@ def make_doc(fields: Mapping[str, Any], rank: int, span: SpanRecord, stage: str,
     truncated = content is not None and (
         len(content) in KNOWN_LENGTH_LIMITS or len(content) > MAX_TEXT_CHARS)
     native = fields.get("id")
-    chunk_id, id_source = (as_str(native) if not is_redacted(native) else None), "native"
+    chunk_id = as_str(native) if not is_redacted(native) else None
+    id_source: IdSource = "native"
     if chunk_id is None:
         chunk_id = next((as_str(meta.get(k)) for k in ID_KEYS if as_str(meta.get(k))), None)
         id_source = "metadata"
@@ -98,7 +100,7 @@ def make_doc(fields: Mapping[str, Any], rank: int, span: SpanRecord, stage: str,
     return doc, redacted, truncated
 
 
-def _oi_docs(attrs: Mapping[str, Any], prefix: str, span: SpanRecord, stage: str,
+def _oi_docs(attrs: Mapping[str, Any], prefix: str, span: SpanRecord, stage: Stage,
              retriever: str | None, rerank: bool) -> tuple[list[RetrievedDocument], bool, bool]:
     docs, redacted, truncated, seen = [], False, False, set()
     items = unflatten(attrs, prefix)
@@ -126,9 +128,9 @@ def _retriever_name(span: SpanRecord) -> str:
             or span.name)
 
 
-def build_stages(tree: TraceTree, scope: set[str]) -> list[Stage]:
+def build_stages(tree: TraceTree, scope: set[str]) -> list[StageOutput]:
     """Every retriever/reranker stage inside ``scope``, ordered by end time."""
-    stages: list[Stage] = []
+    stages: list[StageOutput] = []
     for span in tree.spans:
         role = tree.role(span)
         if span.span_id not in scope or role not in {"RETRIEVER", "RERANKER"}:
@@ -141,7 +143,8 @@ def build_stages(tree: TraceTree, scope: set[str]) -> list[Stage]:
             inputs, red2, _ = _oi_docs(attrs, "reranker.input_documents", span, "retrieval",
                                        name, False)
             query = _query(attrs, "reranker.query") or _query(attrs, "input.value")
-            stages.append(Stage(span, "rerank", True, query, docs, inputs, red or red2, trunc))
+            stages.append(
+                StageOutput(span, "rerank", True, query, docs, inputs, red or red2, trunc))
             continue
         outer = not any(tree.role(a) == "RETRIEVER" for a in tree.ancestors(span))
         if "gen_ai.retrieval.documents" in attrs or (
@@ -153,7 +156,7 @@ def build_stages(tree: TraceTree, scope: set[str]) -> list[Stage]:
                 red, trunc = red or r, trunc or t
                 docs.append(doc)
             query = _query(attrs, "gen_ai.retrieval.query.text")
-            stages.append(Stage(span, "genai_retrieval", outer, query, docs, [], red, trunc))
+            stages.append(StageOutput(span, "genai_retrieval", outer, query, docs, [], red, trunc))
             continue
         # A retriever that wraps retrievers and reports rerank scores is a compression reranker.
         wraps = any(tree.role(d) == "RETRIEVER" for d in tree.descendants(span))
@@ -161,15 +164,15 @@ def build_stages(tree: TraceTree, scope: set[str]) -> list[Stage]:
         rerank = wraps and any(
             k in _metadata(item.get("document.metadata")) for _, item in probe
             for k in RERANK_SCORE_KEYS)
-        kind = "rerank" if rerank else "retrieval"
+        kind: Stage = "rerank" if rerank else "retrieval"
         docs, red, trunc = _oi_docs(attrs, "retrieval.documents", span, kind, name, rerank)
         query = _query(attrs, "input.value")
-        stages.append(Stage(span, kind, outer, query, docs, [], red, trunc))
+        stages.append(StageOutput(span, kind, outer, query, docs, [], red, trunc))
     stages.sort(key=lambda s: (s.span.end_ns or s.span.start_ns, s.span.start_ns, s.span.span_id))
     return stages
 
 
-def join_scores(stages: list[Stage]) -> None:
+def join_scores(stages: list[StageOutput]) -> None:
     """Fill ``retrieval_score`` / ``rerank_score`` across stages by chunk id, then content hash."""
     ret: dict[str, float] = {}
     rer: dict[str, float] = {}
@@ -180,17 +183,19 @@ def join_scores(stages: list[Stage]) -> None:
                     for key in _keys(doc):
                         table.setdefault(key, doc.score)
     # A chunk known only by its content hash takes the native id another stage reported for it.
-    named: dict[str, tuple[str, str]] = {}
+    # (Only across spans: equal texts inside one list are different chunks.)
+    named: dict[str, list[tuple[str, str, str | None]]] = {}
     for st in stages:
         for doc in list(st.docs) + list(st.inputs):
             if doc.content and doc.id_source in ("native", "metadata"):
-                named.setdefault(content_chunk_id(doc.content), (doc.id, doc.id_source))
+                named.setdefault(content_chunk_id(doc.content), []).append(
+                    (doc.id, doc.id_source, doc.span_id))
     for st in stages:
         for i, doc in enumerate(st.docs):
             keys = _keys(doc)
-            if doc.id_source == "content_hash" and doc.id in named:
-                doc = doc.model_copy(update=dict(zip(("id", "id_source"), named[doc.id],
-                                                     strict=True)))
+            other = next((n for n in named.get(doc.id, ()) if n[2] != doc.span_id), None)
+            if doc.id_source == "content_hash" and other is not None:
+                doc = doc.model_copy(update={"id": other[0], "id_source": other[1]})
             rs = doc.retrieval_score if doc.retrieval_score is not None else next(
                 (ret[k] for k in keys if k in ret), None)
             ks = doc.rerank_score if doc.rerank_score is not None else next(
@@ -205,7 +210,8 @@ def _keys(doc: RetrievedDocument) -> list[str]:
     return keys
 
 
-def select_context(stages: list[Stage], gen: SpanRecord | None) -> tuple[list[Stage], str]:
+def select_context(stages: list[StageOutput],
+                   gen: SpanRecord | None) -> tuple[list[StageOutput], str]:
     """The stages whose output fed the generation (SPAN_SPEC §3.4.4 rules 1-2)."""
     if gen is not None:
         before = [s for s in stages if s.span.end_ns and s.span.end_ns <= gen.start_ns]

@@ -186,8 +186,12 @@ class TraceTree:
         return out
 
     def tops(self) -> list[SpanRecord]:
-        """Spans whose parent is absent from the trace (roots, remote children, orphans)."""
-        return [s for s in self.spans if self.parent(s) is None]
+        """Spans whose parent is absent from the trace (roots, remote children, orphans).
+
+        A trace made only of a parent cycle (corrupt ids) still gets its earliest span as top.
+        """
+        tops = [s for s in self.spans if self.parent(s) is None]
+        return tops or self.spans[:1]
 
     def root(self) -> SpanRecord | None:
         """The local root (see :func:`local_root`)."""

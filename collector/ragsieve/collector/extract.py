@@ -71,14 +71,25 @@ def _find_key(obj: Any, keys: Sequence[str], depth: int = 0) -> str | None:
             return text
     msgs = obj.get("messages")
     if isinstance(msgs, list):
-        users = [m for m in msgs if isinstance(m, Mapping) and m.get("role") in ("user", "human")]
-        if users:
-            return text_of(users[-1].get("content"))
+        users = [text for role, text in map(_role_text, msgs) if role in ("user", "human")]
+        if users and users[-1]:
+            return users[-1]
     for value in obj.values():
         found = _find_key(value, keys, depth + 1)
         if found:
             return found
     return None
+
+
+def _role_text(msg: Any) -> tuple[str | None, str | None]:
+    """(role, text) of a chat message as OpenAI dicts, LangChain dumps or (role, text) pairs."""
+    if isinstance(msg, list | tuple) and len(msg) == 2:
+        return as_str(msg[0]), text_of(msg[1])
+    if not isinstance(msg, Mapping):
+        return None, None
+    kwargs = mapping(msg.get("kwargs"))
+    role = as_str(msg.get("role")) or as_str(kwargs.get("type")) or as_str(msg.get("type"))
+    return (role.lower() if role else None), text_of(msg.get("content", kwargs.get("content")))
 
 
 def value_text(value: str | None, keys: Sequence[str]) -> str | None:

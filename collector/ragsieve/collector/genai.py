@@ -1,4 +1,4 @@
-"""OTel GenAI content in all its eras: JSON message attributes, span events, log events, OpenLLMetry."""
+"""OTel GenAI content of every era: JSON message attributes, span/log events, OpenLLMetry."""
 
 from __future__ import annotations
 

@@ -60,7 +60,9 @@ def instrument(
     """
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"endpoint must be an http(s) URL like {DEFAULT_ENDPOINT}, got {endpoint!r}")
+        raise ValueError(
+            f"endpoint must be an http(s) URL like {DEFAULT_ENDPOINT}, got {endpoint!r}"
+        )
     if not service_name:
         raise ValueError("service_name must not be empty")
     if not 1 <= max_export_batch_size <= max_queue_size:
@@ -142,7 +144,7 @@ class RetrieverSpan(SpanHandle):
     """A RETRIEVER step."""
 
     def record(self, documents: Iterable[Any]) -> None:
-        """Set ``retrieval.documents.{i}.document.*`` from dicts or objects (id/content/score/metadata)."""
+        """Set ``retrieval.documents.{i}.document.*`` from dicts or objects."""
         _set_documents(self, "retrieval.documents", documents)
 
 
@@ -193,15 +195,21 @@ def _set_documents(handle: SpanHandle, prefix: str, documents: Iterable[Any]) ->
         score = _field(doc, "score")
         handle.set(f"{base}.score", None if score is None else float(score))
         metadata = _field(doc, "metadata")
-        handle.set(f"{base}.metadata", json.dumps(metadata, ensure_ascii=False, default=str)
-                   if metadata else None)
+        handle.set(
+            f"{base}.metadata",
+            json.dumps(metadata, ensure_ascii=False, default=str) if metadata else None,
+        )
 
 
 @contextmanager
-def _span(name: str, kind: str, attrs: Mapping[str, Any], handle_type: type, provider: Any) -> Iterator[Any]:
+def _span(
+    name: str, kind: str, attrs: Mapping[str, Any], handle_type: type, provider: Any
+) -> Iterator[Any]:
     tracer = trace.get_tracer(SCOPE, tracer_provider=provider)
     # record_exception / set_status_on_exception (SDK defaults) turn an error into status + event
-    with tracer.start_as_current_span(name, record_exception=True, set_status_on_exception=True) as span:
+    with tracer.start_as_current_span(
+        name, record_exception=True, set_status_on_exception=True
+    ) as span:
         handle = handle_type(span)
         handle.set(_KIND, kind)
         for key, value in {**(_session.get() or {}), **attrs}.items():
@@ -251,8 +259,12 @@ def reranker_span(
     tracer_provider: trace.TracerProvider | None = None,
 ) -> Iterator[RerankerSpan]:
     """A RERANKER step over ``input_documents``; call ``.record(output_documents)``."""
-    attrs = {"input.value": query, "reranker.query": query, "reranker.model_name": model_name,
-             "reranker.top_k": top_k}
+    attrs = {
+        "input.value": query,
+        "reranker.query": query,
+        "reranker.model_name": model_name,
+        "reranker.top_k": top_k,
+    }
     with _span(name, "RERANKER", attrs, RerankerSpan, tracer_provider) as handle:
         _set_documents(handle, "reranker.input_documents", input_documents)
         yield handle

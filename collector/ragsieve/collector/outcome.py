@@ -51,9 +51,9 @@ def span_errors(tree: TraceTree, logs: Sequence[LogEvent]) -> list[SpanError]:
             continue
         seen.add(ev.span_id)
         attrs = mapping(ev.attributes)
-        span = tree.by_id.get(ev.span_id)
-        out.append(SpanError(span_id=ev.span_id, span_name=span.name if span else "",
-                             role=tree.role(span) if span else None,
+        found = tree.by_id.get(ev.span_id)
+        out.append(SpanError(span_id=ev.span_id, span_name=found.name if found else "",
+                             role=tree.role(found) if found else None,
                              type=as_str(attrs.get("exception.type")),
                              message=cap(as_str(attrs.get("exception.message")),
                                          MAX_MESSAGE_CHARS)))
@@ -112,6 +112,8 @@ def polarity(fb: Feedback) -> int:
             return -1
         if low in POSITIVE_LABELS:
             return 1
+    if fb.score is not None and fb.score > 1:  # a 1-5 rating: 1-2 bad, 3 neutral, 4-5 good
+        return -1 if fb.score <= 2 else 0 if fb.score < 4 else 1
     return fb.polarity
 
 

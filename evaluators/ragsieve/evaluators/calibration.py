@@ -1,4 +1,4 @@
-"""Agreement between a judge and human labels: accuracy, κ, F1, pairwise accuracy, threshold sweep."""
+"""Agreement between a judge and human labels: κ, F1, pairwise accuracy and a threshold sweep."""
 
 from __future__ import annotations
 
@@ -56,8 +56,11 @@ def read_rows(path: str | Path) -> list[LabelledRow]:
         try:
             rows.append(LabelledRow.model_validate(json.loads(line)))
         except (json.JSONDecodeError, ValidationError) as exc:
-            msg = str(exc).splitlines()[0] if isinstance(exc, json.JSONDecodeError) else (
-                f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}")
+            msg = (
+                str(exc).splitlines()[0]
+                if isinstance(exc, json.JSONDecodeError)
+                else (f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}")
+            )
             raise ConfigError(f"{path}:{lineno}: {msg}") from exc
     return rows
 
@@ -69,8 +72,14 @@ def row_to_interaction(row: LabelledRow) -> RagInteraction:
         RetrievedDocument(id=f"{row.id}#{i}", content=c, rank=i, in_prompt=True)
         for i, c in enumerate(row.contexts)
     )
-    return RagInteraction(trace_id=trace, span_id=trace[:16], started_at=_EPOCH,
-                          query=row.question, answer=row.answer, documents=docs)
+    return RagInteraction(
+        trace_id=trace,
+        span_id=trace[:16],
+        started_at=_EPOCH,
+        query=row.question,
+        answer=row.answer,
+        documents=docs,
+    )
 
 
 @dataclass(slots=True)
@@ -100,8 +109,13 @@ def binary_stats(truth: Sequence[bool], failure_pred: Sequence[bool]) -> dict[st
     expected = _div((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp), n * n)
     kappa = _div(acc - expected, 1 - expected) if expected < 1 else 0.0
     return {
-        "n": n, "accuracy": acc, "balanced_accuracy": (rec + _div(tn, tn + fp)) / 2,
-        "precision": prec, "recall": rec, "f1": _div(2 * prec * rec, prec + rec), "kappa": kappa,
+        "n": n,
+        "accuracy": acc,
+        "balanced_accuracy": (rec + _div(tn, tn + fp)) / 2,
+        "precision": prec,
+        "recall": rec,
+        "f1": _div(2 * prec * rec, prec + rec),
+        "kappa": kappa,
     }
 
 
@@ -113,8 +127,11 @@ def auc(truth: Sequence[bool], scores: Sequence[float]) -> float | None:
         return None
     import bisect
 
-    wins = sum(bisect.bisect_left(neg, p) + 0.5 * (bisect.bisect_right(neg, p)
-               - bisect.bisect_left(neg, p)) for p in pos)
+    wins = sum(
+        bisect.bisect_left(neg, p)
+        + 0.5 * (bisect.bisect_right(neg, p) - bisect.bisect_left(neg, p))
+        for p in pos
+    )
     return wins / (len(pos) * len(neg))
 
 
@@ -149,9 +166,12 @@ def threshold_sweep(scored: Sequence[Scored], steps: int = 20) -> list[dict[str,
 def agreement(scored: Sequence[Scored], *, sweep: bool = True) -> dict[str, Any]:
     """All agreement statistics for one task's judged rows."""
     decided = [s for s in scored if s.failure is not None]
-    out: dict[str, Any] = {k: round(v, 4) if isinstance(v, float) else v for k, v in
-                           binary_stats([s.truth for s in decided],
-                                        [bool(s.failure) for s in decided]).items()}
+    out: dict[str, Any] = {
+        k: round(v, 4) if isinstance(v, float) else v
+        for k, v in binary_stats(
+            [s.truth for s in decided], [bool(s.failure) for s in decided]
+        ).items()
+    }
     out["undecided"] = len(scored) - len(decided)
     with_score = [s for s in scored if s.score is not None]
     a = auc([s.truth for s in with_score], [s.score for s in with_score])  # type: ignore[misc]
@@ -165,7 +185,9 @@ def agreement(scored: Sequence[Scored], *, sweep: bool = True) -> dict[str, Any]
     return out
 
 
-async def judge_rows(judge: Any, rows: Sequence[LabelledRow], *, concurrency: int = 8) -> list[Scored]:
+async def judge_rows(
+    judge: Any, rows: Sequence[LabelledRow], *, concurrency: int = 8
+) -> list[Scored]:
     """Run ``judge`` on every row that carries the label of the judge's metric."""
     field = LABEL_FIELD.get(judge.name)
     if field is None:
@@ -188,8 +210,9 @@ async def judge_rows(judge: Any, rows: Sequence[LabelledRow], *, concurrency: in
     return list(await asyncio.gather(*(one(r) for r in todo)))
 
 
-def calibrate(judge: Any, rows: Sequence[LabelledRow], *, task: str | None = None,
-              sweep: bool = True) -> Mapping[str, dict[str, Any]]:
+def calibrate(
+    judge: Any, rows: Sequence[LabelledRow], *, task: str | None = None, sweep: bool = True
+) -> Mapping[str, dict[str, Any]]:
     """Judge ``rows`` and return agreement per task (filtered to ``task`` when given)."""
     if task is not None:
         rows = [r for r in rows if r.task == task]

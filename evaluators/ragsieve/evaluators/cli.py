@@ -1,4 +1,4 @@
-"""``ragsieve eval`` (offline metrics over a golden set) and ``ragsieve gate`` (CI regression gate)."""
+"""``ragsieve eval`` (offline metrics on a golden set) and ``ragsieve gate`` (the CI gate)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _importable_cwd() -> None:
 
 def _get_judges(names: Sequence[str]) -> list[Any]:
     try:
-        from ragsieve.evaluators.judges import get_judge  # type: ignore[attr-defined]
+        from ragsieve.evaluators.judges import get_judge
     except ImportError as exc:
         raise ConfigError(f"judges: the judge registry is not available ({exc})") from exc
     return [get_judge(n) for n in dict.fromkeys(["faithfulness", *names])]
@@ -71,8 +71,9 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
         raise click.UsageError("--baseline bm25 needs --corpus CORPUS.jsonl")
     if opts["judge"] and not opts["answerer"]:
         raise click.UsageError("--judge needs --answerer")
-    golden = (load_golden(opts["golden"]) if opts["golden"]
-              else load_beir(opts["queries"], opts["qrels"]))
+    golden = (
+        load_golden(opts["golden"]) if opts["golden"] else load_beir(opts["queries"], opts["qrels"])
+    )
     if not golden.cases:
         raise ConfigError(f"{golden.path}: golden set is empty")
     ks = sorted(set(opts["k"] or (5, 10)))
@@ -84,8 +85,9 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
         run = load_run(opts["run"])
     else:
         _importable_cwd()
-        search = (BM25Retriever(texts).search if opts["baseline"]
-                  else import_object(opts["retriever"]))
+        search = (
+            BM25Retriever(texts).search if opts["baseline"] else import_object(opts["retriever"])
+        )
         got = retrieve_all(search, golden.cases, depth)
         run, errors = got.run, got.errors
         texts = {**got.texts, **texts}
@@ -93,8 +95,9 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
         write_run(opts["save_run"], run)
     source = str(opts["golden"] or f"{opts['queries']} + {opts['qrels']}")
     try:
-        report = build_report(golden, run, metrics, worst=opts["worst"],
-                              worst_by=opts["worst_by"], source=source)
+        report = build_report(
+            golden, run, metrics, worst=opts["worst"], worst_by=opts["worst_by"], source=source
+        )
     except ValueError as exc:
         raise ConfigError(f"--worst-by: {exc}") from None
     report.retriever_errors = errors
@@ -102,14 +105,25 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
         from ragsieve.evaluators.metrics.generation import generation_metrics
 
         if not texts:
-            raise click.UsageError("--answerer needs chunk texts: give --corpus, or a retriever "
-                                   "that returns objects with .content or .text")
+            raise click.UsageError(
+                "--answerer needs chunk texts: give --corpus, or a retriever "
+                "that returns objects with .content or .text"
+            )
         _importable_cwd()
         answerer = import_object(opts["answerer"])
         judges = _get_judges(opts["judge"])
-        report.generation = asyncio.run(generation_metrics(
-            golden.answerable, golden.no_answer, run, texts, answerer, judges,
-            sample=opts["sample"], seed=opts["seed"]))
+        report.generation = asyncio.run(
+            generation_metrics(
+                golden.answerable,
+                golden.no_answer,
+                run,
+                texts,
+                answerer,
+                judges,
+                sample=opts["sample"],
+                seed=opts["seed"],
+            )
+        )
     data = report.to_json()
     if opts["out"]:
         opts["out"].write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", "utf-8")
@@ -125,22 +139,44 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--retriever", metavar="MODULE:FUNCTION", help="search(query, k) -> chunk ids.")
 @click.option("--baseline", type=click.Choice(["bm25"]), help="Built-in baseline retriever.")
 @click.option("--corpus", type=_IN, help="Corpus JSONL {id, title?, text|content}.")
-@click.option("-k", "k", type=click.IntRange(min=1), multiple=True,
-              help="Cutoffs for bare metric names (repeatable; default 5 and 10).")
-@click.option("--metrics", multiple=True, metavar="NAME[@K],...",
-              help="Metrics (default: recall precision hit_rate mrr ndcg context_precision).")
-@click.option("--depth", type=click.IntRange(min=1),
-              help="Chunks asked from a retriever (default: the largest k).")
-@click.option("--worst", type=click.IntRange(min=0), default=10, show_default=True,
-              help="How many worst queries to list.")
+@click.option(
+    "-k",
+    "k",
+    type=click.IntRange(min=1),
+    multiple=True,
+    help="Cutoffs for bare metric names (repeatable; default 5 and 10).",
+)
+@click.option(
+    "--metrics",
+    multiple=True,
+    metavar="NAME[@K],...",
+    help="Metrics (default: recall precision hit_rate mrr ndcg context_precision).",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(min=1),
+    help="Chunks asked from a retriever (default: the largest k).",
+)
+@click.option(
+    "--worst",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="How many worst queries to list.",
+)
 @click.option("--worst-by", metavar="METRIC", help="Metric that ranks the worst queries.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", type=_FILE, help="Also write the JSON results here (gate input).")
 @click.option("--save-run", type=_FILE, help="Write the retrieved rankings as a run file.")
 @click.option("--answerer", metavar="MODULE:FUNCTION", help="answer(query, chunks) -> text.")
 @click.option("--judge", multiple=True, help="Extra judges for generation (faithfulness always).")
-@click.option("--sample", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Cases answered and judged, per group (answerable, no-answer).")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Cases answered and judged, per group (answerable, no-answer).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
 def eval_command(**opts: Any) -> None:
     """Score retrieval on a golden set; optionally judge generated answers on a sample."""
@@ -154,8 +190,13 @@ def eval_command(**opts: Any) -> None:
 @click.option("--baseline", required=True, type=_IN, help="Results JSON of the base branch.")
 @click.option("--candidate", required=True, type=_IN, help="Results JSON of the change.")
 @click.option("--policy", type=_IN, help="Gate policy TOML ([gate] and [floors]).")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]),
-              default="table", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "markdown", "json"]),
+    default="table",
+    show_default=True,
+)
 def gate_command(baseline: Path, candidate: Path, policy: Path | None, fmt: str) -> None:
     """Fail (exit 1) on a significant regression, a floor breach or a protected-category drop."""
     from ragsieve.evaluators.gate import GatePolicy, compare, load_policy, load_results, render

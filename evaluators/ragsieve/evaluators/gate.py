@@ -85,8 +85,10 @@ def load_policy(path: str | Path) -> GatePolicy:
         raise ConfigError(f"{p}:{m.group(1) if m else 1}: toml: {exc}") from None
     for table in doc:
         if table not in ("gate", "floors"):
-            raise ConfigError(f"{p}:{_line_of(text, table, None)}: {table}: unknown table; "
-                              "expected [gate] and [floors]")
+            raise ConfigError(
+                f"{p}:{_line_of(text, table, None)}: {table}: unknown table; "
+                "expected [gate] and [floors]"
+            )
     floors = doc.get("floors", {})
     for key, value in floors.items():
         where = f"{p}:{_line_of(text, 'floors', key)}: floors.{key}"
@@ -101,7 +103,9 @@ def load_policy(path: str | Path) -> GatePolicy:
         try:
             parse_metric(str(name))
         except ConfigError as exc:
-            raise ConfigError(f"{p}:{_line_of(text, 'gate', 'metrics')}: gate.metrics: {exc}") from None
+            raise ConfigError(
+                f"{p}:{_line_of(text, 'gate', 'metrics')}: gate.metrics: {exc}"
+            ) from None
     try:
         return GatePolicy.model_validate({**gate, "floors": floors})
     except ValidationError as exc:
@@ -186,7 +190,7 @@ class GateReport:
 def paired_bootstrap(
     diffs: np.ndarray, *, resamples: int, confidence: float, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile CI of the mean of each column of ``diffs`` (queries × metrics), resampling rows."""
+    """Percentile CI of the mean of each column of ``diffs`` (queries × metrics); rows resampled."""
     n = diffs.shape[0]
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
@@ -214,8 +218,10 @@ def compare(baseline: EvalResults, candidate: EvalResults, policy: GatePolicy) -
     if dropped:
         notes.append(f"{dropped} queries present in only one file were left out of the paired test")
     if baseline.golden_version != candidate.golden_version:
-        notes.append(f"golden versions differ: baseline v{baseline.golden_version}, "
-                     f"candidate v{candidate.golden_version}")
+        notes.append(
+            f"golden versions differ: baseline v{baseline.golden_version}, "
+            f"candidate v{candidate.golden_version}"
+        )
     try:
         base = np.array([[baseline.per_query[q][m] for m in metrics] for q in ids], dtype=float)
         cand = np.array([[candidate.per_query[q][m] for m in metrics] for q in ids], dtype=float)
@@ -223,8 +229,9 @@ def compare(baseline: EvalResults, candidate: EvalResults, policy: GatePolicy) -
         raise GateError(f"per_query lacks metric {exc.args[0]!r} for some queries") from None
     base, cand = base.reshape(len(ids), len(metrics)), cand.reshape(len(ids), len(metrics))
     diffs = cand - base
-    low, high = paired_bootstrap(diffs, resamples=policy.resamples,
-                                 confidence=policy.confidence, seed=policy.seed)
+    low, high = paired_bootstrap(
+        diffs, resamples=policy.resamples, confidence=policy.confidence, seed=policy.seed
+    )
     checks: list[MetricCheck] = []
     for j, m in enumerate([*metrics, *(f for f in policy.floors if f not in metrics)]):
         floor = policy.floors.get(m)
@@ -232,12 +239,26 @@ def compare(baseline: EvalResults, candidate: EvalResults, policy: GatePolicy) -
         if j < len(metrics):
             delta = float(diffs[:, j].mean())
             regressed = high[j] < 0 and -delta > policy.min_effect
-            row = (float(base[:, j].mean()), float(cand[:, j].mean()), delta, float(low[j]),
-                   float(high[j]))
+            row = (
+                float(base[:, j].mean()),
+                float(cand[:, j].mean()),
+                delta,
+                float(low[j]),
+                float(high[j]),
+            )
         else:  # floor-only metric: no regression test
             regressed, row = False, (float("nan"), candidate.metrics[m], 0.0, 0.0, 0.0)
-        status: Status = ("regression+floor" if regressed and below else "regression" if regressed
-                          else "floor" if below else "improved" if row[3] > 0 else "pass")
+        status: Status = (
+            "regression+floor"
+            if regressed and below
+            else "regression"
+            if regressed
+            else "floor"
+            if below
+            else "improved"
+            if row[3] > 0
+            else "pass"
+        )
         checks.append(MetricCheck(m, *row, floor=floor, status=status))
     cats = [candidate.query_category.get(q, baseline.query_category.get(q, "")) for q in ids]
     categories: list[CategoryCheck] = []
@@ -247,22 +268,34 @@ def compare(baseline: EvalResults, candidate: EvalResults, policy: GatePolicy) -
             raise GateError(f"protected category {cat!r} has no paired queries")
         for j, m in enumerate(metrics):
             d = float(diffs[mask, j].mean())
-            categories.append(CategoryCheck(cat, m, int(mask.sum()), float(base[mask, j].mean()),
-                                            float(cand[mask, j].mean()), d,
-                                            failed=d < -policy.protected_max_drop - _EPS))
+            categories.append(
+                CategoryCheck(
+                    cat,
+                    m,
+                    int(mask.sum()),
+                    float(base[mask, j].mean()),
+                    float(cand[mask, j].mean()),
+                    d,
+                    failed=d < -policy.protected_max_drop - _EPS,
+                )
+            )
     passed = all(c.status in ("pass", "improved") for c in checks) and not any(
         c.failed for c in categories
     )
-    return GateReport(passed, len(ids), policy.confidence, policy.resamples, checks, categories,
-                      notes)
+    return GateReport(
+        passed, len(ids), policy.confidence, policy.resamples, checks, categories, notes
+    )
 
 
 def _summary(report: GateReport) -> str:
     reg = sum(c.status.startswith("regression") for c in report.checks)
     flo = sum(c.status.endswith("floor") for c in report.checks)
     cat = sum(c.failed for c in report.categories)
-    parts = [f"{reg} regression(s)" if reg else "", f"{flo} floor breach(es)" if flo else "",
-             f"{cat} protected-category drop(s)" if cat else ""]
+    parts = [
+        f"{reg} regression(s)" if reg else "",
+        f"{flo} floor breach(es)" if flo else "",
+        f"{cat} protected-category drop(s)" if cat else "",
+    ]
     return "passed" if report.passed else "failed: " + ", ".join(p for p in parts if p)
 
 
@@ -276,23 +309,59 @@ def render(report: GateReport, fmt: str = "table") -> str:
         return json.dumps(report.to_json(), indent=2, default=lambda x: None)
     pct = f"{report.confidence:.0%}"
     head = ["metric", "baseline", "candidate", "Δ", f"{pct} CI", "floor", "status"]
-    rows = [[c.metric, _fmt(c.baseline), _fmt(c.candidate), _fmt(c.delta, True),
-             "—" if c.baseline != c.baseline else f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]",
-             "—" if c.floor is None else f"≥ {c.floor:.2f}", c.status] for c in report.checks]
-    crow = [[c.category, str(c.n), c.metric, _fmt(c.baseline), _fmt(c.candidate),
-             _fmt(c.delta, True), "drop" if c.failed else "ok"] for c in report.categories]
+    rows = [
+        [
+            c.metric,
+            _fmt(c.baseline),
+            _fmt(c.candidate),
+            _fmt(c.delta, True),
+            "—" if c.baseline != c.baseline else f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]",
+            "—" if c.floor is None else f"≥ {c.floor:.2f}",
+            c.status,
+        ]
+        for c in report.checks
+    ]
+    crow = [
+        [
+            c.category,
+            str(c.n),
+            c.metric,
+            _fmt(c.baseline),
+            _fmt(c.candidate),
+            _fmt(c.delta, True),
+            "drop" if c.failed else "ok",
+        ]
+        for c in report.categories
+    ]
     chead = ["category", "n", "metric", "baseline", "candidate", "Δ", "status"]
-    intro = (f"Paired bootstrap over {report.n_paired} queries "
-             f"({report.resamples:,} resamples, {pct} CI).")
+    intro = (
+        f"Paired bootstrap over {report.n_paired} queries "
+        f"({report.resamples:,} resamples, {pct} CI)."
+    )
     if fmt == "markdown":
         icon = "✅" if report.passed else "❌"
-        out = [f"### {icon} ragsieve gate {_summary(report)}", "", intro, "",
-               "| " + " | ".join(head) + " |", "|---|---:|---:|---:|---|---:|---|"]
-        out += ["| " + " | ".join(r[:-1] + [("❌ " if r[-1] not in ("pass", "improved") else "")
-                                           + r[-1]]) + " |" for r in rows]
+        out = [
+            f"### {icon} ragsieve gate {_summary(report)}",
+            "",
+            intro,
+            "",
+            "| " + " | ".join(head) + " |",
+            "|---|---:|---:|---:|---|---:|---|",
+        ]
+        out += [
+            "| "
+            + " | ".join(r[:-1] + [("❌ " if r[-1] not in ("pass", "improved") else "") + r[-1]])
+            + " |"
+            for r in rows
+        ]
         if crow:
-            out += ["", "**Protected categories**", "", "| " + " | ".join(chead) + " |",
-                    "|---|---:|---|---:|---:|---:|---|"]
+            out += [
+                "",
+                "**Protected categories**",
+                "",
+                "| " + " | ".join(chead) + " |",
+                "|---|---:|---|---:|---:|---:|---|",
+            ]
             out += ["| " + " | ".join(r) + " |" for r in crow]
         out += [""] + [f"> {n}" for n in report.notes]
         return "\n".join(out).rstrip() + "\n"
@@ -310,8 +379,11 @@ def render(report: GateReport, fmt: str = "table") -> str:
     return "\n".join(out) + "\n"
 
 
-def gate_files(baseline: str | Path, candidate: str | Path,
-               policy: GatePolicy | Mapping[str, Any] | None = None) -> GateReport:
+def gate_files(
+    baseline: str | Path,
+    candidate: str | Path,
+    policy: GatePolicy | Mapping[str, Any] | None = None,
+) -> GateReport:
     """Load two results files and compare them (a convenience for scripts and the pytest plugin)."""
     pol = policy if isinstance(policy, GatePolicy) else GatePolicy.model_validate(policy or {})
     return compare(load_results(baseline), load_results(candidate), pol)

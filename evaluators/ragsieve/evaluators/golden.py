@@ -115,7 +115,9 @@ def load_golden(path: str | Path) -> GoldenSet:
             field, msg = first_error(exc)
             raise ConfigError(f"{p}:{lineno}: {field}: {msg}") from None
         if case.id in seen:
-            raise ConfigError(f"{p}:{lineno}: id: duplicate {case.id!r} (first on line {seen[case.id]})")
+            raise ConfigError(
+                f"{p}:{lineno}: id: duplicate {case.id!r} (first on line {seen[case.id]})"
+            )
         seen[case.id] = lineno
         cases.append(case)
     return GoldenSet(path=p, version=parse_version(p), cases=cases)
@@ -153,6 +155,8 @@ def load_beir(queries_path: str | Path, qrels_path: str | Path) -> GoldenSet:
         qid, text = obj.get("id", obj.get("_id")), obj.get("text", obj.get("query"))
         if not isinstance(qid, str | int) or isinstance(qid, bool):
             raise ConfigError(f"{qp}:{lineno}: id: missing or not a string")
+        if not isinstance(text, str):
+            raise ConfigError(f"{qp}:{lineno}: text: missing or not a string")
         answers = obj.get("answers")
         reference = answers[0] if isinstance(answers, list) and answers else None
         try:
@@ -181,7 +185,9 @@ def write_golden(path: str | Path, cases: Iterable[GoldenCase], *, overwrite: bo
     """Write cases as JSONL atomically; refuses to replace an existing file unless ``overwrite``."""
     p = Path(path)
     if p.exists() and not overwrite:
-        raise ConfigError(f"{p}: exists; golden files are immutable, write {next_version_path(p).name}")
+        raise ConfigError(
+            f"{p}: exists; golden files are immutable, write {next_version_path(p).name}"
+        )
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:

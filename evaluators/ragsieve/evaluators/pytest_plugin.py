@@ -71,8 +71,10 @@ class RagEval:
             got = retrieve_all(retriever, gs.cases, max([*ks, *(s.k or 0 for s in specs)]))
             ranking: Mapping[str, Sequence[str]] = got.run
             errors = got.errors
+        elif isinstance(run, str | Path):
+            ranking = load_run(run)
         else:
-            ranking = load_run(run) if isinstance(run, str | Path) else run  # type: ignore[arg-type]
+            ranking = run or {}
         report = build_report(gs, ranking, specs)
         report.retriever_errors = errors
         return report

@@ -17,7 +17,9 @@ _ID = re.compile(
     r"|\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"
 )
 # phone numbers: optional +country code, 9-15 digits with separators; not a plain year or count
-_PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?!\w)")
+_PHONE = re.compile(
+    r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?!\w)"
+)
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -61,14 +63,15 @@ def redact(text: str, extra_patterns: Iterable[str] = ()) -> tuple[str, dict[str
                 return m.group(0)
             counts[kind] = counts.get(kind, 0) + 1
             return tag
+
         return pattern.sub(repl, text)
 
     for pat in _compile(tuple(extra_patterns)):
         text = sub(pat, "[REDACTED]", "custom", text)
     text = sub(_EMAIL, "[EMAIL]", "email", text)
-    text = sub(_CARD, "[CARD]", "card", text,
-               check=lambda s: _luhn_ok(re.sub(r"\D", "", s)))
+    text = sub(_CARD, "[CARD]", "card", text, check=lambda s: _luhn_ok(re.sub(r"\D", "", s)))
     text = sub(_ID, "[ID]", "id", text)
-    text = sub(_PHONE, "[PHONE]", "phone", text,
-               check=lambda s: 9 <= len(re.sub(r"\D", "", s)) <= 15)
+    text = sub(
+        _PHONE, "[PHONE]", "phone", text, check=lambda s: 9 <= len(re.sub(r"\D", "", s)) <= 15
+    )
     return text, counts

@@ -60,7 +60,9 @@ def load_run(path: str | Path) -> dict[str, list[str]]:
             loc, msg = first_error(exc)
             raise ConfigError(f"{p}:{lineno}: {loc}: {msg}") from None
         if row.id in run:
-            raise ConfigError(f"{p}:{lineno}: id: duplicate {row.id!r} (first on line {lines[row.id]})")
+            raise ConfigError(
+                f"{p}:{lineno}: id: duplicate {row.id!r} (first on line {lines[row.id]})"
+            )
         run[row.id], lines[row.id] = row.retrieved_ids, lineno
     return run
 
@@ -70,7 +72,9 @@ def write_run(path: str | Path, run: Mapping[str, Sequence[str]]) -> Path:
     p = Path(path)
     with p.open("w", encoding="utf-8") as out:
         for qid, ids in run.items():
-            out.write(json.dumps({"id": qid, "retrieved_ids": list(ids)}, ensure_ascii=False) + "\n")
+            out.write(
+                json.dumps({"id": qid, "retrieved_ids": list(ids)}, ensure_ascii=False) + "\n"
+            )
     return p
 
 
@@ -163,7 +167,7 @@ def load_corpus(path: str | Path) -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_SPANISH
+    from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_SPANISH  # type: ignore[import-untyped]
 
     return frozenset(_fold(w) for w in (*STOPWORDS_EN, *STOPWORDS_SPANISH))
 
@@ -180,10 +184,13 @@ def tokenize(text: str) -> list[str]:
 
 
 class BM25Retriever:
-    """BM25 (``bm25s``, Lucene variant, Elasticsearch defaults k1=1.2 b=0.75 as in BEIR) over a corpus."""
+    """BM25 over a corpus (``bm25s``, Lucene variant, k1=1.2 and b=0.75 as BEIR's Elasticsearch)."""
 
     def __init__(self, corpus: Mapping[str, str], *, k1: float = 1.2, b: float = 0.75) -> None:
-        import bm25s
+        import bm25s  # type: ignore[import-untyped]
+
+        # bm25s pins its logger to DEBUG on import; let it follow the application's level again
+        logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
         if not corpus:
             raise ConfigError("bm25: corpus is empty")

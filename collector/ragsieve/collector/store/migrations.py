@@ -158,4 +158,19 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX candidates_norm ON candidates (norm_query);
         """,
     ),
+    (
+        "007_budgets",
+        """
+        CREATE TABLE budgets (
+            name TEXT NOT NULL,
+            window_start {real} NOT NULL,
+            calls_limit BIGINT,
+            usd_limit {real},
+            calls_spent BIGINT NOT NULL DEFAULT 0,
+            usd_spent {real} NOT NULL DEFAULT 0,
+            updated_at {real} NOT NULL,
+            PRIMARY KEY (name, window_start)
+        );
+        """,
+    ),
 ]

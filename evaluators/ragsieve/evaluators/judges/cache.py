@@ -48,17 +48,27 @@ class ResultCache:
         with self._lock:
             row = self._conn.execute(
                 "SELECT payload FROM judge_cache WHERE judge=? AND prompt_version=? AND model=? "
-                "AND input_hash=?", (judge, prompt_version, model, key)).fetchone()
+                "AND input_hash=?",
+                (judge, prompt_version, model, key),
+            ).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put(self, judge: str, prompt_version: str, model: str, key: str,
-            payload: dict[str, Any]) -> None:
+    def put(
+        self, judge: str, prompt_version: str, model: str, key: str, payload: dict[str, Any]
+    ) -> None:
         """Store (or replace) a payload."""
         with self._lock, self._conn:
             self._conn.execute(
                 "INSERT OR REPLACE INTO judge_cache VALUES (?,?,?,?,?,?)",
-                (judge, prompt_version, model, key, json.dumps(payload, ensure_ascii=False),
-                 datetime.now(UTC).isoformat()))
+                (
+                    judge,
+                    prompt_version,
+                    model,
+                    key,
+                    json.dumps(payload, ensure_ascii=False),
+                    datetime.now(UTC).isoformat(),
+                ),
+            )
 
     def __len__(self) -> int:
         with self._lock:

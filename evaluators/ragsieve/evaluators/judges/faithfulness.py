@@ -25,7 +25,9 @@ from ragsieve.evaluators.records import EvalResult, RagInteraction
 
 SUPPORT_THRESHOLD = 0.6  # a claim with soft support below this is "unsupported"
 FAITHFUL_THRESHOLD = 0.6  # answer-level score at or above this is "faithful"
-RESTATEMENT_SUPPORT = 0.65  # a claim made only of question words can be neither confirmed nor refuted
+RESTATEMENT_SUPPORT = (
+    0.65  # a claim made only of question words can be neither confirmed nor refuted
+)
 MAX_CONTEXT_SENTENCES = 400
 SUPPORT_POWER = 2.0  # one unsupported rare word in a short claim should cost more than its share
 _YES_NO = frozenset({"yes", "si", "yeah", "true", "false", "correct"})
@@ -55,12 +57,18 @@ def _context(chunks: list[str]) -> _Context:
     )
 
 
-def _claim_verdict(claim: str, ctx: _Context, q_stems: set[str], q_nums: set[str]) -> dict[str, Any]:
+def _claim_verdict(
+    claim: str, ctx: _Context, q_stems: set[str], q_nums: set[str]
+) -> dict[str, Any]:
     toks = [t for t in content_words(claim) if stem(t) not in q_stems]
     claim_stems = {stem(t) for t in toks}
     if not claim_stems or claim_stems <= _YES_NO:
-        return {"claim": claim, "support": RESTATEMENT_SUPPORT, "evidence": None,
-                "reason": "only restates the question"}
+        return {
+            "claim": claim,
+            "support": RESTATEMENT_SUPPORT,
+            "evidence": None,
+            "reason": "only restates the question",
+        }
     weights = {s: rarity(t) for t, s in zip(toks, (stem(t) for t in toks), strict=True)}
     total = sum(weights.values())
     global_cov = sum(w for s, w in weights.items() if s in ctx.stems) / total
@@ -76,8 +84,9 @@ def _claim_verdict(claim: str, ctx: _Context, q_stems: set[str], q_nums: set[str
     if missing_nums:
         problems.append(f"{', '.join(missing_nums)} is not in the context")
         support = min(support, 0.25)
-    missing_ents = sorted(e for e in entities(claim) if stem(e) not in ctx.stems
-                          and stem(e) not in q_stems)
+    missing_ents = sorted(
+        e for e in entities(claim) if stem(e) not in ctx.stems and stem(e) not in q_stems
+    )
     if missing_ents:
         problems.append(f"{', '.join(missing_ents[:3])} not found in the context")
         support *= 0.7
@@ -109,8 +118,14 @@ def _cross_lingual(claims: list[str], ctx: _Context) -> list[dict[str, Any]]:
         if missing:
             support = min(support, 0.25)
             reason = f"{', '.join(missing)} is not in the context"
-        out.append({"claim": claim, "support": round(support, 4),
-                    "evidence": ctx.sents[j] if support > 0 else None, "reason": reason})
+        out.append(
+            {
+                "claim": claim,
+                "support": round(support, 4),
+                "evidence": ctx.sents[j] if support > 0 else None,
+                "reason": reason,
+            }
+        )
     return out
 
 
@@ -143,11 +158,18 @@ class FaithfulnessJudge(OfflineJudge):
             meta["suspicious_instructions"] = (parsed.suspicious + context_injections)[:5]
         if parsed.abstained:
             meta["claims"] = []
-            return self.result(interaction, "abstained", None,
-                               "the answer declines to answer: " + parsed.abstentions[0], meta)
+            return self.result(
+                interaction,
+                "abstained",
+                None,
+                "the answer declines to answer: " + parsed.abstentions[0],
+                meta,
+            )
         if not parsed.claims:
             meta["claims"] = []
-            return self.result(interaction, "error", None, "no verifiable claim in the answer", meta)
+            return self.result(
+                interaction, "error", None, "no verifiable claim in the answer", meta
+            )
         ctx = _context(chunks)
         q_words = content_words(interaction.query or "")
         lang = language(answer)

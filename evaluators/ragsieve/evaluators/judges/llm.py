@@ -38,7 +38,8 @@ class LLMConfig(BaseModel):
     redact_pii: bool = Field(True, description="Redact emails, phones, card/ID numbers first.")
     extra_pii_patterns: tuple[str, ...] = Field((), description="Extra regexes to redact.")
     uncertainty_band: tuple[float, float] = Field(
-        (0.35, 0.8), description="Cascade: offline scores inside [lo, hi] go to the LLM judge.")
+        (0.35, 0.8), description="Cascade: offline scores inside [lo, hi] go to the LLM judge."
+    )
     json_mode: bool = Field(True, description="Ask for response_format=json_object.")
 
     @model_validator(mode="after")
@@ -59,8 +60,25 @@ class Completion:
     latency_ms: float
 
 
-_FAMILIES = ("gpt", "o1", "o3", "o4", "claude", "gemini", "gemma", "llama", "mistral", "mixtral",
-             "qwen", "deepseek", "phi", "command", "granite", "yi", "falcon")
+_FAMILIES = (
+    "gpt",
+    "o1",
+    "o3",
+    "o4",
+    "claude",
+    "gemini",
+    "gemma",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen",
+    "deepseek",
+    "phi",
+    "command",
+    "granite",
+    "yi",
+    "falcon",
+)
 
 
 def model_family(model: str | None) -> str | None:
@@ -83,7 +101,7 @@ def parse_json_object(text: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         start, end = cleaned.find("{"), cleaned.rfind("}")
         try:
-            obj = json.loads(cleaned[start:end + 1]) if start >= 0 < end else None
+            obj = json.loads(cleaned[start : end + 1]) if start >= 0 < end else None
         except json.JSONDecodeError:
             obj = None
     if not isinstance(obj, dict):
@@ -108,8 +126,12 @@ class LLMClient:
             except ImportError as exc:  # pragma: no cover - openai is a core dependency today
                 raise JudgeError("the LLM judge needs: pip install 'ragsieve[openai]'") from exc
             key = self.config.api_key.get_secret_value() if self.config.api_key else "unused"
-            self._client = AsyncOpenAI(base_url=self.config.base_url, api_key=key,
-                                       timeout=self.config.timeout_s, max_retries=0)
+            self._client = AsyncOpenAI(
+                base_url=self.config.base_url,
+                api_key=key,
+                timeout=self.config.timeout_s,
+                max_retries=0,
+            )
             self._sem = asyncio.Semaphore(self.config.concurrency)
             self._loop = loop
         return self._client, self._sem  # type: ignore[return-value]
@@ -123,30 +145,48 @@ class LLMClient:
         last: Exception | None = None
         for attempt in range(cfg.max_retries + 1):
             if attempt:
-                await asyncio.sleep(cfg.backoff_s * 2 ** (attempt - 1) * (0.75 + random.random() / 2))
-            kwargs: dict[str, Any] = {"model": cfg.model, "messages": messages,
-                                      "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+                await asyncio.sleep(
+                    cfg.backoff_s * 2 ** (attempt - 1) * (0.75 + random.random() / 2)
+                )
+            kwargs: dict[str, Any] = {
+                "model": cfg.model,
+                "messages": messages,
+                "temperature": cfg.temperature,
+                "max_tokens": cfg.max_tokens,
+            }
             if cfg.json_mode:
                 kwargs["response_format"] = {"type": "json_object"}
             t0 = time.perf_counter()
             try:
                 async with sem:
                     resp = await client.chat.completions.create(**kwargs)
-            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                    openai.APIConnectionError) as exc:
+            except (
+                openai.RateLimitError,
+                openai.InternalServerError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+            ) as exc:
                 last = exc
                 log.debug("judge call failed (attempt %d): %s", attempt + 1, exc)
                 continue
             except openai.APIStatusError as exc:  # 4xx other than 429: retrying will not help
-                raise JudgeError(f"judge endpoint answered {exc.status_code}: {exc.message}") from exc
+                raise JudgeError(
+                    f"judge endpoint answered {exc.status_code}: {exc.message}"
+                ) from exc
             latency = (time.perf_counter() - t0) * 1000
             text = (resp.choices[0].message.content or "") if resp.choices else ""
             usage = resp.usage
-            return Completion(text, getattr(usage, "prompt_tokens", 0) or 0,
-                              getattr(usage, "completion_tokens", 0) or 0, latency)
+            return Completion(
+                text,
+                getattr(usage, "prompt_tokens", 0) or 0,
+                getattr(usage, "completion_tokens", 0) or 0,
+                latency,
+            )
         raise JudgeError(f"judge endpoint failed after {cfg.max_retries + 1} attempts: {last}")
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """USD cost of a call at the configured prices."""
-        return (prompt_tokens * self.config.price_per_1k_prompt
-                + completion_tokens * self.config.price_per_1k_completion) / 1000.0
+        return (
+            prompt_tokens * self.config.price_per_1k_prompt
+            + completion_tokens * self.config.price_per_1k_completion
+        ) / 1000.0

@@ -30,7 +30,9 @@ _HEDGE = re.compile(
 )
 
 
-_DEFINITION = re.compile(r"\b(is|was|are|were|refers to|es|son|fue|era)\s+(a|an|the|one|un|una|el|la)\b")
+_DEFINITION = re.compile(
+    r"\b(is|was|are|were|refers to|es|son|fue|era)\s+(a|an|the|one|un|una|el|la)\b"
+)
 
 
 def expected_type(question: str) -> str | None:
@@ -38,9 +40,12 @@ def expected_type(question: str) -> str | None:
     q = fold(question)
     if re.search(r"\b(when|what year|which year|what date|cuando|en que ano|que fecha)\b", q):
         return "date"
-    if re.search(r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?|what (?:is|was)"
-                 r" the (?:size|height|population|elevation|number|length|area|weight|payload)"
-                 r"|unit number)\b", q):
+    if re.search(
+        r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?|what (?:is|was)"
+        r" the (?:size|height|population|elevation|number|length|area|weight|payload)"
+        r"|unit number)\b",
+        q,
+    ):
         return "number"
     if re.match(r"\s*(what|who|que|quien)\s+(is|are|was|were|es|son|era|fue)\s", q):
         return "definition"
@@ -74,15 +79,16 @@ class AnswerRelevanceJudge(OfflineJudge):
 
     name = "answer_relevance"
 
-    def __init__(self, threshold: float = 0.5) -> None:
+    def __init__(self, threshold: float = 0.85) -> None:
         self.threshold = threshold
         self.version = f"offline-1:t{threshold}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question, answer = interaction.query or "", interaction.answer or ""
         if not question.strip() or not answer.strip():
-            return self.result(interaction, "skipped", None, "no question" if not question.strip()
-                               else "no answer")
+            return self.result(
+                interaction, "skipped", None, "no question" if not question.strip() else "no answer"
+            )
         parsed = parse_answer(answer)
         meta: dict[str, Any] = {}
         if parsed.suspicious:
@@ -93,15 +99,23 @@ class AnswerRelevanceJudge(OfflineJudge):
         coverage = _coverage(terms, set().union(*sent_stems))
         new = [t for s in sents for t in content_words(s) if stem(t) not in terms]
         # concrete answers name rare things; generic filler ("a popular destination") does not
-        specificity = float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
+        specificity = (
+            float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
+        )
         evasive = sum(is_abstention(s) or bool(_HEDGE.search(fold(s))) for s in sents) / len(sents)
         kind = expected_type(question)
         type_ok = 1.0 if kind is None else float(has_type(answer, kind))
         score = 0.3 * coverage + 0.3 * specificity + 0.2 * type_ok + 0.2 * (1.0 - evasive)
         if parsed.abstained:
             score = min(score, 0.2)  # noncommittal answers address nothing
-        meta.update(coverage=round(coverage, 4), specificity=round(specificity, 4), evasive=round(evasive, 4),
-                    expected_type=kind, type_found=bool(type_ok), abstained=parsed.abstained)
+        meta.update(
+            coverage=round(coverage, 4),
+            specificity=round(specificity, 4),
+            evasive=round(evasive, 4),
+            expected_type=kind,
+            type_found=bool(type_ok),
+            abstained=parsed.abstained,
+        )
         notes = []
         if kind and not type_ok:
             notes.append(f"the question asks for a {kind} and the answer gives none")
@@ -111,12 +125,18 @@ class AnswerRelevanceJudge(OfflineJudge):
             notes.append("the answer is generic (few specific names, numbers or terms)")
         label = "relevant" if score >= self.threshold else "irrelevant"
         explanation = f"covers {coverage:.0%} of the question's key terms" + (
-            "; " + "; ".join(notes) if notes else "")
+            "; " + "; ".join(notes) if notes else ""
+        )
         return self.result(interaction, label, score, explanation, meta)
 
 
-def _chunk_score(terms: dict[str, float], kind: str | None, chunk: str, qvec: np.ndarray | None,
-                 cvec: np.ndarray | None) -> float:
+def _chunk_score(
+    terms: dict[str, float],
+    kind: str | None,
+    chunk: str,
+    qvec: np.ndarray | None,
+    cvec: np.ndarray | None,
+) -> float:
     sents = sentences(chunk) or [chunk]
     covs = [_coverage(terms, stems(content_words(s))) for s in sents]
     best = max(covs)
@@ -148,9 +168,13 @@ class ContextRelevanceJudge(OfflineJudge):
 
     name = "context_relevance"
 
-    def __init__(self, threshold: float = 0.45, use_embeddings: bool | None = None,
-                 max_embed_chars: int = 600) -> None:
-        """``use_embeddings=None`` (auto) encodes only when question and chunks differ in language."""
+    def __init__(
+        self,
+        threshold: float = 0.65,
+        use_embeddings: bool | None = None,
+        max_embed_chars: int = 600,
+    ) -> None:
+        """``use_embeddings=None`` (auto): encode only when the languages differ."""
         self.threshold = threshold
         self.use_embeddings = use_embeddings
         self.max_embed_chars = max_embed_chars
@@ -160,8 +184,12 @@ class ContextRelevanceJudge(OfflineJudge):
         question = interaction.query or ""
         chunks = chunk_texts(interaction)
         if not question.strip() or not chunks:
-            return self.result(interaction, "skipped", None,
-                               "no question" if not question.strip() else "no context")
+            return self.result(
+                interaction,
+                "skipped",
+                None,
+                "no question" if not question.strip() else "no context",
+            )
         terms = _key_terms(question)
         kind = expected_type(question)
         qvec = cvecs = None
@@ -175,8 +203,9 @@ class ContextRelevanceJudge(OfflineJudge):
         per_chunk = []
         for i, (cid, rank, content) in enumerate(chunks):
             s = _chunk_score(terms, kind, content, qvec, None if cvecs is None else cvecs[i])
-            per_chunk.append({"id": cid, "rank": rank, "relevant": s >= self.threshold,
-                              "score": round(s, 4)})
+            per_chunk.append(
+                {"id": cid, "rank": rank, "relevant": s >= self.threshold, "score": round(s, 4)}
+            )
         score = context_precision([c["score"] for c in per_chunk])
         relevant = [c for c in per_chunk if c["relevant"]]
         meta: dict[str, Any] = {"chunks": per_chunk, "k": len(per_chunk)}

@@ -7,19 +7,23 @@ import re
 import unicodedata
 from functools import lru_cache
 
-_STOP_EN = """a about above after again against all also am an and any are as at be because been before
-being below between both but by can could did do does doing down during each few for from further had
-has have having he her here hers herself him himself his how i if in into is it its itself just me
-more most my myself nor of off on once only or other our ours ourselves out over own same she should
-so some such than that the their theirs them themselves then there these they this those through to
-too under until up very was we were what when where which while who whom why will with would you
-your yours yourself yourselves s t d ll m re ve y one ones many much may might must shall also
-however whose upon within without via per etc e g ie eg"""
-_STOP_ES = """a al algo algunas algunos ante antes como con contra cual cuales cuando de del desde donde
-durante e el ella ellas ellos en entre era eran es esa esas ese eso esos esta estaba estas este esto
-estos fue fueron ha han hasta hay la las le les lo los mas me mi mis mucho muy ni nos nosotros o os
-otra otras otro otros para pero poco por porque que quien quienes se sea ser si sido sin sobre son
-su sus tambien tan te tiene tienen todo todos tu tus un una uno unos usted y ya yo cual cuanto"""
+_STOP_EN = """
+a about above after again against all also am an and any are as at be because been before
+being below between both but by can could did do does doing down during each few for from
+further had has have having he her here hers herself him himself his how i if in into is
+it its itself just me more most my myself nor of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were
+what when where which while who whom why will with would you your yours yourself
+yourselves s t d ll m re ve y one ones many much may might must shall also however whose
+upon within without via per etc e g ie eg"""
+_STOP_ES = """
+a al algo algunas algunos ante antes como con contra cual cuales cuando de del desde donde
+durante e el ella ellas ellos en entre era eran es esa esas ese eso esos esta estaba estas
+este esto estos fue fueron ha han hasta hay la las le les lo los mas me mi mis mucho muy
+ni nos nosotros o os otra otras otro otros para pero poco por porque que quien quienes se
+sea ser si sido sin sobre son su sus tambien tan te tiene tienen todo todos tu tus un una
+uno unos usted y ya yo cual cuanto"""
 STOPWORDS = frozenset((_STOP_EN + " " + _STOP_ES).split())
 NEGATIONS = frozenset(
     "not no never none nobody nothing neither nor cannot without nunca ningun ninguna ninguno "
@@ -86,19 +90,44 @@ def sentences(text: str) -> list[str]:
 
 
 _NUMBER_WORDS = {
-    w: str(i) for i, ws in enumerate([
-        "zero cero", "one uno una", "two dos", "three tres", "four cuatro", "five cinco",
-        "six seis", "seven siete", "eight ocho", "nine nueve", "ten diez", "eleven once",
-        "twelve doce", "thirteen trece", "fourteen catorce", "fifteen quince", "sixteen dieciseis",
-        "seventeen diecisiete", "eighteen dieciocho", "nineteen diecinueve", "twenty veinte",
-    ]) for w in ws.split()
+    w: str(i)
+    for i, ws in enumerate(
+        [
+            "zero cero",
+            "one uno una",
+            "two dos",
+            "three tres",
+            "four cuatro",
+            "five cinco",
+            "six seis",
+            "seven siete",
+            "eight ocho",
+            "nine nueve",
+            "ten diez",
+            "eleven once",
+            "twelve doce",
+            "thirteen trece",
+            "fourteen catorce",
+            "fifteen quince",
+            "sixteen dieciseis",
+            "seventeen diecisiete",
+            "eighteen dieciocho",
+            "nineteen diecinueve",
+            "twenty veinte",
+        ]
+    )
+    for w in ws.split()
 }
 _NUMBER_WORDS.update(thirty="30", forty="40", fifty="50", hundred="100", thousand="1000")
 
 
 def numbers(text: str) -> set[str]:
     """Numbers, normalised ('2,121' -> '2121', '3.50' -> '3.5', 'seven' -> '7')."""
-    out = {_NUMBER_WORDS[w] for w in words(text) if w in _NUMBER_WORDS and w not in ("one", "una", "uno")}
+    out = {
+        _NUMBER_WORDS[w]
+        for w in words(text)
+        if w in _NUMBER_WORDS and w not in ("one", "una", "uno")
+    }
     for raw in _NUMBER_RE.findall(text):
         n = raw.replace(",", "")
         if "." in n:

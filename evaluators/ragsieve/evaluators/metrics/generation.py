@@ -44,8 +44,14 @@ def make_interaction(
         RetrievedDocument(id=cid, content=text, rank=i, in_prompt=True)
         for i, (cid, text) in enumerate(chunks)
     )
-    return RagInteraction(trace_id=digest[:32], span_id=digest[32:48], started_at=now,
-                          query=case.query, answer=answer, documents=docs)
+    return RagInteraction(
+        trace_id=digest[:32],
+        span_id=digest[32:48],
+        started_at=now,
+        query=case.query,
+        answer=answer,
+        documents=docs,
+    )
 
 
 async def _answer(answerer: Callable[..., Any], query: str, texts: list[str]) -> str:
@@ -62,8 +68,15 @@ async def _judge_one(judge: Any, interaction: RagInteraction) -> list[EvalResult
         return list(await judge.evaluate(interaction))
     except Exception as exc:  # the protocol says judges never raise; stay safe anyway
         log.warning("judge %s raised on %s: %s", judge.name, interaction.trace_id, exc)
-        return [EvalResult(trace_id=interaction.trace_id, span_id=interaction.span_id,
-                           evaluator=judge.name, label="error", explanation=str(exc))]
+        return [
+            EvalResult(
+                trace_id=interaction.trace_id,
+                span_id=interaction.span_id,
+                evaluator=judge.name,
+                label="error",
+                explanation=str(exc),
+            )
+        ]
 
 
 def _summary(results: Sequence[EvalResult]) -> dict[str, Any]:
@@ -114,9 +127,10 @@ async def generation_metrics(
     picked = sample_cases(answerable, sample, seed)
     picked_na = sample_cases(no_answer, sample, seed)
     abstain = [j for j in judges if j.name == ABSTENTION_JUDGE]
-    done = await asyncio.gather(*[one(c, judges) for c in picked],
-                                *[one(c, abstain) for c in picked_na])
-    ans, na = done[: len(picked)], done[len(picked):]
+    done = await asyncio.gather(
+        *[one(c, judges) for c in picked], *[one(c, abstain) for c in picked_na]
+    )
+    ans, na = done[: len(picked)], done[len(picked) :]
     by_judge = {n: [r for _, rs in ans for r in rs if r.evaluator == n] for n in names}
     faith_na = [r for _, rs in na for r in rs if r.evaluator == ABSTENTION_JUDGE]
     faith_ans = by_judge[ABSTENTION_JUDGE]
@@ -124,13 +138,16 @@ async def generation_metrics(
     return {
         "sample": sample,
         "seed": seed,
-        "judges": {n: {"version": j.version, **_summary(by_judge[n])} for n, j in zip(names, judges,
-                                                                                     strict=True)},
+        "judges": {
+            n: {"version": j.version, **_summary(by_judge[n])}
+            for n, j in zip(names, judges, strict=True)
+        },
         "n_answered": len(picked) + len(picked_na) - len(answer_errors),
         "answerer_errors": answer_errors,
         "abstention_rate_no_answer": abstained_na / len(faith_na) if faith_na else None,
         "n_no_answer_judged": len(faith_na),
-        "abstention_rate_answerable": (sum(r.label == "abstained" for r in faith_ans) / len(faith_ans)
-                                       if faith_ans else None),
+        "abstention_rate_answerable": (
+            sum(r.label == "abstained" for r in faith_ans) / len(faith_ans) if faith_ans else None
+        ),
         "cases": {cid: {r.evaluator: r.label for r in rs} for cid, rs in [*ans, *na]},
     }

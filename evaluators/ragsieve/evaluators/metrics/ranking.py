@@ -36,7 +36,7 @@ class Relevance:
 
     @property
     def depth(self) -> int:
-        """Number of rank columns (the longest deduplicated run)."""
+        """Number of rank columns (the longest run; trailing columns past a short run are zeros)."""
         return int(self.gains.shape[1])
 
     @cached_property
@@ -79,35 +79,38 @@ def build_relevance(
     rows: list[int] = []
     cols: list[int] = []
     vals: list[int] = []
+    rel_rows: list[int] = []
+    rel_grades: list[int] = []
     width = 1
-    n_rel = np.zeros(n, dtype=np.int64)
-    ideal_rows: list[list[int]] = []
     for qi, (grades, ids) in enumerate(zip(qrels, runs, strict=True)):
-        positive = sorted((g for g in grades.values() if g > 0), reverse=True)
-        ideal_rows.append(positive)
-        n_rel[qi] = len(positive)
-        if not ids:
-            continue
-        pos = dict(zip(ids, range(len(ids)), strict=False))
-        if len(pos) != len(ids):  # duplicates: keep the first copy, close the gaps
-            ranked = list(dict.fromkeys(ids))
-            pos = dict(zip(ranked, range(len(ranked)), strict=True))
-        width = max(width, len(pos))
+        if ids and len(ids) > width:
+            width = len(ids)
         for cid, grade in grades.items():
-            if grade > 0:
-                j = pos.get(cid)
-                if j is not None:
-                    rows.append(qi)
-                    cols.append(j)
-                    vals.append(grade)
+            if grade <= 0:
+                continue
+            rel_rows.append(qi)
+            rel_grades.append(grade)
+            if not ids:
+                continue
+            try:
+                j = ids.index(cid)  # first copy; a C scan beats building a dict per query
+            except ValueError:
+                continue
+            # rank after dropping repeated ids = number of distinct ids before the first copy
+            rows.append(qi)
+            cols.append(len(set(ids[:j])) if j else 0)
+            vals.append(grade)
     gains = np.zeros((n, width), dtype=np.float64)
     if rows:
         gains[np.asarray(rows), np.asarray(cols)] = np.asarray(vals, dtype=np.float64)
-    r = max((len(x) for x in ideal_rows), default=0)
-    ideal = np.zeros((n, max(r, 1)), dtype=np.float64)
-    for qi, positive in enumerate(ideal_rows):
-        if positive:
-            ideal[qi, : len(positive)] = positive
+    q = np.asarray(rel_rows, dtype=np.int64)
+    g = np.asarray(rel_grades, dtype=np.float64)
+    n_rel = np.bincount(q, minlength=n)
+    ideal = np.zeros((n, max(int(n_rel.max(initial=0)), 1)), dtype=np.float64)
+    if q.size:
+        order = np.lexsort((-g, q))  # by query, then grade descending
+        q, g = q[order], g[order]
+        ideal[q, np.arange(q.size) - np.searchsorted(q, q, side="left")] = g
     return Relevance(gains=gains, n_relevant=n_rel, ideal=ideal)
 
 
@@ -125,9 +128,10 @@ def precision(rel: Relevance, k: int | None) -> np.ndarray:
 def recall(rel: Relevance, k: int | None) -> np.ndarray:
     """Relevant chunks in the top k divided by all relevant chunks (0 when there are none)."""
     found = rel.hits_at(k)
-    return np.divide(
+    out: np.ndarray = np.divide(
         found, rel.n_relevant, out=np.zeros(rel.n_queries), where=rel.n_relevant > 0
     )
+    return out
 
 
 def mrr(rel: Relevance, k: int | None) -> np.ndarray:
@@ -152,7 +156,8 @@ def ndcg(rel: Relevance, k: int | None) -> np.ndarray:
     dcg = rel.gains[:, :c] @ _discounts(c)
     ic = min(kk, rel.ideal.shape[1])
     idcg = rel.ideal[:, :ic] @ _discounts(ic)
-    return np.divide(dcg, idcg, out=np.zeros(rel.n_queries), where=idcg > 0)
+    out: np.ndarray = np.divide(dcg, idcg, out=np.zeros(rel.n_queries), where=idcg > 0)
+    return out
 
 
 def context_precision(rel: Relevance, k: int | None) -> np.ndarray:
@@ -164,4 +169,5 @@ def context_precision(rel: Relevance, k: int | None) -> np.ndarray:
     prec_i = rel.cum_hits[:, :c] / np.arange(1, c + 1, dtype=np.float64)
     num = np.einsum("ij,ij->i", prec_i, hits)
     den = rel.hits_at(k)
-    return np.divide(num, den, out=np.zeros(rel.n_queries), where=den > 0)
+    out: np.ndarray = np.divide(num, den, out=np.zeros(rel.n_queries), where=den > 0)
+    return out

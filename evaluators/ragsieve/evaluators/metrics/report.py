@@ -1,4 +1,4 @@
-"""The offline evaluation report: means, per query, per category, worst cases and no-answer cases."""
+"""The offline evaluation report: means, per query, per category, worst and no-answer cases."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def build_report(
             "metrics": {m: float(values[m][mask].mean()) for m in names},
         }
     depth = max((m.k or 10 for m in metrics), default=10)
-    order = np.argsort(values[worst_by], kind="stable")[: max(worst, 0)] if cases else []
+    order: list[int] = np.argsort(values[worst_by], kind="stable")[: max(worst, 0)].tolist()
     worst_rows = [
         {
             "id": cases[i].id,
@@ -108,7 +108,12 @@ def build_report(
         for i in order
     ]
     no_answer = [
-        {"id": c.id, "query": c.query, "category": c.category, "retrieved": _ranked(run.get(c.id), 5)}
+        {
+            "id": c.id,
+            "query": c.query,
+            "category": c.category,
+            "retrieved": _ranked(run.get(c.id), 5),
+        }
         for c in golden.no_answer
     ]
     return EvalReport(
@@ -141,8 +146,14 @@ def render_text(report: EvalReport) -> str:
     lines += [f"  {n:<{width}}  {report.metrics[n]:.4f}" for n in names]
     if len(report.by_category) > 1 or UNCATEGORIZED not in report.by_category:
         shown = names[:6]
-        lines += ["", "per category:", "  " + "  ".join(["category".ljust(20), "n".rjust(5)]
-                                                   + [s.rjust(max(len(s), 6)) for s in shown])]
+        lines += [
+            "",
+            "per category:",
+            "  "
+            + "  ".join(
+                ["category".ljust(20), "n".rjust(5)] + [s.rjust(max(len(s), 6)) for s in shown]
+            ),
+        ]
         for cat, row in report.by_category.items():
             cells = [f"{row['metrics'][s]:.4f}".rjust(max(len(s), 6)) for s in shown]
             lines.append("  " + "  ".join([cat[:20].ljust(20), str(row["n"]).rjust(5), *cells]))
@@ -152,7 +163,9 @@ def render_text(report: EvalReport) -> str:
             cat = f" [{row['category']}]" if row["category"] else ""
             lines.append(f"  {row['id']}{cat}  {report.worst_by}={row['value']:.4f}")
             lines.append(f"    query:    {row['query'][:160]}")
-            lines.append(f"    relevant: {', '.join(f'{c}[{g}]' for c, g in row['relevant'].items())}")
+            lines.append(
+                f"    relevant: {', '.join(f'{c}[{g}]' for c, g in row['relevant'].items())}"
+            )
             got = [f"*{r['id']}[{r['grade']}]" if r["grade"] else r["id"] for r in row["retrieved"]]
             lines.append(f"    got:      {', '.join(got) or '(nothing)'}")
     if report.retriever_errors:

@@ -12,9 +12,20 @@ from typing import Any
 
 from opentelemetry.trace import TracerProvider
 
-from ragsieve.collector.instrument import instrument, llm_span, rag_span, reranker_span, retriever_span
+from ragsieve.collector.instrument import (
+    instrument,
+    llm_span,
+    rag_span,
+    reranker_span,
+    retriever_span,
+)
 from ragsieve.jobs.demo import failures
-from ragsieve.jobs.demo.generate import ExtractiveGenerator, Generation, OpenAIGenerator, build_messages
+from ragsieve.jobs.demo.generate import (
+    ExtractiveGenerator,
+    Generation,
+    OpenAIGenerator,
+    build_messages,
+)
 from ragsieve.jobs.demo.kb import KnowledgeBase, load_kb
 from ragsieve.jobs.demo.retrieval import HybridRetriever, Reranker
 from ragsieve.jobs.demo.traffic import OUT_OF_CORPUS, Query, generate_traffic
@@ -58,8 +69,10 @@ class PlantedRecord:
 
 
 def _docs(hits: Sequence[Any]) -> list[dict[str, Any]]:
-    return [{"id": h.chunk.id, "content": h.chunk.text, "score": h.score,
-             "metadata": h.chunk.metadata} for h in hits]
+    return [
+        {"id": h.chunk.id, "content": h.chunk.text, "score": h.score, "metadata": h.chunk.metadata}
+        for h in hits
+    ]
 
 
 class DemoApp:
@@ -84,48 +97,80 @@ class DemoApp:
         self.retriever = HybridRetriever(self.kb)
         self.reranker = Reranker(self.retriever.encoder) if rerank else None
         self.generator: ExtractiveGenerator | OpenAIGenerator = (
-            OpenAIGenerator(llm_base_url, model=llm_model) if llm_base_url
-            else ExtractiveGenerator(self.retriever.encoder)
+            OpenAIGenerator(llm_base_url, model=llm_model)
+            if llm_base_url
+            else ExtractiveGenerator(self.retriever.encoder, self.kb)
         )
-        self.provider, self.candidates, self.top_k, self.seed = tracer_provider, candidates, top_k, seed
+        self.provider, self.candidates, self.top_k, self.seed = (
+            tracer_provider,
+            candidates,
+            top_k,
+            seed,
+        )
         self.log_path = log_path
         self.records: list[PlantedRecord] = []
+
+    def warm(self, queries: Sequence[Query]) -> None:
+        """Encode the query texts in one batch (much cheaper than one encoder call per query)."""
+        self.retriever.encoder.vectors([q.text for q in queries])
 
     def answer(self, q: Query) -> PlantedRecord:
         """Answer one query, emitting CHAIN -> RETRIEVER -> RERANKER -> LLM spans."""
         rng = random.Random(f"{self.seed}:{q.index}")
         fact = self.kb.facts[q.fact_key] if q.fact_key else None
-        exclude = (failures.exclude_topic(fact.topic)
-                   if q.planted == "retrieval_miss" and fact else None)
+        exclude = (
+            failures.exclude_topic(fact.topic) if q.planted == "retrieval_miss" and fact else None
+        )
         tp = self.provider
-        with rag_span(q.text, q.session_id, q.user_id, {"app": "tallyfox-help"},
-                      tracer_provider=tp) as root:
+        with rag_span(
+            q.text, q.session_id, q.user_id, {"app": "tallyfox-help"}, tracer_provider=tp
+        ) as root:
             with retriever_span(q.text, tracer_provider=tp) as r:
                 hits = self.retriever.search(q.text, self.candidates, exclude=exclude)
                 r.record(_docs(hits))
             context = hits[: self.top_k]
             if self.reranker is not None:
-                with reranker_span(q.text, _docs(hits), model_name=self.reranker.model_name,
-                                   top_k=self.top_k, tracer_provider=tp) as rr:
+                with reranker_span(
+                    q.text,
+                    _docs(hits),
+                    model_name=self.reranker.model_name,
+                    top_k=self.top_k,
+                    tracer_provider=tp,
+                ) as rr:
                     context = self.reranker.rerank(q.text, hits, self.top_k)
                     rr.record(_docs(context))
             messages = build_messages(q.text, context)
-            with llm_span(self.generator.model, messages, self.generator.provider,
-                          invocation_parameters={"temperature": 0}, tracer_provider=tp) as llm:
+            with llm_span(
+                self.generator.model,
+                messages,
+                self.generator.provider,
+                invocation_parameters={"temperature": 0},
+                tracer_provider=tp,
+            ) as llm:
                 gen = self.generator.generate(q.text, context, force=q.planted == "retrieval_miss")
                 answer = self._plant(q, gen, context, rng)
                 llm.set("llm.model_name", gen.model)
-                llm.record(answer, prompt_tokens=gen.prompt_tokens,
-                           completion_tokens=gen.completion_tokens, finish_reason="stop")
+                llm.record(
+                    answer,
+                    prompt_tokens=gen.prompt_tokens,
+                    completion_tokens=gen.completion_tokens,
+                    finish_reason="stop",
+                )
             root.record(answer)
             trace_id = root.trace_id
         ctx_ids = tuple(h.chunk.id for h in context)
         record = PlantedRecord(
-            trace_id=trace_id, session_id=q.session_id, query=q.text, lang=q.lang,
-            variant=q.variant, kind=q.planted,
+            trace_id=trace_id,
+            session_id=q.session_id,
+            query=q.text,
+            lang=q.lang,
+            variant=q.variant,
+            kind=q.planted,
             expected_root_cause=failures.ROOT_CAUSE.get(q.planted or ""),
-            fact_key=q.fact_key, gold_chunk_ids=tuple(sorted(fact.chunk_ids)) if fact else (),
-            context_chunk_ids=ctx_ids, answer=answer,
+            fact_key=q.fact_key,
+            gold_chunk_ids=tuple(sorted(fact.chunk_ids)) if fact else (),
+            context_chunk_ids=ctx_ids,
+            answer=answer,
             organic_failure=None if q.planted else self._organic(q, gen, ctx_ids),
         )
         self.records.append(record)
@@ -152,8 +197,9 @@ class DemoApp:
             base = gen.answer if failures.has_number(gen.answer) and not gen.abstained else gold
             return failures.change_numbers(base, " ".join(h.chunk.text for h in context), rng)
         if kind == "unsupported_claim":
-            return failures.unsupported_claim(gold if gen.abstained else gen.answer,
-                                              fact.topic, q.lang, rng)
+            return failures.unsupported_claim(
+                gold if gen.abstained else gen.answer, fact.topic, q.lang, rng
+            )
         raise ValueError(f"unknown planted failure kind {kind!r}")
 
     def _organic(self, q: Query, gen: Generation, ctx_ids: Sequence[str]) -> str | None:
@@ -181,13 +227,16 @@ def run_traffic(
     log_path: Path | None = None,
     service_name: str = "tallyfox-help-demo",
 ) -> list[PlantedRecord]:
-    """Run the demo traffic through the real OTLP exporter to ``endpoint``, flush, return the log."""
-    provider = instrument(service_name, endpoint, set_global=False, flush_on_exit=False,
-                          project_name="ragsieve-demo")
+    """Send the demo traffic through the real OTLP exporter to ``endpoint``; return the log."""
+    provider = instrument(
+        service_name, endpoint, set_global=False, flush_on_exit=False, project_name="ragsieve-demo"
+    )
     try:
-        app = DemoApp(tracer_provider=provider, llm_base_url=llm_base_url, seed=seed,
-                      log_path=log_path)
+        app = DemoApp(
+            tracer_provider=provider, llm_base_url=llm_base_url, seed=seed, log_path=log_path
+        )
         queries = generate_traffic(app.kb, n_queries, seed=seed, failure_share=failure_share)
+        app.warm(queries)
         for done, q in enumerate(queries, 1):
             app.answer(q)
             if progress is not None:

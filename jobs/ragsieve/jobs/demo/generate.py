@@ -1,4 +1,4 @@
-"""Answer generation for the demo app: a deterministic extractive generator and an OpenAI-compatible one."""
+"""Demo answer generation: a deterministic extractive generator and an OpenAI-compatible one."""
 
 from __future__ import annotations
 
@@ -6,16 +6,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ragsieve.jobs.demo.kb import KnowledgeBase
 from ragsieve.jobs.demo.retrieval import Encoder, Hit, coverage, fold
 
 ABSTAIN = {"en": "I don't have that information.", "es": "No tengo esa información."}
 SYSTEM_PROMPT = (
     "You are the Tallyfox help assistant. Answer the question using only the numbered context "
     "passages, in the language of the question, in one or two sentences. If the context does not "
-    "contain the answer, reply exactly \"I don't have that information.\" (in Spanish: "
-    "\"No tengo esa información.\")."
+    'contain the answer, reply exactly "I don\'t have that information." (in Spanish: '
+    '"No tengo esa información.").'
 )
-_ES_HINTS = frozenset("el la los las del que es en por para una con como cual cuanto puedo mi".split())
+_ES_HINTS = frozenset(
+    "el la los las del que es en por para una con como cual cuanto puedo mi".split()
+)
 _EN_HINTS = frozenset("the of and is to in for with what how can my do does when".split())
 
 
@@ -53,9 +56,12 @@ class Generation:
 class ExtractiveGenerator:
     """Answers with the context sentence that best matches the question, or abstains.
 
-    Sentence score = cosine(question, sentence) + ``lexical_weight`` x share of question stems in
-    the sentence, plus ``language_bonus`` when the sentence is in the question's language. Below
-    ``min_score`` the generator abstains unless ``force`` is set.
+    FAQ-style matching: a sentence's similarity is the larger of cosine(question, sentence) and
+    the best cosine(question, example question) for the example questions the KB authors attached
+    to that sentence (in either language). Score = similarity + ``lexical_weight`` x share of
+    question stems in the sentence + ``language_bonus`` when the sentence is in the question's
+    language. Below ``min_score`` the generator abstains unless ``force`` is set. Only sentences
+    of the context chunks are candidates, so every answer is grounded in the prompt.
     """
 
     model = "ragsieve-extractive-v1"
@@ -64,26 +70,36 @@ class ExtractiveGenerator:
     def __init__(
         self,
         encoder: Encoder,
+        kb: KnowledgeBase | None = None,
         *,
-        min_score: float = 0.55,
-        lexical_weight: float = 0.5,
+        min_score: float = 0.77,
+        lexical_weight: float = 0.3,
         language_bonus: float = 0.1,
     ) -> None:
         self.encoder = encoder
         self.min_score = min_score
         self.lexical_weight = lexical_weight
         self.language_bonus = language_bonus
+        examples: dict[tuple[str, int], list[str]] = {}
+        for fact in kb.facts.values() if kb else ():
+            phrasings = [q for qs in fact.questions.values() for q in qs]
+            for cid, idx in fact.answers.values():
+                examples.setdefault((cid, idx), []).extend(phrasings)
+        self._examples = {key: encoder.vectors(qs) for key, qs in examples.items()}
 
     def best_sentence(self, question: str, hits: Sequence[Hit]) -> tuple[float, str, str | None]:
         """``(score, sentence, chunk id)`` of the best-matching context sentence."""
         lang = detect_language(question)
-        pairs = [(h.chunk, s) for h in hits for s in h.chunk.sentences]
+        pairs = [(h.chunk, i, s) for h in hits for i, s in enumerate(h.chunk.sentences)]
         if not pairs:
             return 0.0, "", None
         q = self.encoder.vectors([question])[0]
-        sims = self.encoder.vectors([s for _, s in pairs]) @ q
-        best = (-1.0, "", None)
-        for (chunk, sent), sim in zip(pairs, sims, strict=True):
+        sims = self.encoder.vectors([s for _, _, s in pairs]) @ q
+        best: tuple[float, str, str | None] = (-1.0, "", None)
+        for (chunk, idx, sent), sim in zip(pairs, sims, strict=True):
+            examples = self._examples.get((chunk.id, idx))
+            if examples is not None:
+                sim = max(sim, float((examples @ q).max()))
             score = float(sim) + self.lexical_weight * coverage(question, sent)
             score += self.language_bonus if chunk.lang == lang else 0.0
             if score > best[0]:
@@ -101,7 +117,7 @@ class ExtractiveGenerator:
 
 
 class OpenAIGenerator:
-    """Generation through any OpenAI-compatible chat endpoint (``base_url``) with the openai client."""
+    """Generation through an OpenAI-compatible chat endpoint (``base_url``), openai client."""
 
     provider = "openai"
 
@@ -125,7 +141,9 @@ class OpenAIGenerator:
         """Ask the model; ``force`` is accepted for interface parity (an LLM decides for itself)."""
         messages = tuple(build_messages(question, hits))
         resp = self._client.chat.completions.create(
-            model=self.model, messages=list(messages), temperature=0  # type: ignore[arg-type]
+            model=self.model,
+            messages=list(messages),
+            temperature=0,  # type: ignore[arg-type]
         )
         answer = (resp.choices[0].message.content or "").strip()
         usage = resp.usage

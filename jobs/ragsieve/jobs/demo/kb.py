@@ -1,4 +1,4 @@
-"""The demo knowledge base: Tallyfox help-centre chunks with stable ids and the facts they answer."""
+"""The demo knowledge base: Tallyfox help-centre chunks with stable ids and their facts."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ class Fact:
 
     key: str
     topic: str
-    answers: dict[str, tuple[str, int]] = field(default_factory=dict)  # lang -> (chunk id, sentence)
+    answers: dict[str, tuple[str, int]] = field(
+        default_factory=dict
+    )  # lang -> (chunk id, sentence)
     questions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lang -> phrasings
 
     @property

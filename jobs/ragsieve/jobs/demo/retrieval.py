@@ -1,4 +1,4 @@
-"""Hybrid retrieval for the demo app: BM25 (bm25s) and the embedded encoder fused by RRF, then a reranker."""
+"""Demo retrieval: BM25 (bm25s) and the embedded encoder fused by RRF, then a reranker."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import bm25s
 import numpy as np
@@ -16,8 +17,10 @@ from ragsieve.jobs.demo.kb import Chunk, KnowledgeBase
 
 _STOP = frozenset(
     """a an and are as at be by can do does for from how i in is it its my of on or the to what when
-    where which who will with your you me many much long after before this that there any el la los las
-    un una unos de del al que en y o por para con como es son se su sus mi mis cual cuales cuanto cuanta
+    where which who will with your you me many much long after before this that there any
+    el la los las
+    un una unos de del al que en y o por para con como es son se su sus mi mis
+    cual cuales cuanto cuanta
     cuantos cuantas cuando donde puedo debo hay lo le les tras desde qué""".split()
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -30,14 +33,20 @@ def fold(text: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Folded content tokens cut to a 6-letter stem, which merges most English/Spanish inflections."""
-    return [w[:6] for w in _WORD.findall(fold(text)) if w not in _STOP and (len(w) > 1 or w.isdigit())]
+    """Folded content tokens cut to a 6-letter stem (merges most English/Spanish inflections)."""
+    return list(_stems(text))
+
+
+@lru_cache(maxsize=16_384)
+def _stems(text: str) -> tuple[str, ...]:
+    words = _WORD.findall(fold(text))
+    return tuple(w[:6] for w in words if w not in _STOP and (len(w) > 1 or w.isdigit()))
 
 
 def coverage(query: str, text: str) -> float:
     """Share of the query's content stems that occur in ``text``."""
-    q = set(tokenize(query))
-    return len(q & set(tokenize(text))) / len(q) if q else 0.0
+    q = set(_stems(query))
+    return len(q & set(_stems(text))) / len(q) if q else 0.0
 
 
 class Encoder:
@@ -55,7 +64,9 @@ class Encoder:
                 self._cache[text] = vec
             while len(self._cache) > self._maxsize:
                 self._cache.popitem(last=False)
-        return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 512), np.float32)
+        return (
+            np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 512), np.float32)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +80,9 @@ class Hit:
 class HybridRetriever:
     """BM25 and dense rankings over the KB fused by reciprocal rank fusion (RRF)."""
 
-    def __init__(self, kb: KnowledgeBase, encoder: Encoder | None = None, *, rrf_k: int = 60) -> None:
+    def __init__(
+        self, kb: KnowledgeBase, encoder: Encoder | None = None, *, rrf_k: int = 60
+    ) -> None:
         if rrf_k < 1:
             raise ValueError(f"rrf_k must be >= 1, got {rrf_k}")
         self.kb = kb
@@ -83,7 +96,7 @@ class HybridRetriever:
     def search(
         self, query: str, k: int = 8, *, exclude: Callable[[Chunk], bool] | None = None
     ) -> list[Hit]:
-        """The ``k`` best chunks for ``query`` by RRF score; ``exclude`` hides chunks from the index."""
+        """The ``k`` best chunks for ``query`` by RRF score; ``exclude`` hides chunks."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         lexical = np.asarray(self._bm25.get_scores(tokenize(query)), dtype=np.float64)

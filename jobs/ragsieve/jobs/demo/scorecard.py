@@ -1,4 +1,4 @@
-"""The planted-failure scorecard: how many planted failures the job caught, with the right root cause."""
+"""The planted-failure scorecard: which planted failures the job caught, with which root cause."""
 
 from __future__ import annotations
 
@@ -17,9 +17,14 @@ class Floors(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    planted_recall: float = Field(0.85, ge=0, le=1, description="Share of planted failures flagged.")
+    planted_recall: float = Field(
+        0.85, ge=0, le=1, description="Share of planted failures flagged."
+    )
     root_cause_accuracy: float = Field(
-        0.80, ge=0, le=1, description="Share of flagged planted failures with the expected root cause."
+        0.80,
+        ge=0,
+        le=1,
+        description="Share of flagged planted failures with the expected root cause.",
     )
     false_positive_rate: float = Field(
         0.10, ge=0, le=1, description="Highest allowed flagged share of clean traffic."
@@ -53,17 +58,21 @@ class Scorecard:
         return asdict(self)
 
     def failures(self, floors: Floors) -> list[str]:
-        """One line per floor this scorecard misses (empty when all pass; None ratios are skipped)."""
+        """One line per missed floor (empty when all pass; None ratios are skipped)."""
         out = []
         if self.planted_recall is not None and self.planted_recall < floors.planted_recall:
             out.append(f"planted_recall {self.planted_recall:.3f} < {floors.planted_recall}")
-        if (self.root_cause_accuracy is not None
-                and self.root_cause_accuracy < floors.root_cause_accuracy):
+        if (
+            self.root_cause_accuracy is not None
+            and self.root_cause_accuracy < floors.root_cause_accuracy
+        ):
             out.append(
                 f"root_cause_accuracy {self.root_cause_accuracy:.3f} < {floors.root_cause_accuracy}"
             )
-        if (self.false_positive_rate is not None
-                and self.false_positive_rate > floors.false_positive_rate):
+        if (
+            self.false_positive_rate is not None
+            and self.false_positive_rate > floors.false_positive_rate
+        ):
             out.append(
                 f"false_positive_rate {self.false_positive_rate:.3f} > {floors.false_positive_rate}"
             )
@@ -74,8 +83,9 @@ def score(planted: Sequence[PlantedRecord], flagged: Mapping[str, str | None]) -
     """Score the job's flags against the app's log.
 
     ``flagged`` maps trace_id -> root cause for every trace the job flagged (absent = passed).
-    recall = flagged planted / planted; root-cause accuracy = flagged planted whose root cause equals
-    the expected one / flagged planted; false-positive rate = flagged clean / clean, where clean
+    recall = flagged planted / planted; root-cause accuracy = flagged planted whose root cause
+    equals the expected one / flagged planted;
+    false-positive rate = flagged clean / clean, where clean
     excludes organic failures (real misses of the clean pipeline, reported on their own).
     """
     kinds: Counter[str] = Counter()

@@ -1,0 +1,342 @@
+"""``ragsieve golden candidates|review|push|pull|promote|import|status``."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ragsieve.jobs.golden.repo import STATUSES, Candidate, CandidateRepo
+
+STORE_HELP = "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+store_option = click.option("--store", default=None, help=STORE_HELP)
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+class _Context:
+    """Settings, store, repository and category summaries for one command."""
+
+    def __init__(self, obj: Any, store: str | None, **flags: Any) -> None:
+        from ragsieve.collector.store import open_store
+
+        self.settings = obj.settings(store=store, **flags)
+        self.store = open_store(self.settings.store)
+        self.repo = CandidateRepo(self.store)
+        self._summaries: dict[str, Any] | None = None
+
+    def summaries(self) -> dict[str, Any]:
+        if self._summaries is None:
+            from ragsieve.evaluators.embeddings import embed
+            from ragsieve.jobs.golden.categories import summarize
+            from ragsieve.jobs.golden.reference import load_reference
+
+            cfg = self.settings.golden
+            ref = load_reference(self.repo, cfg.path, embed)
+            rows = self.repo.list([s for s in STATUSES if s != "golden"])
+            items = summarize(rows, ref, new_threshold=cfg.new_category_cosine)
+            self._summaries = {s.id: s for s in items}
+        return self._summaries
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+def candidate_json(c: Candidate, summary: Any) -> dict[str, Any]:
+    """The stable JSON line of ``golden candidates --json``."""
+    b = c.body
+    return {
+        "id": c.id,
+        "query": c.query,
+        "status": c.status,
+        "root_cause": c.root_cause,
+        "category": c.category,
+        "category_name": summary.name if summary else None,
+        "new_category": bool(summary and summary.new),
+        "source_trace_ids": c.source_trace_ids,
+        "seen": c.seen,
+        "reference_answer": b.get("reference_answer"),
+        "relevant_chunks": b.get("relevant_chunks") or {},
+        "suggested_chunk_ids": b.get("suggested_chunk_ids") or [],
+        "golden_id": b.get("golden_id"),
+        "review": b.get("review"),
+        "promoted_in": b.get("promoted_in"),
+        "created_at": _iso(c.created_at),
+        "updated_at": _iso(c.updated_at),
+    }
+
+
+def _resolve_category(ctx: _Context, category: str | None) -> str | None:
+    """Accept a category id or its name (``password / reset``) or one of its terms."""
+    if category is None:
+        return None
+    sums = ctx.summaries()
+    if category in sums:
+        return category
+    for s in sums.values():
+        if category.casefold() in (s.name.casefold(), *(t.casefold() for t in s.terms)):
+            return str(s.id)
+    raise click.UsageError(f"--category {category!r}: no such category; see `ragsieve golden status`")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def golden() -> None:
+    """Grow the golden set from flagged production traces: review, promote, track coverage."""
+
+
+@golden.command("candidates")
+@click.option(
+    "--status",
+    type=click.Choice([s for s in STATUSES if s != "golden"]),
+    default=None,
+    help="Only this status (default: all).",
+)
+@click.option("--category", default=None, help="Only this category (id, name or term).")
+@json_option
+@store_option
+@click.pass_obj
+def candidates_cmd(
+    obj: Any, status: str | None, category: str | None, as_json: bool, store: str | None
+) -> None:
+    """List golden-set candidates, most seen first."""
+    ctx = _Context(obj, store)
+    try:
+        cat = _resolve_category(ctx, category)
+        statuses = [status] if status else [s for s in STATUSES if s != "golden"]
+        rows = ctx.repo.list(statuses, category=cat)
+        sums = ctx.summaries()
+        for c in rows:
+            s = sums.get(c.category or "")
+            if as_json:
+                click.echo(json.dumps(candidate_json(c, s), ensure_ascii=False))
+            else:
+                new = "NEW " if s and s.new else ""
+                name = s.name if s else (c.category or "-")
+                click.echo(
+                    f"{c.id}  {c.status:<9} seen {c.seen:<4} {c.root_cause or '-':<12}"
+                    f" {new}{name[:30]:<30}  {c.query[:60]}"
+                )
+    finally:
+        ctx.close()
+
+
+@golden.command("review")
+@click.option("--category", default=None, help="Only this category (id, name or term).")
+@click.option("--limit", type=int, default=None, help="Review at most N candidates.")
+@click.option("--reviewer", default=None, help="Your name for the record (default: login name).")
+@store_option
+@click.pass_obj
+def review_cmd(
+    obj: Any, category: str | None, limit: int | None, reviewer: str | None, store: str | None
+) -> None:
+    """Review open candidates in the terminal: accept / edit / reject / skip."""
+    from ragsieve.jobs.golden.review import review
+
+    ctx = _Context(obj, store)
+    try:
+        cat = _resolve_category(ctx, category)
+        sums = ctx.summaries()
+        rows = ctx.repo.list(["candidate"], category=cat)
+        rows.sort(key=lambda c: (not getattr(sums.get(c.category or ""), "new", False), -c.seen))
+        if limit is not None:
+            rows = rows[: max(limit, 0)]
+        if not rows:
+            click.echo("no open candidates")
+            return
+        rep = review(ctx.repo, rows, sums, reviewer=reviewer or getpass.getuser())
+        click.echo(
+            f"reviewed: {len(rep.accepted)} accepted, {len(rep.rejected)} rejected,"
+            f" {len(rep.skipped)} skipped, {len(rep.edited)} edits"
+        )
+    finally:
+        ctx.close()
+
+
+def _phoenix(ctx: _Context) -> Any:
+    from ragsieve.jobs.golden.phoenix import PhoenixDatasets
+
+    cfg = ctx.settings.phoenix
+    key = cfg.api_key.get_secret_value() if cfg.api_key else None
+    return PhoenixDatasets(cfg.base_url or "", api_key=key)
+
+
+@golden.command("push")
+@click.option("--dataset", default=None, help="Phoenix dataset (default: phoenix.dataset).")
+@click.option("--phoenix-url", default=None, help="Phoenix base URL (default: phoenix.base_url).")
+@click.option("--dry-run", is_flag=True, help="Count what would be pushed; send nothing.")
+@json_option
+@store_option
+@click.pass_obj
+def push_cmd(
+    obj: Any,
+    dataset: str | None,
+    phoenix_url: str | None,
+    dry_run: bool,
+    as_json: bool,
+    store: str | None,
+) -> None:
+    """Append open candidates to a Phoenix dataset (examples linked to their spans)."""
+    from ragsieve.jobs.golden.phoenix import push
+
+    ctx = _Context(obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url})
+    try:
+        with _phoenix(ctx) as client:
+            out = push(ctx.repo, client, ctx.settings.phoenix.dataset, ctx.summaries(), dry_run=dry_run)
+        click.echo(json.dumps(out) if as_json else _kv(out))
+    finally:
+        ctx.close()
+
+
+@golden.command("pull")
+@click.option("--dataset", default=None, help="Phoenix dataset (default: phoenix.dataset).")
+@click.option("--phoenix-url", default=None, help="Phoenix base URL (default: phoenix.base_url).")
+@json_option
+@store_option
+@click.pass_obj
+def pull_cmd(
+    obj: Any, dataset: str | None, phoenix_url: str | None, as_json: bool, store: str | None
+) -> None:
+    """Read reviewers' edits and decisions back from the Phoenix dataset."""
+    from ragsieve.jobs.golden.phoenix import pull
+
+    ctx = _Context(obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url})
+    try:
+        with _phoenix(ctx) as client:
+            out = pull(ctx.repo, client, ctx.settings.phoenix.dataset)
+        click.echo(json.dumps(out) if as_json else _kv(out))
+    finally:
+        ctx.close()
+
+
+@golden.command("promote")
+@click.option(
+    "--golden",
+    "golden_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Current golden file, e.g. golden_v3.jsonl; writes golden_v4.jsonl.",
+)
+@click.option("--by", default=None, help="Who promotes (default: login name).")
+@click.option("--dry-run", is_flag=True, help="Show what would be added; write nothing.")
+@json_option
+@store_option
+@click.pass_obj
+def promote_cmd(
+    obj: Any, golden_file: Path, by: str | None, dry_run: bool, as_json: bool, store: str | None
+) -> None:
+    """Write the next golden version with the accepted candidates, plus a changelog entry."""
+    from ragsieve.jobs.golden.promote import promote
+
+    ctx = _Context(obj, store)
+    try:
+        res = promote(
+            ctx.repo, golden_file, ctx.summaries(), by=by or getpass.getuser(), dry_run=dry_run
+        )
+        if as_json:
+            click.echo(json.dumps(res.to_json(), ensure_ascii=False))
+        elif not res.added:
+            click.echo(f"nothing to promote: no accepted candidates beyond {golden_file.name}")
+        else:
+            verb = "would write" if dry_run else "wrote"
+            click.echo(f"{verb} {res.path} (+{len(res.added)} cases)")
+            for name, n in res.by_category.items():
+                click.echo(f"  {n:>3}  {name}")
+            if res.negatives_path:
+                click.echo(f"{verb} {res.negatives_path} ({res.negatives} negative labels)")
+    finally:
+        ctx.close()
+
+
+@golden.command("import")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Validate only.")
+@json_option
+@store_option
+@click.pass_obj
+def import_cmd(obj: Any, file: Path, dry_run: bool, as_json: bool, store: str | None) -> None:
+    """Bring an existing golden set in (Spanish/English aliases) so dedup and novelty use it."""
+    from ragsieve.evaluators.embeddings import embed
+    from ragsieve.evaluators.golden import load_golden
+    from ragsieve.jobs.golden.promote import golden_row
+    from ragsieve.jobs.golden.repo import encode_vector
+
+    gs = load_golden(file)  # ConfigError path:line: field: message → exit 2
+    ctx = _Context(obj, store)
+    try:
+        known = {r.id for r in ctx.repo.list(["golden"])}
+        rows = [golden_row(c, None, origin=file.name) for c in gs.cases]
+        fresh = [r for r in rows if r.id not in known]
+        if not dry_run and rows:
+            for row, vec in zip(rows, embed([r.query for r in rows]), strict=True):
+                row.body["embedding"] = encode_vector(vec)
+            ctx.repo.save(rows)
+        out = {
+            "file": str(file),
+            "cases": len(gs.cases),
+            "new": len(fresh),
+            "updated": len(rows) - len(fresh),
+            "no_answer": len(gs.no_answer),
+            "dry_run": dry_run,
+        }
+        click.echo(json.dumps(out) if as_json else _kv(out))
+    finally:
+        ctx.close()
+
+
+@golden.command("status")
+@json_option
+@store_option
+@click.pass_obj
+def status_cmd(obj: Any, as_json: bool, store: str | None) -> None:
+    """New failure categories first, then coverage per category and counts per status."""
+    ctx = _Context(obj, store)
+    try:
+        sums = list(ctx.summaries().values())
+        counts = ctx.repo.counts()
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "new_categories": [s.to_json() for s in sums if s.new],
+                        "categories": [s.to_json() for s in sums],
+                        "counts": counts,
+                    },
+                    ensure_ascii=False,
+                )
+            )
+            return
+        new = [s for s in sums if s.new]
+        out = sys.stdout
+        if new:
+            click.echo(f"NEW FAILURE CATEGORIES ({len(new)}): no close case in the golden set", file=out)
+            for s in new:
+                click.echo(f"  * {s.name}  [{s.id}, {s.root_cause}]  seen {s.failures_seen}", file=out)
+                for q in s.examples:
+                    click.echo(f"      e.g. {q}", file=out)
+            click.echo("", file=out)
+        click.echo("COVERAGE (golden cases vs production failures seen)", file=out)
+        click.echo(f"  {'category':<40} {'root cause':<14} {'golden':>6} {'failures':>8}  open", file=out)
+        for s in sums:
+            mark = "NEW " if s.new else ""
+            open_n = s.statuses.get("candidate", 0)
+            click.echo(
+                f"  {(mark + s.name)[:40]:<40} {s.root_cause or '-':<14} {s.golden_cases:>6}"
+                f" {s.failures_seen:>8}  {open_n}",
+                file=out,
+            )
+        click.echo("", file=out)
+        click.echo("candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=out)
+    finally:
+        ctx.close()
+
+
+def _kv(out: dict[str, Any]) -> str:
+    return "\n".join(f"{k}: {v}" for k, v in out.items())

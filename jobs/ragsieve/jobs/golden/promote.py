@@ -1,0 +1,232 @@
+"""Promotion: accepted candidates → the next golden version, a changelog entry, negative labels.
+
+Only candidates a person accepted are promoted. The next version is a new file (an existing one
+is never replaced); rejected candidates are written beside it as negative labels in the
+calibration format, and the promoted cases join the store's golden rows so novelty sees them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ragsieve.evaluators.calibration import LABEL_FIELD
+from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.golden import (
+    append_changelog,
+    load_golden,
+    next_version_path,
+    write_golden,
+)
+from ragsieve.evaluators.records import GoldenCase, normalize_text
+from ragsieve.jobs.golden.categories import CategorySummary
+from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
+
+FALSE_ALARM = "false_alarm"
+
+
+@dataclass
+class PromoteResult:
+    """What a promotion wrote (or, with ``dry_run``, would write)."""
+
+    source: Path
+    path: Path
+    added: list[GoldenCase] = field(default_factory=list)
+    already_in_golden: list[str] = field(default_factory=list)
+    by_category: dict[str, int] = field(default_factory=dict)
+    negatives_path: Path | None = None
+    negatives: int = 0
+    changelog: Path | None = None
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """Stable JSON for ``golden promote --json``."""
+        return {
+            "source": str(self.source),
+            "path": str(self.path) if self.added else None,
+            "added": [c.id for c in self.added],
+            "already_in_golden": self.already_in_golden,
+            "by_category": self.by_category,
+            "negatives_path": str(self.negatives_path) if self.negatives_path else None,
+            "negatives": self.negatives,
+            "changelog": str(self.changelog) if self.changelog else None,
+            "dry_run": self.dry_run,
+        }
+
+
+def negatives_path(golden_path: Path) -> Path:
+    """``golden_v4.jsonl`` → ``golden_v4.rejected.jsonl``."""
+    return golden_path.with_name(f"{golden_path.stem}.rejected{golden_path.suffix or '.jsonl'}")
+
+
+def to_case(c: Candidate, summary: CategorySummary | None, now: datetime) -> GoldenCase:
+    """The golden case a person accepted, with its production provenance in ``metadata``."""
+    review = c.body.get("review", {})
+    category = (summary.golden_category or summary.name) if summary else c.category
+    return GoldenCase(
+        id=c.id,
+        query=c.query,
+        relevant_chunks=dict(c.body.get("relevant_chunks") or {}),
+        reference_answer=c.body.get("reference_answer"),
+        category=category,
+        source="production",
+        reviewed=True,
+        created_at=now,
+        metadata={
+            "candidate_id": c.id,
+            "category_id": c.category,
+            "new_category": bool(summary and summary.new),
+            "root_cause": c.root_cause,
+            "seen": c.seen,
+            "source_trace_ids": c.source_trace_ids,
+            "source_span_ids": list(c.body.get("source_span_ids", [])),
+            "reviewed_by": review.get("by"),
+            "reviewed_at": review.get("at"),
+        },
+    )
+
+
+def negative_label(c: Candidate) -> dict[str, Any]:
+    """A rejected candidate as a calibration row; a false alarm marks each failing judge wrong."""
+    review = c.body.get("review", {})
+    reason = str(review.get("reason") or "")
+    row: dict[str, Any] = {
+        "id": c.id,
+        "question": c.query,
+        "contexts": [ch["content"] for ch in c.body.get("chunks", []) if ch.get("content")],
+        "answer": c.body.get("answer"),
+        "task": "golden_rejected",
+        "reason": reason,
+        "rejected_by": review.get("by"),
+        "rejected_at": review.get("at"),
+        "source_trace_ids": c.source_trace_ids,
+        "judges": c.body.get("judges", []),
+    }
+    if reason.startswith(FALSE_ALARM):
+        for j in c.body.get("judges", []):
+            fld = LABEL_FIELD.get(str(j.get("evaluator")))
+            if fld:
+                row[fld] = True  # a person says this output was fine: the judge's failure was wrong
+    return row
+
+
+def promote(
+    repo: CandidateRepo,
+    golden: str | Path,
+    summaries: Mapping[str, CategorySummary],
+    *,
+    by: str,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> PromoteResult:
+    """Write the next version of ``golden`` with every accepted, not yet promoted candidate."""
+    stamp = now or datetime.now(UTC)
+    src = Path(golden)
+    current = load_golden(src)
+    out = next_version_path(src)
+    if out.exists():
+        raise ConfigError(
+            f"{out}: exists; golden files are never overwritten (promote from {out.name})"
+        )
+    result = PromoteResult(source=src, path=out, dry_run=dry_run)
+    ids = {c.id for c in current.cases}
+    norms = {normalize_text(c.query) for c in current.cases}
+    accepted = [c for c in repo.list(["accepted"]) if not c.body.get("promoted_in")]
+    fresh: list[tuple[Candidate, GoldenCase]] = []
+    for c in accepted:
+        if c.id in ids or c.norm_query in norms:
+            result.already_in_golden.append(c.id)
+            continue
+        fresh.append((c, to_case(c, summaries.get(c.category or ""), stamp)))
+    result.added = [case for _, case in fresh]
+    result.by_category = dict(Counter(case.category or "-" for case in result.added))
+    rejected = repo.list(["rejected"])
+    result.negatives = len(rejected)
+    if not fresh:
+        return result
+    result.negatives_path = negatives_path(out) if rejected else None
+    if dry_run:
+        return result
+    write_golden(out, [*current.cases, *result.added])
+    if result.negatives_path is not None:
+        try:
+            with result.negatives_path.open("x", encoding="utf-8") as fh:
+                for c in rejected:
+                    fh.write(json.dumps(negative_label(c), ensure_ascii=False) + "\n")
+        except FileExistsError:
+            raise ConfigError(f"{result.negatives_path}: exists; never overwritten") from None
+    result.changelog = append_changelog(out, _entry(result, fresh, summaries, by, len(current.cases)))
+    _mark(repo, fresh, out, by, stamp)
+    return result
+
+
+def _entry(
+    result: PromoteResult,
+    fresh: list[tuple[Candidate, GoldenCase]],
+    summaries: Mapping[str, CategorySummary],
+    by: str,
+    n_before: int,
+) -> str:
+    reviewers = sorted({str(c.body.get("review", {}).get("by") or "?") for c, _ in fresh})
+    n = len(fresh)
+    lines = [
+        f"Added {n} production case{'s' if n != 1 else ''} from {result.source.name}"
+        f" ({n_before} → {n_before + n} cases). Promoted by {by}; reviewed by"
+        f" {', '.join(reviewers)}.",
+        "",
+        "By category:",
+    ]
+    groups: dict[str, list[tuple[Candidate, GoldenCase]]] = {}
+    for c, case in fresh:
+        groups.setdefault(case.category or "-", []).append((c, case))
+    for name, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        s = summaries.get(members[0][0].category or "")
+        tag = ", NEW failure category" if s and s.new else ""
+        cause = members[0][0].root_cause
+        ids = ", ".join(case.id for _, case in members)
+        lines.append(f"- {name} ({cause}{tag}): {len(members)} — {ids}")
+    if result.negatives_path is not None:
+        lines += ["", f"Rejected candidates kept as negative labels: {result.negatives}"
+                  f" ({result.negatives_path.name})."]
+    return "\n".join(lines)
+
+
+def _mark(
+    repo: CandidateRepo,
+    fresh: list[tuple[Candidate, GoldenCase]],
+    out: Path,
+    by: str,
+    stamp: datetime,
+) -> None:
+    rows: list[Candidate] = []
+    for c, case in fresh:
+        c.body["promoted_in"] = out.name
+        c.body["promoted_by"] = by
+        c.body["promoted_at"] = stamp.isoformat()
+        rows.append(c)
+        rows.append(golden_row(case, c.body.get("embedding"), origin=out.name))
+    repo.save(rows)
+
+
+def golden_row(case: GoldenCase, embedding: str | None, *, origin: str) -> Candidate:
+    """A ``golden`` reference row for one case (what dedup and novelty compare against)."""
+    body: dict[str, Any] = {
+        "case_id": case.id,
+        "query": case.query,
+        "origin": origin,
+        "case": case.model_dump(mode="json"),
+    }
+    if embedding:
+        body["embedding"] = embedding
+    return Candidate(
+        id=f"golden:{case.id}",
+        status="golden",
+        norm_query=normalize_text(case.query),
+        category=case.category,
+        body=body,
+    )

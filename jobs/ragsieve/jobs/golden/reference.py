@@ -1,0 +1,101 @@
+"""The current golden set as dedup and novelty see it: store rows plus the newest file version."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ragsieve.evaluators.embeddings import DIM
+from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.golden import load_golden, parse_version
+from ragsieve.evaluators.records import GoldenCase, normalize_text
+from ragsieve.jobs.golden.repo import CandidateRepo
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class GoldenReference:
+    """Golden cases with their normalised queries and unit vectors, in one order."""
+
+    ids: list[str]
+    queries: list[str]
+    norms: list[str]
+    categories: list[str | None]
+    vectors: np.ndarray
+    source: str
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def exact(self, norm_query: str) -> int | None:
+        """Index of a case whose normalised query equals ``norm_query``."""
+        try:
+            return self.norms.index(norm_query)
+        except ValueError:
+            return None
+
+
+def newest_version(path: str | Path) -> Path:
+    """The highest existing ``<stem>_vN`` sibling of ``path`` (``path`` itself when none is newer).
+
+    Promotion writes the next version next to the configured one, so novelty follows it without
+    a config change.
+    """
+    p = Path(path)
+    stem = re.sub(r"_v\d+$", "", p.stem)
+    best, best_v = p, parse_version(p) or (1 if p.exists() else 0)
+    if p.parent.is_dir():
+        pattern = re.compile(rf"^{re.escape(stem)}_v(\d+){re.escape(p.suffix or '.jsonl')}$")
+        for sib in p.parent.iterdir():
+            m = pattern.match(sib.name)
+            if m and int(m.group(1)) > best_v:
+                best, best_v = sib, int(m.group(1))
+    return best
+
+
+def load_reference(repo: CandidateRepo, path: str | Path | None, embed: Embed) -> GoldenReference:
+    """Golden rows of the store, plus the newest version of ``path`` when one is configured."""
+    ids: list[str] = []
+    queries: list[str] = []
+    cats: list[str | None] = []
+    vecs: list[np.ndarray] = []
+    missing: list[int] = []
+    for row in repo.list(["golden"]):
+        ids.append(str(row.body.get("case_id", row.id)))
+        queries.append(row.query)
+        cats.append(row.category)
+        vec = row.embedding
+        if vec is None:
+            missing.append(len(vecs))
+            vec = np.zeros(DIM, dtype=np.float32)
+        vecs.append(vec)
+    source = "store"
+    if path is not None:
+        current = newest_version(path)
+        if not current.exists():
+            raise ConfigError(f"golden.path: {path}: no such file")
+        source = str(current)
+        known = set(ids)
+        fresh: list[GoldenCase] = [c for c in load_golden(current).cases if c.id not in known]
+        for case in fresh:
+            ids.append(case.id)
+            queries.append(case.query)
+            cats.append(case.category)
+            missing.append(len(vecs))
+            vecs.append(np.zeros(DIM, dtype=np.float32))
+    matrix = np.vstack(vecs).astype(np.float32) if vecs else np.zeros((0, DIM), np.float32)
+    if missing:
+        matrix[missing] = embed([queries[i] for i in missing])
+    return GoldenReference(
+        ids=ids,
+        queries=queries,
+        norms=[normalize_text(q) for q in queries],
+        categories=cats,
+        vectors=matrix,
+        source=source,
+    )

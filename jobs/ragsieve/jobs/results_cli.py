@@ -1,0 +1,106 @@
+"""``ragsieve results list|export``: the job's stored verdicts as JSON lines or Parquet."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+STORE_HELP = "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+COLUMNS = ("trace_id", "span_id", "evaluator", "label", "score", "explanation", "flagged",
+           "root_cause", "judge_version", "judge_model", "annotator_kind", "run_id", "created_at")
+
+
+def _rows(obj: Any, store: str | None, since: str | None, flagged: bool,
+          limit: int | None) -> list[dict[str, Any]]:
+    from ragsieve.collector.store import open_store
+    from ragsieve.collector.timeutil import parse_duration
+    from ragsieve.jobs.resultstore import list_results
+
+    lo = (datetime.now(UTC) - parse_duration(since)).timestamp() if since else None
+    st = open_store(obj.settings(store=store).store)
+    try:
+        rows = list_results(st, since=lo, flagged=flagged, limit=limit)
+    finally:
+        st.close()
+    for r in rows:
+        r["created_at"] = datetime.fromtimestamp(r["created_at"], UTC).isoformat()
+    return rows
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def results() -> None:
+    """Verdicts stored by the job."""
+
+
+@results.command("list")
+@click.option("--store", default=None, help=STORE_HELP)
+@click.option("--flagged", is_flag=True, help="Only results of failing interactions.")
+@click.option("--since", default=None, help="Only results written in this window, e.g. 1h.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines.")
+@click.pass_obj
+def list_command(obj: Any, store: str | None, flagged: bool, since: str | None,
+                 limit: int | None, as_json: bool) -> None:
+    """List results, newest first."""
+    for r in _rows(obj, store, since, flagged, limit):
+        if as_json:
+            click.echo(json.dumps(r, ensure_ascii=False))
+            continue
+        score = "-" if r["score"] is None else f"{r['score']:.2f}"
+        flag = f"FLAGGED {r['root_cause']}" if r["flagged"] else ""
+        click.echo(f"{r['trace_id']}  {r['evaluator']:<18} {r['label']:<11} {score:>5}  {flag}")
+
+
+@results.command("export")
+@click.option("--store", default=None, help=STORE_HELP)
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl",
+              show_default=True)
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Output file (jsonl default: stdout; parquet needs a file).")
+@click.option("--flagged", is_flag=True, help="Only results of failing interactions.")
+@click.option("--since", default=None, help="Only results written in this window, e.g. 1h.")
+@click.option("--dry-run", is_flag=True, help="Count the rows; write nothing.")
+@click.pass_obj
+def export_command(obj: Any, store: str | None, fmt: str, out: Path | None, flagged: bool,
+                   since: str | None, dry_run: bool) -> None:
+    """Export results for pandas (``pd.read_json(lines=True)`` or ``pd.read_parquet``)."""
+    if fmt == "parquet" and out is None:
+        raise click.UsageError("--format parquet needs --out FILE")
+    rows = _rows(obj, store, since, flagged, None)
+    if dry_run:
+        click.echo(f"{len(rows)} result(s) would be exported", err=True)
+        return
+    if fmt == "jsonl":
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            out.write_text(text, encoding="utf-8")
+    else:
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError as exc:
+            raise click.ClickException("parquet export needs: pip install 'ragsieve[parquet]'") \
+                from exc
+        schema = pa.schema([
+            ("trace_id", pa.string()), ("span_id", pa.string()), ("evaluator", pa.string()),
+            ("label", pa.string()), ("score", pa.float64()), ("explanation", pa.string()),
+            ("flagged", pa.bool_()), ("root_cause", pa.string()),
+            ("judge_version", pa.string()), ("judge_model", pa.string()),
+            ("annotator_kind", pa.string()), ("run_id", pa.string()),
+            ("created_at", pa.string()),
+        ])
+        table = pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema)
+        assert out is not None  # checked above; narrows the type for mypy
+        pq.write_table(table, out)
+    if out is not None:
+        click.echo(f"exported {len(rows)} result(s) to {out}", err=True)
+
+
+__all__ = ["export_command", "list_command", "results"]

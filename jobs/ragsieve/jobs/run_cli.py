@@ -1,0 +1,86 @@
+"""``ragsieve jobs run``: one pass of the online evaluator, with a table or JSON report."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+STORE_HELP = "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def jobs() -> None:
+    """The scheduled online evaluator."""
+
+
+@jobs.command("run")
+@click.option("--store", default=None, help=STORE_HELP)
+@click.option("--since", default=None, help="Window looking back from now, e.g. 2h (jobs.since).")
+@click.option("--window", default=None, help="Explicit window START..END (ISO 8601, UTC).")
+@click.option("--judge", "judge_names", multiple=True, help="Metric to judge (repeatable).")
+@click.option("--budget-calls", type=click.IntRange(min=1), default=None, help="Most judge calls.")
+@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Most judge spend in USD.")
+@click.option("--all", "take_all", is_flag=True, help="Judge every settled trace (no sampling).")
+@click.option("--settle", "settle_s", type=click.FloatRange(min=0), default=None,
+              help="Seconds a trace must be quiet to count as finished.")
+@click.option("--dry-run", is_flag=True, help="Select and report; judge and write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.pass_context
+def run_command(
+    ctx: click.Context,
+    store: str | None,
+    since: str | None,
+    window: str | None,
+    judge_names: tuple[str, ...],
+    budget_calls: int | None,
+    budget_usd: float | None,
+    take_all: bool,
+    settle_s: float | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Settle traces, sample the window, judge, flag with a root cause and report.
+
+    Exit 1 when the judge error rate exceeds jobs.max_judge_error_rate.
+    """
+    from ragsieve.collector.store import open_store
+    from ragsieve.collector.timeutil import parse_duration, parse_window
+    from ragsieve.jobs.report import render_table
+    from ragsieve.jobs.run import run_once
+
+    if since and window:
+        raise click.UsageError("--since and --window are mutually exclusive")
+    settings = ctx.obj.settings(**{
+        "store": store,
+        "jobs.since": since,
+        "jobs.judges": list(judge_names) or None,
+        "jobs.budget_calls": budget_calls,
+        "jobs.budget_usd": budget_usd,
+        "jobs.settle_s": settle_s,
+    })
+    bounds = parse_window(window) if window else None
+    if bounds is None:
+        parse_duration(settings.jobs.since)  # a bad duration fails before any work
+    st = open_store(settings.store)
+    try:
+        outcome = run_once(st, settings, window=bounds, take_all=take_all, dry_run=dry_run)
+    finally:
+        st.close()
+    report: dict[str, Any] = outcome.report
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False, default=str))
+    else:
+        click.echo(render_table(report))
+    if outcome.exit_code:
+        click.echo(
+            f"judge error rate {report['judge_error_rate']:.1%} exceeds"
+            f" jobs.max_judge_error_rate {report['max_judge_error_rate']:.1%}",
+            err=True,
+        )
+        ctx.exit(outcome.exit_code)
+
+
+__all__ = ["jobs", "run_command"]

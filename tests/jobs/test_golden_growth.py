@@ -1,0 +1,172 @@
+"""Golden growth on a planted stream: dedup, categories, novelty, PII, promotion."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from golden_plant import PORTS_EN, PORTS_ES, STREAM, stream, write_golden_v3
+
+from ragsieve.collector.store import Store
+from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.golden import changelog_path, load_golden
+from ragsieve.jobs.golden import grow
+from ragsieve.jobs.golden.cli import _Context  # noqa: F401  (import check: CLI module loads)
+from ragsieve.jobs.golden.categories import summarize
+from ragsieve.jobs.golden.candidates import candidate_id
+from ragsieve.jobs.golden.promote import promote
+from ragsieve.jobs.golden.reference import load_reference
+from ragsieve.jobs.golden.repo import CandidateRepo
+from ragsieve.jobs.golden.review import decide
+from ragsieve.jobs.settings import GoldenSettings, Settings
+from ragsieve.evaluators.embeddings import embed
+from ragsieve.evaluators.records import normalize_text
+
+
+def _settings(golden: Path | None, **kw: object) -> Settings:
+    return Settings(golden=GoldenSettings(path=str(golden) if golden else None, **kw))
+
+
+def _by_query(repo: CandidateRepo, query: str):  # type: ignore[no-untyped-def]
+    row = repo.get(candidate_id(normalize_text(query)))
+    assert row is not None, query
+    return row
+
+
+def _summaries(repo: CandidateRepo, golden: Path | None) -> dict[str, object]:
+    ref = load_reference(repo, golden, embed)
+    rows = repo.list(["candidate", "accepted", "rejected", "covered"])
+    return {s.id: s for s in summarize(rows, ref, new_threshold=0.6)}
+
+
+@pytest.fixture
+def grown(store: Store, tmp_path: Path) -> tuple[CandidateRepo, Path, dict]:  # type: ignore[type-arg]
+    v3 = write_golden_v3(tmp_path)
+    report = grow(store, stream(), _settings(v3))
+    return CandidateRepo(store), v3, report
+
+
+def test_duplicates_collapse_and_are_counted_on_the_survivor(grown) -> None:  # type: ignore[no-untyped-def]
+    repo, _, report = grown
+    ports = _by_query(repo, PORTS_EN)
+    # the original, an exact duplicate, an EN paraphrase and a second exact duplicate
+    assert ports.seen == 4
+    assert ports.source_trace_ids == [f"{n:032x}" for n in (1, 2, 3, 10)]
+    ports_es = _by_query(repo, PORTS_ES)
+    assert ports_es.seen == 2 and ports_es.source_trace_ids == [f"{n:032x}" for n in (4, 5)]
+    assert ports.category == ports_es.category  # one failure category across languages
+    assert report["merged_duplicates"] == 4
+    assert report["covered_by_golden"] == 1
+    assert report["new_candidates"] == len(STREAM) - 4 - 1
+    open_rows = repo.list(["candidate"])
+    assert sum(r.seen for r in open_rows) + 1 == len(STREAM)  # + the covered one
+    assert len({r.norm_query for r in open_rows}) == len(open_rows)
+
+
+def test_query_already_in_golden_is_covered_not_a_candidate(grown) -> None:  # type: ignore[no-untyped-def]
+    repo, _, _ = grown
+    row = _by_query(repo, "What is the refund policy for annual plans")
+    assert row.status == "covered" and row.body["golden_id"] == "g-refund"
+    assert row not in repo.list(["candidate"])
+
+
+def test_new_category_detected_and_named_known_ones_not(grown) -> None:  # type: ignore[no-untyped-def]
+    repo, v3, report = grown
+    new = report["new_categories"]
+    assert [c["category"] for c in new] == [_by_query(repo, PORTS_EN).category]
+    assert {"ports", "agent"} <= set(new[0]["terms"]) or {"puertos"} & set(new[0]["terms"])
+    assert new[0]["examples"][0] == PORTS_EN  # most seen first
+    assert PORTS_ES in new[0]["examples"]
+    assert new[0]["failures_seen"] == 6
+    sums = _summaries(repo, v3)
+    refund = sums[_by_query(repo, "Can I get a refund on my annual plan?").category]
+    assert not refund.new and refund.golden_category == "billing"
+    assert _by_query(repo, "¿Me devuelven el dinero si cancelo el plan anual?").category == refund.id
+    sso = sums[_by_query(repo, "¿Cómo configuro el inicio de sesión único SAML?").category]
+    assert not sso.new and sso.root_cause == "generation" and sso.golden_cases >= 1
+    assert sums[new[0]["category"]].golden_cases == 0
+
+
+def test_rerunning_the_same_window_changes_nothing(store: Store, tmp_path: Path) -> None:
+    v3 = write_golden_v3(tmp_path)
+    grow(store, stream(), _settings(v3))
+    before = store.query("SELECT id, seen, body FROM candidates ORDER BY id")
+    again = grow(store, stream(), _settings(v3))
+    assert again["already_seen"] == len(STREAM)
+    assert again["new_candidates"] == again["merged_duplicates"] == 0
+    assert store.query("SELECT id, seen, body FROM candidates ORDER BY id") == before
+
+
+def test_pii_is_scrubbed_before_anything_is_written(store: Store, tmp_path: Path) -> None:
+    from golden_plant import flagged
+
+    v3 = write_golden_v3(tmp_path)
+    f = flagged("My card 4111 1111 1111 1111 was charged twice, ticket ACME-99812", "retrieval", 77)
+    rep = grow(store, [f], _settings(v3, pii_patterns=[r"ACME-\d+"]))
+    raw = json.dumps(store.query("SELECT * FROM candidates"))
+    for secret in ("4111", "ACME-99812", "@example.com", "612 345 678"):
+        assert secret not in raw
+    assert rep["pii_scrubbed"]["card"] == 1 and rep["pii_scrubbed"]["custom"] == 1
+    assert rep["pii_scrubbed"]["email"] >= 1
+    bad = _settings(v3, pii_patterns=["(unclosed"])
+    with pytest.raises(ConfigError, match="golden.pii_patterns"):
+        grow(store, [flagged("another question", "retrieval", 78)], bad)
+
+
+def test_nothing_is_promoted_without_acceptance(grown) -> None:  # type: ignore[no-untyped-def]
+    repo, v3, _ = grown
+    res = promote(repo, v3, _summaries(repo, v3), by="bob")
+    assert res.added == [] and not (v3.parent / "golden_v4.jsonl").exists()
+    decide(repo, _by_query(repo, PORTS_ES), "rejected", "alice", "false_alarm: the judge was wrong")
+    res = promote(repo, v3, _summaries(repo, v3), by="bob")
+    assert res.added == [] and not (v3.parent / "golden_v4.jsonl").exists()
+
+
+def test_promotion_writes_a_valid_next_version_and_never_overwrites(grown) -> None:  # type: ignore[no-untyped-def]
+    repo, v3, _ = grown
+    original = v3.read_bytes()
+    ports = _by_query(repo, PORTS_EN)
+    ports.body["reference_answer"] = "Open TCP 443 and 8443 outbound."
+    ports.body["relevant_chunks"] = {"kb-ports": 3, "kb-firewall": 1}
+    decide(repo, ports, "accepted", "alice", None)
+    decide(repo, _by_query(repo, "Can I get a refund on my annual plan?"), "accepted", "carol", None)
+    decide(repo, _by_query(repo, PORTS_ES), "rejected", "alice", "false_alarm: the judge was wrong")
+    sums = _summaries(repo, v3)
+
+    dry = promote(repo, v3, sums, by="bob", dry_run=True)
+    assert len(dry.added) == 2 and not dry.path.exists()
+
+    res = promote(repo, v3, sums, by="bob")
+    v4 = v3.parent / "golden_v4.jsonl"
+    assert res.path == v4
+    gs = load_golden(v4)
+    assert gs.version == 4 and len(gs.cases) == 4 + 2
+    assert v3.read_bytes() == original
+    added = {c.query: c for c in gs.cases if c.source == "production"}
+    case = added[PORTS_EN]
+    assert case.reviewed and dict(case.relevant_chunks) == {"kb-ports": 3, "kb-firewall": 1}
+    assert case.reference_answer == "Open TCP 443 and 8443 outbound."
+    assert case.metadata["source_trace_ids"] == ports.source_trace_ids
+    assert case.metadata["new_category"] is True
+    assert added["Can I get a refund on my annual plan?"].category == "billing"
+    assert added["Can I get a refund on my annual plan?"].is_no_answer
+
+    log = changelog_path(v4).read_text(encoding="utf-8")
+    assert "golden_v4.jsonl" in log and "Promoted by bob" in log
+    assert "alice" in log and "carol" in log and "NEW failure category" in log
+    assert "billing" in log
+
+    negatives = [json.loads(x) for x in res.negatives_path.read_text().splitlines()]  # type: ignore[union-attr]
+    assert [n["question"] for n in negatives] == [PORTS_ES]
+    assert negatives[0]["label_faithful"] is True  # the judge's "unfaithful" was a false alarm
+
+    # never overwrites: v4 exists, promoting from v3 again is refused; nothing twice from v4
+    with pytest.raises(ConfigError, match="never overwritten"):
+        promote(repo, v3, sums, by="bob")
+    again = promote(repo, v4, _summaries(repo, v4), by="bob")
+    assert again.added == [] and not (v3.parent / "golden_v5.jsonl").exists()
+
+    # the promoted cases now count as golden: the category is no longer new
+    after = grow(repo.store, [], _settings(v3))
+    assert after["new_categories"] == []

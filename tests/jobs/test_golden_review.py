@@ -1,0 +1,102 @@
+"""The real ``ragsieve golden review`` driven through a terminal, then promoted by the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+from golden_plant import PORTS_EN, PORTS_ES, stream, write_golden_v3
+
+from ragsieve.collector.store import Store
+from ragsieve.evaluators.golden import load_golden
+from ragsieve.evaluators.records import normalize_text
+from ragsieve.jobs.golden import grow
+from ragsieve.jobs.golden.candidates import candidate_id
+from ragsieve.jobs.golden.repo import CandidateRepo
+from ragsieve.jobs.settings import GoldenSettings, Settings
+
+RAGSIEVE = Path(sys.executable).with_name("ragsieve")
+
+
+def _env(v3: Path, store: Store) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSIEVE_", "OTEL_"))}
+    env.update(RAGSIEVE_GOLDEN__PATH=str(v3), RAGSIEVE_STORE=store.url, COLUMNS="120")
+    return env
+
+
+@pytest.mark.skipif(not RAGSIEVE.exists(), reason=f"{RAGSIEVE} missing: run pip install -e .")
+def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None:
+    v3 = write_golden_v3(tmp_path)
+    grow(store, stream(), Settings(golden=GoldenSettings(path=str(v3))))
+    env = _env(v3, store)
+    child = pexpect.spawn(
+        str(RAGSIEVE),
+        ["golden", "review", "--reviewer", "alice"],
+        env=env,
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 120),
+    )
+    try:
+        # first screen: the most seen candidate of the new category, with everything a person needs
+        child.expect("NEW FAILURE CATEGORY")
+        child.expect_exact(PORTS_EN)
+        child.expect("RETRIEVED CHUNKS")
+        child.expect_exact("kb-pricing")
+        child.expect_exact("ANSWER")
+        child.expect_exact("[EMAIL]")  # the suggestion was scrubbed before it was stored
+        child.expect_exact("faithfulness: unfaithful (score 0.10)")
+        child.expect_exact("not supported by the retrieved chunks")
+        child.expect_exact("[q]uit")
+        child.sendline("e")
+        child.expect_exact("Reference answer")
+        child.sendline("Open TCP 443 and 8443 outbound.")
+        child.expect_exact("Relevant chunk ids")
+        child.sendline("kb-ports=3, kb-firewall")
+        child.expect_exact("relevant chunks: kb-ports=3, kb-firewall")
+        child.expect_exact("[q]uit")
+        child.sendline("a")
+        child.expect(r"accepted q_[0-9a-f]{12}")
+        # second: the Spanish paraphrases of the same failure
+        child.expect_exact(PORTS_ES)
+        child.expect_exact("[q]uit")
+        child.sendline("r")
+        child.expect_exact("Reason")
+        child.sendline("f")
+        child.expect_exact("rejected")
+        child.expect_exact("[q]uit")
+        child.sendline("s")
+        child.expect_exact("[q]uit")
+        child.sendline("q")
+        child.expect_exact("1 accepted, 1 rejected, 1 skipped, 1 edits")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0, child.before
+
+    repo = CandidateRepo(store)
+    ports = repo.get(candidate_id(normalize_text(PORTS_EN)))
+    assert ports is not None and ports.status == "accepted"
+    assert ports.body["review"]["by"] == "alice"
+    assert ports.body["relevant_chunks"] == {"kb-ports": 3, "kb-firewall": 1}
+    es = repo.get(candidate_id(normalize_text(PORTS_ES)))
+    assert es is not None and es.status == "rejected"
+    assert es.body["review"]["reason"].startswith("false_alarm")
+    assert len(repo.list(["candidate"])) == 3
+
+    out = subprocess.run(
+        [str(RAGSIEVE), "golden", "promote", "--golden", str(v3), "--by", "bob", "--json"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["added"] == [ports.id]
+    gs = load_golden(res["path"])
+    assert gs.version == 4 and [c.id for c in gs.cases][-1] == ports.id
+    assert gs.cases[-1].reference_answer == "Open TCP 443 and 8443 outbound."
