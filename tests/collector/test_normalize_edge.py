@@ -274,7 +274,7 @@ _VALUES = st.recursive(
     max_leaves=6)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=12),
                                           _VALUES, max_size=8),
                           st.integers(0, 4), st.integers(-5, 10**19), st.integers(0, 3)),

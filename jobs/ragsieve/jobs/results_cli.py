@@ -81,7 +81,7 @@ def export_command(obj: Any, store: str | None, fmt: str, out: Path | None, flag
             sys.stdout.write(text)
         else:
             out.write_text(text, encoding="utf-8")
-    else:
+    elif out is not None:
         try:
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -97,7 +97,6 @@ def export_command(obj: Any, store: str | None, fmt: str, out: Path | None, flag
             ("created_at", pa.string()),
         ])
         table = pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema)
-        assert out is not None  # checked above; narrows the type for mypy
         pq.write_table(table, out)
     if out is not None:
         click.echo(f"exported {len(rows)} result(s) to {out}", err=True)

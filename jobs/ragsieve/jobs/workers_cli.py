@@ -21,7 +21,9 @@ def _settings(obj: Any, **flags: Any) -> Any:
         obj = AppContext()
     settings = obj.settings(**flags)
     if not settings.store.startswith(("postgresql://", "postgres://", "postgresql+")):
-        raise ConfigError(f"store: queue workers need a postgresql:// store (got {settings.store!r})")
+        raise ConfigError(
+            f"store: queue workers need a postgresql:// store (got {settings.store!r})"
+        )
     return settings
 
 
@@ -87,7 +89,8 @@ def worker_cmd(obj: Any, store: str | None, queue: str | None, concurrency: int 
 
 @workers.command("schedule")
 @click.option("--store", default=None, help=STORE_HELP)
-@click.option("--judge", "judges", multiple=True, help="Judge to run (repeatable; default jobs.judges).")
+@click.option("--judge", "judges", multiple=True,
+              help="Judge to run (repeatable; default jobs.judges).")
 @click.option("--backend", default=None, help="Judge backend (default jobs.backend).")
 @click.option("--settle-s", type=float, default=None, help="Only traces settled this long ago.")
 @click.option("--batch-size", type=int, default=None, help="Traces per batch (default 20).")

@@ -170,6 +170,18 @@ def render_text(report: EvalReport) -> str:
             lines.append(f"    got:      {', '.join(got) or '(nothing)'}")
     if report.retriever_errors:
         lines += ["", f"retriever errors: {len(report.retriever_errors)} queries (scored 0)"]
-    if report.generation:
-        lines += ["", "generation:"] + [f"  {k}: {v}" for k, v in report.generation.items()]
+    gen = report.generation
+    if gen:
+        lines += ["", f"generation (sample {gen['sample']} per group, seed {gen['seed']}):"]
+        for name, row in gen["judges"].items():
+            labels = ", ".join(f"{k}={v}" for k, v in sorted(row["labels"].items()))
+            mean = "—" if row["mean_score"] is None else f"{row['mean_score']:.3f}"
+            lines.append(f"  {name} (v{row['version']}): n={row['n']} mean={mean} {labels}")
+        rate = gen["abstention_rate_no_answer"]
+        lines.append(
+            f"  abstention on no-answer cases: "
+            f"{'—' if rate is None else f'{rate:.0%}'} of {gen['n_no_answer_judged']}"
+        )
+        if gen["answerer_errors"]:
+            lines.append(f"  answerer errors: {len(gen['answerer_errors'])}")
     return "\n".join(lines)

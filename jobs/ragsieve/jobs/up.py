@@ -1,0 +1,99 @@
+"""``ragsieve up``: the collector and the scheduled job in one process; SIGTERM drains cleanly."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+
+log = logging.getLogger(__name__)
+
+
+def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | None = None) -> None:
+    """Run the collector and the job every ``jobs.every_minutes`` until ``stop`` is set.
+
+    The job runs once at start, then on the schedule. On stop, a running job stops launching
+    judge calls, commits what finished and returns; then the collector drains its write queue and
+    the store closes.
+    """
+    import schedule
+
+    from ragsieve.collector.app import create_app
+    from ragsieve.collector.server import ServerThread
+    from ragsieve.collector.store import open_store
+    from ragsieve.jobs.run import run_once
+
+    store = open_store(settings.store)
+    cfg = settings.collector
+    server = ServerThread(create_app(store, cfg, token=token), host=cfg.host, port=cfg.port)
+    try:
+        server.start()
+        click.echo(f"ragsieve up: collector listening on {server.url}/v1/traces; job every"
+                   f" {settings.jobs.every_minutes:g} min (store {settings.store})", err=True)
+
+        def job() -> None:
+            if stop.is_set():
+                return
+            try:
+                out = run_once(store, settings, should_stop=stop.is_set)
+            except Exception:  # one failed pass must not end the service; the next one retries
+                log.exception("job run failed")
+                click.echo("ragsieve up: job run failed (see log); retrying on schedule", err=True)
+                return
+            r = out.report
+            summary = {k: r.get(k) for k in ("run_id", "discovered", "judged", "flagged",
+                                             "judge_errors", "already_judged", "deferred")}
+            click.echo("ragsieve up: run " + json.dumps(summary), err=True)
+
+        scheduler = schedule.Scheduler()
+        scheduler.every(settings.jobs.every_minutes * 60).seconds.do(job)
+        job()
+        while not stop.is_set():
+            scheduler.run_pending()
+            idle = scheduler.idle_seconds
+            stop.wait(max(0.05, min(1.0, idle if idle is not None else 1.0)))
+    finally:
+        server.stop()
+        store.close()
+    click.echo("ragsieve up: stopped cleanly", err=True)
+
+
+@click.command("up", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="TOML config file (same as the root --config).")
+@click.option("--store", default=None, help="Store URL (default sqlite:///ragsieve.db).")
+@click.option("--host", default=None, help="Collector bind address (default 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Collector port (default 4318; 0 = free).")
+@click.option("--every-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="How often the job runs (jobs.every_minutes).")
+@click.pass_obj
+def up(obj: Any, config: Path | None, store: str | None, host: str | None, port: int | None,
+       every_minutes: float | None) -> None:
+    """Run the collector and the online evaluator together on the embedded defaults."""
+    from ragsieve.collector.cli import resolve_token
+
+    if config is not None:
+        obj.config = config
+    settings = obj.settings(**{"store": store, "collector.host": host, "collector.port": port,
+                               "jobs.every_minutes": every_minutes})
+    token = resolve_token(settings.collector.token_env)
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: Any) -> None:
+        click.echo(f"ragsieve up: {signal.Signals(signum).name}: draining", err=True)
+        stop.set()
+
+    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        serve_and_schedule(settings, stop, token=token)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+__all__ = ["serve_and_schedule", "up"]

@@ -1,0 +1,77 @@
+"""``ragsieve golden candidates|import|status`` through the root command group."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from golden_plant import PORTS_EN, STREAM, stream, write_golden_v3
+
+from ragsieve.collector.store import Store
+from ragsieve.jobs.cli import cli
+from ragsieve.jobs.golden import grow
+from ragsieve.jobs.settings import GoldenSettings, Settings
+
+
+def _run(args: list[str], store: Store) -> list[str]:
+    result = CliRunner().invoke(cli, ["golden", *args, "--store", store.url], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout.splitlines()
+
+
+def test_candidates_json_lines(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    v3 = write_golden_v3(tmp_path)
+    monkeypatch.setenv("RAGSIEVE_GOLDEN__PATH", str(v3))
+    grow(store, stream(), Settings(golden=GoldenSettings(path=str(v3))))
+    rows = [json.loads(x) for x in _run(["candidates", "--json"], store)]
+    need = {"id", "query", "status", "root_cause", "category", "new_category", "source_trace_ids",
+            "seen"}
+    assert all(need <= set(r) for r in rows)
+    assert sum(r["seen"] for r in rows) == len(STREAM)
+    assert all(r["seen"] == len(r["source_trace_ids"]) for r in rows)
+    top = rows[0]
+    assert top["query"] == PORTS_EN and top["seen"] == 4 and top["new_category"] is True
+    open_rows = [json.loads(x) for x in _run(["candidates", "--status", "candidate", "--json"], store)]
+    assert {r["status"] for r in open_rows} == {"candidate"} and len(open_rows) == len(rows) - 1
+    same = [json.loads(x) for x in _run(["candidates", "--category", "ports", "--json"], store)]
+    assert {r["category"] for r in same} == {top["category"]} and len(same) == 2
+
+    status = _run(["status"], store)
+    assert status[0].startswith("NEW FAILURE CATEGORIES (1)")
+    assert "ports" in status[1]
+    data = json.loads(_run(["status", "--json"], store)[0])
+    assert [c["category"] for c in data["new_categories"]] == [top["category"]]
+    billing = [c for c in data["categories"] if c["golden_category"] == "billing"]
+    # g-refund is close to this category; g-card (a card update) is not
+    assert billing and billing[0]["golden_cases"] == 1
+    assert billing[0]["failures_seen"] == 3  # two open candidates and the covered one
+    assert billing[0]["statuses"] == {"candidate": 2, "covered": 1}
+
+
+def test_import_spanish_aliases_makes_novelty_work_from_day_one(store: Store, tmp_path: Path) -> None:
+    v3 = write_golden_v3(tmp_path, spanish=True)
+    out = json.loads(_run(["import", str(v3), "--json"], store)[0])
+    assert out["cases"] == 4 and out["new"] == 4
+    again = json.loads(_run(["import", str(v3), "--json"], store)[0])
+    assert again["new"] == 0 and again["updated"] == 4
+    report = grow(store, stream(), Settings(golden=GoldenSettings(path=None)))  # no file configured
+    assert report["covered_by_golden"] == 1
+    assert len(report["new_categories"]) == 1 and "ports" in report["new_categories"][0]["terms"]
+
+
+def test_import_bad_file_exits_2_with_path_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "golden.jsonl"
+    bad.write_text('{"pregunta": "ok?"}\n{"pregunta": ""}\n', encoding="utf-8")
+    exe = Path(sys.executable).with_name("ragsieve")
+    if not exe.exists():
+        pytest.skip(f"{exe} missing: run pip install -e .")
+    out = subprocess.run(
+        [str(exe), "golden", "import", str(bad), "--store", f"sqlite:///{tmp_path / 'x.db'}"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert out.returncode == 2
+    assert f"{bad}:2: query:" in out.stderr and "Traceback" not in out.stderr
