@@ -309,6 +309,21 @@ def test_generation_metrics_with_an_answerer(
     # g1 answers with the retrieved chunk itself, so the faithfulness judge must accept it
     assert gen["cases"]["g1"]["faithfulness"] == "faithful"
     assert gen["judges"]["faithfulness"]["n"] == 2
+    text = _invoke(
+        eval_command,
+        [
+            "--golden",
+            files["golden"],
+            "--run",
+            files["run"],
+            "--corpus",
+            files["corpus"],
+            "--answerer",
+            "my_answerer:answer",
+        ],
+    ).stdout
+    assert "abstention on no-answer cases: 100% of 1" in text
+    assert "answerer errors: 1" in text
 
 
 def test_answerer_needs_chunk_texts(files: dict[str, Path]) -> None:

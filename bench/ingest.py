@@ -1,0 +1,331 @@
+"""Benchmark: sustained OTLP ingest of RAG traces into the collector, with Phoenix as the baseline.
+
+Run: ``.venv/bin/python bench/ingest.py [--duration 20] [--clients 8] [--no-phoenix]``.
+
+Traces look like a real RAG request (5 spans: chain, embedding, retriever with 5 chunks of ~1 KB,
+reranker, LLM with the chunks stuffed into the prompt). Phases, each against a fresh process:
+
+1. raw: several concurrent httpx clients post gzip protobuf to ``ragsieve collector serve``;
+2. exporter: processes using the real opentelemetry-sdk ``BatchSpanProcessor`` + OTLP/HTTP exporter;
+3. phoenix: the same raw posts to ``phoenix serve`` (its own virtualenv, see tests/fixtures_phoenix).
+
+Spans/s counts spans that are durable and queryable: for ragsieve a 2xx is sent only after the
+commit, and the bench checks the store's row count; for Phoenix it counts rows in its database,
+which lag its 2xx. Peak RSS comes from ``/proc/PID/status`` sampled every 0.5 s. Writes
+``bench/results/ingest.json``. Goal (issue 2): ≥ 20× Phoenix's spans/s with flat memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import multiprocessing as mp
+import os
+import platform
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from fixtures_phoenix import find_phoenix, free_port, start_phoenix  # noqa: E402
+
+GOAL_RATIO = 20.0
+WORDS = ("refund invoice plan annual monthly billing support contract renewal cancel account "
+         "payment policy customer period prorated access license seat upgrade downgrade tax "
+         "receipt currency discount trial enterprise team admin export data retention").split()
+
+
+# ---------------------------------------------------------------- realistic RAG trace payloads
+def _chunks(rng: random.Random, n: int = 300) -> list[str]:
+    out = []
+    for i in range(n):
+        words: list[str] = []
+        while sum(len(w) + 1 for w in words) < 1000:
+            words.append(rng.choice(WORDS))
+        out.append(f"[doc {i}] " + " ".join(words))
+    return out
+
+
+def _kv(key: str, value: Any) -> KeyValue:
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    if isinstance(value, float):
+        return KeyValue(key=key, value=AnyValue(double_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+
+
+def _span(tid: bytes, sid: bytes, parent: bytes, name: str, t0: int, attrs: dict[str, Any]) -> Span:
+    return Span(trace_id=tid, span_id=sid, parent_span_id=parent, name=name, kind=1,
+                start_time_unix_nano=t0, end_time_unix_nano=t0 + 900_000_000,
+                attributes=[_kv(k, v) for k, v in attrs.items()], status={"code": 1})
+
+
+def rag_trace_attrs(rng: random.Random, chunks: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(span name, attributes) of one OpenInference RAG trace, root first."""
+    question = " ".join(rng.choice(WORDS) for _ in range(12)) + "?"
+    docs = rng.sample(range(len(chunks)), 5)
+    answer = " ".join(rng.choice(WORDS) for _ in range(60)) + "."
+    retr: dict[str, Any] = {"openinference.span.kind": "RETRIEVER", "input.value": question}
+    rerank: dict[str, Any] = {"openinference.span.kind": "RERANKER", "reranker.top_k": 3,
+                              "reranker.query": question}
+    for i, d in enumerate(docs):
+        p = f"retrieval.documents.{i}.document."
+        retr |= {p + "id": f"doc-{d}", p + "content": chunks[d], p + "score": 0.9 - i * 0.05}
+    for i, d in enumerate(docs[:3]):
+        p = f"reranker.output_documents.{i}.document."
+        rerank |= {p + "id": f"doc-{d}", p + "content": chunks[d], p + "score": 0.95 - i * 0.1}
+    prompt = "Answer from the context.\n\n" + "\n\n".join(chunks[d] for d in docs[:3])
+    llm = {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini",
+           "llm.input_messages.0.message.role": "system",
+           "llm.input_messages.0.message.content": prompt,
+           "llm.input_messages.1.message.role": "user",
+           "llm.input_messages.1.message.content": question,
+           "llm.output_messages.0.message.role": "assistant",
+           "llm.output_messages.0.message.content": answer,
+           "llm.token_count.prompt": 812, "llm.token_count.completion": 64,
+           "llm.token_count.total": 876}
+    return [
+        ("RetrievalQA", {"openinference.span.kind": "CHAIN", "input.value": question,
+                         "output.value": answer, "session.id": f"s-{rng.randrange(1000)}"}),
+        ("embed", {"openinference.span.kind": "EMBEDDING",
+                   "embedding.model_name": "text-embedding-3-small",
+                   "embedding.embeddings.0.embedding.text": question}),
+        ("retrieve", retr),
+        ("rerank", rerank),
+        ("ChatOpenAI", llm),
+    ]
+
+
+class PayloadFactory:
+    """Protobuf requests of ``traces`` RAG traces with fresh ids each time, built by patching ids
+    into a serialized template (so the client spends its CPU on sending, not on protobuf)."""
+
+    def __init__(self, traces: int, seed: int = 0) -> None:
+        rng = random.Random(seed)
+        chunks = _chunks(rng)
+        req = ExportTraceServiceRequest()
+        rs = req.resource_spans.add()
+        rs.resource.attributes.append(_kv("service.name", "rag-bench"))
+        ss = rs.scope_spans.add()
+        ss.scope.name = "openinference.instrumentation.langchain"
+        self.markers: list[bytes] = []
+        t0 = time.time_ns()
+        for _ in range(traces):
+            tid = os.urandom(16)
+            sids = [os.urandom(8) for _ in range(5)]
+            self.markers += [tid, *sids]
+            for j, (name, attrs) in enumerate(rag_trace_attrs(rng, chunks)):
+                parent = b"" if j == 0 else sids[0]
+                ss.spans.append(_span(tid, sids[j], parent, name, t0, attrs))
+        self.template = req.SerializeToString()
+        self.spans = traces * 5
+        self.offsets = [(m, i) for i, m in enumerate(self.markers)
+                        for m in [self.template.find(m, 0)] for _ in [0]]
+        self.positions: list[tuple[int, int]] = []  # (byte offset, marker index)
+        for i, marker in enumerate(self.markers):
+            start = 0
+            while (pos := self.template.find(marker, start)) >= 0:
+                self.positions.append((pos, i))
+                start = pos + 1
+
+    def make(self) -> bytes:
+        """A fresh request (gzip level 1): every id replaced, the rest unchanged."""
+        fresh = [os.urandom(len(m)) for m in self.markers]
+        buf = bytearray(self.template)
+        for pos, i in self.positions:
+            buf[pos:pos + len(fresh[i])] = fresh[i]
+        return gzip.compress(bytes(buf), 1)
+
+
+# ---------------------------------------------------------------- processes and samplers
+class RssSampler(threading.Thread):
+    """Samples VmRSS / VmHWM (kB) of a process every ``interval_s``."""
+
+    def __init__(self, pid: int, interval_s: float = 0.5) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.interval_s = pid, interval_s
+        self.samples: list[tuple[float, int]] = []
+        self.hwm_kb = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        t0 = time.monotonic()
+        while not self.stop.is_set():
+            try:
+                status = Path(f"/proc/{self.pid}/status").read_text()
+            except OSError:
+                return
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            self.samples.append((time.monotonic() - t0, int(fields["VmRSS"].split()[0])))
+            self.hwm_kb = max(self.hwm_kb, int(fields["VmHWM"].split()[0]))
+            self.stop.wait(self.interval_s)
+
+    def summary(self) -> dict[str, Any]:
+        rss = [kb for _, kb in self.samples]
+        q = max(len(rss) // 4, 1)
+        return {
+            "peak_rss_mb": round(self.hwm_kb / 1024, 1),
+            "rss_first_quarter_mb": round(statistics.mean(rss[:q]) / 1024, 1) if rss else None,
+            "rss_last_quarter_mb": round(statistics.mean(rss[-q:]) / 1024, 1) if rss else None,
+            "rss_timeline_mb": [(round(t, 1), round(kb / 1024, 1)) for t, kb in rss_every(
+                self.samples, 2.0)],
+        }
+
+
+def rss_every(samples: list[tuple[float, int]], step: float) -> list[tuple[float, int]]:
+    out: list[tuple[float, int]] = []
+    for t, kb in samples:
+        if not out or t - out[-1][0] >= step:
+            out.append((t, kb))
+    return out
+
+
+def start_collector(db: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    exe = Path(sys.executable).with_name("ragsieve")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSIEVE_", "OTEL_"))}
+    proc = subprocess.Popen([str(exe), "collector", "serve", "--port", str(port), "--store",
+                             f"sqlite:///{db}"], env=env, stdout=open(log, "wb"),
+                            stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(400):
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise RuntimeError(f"collector did not start: {log.read_text()}")
+
+
+def count_rows(db: Path, table: str = "spans") -> int:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(int(p / 100 * len(s)), len(s) - 1)]
+
+
+# ---------------------------------------------------------------- load generators
+async def raw_posts(url: str, factory: PayloadFactory, clients: int, duration_s: float
+                    ) -> dict[str, Any]:
+    """``clients`` concurrent posters for ``duration_s``; 429/503 back off 1 s like exporters."""
+    latencies: list[float] = []
+    acked = throttled = errors = 0
+    headers = {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}
+    deadline = time.monotonic() + duration_s
+    last_ack = time.monotonic()
+
+    async def client(http: httpx.AsyncClient) -> None:
+        nonlocal acked, throttled, errors, last_ack
+        while time.monotonic() < deadline:
+            body = factory.make()
+            t0 = time.perf_counter()
+            try:
+                resp = await http.post(url, content=body, headers=headers)
+            except httpx.HTTPError:
+                errors += 1
+                await asyncio.sleep(0.5)
+                continue
+            latencies.append(time.perf_counter() - t0)
+            if resp.status_code == 200:
+                acked += factory.spans
+                last_ack = time.monotonic()
+            elif resp.status_code in (429, 503):
+                throttled += 1
+                await asyncio.sleep(1.0)
+            else:
+                errors += 1
+
+    start = time.monotonic()
+    limits = httpx.Limits(max_connections=clients)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+        await asyncio.gather(*(client(http) for _ in range(clients)))
+    return {"acked_spans": acked, "requests": len(latencies), "throttled": throttled,
+            "errors": errors, "elapsed_s": last_ack - start,
+            "p50_ms": round(pct(latencies, 50) * 1000, 1),
+            "p99_ms": round(pct(latencies, 99) * 1000, 1)}
+
+
+def _exporter_worker(url: str, duration_s: float, seed: int, out: Any) -> None:
+    from opentelemetry.exporter.otlp.proto.http import Compression
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
+
+    stats = {"acked": 0, "failed": 0, "latencies": []}
+
+    class Timed(OTLPSpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            t0 = time.perf_counter()
+            result = super().export(spans)
+            stats["latencies"].append(time.perf_counter() - t0)
+            stats["acked" if result is SpanExportResult.SUCCESS else "failed"] += len(spans)
+            return result
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "rag-bench"}))
+    provider.add_span_processor(BatchSpanProcessor(
+        Timed(endpoint=url, compression=Compression.Gzip), max_queue_size=8192,
+        max_export_batch_size=512, schedule_delay_millis=200))
+    tracer = provider.get_tracer("bench")
+    rng = random.Random(seed)
+    chunks = _chunks(rng)
+    created = 0
+    deadline = time.monotonic() + duration_s
+    while time.monotonic() < deadline:
+        spans = rag_trace_attrs(rng, chunks)
+        with tracer.start_as_current_span(spans[0][0], attributes=spans[0][1]):
+            for name, attrs in spans[1:]:
+                with tracer.start_as_current_span(name, attributes=attrs):
+                    pass
+        created += 5
+    t_end = time.monotonic()
+    provider.force_flush(60_000)
+    flushed = time.monotonic() - t_end
+    provider.shutdown()
+    out.put({"created": created, "acked": stats["acked"], "failed": stats["failed"],
+             "latencies": stats["latencies"], "flush_s": flushed})
+
+
+def exporter_load(url: str, procs: int, duration_s: float) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    start = time.monotonic()
+    workers = [ctx.Process(target=_exporter_worker, args=(url, duration_s, i, q))
+               for i in range(procs)]
+    for w in workers:
+        w.start()
+    results = [q.get(timeout=duration_s + 300) for _ in workers]
+    elapsed = time.monotonic() - start
+    for w in workers:
+        w.join()
+    lat = [x for r in results for x in r["latencies"]]
+    return {"created_spans": sum(r["created"] for r in results),
+            "acked_spans": sum(r["acked"] for r in results),
+            "failed_spans": sum(r["failed"] for r in results), "elapsed_s": elapsed,
+            "requests": len(lat), "p50_ms": round(pct(lat, 50) * 1000, 1),
+            "p99_ms": round(pct(lat, 99) * 1000, 1)}
