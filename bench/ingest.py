@@ -136,8 +136,6 @@ class PayloadFactory:
                 ss.spans.append(_span(tid, sids[j], parent, name, t0, attrs))
         self.template = req.SerializeToString()
         self.spans = traces * 5
-        self.offsets = [(m, i) for i, m in enumerate(self.markers)
-                        for m in [self.template.find(m, 0)] for _ in [0]]
         self.positions: list[tuple[int, int]] = []  # (byte offset, marker index)
         for i, marker in enumerate(self.markers):
             start = 0
@@ -295,6 +293,7 @@ def _exporter_worker(url: str, duration_s: float, seed: int, out: Any) -> None:
     rng = random.Random(seed)
     chunks = _chunks(rng)
     created = 0
+    t_start = time.time()
     deadline = time.monotonic() + duration_s
     while time.monotonic() < deadline:
         spans = rag_trace_attrs(rng, chunks)
@@ -308,19 +307,19 @@ def _exporter_worker(url: str, duration_s: float, seed: int, out: Any) -> None:
     flushed = time.monotonic() - t_end
     provider.shutdown()
     out.put({"created": created, "acked": stats["acked"], "failed": stats["failed"],
-             "latencies": stats["latencies"], "flush_s": flushed})
+             "latencies": stats["latencies"], "flush_s": flushed, "t_start": t_start,
+             "t_end": time.time()})
 
 
 def exporter_load(url: str, procs: int, duration_s: float) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    start = time.monotonic()
     workers = [ctx.Process(target=_exporter_worker, args=(url, duration_s, i, q))
                for i in range(procs)]
     for w in workers:
         w.start()
     results = [q.get(timeout=duration_s + 300) for _ in workers]
-    elapsed = time.monotonic() - start
+    elapsed = max(r["t_end"] for r in results) - min(r["t_start"] for r in results)
     for w in workers:
         w.join()
     lat = [x for r in results for x in r["latencies"]]
@@ -329,3 +328,135 @@ def exporter_load(url: str, procs: int, duration_s: float) -> dict[str, Any]:
             "failed_spans": sum(r["failed"] for r in results), "elapsed_s": elapsed,
             "requests": len(lat), "p50_ms": round(pct(lat, 50) * 1000, 1),
             "p99_ms": round(pct(lat, 99) * 1000, 1)}
+
+
+# ---------------------------------------------------------------- phases
+def ragsieve_phase(name: str, tmp: Path, run: Any) -> dict[str, Any]:
+    """Run ``run(traces_url)`` against a fresh collector; add durability check and memory."""
+    db = tmp / f"{name}.db"
+    proc, base = start_collector(db, tmp / f"{name}.log")
+    rss = RssSampler(proc.pid)
+    rss.start()
+    try:
+        before = count_rows(db)
+        result = run(f"{base}/v1/traces")
+        stored = count_rows(db) - before  # after the last 2xx: durable and queryable
+        ready = httpx.get(f"{base}/readyz", timeout=30).json()
+    finally:
+        rss.stop.set()
+        proc.terminate()
+        proc.wait(30)
+    result["stored_spans"] = stored
+    result["durable_matches_acked"] = stored >= result["acked_spans"]
+    result["spans_per_s"] = round(stored / result["elapsed_s"], 1)
+    result["collector_ready"] = ready
+    result.update(rss.summary())
+    return result
+
+
+def phoenix_phase(tmp: Path, factory: PayloadFactory, clients: int, duration_s: float,
+                  drain_s: float) -> dict[str, Any] | None:
+    exe = find_phoenix()
+    if exe is None:
+        return None
+    workdir = tmp / "phoenix"
+    workdir.mkdir()
+    with start_phoenix(exe, workdir) as server:
+        db = workdir / "phoenix.db"
+        rss = RssSampler(server.process.pid)
+        rss.start()
+        timeline: list[tuple[float, int]] = []
+        stop = threading.Event()
+
+        def sample() -> None:
+            t0 = time.monotonic()
+            while not stop.is_set():
+                timeline.append((time.monotonic() - t0, count_rows(db)))
+                stop.wait(1.0)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        base = count_rows(db)
+        sampler.start()
+        result = asyncio.run(raw_posts(server.traces_url, factory, clients, duration_s))
+        at_end = count_rows(db) - base
+        deadline = time.monotonic() + drain_s
+        while count_rows(db) - base < result["acked_spans"] and time.monotonic() < deadline:
+            time.sleep(1.0)
+        drained = count_rows(db) - base
+        stop.set()
+        sampler.join()
+        rss.stop.set()
+        probe = server.spans()[:1]
+    result.update(
+        stored_at_end_of_send=at_end,
+        stored_after_drain=drained,
+        spans_per_s=round(at_end / duration_s, 1),
+        accepted_per_s=round(result["acked_spans"] / duration_s, 1),
+        queryable_via_rest=bool(probe),
+        count_timeline=[(round(t, 1), c - base) for t, c in timeline],
+    )
+    result.update(rss.summary())
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds of raw posting")
+    ap.add_argument("--exporter-duration", type=float, default=15.0)
+    ap.add_argument("--clients", type=int, default=8, help="concurrent raw posters")
+    ap.add_argument("--traces-per-request", type=int, default=10)
+    ap.add_argument("--exporter-procs", type=int, default=2)
+    ap.add_argument("--phoenix-duration", type=float, default=30.0)
+    ap.add_argument("--phoenix-drain", type=float, default=30.0)
+    ap.add_argument("--no-phoenix", action="store_true")
+    args = ap.parse_args()
+
+    factory = PayloadFactory(args.traces_per_request)
+    out: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "trace": {"spans": 5, "chunks": 5, "chunk_bytes": 1000,
+                  "request_spans": factory.spans, "request_bytes": len(factory.template),
+                  "request_gzip_bytes": len(factory.make())},
+        "args": vars(args),
+    }
+    with tempfile.TemporaryDirectory(prefix="ragsieve-bench-") as tmp_s:
+        tmp = Path(tmp_s)
+        out["raw"] = ragsieve_phase("raw", tmp, lambda url: asyncio.run(
+            raw_posts(url, factory, args.clients, args.duration)))
+        out["exporter"] = ragsieve_phase("exporter", tmp, lambda url: exporter_load(
+            url, args.exporter_procs, args.exporter_duration))
+        if not args.no_phoenix:
+            out["phoenix"] = phoenix_phase(tmp, factory, args.clients, args.phoenix_duration,
+                                           args.phoenix_drain)
+    phx = out.get("phoenix")
+    if phx and phx["spans_per_s"]:
+        out["ratio_raw_vs_phoenix"] = round(out["raw"]["spans_per_s"] / phx["spans_per_s"], 1)
+        out["ratio_exporter_vs_phoenix"] = round(
+            out["exporter"]["spans_per_s"] / phx["spans_per_s"], 1)
+        out["goal_met"] = out["ratio_raw_vs_phoenix"] >= GOAL_RATIO
+
+    rows = [("ragsieve raw posts", out["raw"]), ("ragsieve OTel exporter", out["exporter"])]
+    if phx:
+        rows.append(("phoenix raw posts", phx))
+    print(f"{'phase':<24}{'spans/s':>10}{'acked':>9}{'stored':>9}{'p50 ms':>9}{'p99 ms':>9}"
+          f"{'peak RSS MB':>13}{'RSS 1st/last q':>16}")
+    for label, r in rows:
+        stored = r.get("stored_spans", r.get("stored_at_end_of_send"))
+        print(f"{label:<24}{r['spans_per_s']:>10.0f}{r['acked_spans']:>9}{stored:>9}"
+              f"{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}{r['peak_rss_mb']:>13.1f}"
+              f"{r['rss_first_quarter_mb']:>8.0f}/{r['rss_last_quarter_mb']:<7.0f}")
+    if phx:
+        print(f"phoenix accepted {phx['accepted_per_s']:.0f} spans/s (2xx) but stored "
+              f"{phx['spans_per_s']:.0f}/s; {phx['stored_after_drain']} of {phx['acked_spans']} "
+              f"stored after a {args.phoenix_drain:.0f} s drain")
+        print(f"ratio vs phoenix: raw {out['ratio_raw_vs_phoenix']}x, exporter "
+              f"{out['ratio_exporter_vs_phoenix']}x (goal {GOAL_RATIO:.0f}x: "
+              f"{'met' if out['goal_met'] else 'NOT met'})")
+    dest = ROOT / "bench" / "results" / "ingest.json"
+    dest.parent.mkdir(exist_ok=True)
+    dest.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {dest.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -46,7 +46,7 @@ class SamplingSettings(BaseModel):
     novel: StratumRule = Field(default_factory=lambda: StratumRule(rate=1.0, quota=25))
     low_score: float | None = Field(None, description="Best chunk score below this is low.")
     low_score_quantile: float = Field(0.1, gt=0, lt=1, description="Else: window quantile.")
-    tiny_context_chars: int = Field(200, ge=0, description="Less context text than this is tiny.")
+    tiny_context_chars: int = Field(64, ge=0, description="Less context text than this is tiny.")
     slow_ms: float | None = Field(None, gt=0, description="Latency at or above this is slow.")
     slow_quantile: float = Field(0.95, gt=0, lt=1, description="Else: window quantile.")
     min_population_for_quantile: int = Field(20, ge=2, description="Quantile rules need this.")
