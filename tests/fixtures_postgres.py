@@ -1,4 +1,4 @@
-"""Postgres fixtures: a real server (initdb + pg_ctl) on a free loopback port, a fresh database per test."""
+"""Postgres fixtures: a real server (initdb, pg_ctl) on loopback, a fresh database per test."""
 
 from __future__ import annotations
 
@@ -135,8 +135,8 @@ def postgres_server() -> Iterator[PostgresServer]:
     """One real PostgreSQL for the whole session (skips when the binaries are missing)."""
     bindir = find_pg_bin()
     if bindir is None:
-        pytest.skip("PostgreSQL server binaries (initdb/pg_ctl) not found; tests/run installs them")
-    pytest.importorskip("psycopg", reason="psycopg not installed (pip install 'ragsieve[postgres]')")
+        pytest.skip("no PostgreSQL binaries (initdb, pg_ctl) found; tests/run installs them")
+    pytest.importorskip("psycopg", reason="needs psycopg: pip install 'ragsieve[postgres]'")
     server = PostgresServer(bindir).start()
     try:
         yield server

@@ -88,7 +88,8 @@ def test_duplicate_span_keeps_later_end_then_more_attributes(any_store: Store) -
 
 
 def test_spans_round_trip_in_start_order(any_store: Store) -> None:
-    spans = [span(2, 3, parent=1, attrs={"x": [1, 2], "y": "ü\u0000"}), span(2, 1), span(2, 2, parent=1)]
+    odd = {"x": [1, 2], "y": "ü\u0000"}
+    spans = [span(2, 3, parent=1, attrs=odd), span(2, 1), span(2, 2, parent=1)]
     any_store.write_spans(spans, now=T0)
     got = any_store.spans_for_trace(tid(2))
     assert [s.span_id for s in got] == [sid(1), sid(2), sid(3)]
@@ -115,9 +116,8 @@ def test_trace_state_revision_and_late_spans(any_store: Store) -> None:
     assert (state["span_count"], state["has_root"], state["state"]) == (1, 0, "open")
     any_store.write_spans([span(4, 1)], now=T0 + 1)
     state = any_store.trace_state(tid(4))
-    assert (state["span_count"], state["has_root"], state["first_seen_at"], state["last_seen_at"]) == (
-        2, 1, T0, T0 + 1
-    )
+    got = (state["span_count"], state["has_root"], state["first_seen_at"], state["last_seen_at"])
+    assert got == (2, 1, T0, T0 + 1)
 
     assert any_store.save_interaction(interaction(4), seen_at=T0 + 1, now=T0 + 20)
     state = any_store.trace_state(tid(4))

@@ -17,15 +17,39 @@ from ragsieve.jobs.flagged import FlaggedCase
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 GOLDEN_V3 = [
-    {"id": "g-refund", "query": "What is the refund policy for annual plans?",
-     "relevant_chunks": {"kb-refunds": 3}, "reference_answer": "Annual plans: 30 days.",
-     "category": "billing", "source": "manual", "reviewed": True},
-    {"id": "g-card", "query": "How do I update the credit card on my invoice?",
-     "relevant_chunks": ["kb-card"], "category": "billing", "source": "manual", "reviewed": True},
-    {"id": "g-saml", "query": "How do I configure SAML single sign-on?",
-     "relevant_chunks": ["kb-saml"], "category": "sso", "source": "manual", "reviewed": True},
-    {"id": "g-cert", "query": "Why does SSO login fail with an invalid certificate?",
-     "relevant_chunks": ["kb-cert"], "category": "sso", "source": "manual", "reviewed": True},
+    {
+        "id": "g-refund",
+        "query": "What is the refund policy for annual plans?",
+        "relevant_chunks": {"kb-refunds": 3},
+        "reference_answer": "Annual plans: 30 days.",
+        "category": "billing",
+        "source": "manual",
+        "reviewed": True,
+    },
+    {
+        "id": "g-card",
+        "query": "How do I update the credit card on my invoice?",
+        "relevant_chunks": ["kb-card"],
+        "category": "billing",
+        "source": "manual",
+        "reviewed": True,
+    },
+    {
+        "id": "g-saml",
+        "query": "How do I configure SAML single sign-on?",
+        "relevant_chunks": ["kb-saml"],
+        "category": "sso",
+        "source": "manual",
+        "reviewed": True,
+    },
+    {
+        "id": "g-cert",
+        "query": "Why does SSO login fail with an invalid certificate?",
+        "relevant_chunks": ["kb-cert"],
+        "category": "sso",
+        "source": "manual",
+        "reviewed": True,
+    },
 ]
 
 PORTS_EN = "What ports does the on-prem agent need open?"
@@ -33,16 +57,16 @@ PORTS_ES = "¿Qué puertos necesita abiertos el agente on-prem?"
 
 # (query, root cause); the comments say what each one plants
 STREAM: list[tuple[str, str]] = [
-    (PORTS_EN, "retrieval"),                                          # new category
-    ("what ports does the ON-PREM agent need open", "retrieval"),     # exact duplicate
+    (PORTS_EN, "retrieval"),  # new category
+    ("what ports does the ON-PREM agent need open", "retrieval"),  # exact duplicate
     ("Which ports does the on-prem agent need opened?", "retrieval"),  # EN paraphrase
-    (PORTS_ES, "retrieval"),                                          # ES, same category
+    (PORTS_ES, "retrieval"),  # ES, same category
     ("¿Qué puertos necesita tener abiertos el agente on-prem?", "retrieval"),  # ES paraphrase
-    ("Can I get a refund on my annual plan?", "retrieval"),           # known: billing
+    ("Can I get a refund on my annual plan?", "retrieval"),  # known: billing
     ("¿Me devuelven el dinero si cancelo el plan anual?", "retrieval"),  # known: billing (ES)
-    ("What is the refund policy for annual plans", "retrieval"),      # already golden
+    ("What is the refund policy for annual plans", "retrieval"),  # already golden
     ("¿Cómo configuro el inicio de sesión único SAML?", "generation"),  # known: sso
-    (PORTS_EN, "retrieval"),                                          # exact duplicate again
+    (PORTS_EN, "retrieval"),  # exact duplicate again
 ]
 
 
@@ -53,10 +77,13 @@ def write_golden_v3(folder: Path, *, spanish: bool = False) -> Path:
         for case in GOLDEN_V3:
             row = dict(case)
             if spanish:
-                row = {"id": row["id"], "pregunta": row["query"],
-                       "chunks_relevantes": row["relevant_chunks"],
-                       "respuesta_ideal": row.get("reference_answer"),
-                       "categoria": row["category"]}
+                row = {
+                    "id": row["id"],
+                    "pregunta": row["query"],
+                    "chunks_relevantes": row["relevant_chunks"],
+                    "respuesta_ideal": row.get("reference_answer"),
+                    "categoria": row["category"],
+                }
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path
 
@@ -71,10 +98,12 @@ def flagged(query: str, root_cause: str, n: int, *, run_id: str = "run-1") -> Fl
         query=query,
         answer=f"Please write to support-{n}@example.com or call +34 612 345 678.",
         documents=(
-            RetrievedDocument(id="kb-pricing", content="Pricing tiers and seats.", rank=0,
-                              in_prompt=True),
-            RetrievedDocument(id="kb-install", content="Install the agent with apt.", rank=1,
-                              in_prompt=True),
+            RetrievedDocument(
+                id="kb-pricing", content="Pricing tiers and seats.", rank=0, in_prompt=True
+            ),
+            RetrievedDocument(
+                id="kb-install", content="Install the agent with apt.", rank=1, in_prompt=True
+            ),
         ),
     )
     verdict = EvalResult(

@@ -18,24 +18,38 @@ from ragsieve.jobs.settings import GoldenSettings, Settings
 
 
 def _run(args: list[str], store: Store) -> list[str]:
-    result = CliRunner().invoke(cli, ["golden", *args, "--store", store.url], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["golden", *args, "--store", store.url], catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     return result.stdout.splitlines()
 
 
-def test_candidates_json_lines(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_candidates_json_lines(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     v3 = write_golden_v3(tmp_path)
     monkeypatch.setenv("RAGSIEVE_GOLDEN__PATH", str(v3))
     grow(store, stream(), Settings(golden=GoldenSettings(path=str(v3))))
     rows = [json.loads(x) for x in _run(["candidates", "--json"], store)]
-    need = {"id", "query", "status", "root_cause", "category", "new_category", "source_trace_ids",
-            "seen"}
+    need = {
+        "id",
+        "query",
+        "status",
+        "root_cause",
+        "category",
+        "new_category",
+        "source_trace_ids",
+        "seen",
+    }
     assert all(need <= set(r) for r in rows)
     assert sum(r["seen"] for r in rows) == len(STREAM)
     assert all(r["seen"] == len(r["source_trace_ids"]) for r in rows)
     top = rows[0]
     assert top["query"] == PORTS_EN and top["seen"] == 4 and top["new_category"] is True
-    open_rows = [json.loads(x) for x in _run(["candidates", "--status", "candidate", "--json"], store)]
+    open_rows = [
+        json.loads(x) for x in _run(["candidates", "--status", "candidate", "--json"], store)
+    ]
     assert {r["status"] for r in open_rows} == {"candidate"} and len(open_rows) == len(rows) - 1
     same = [json.loads(x) for x in _run(["candidates", "--category", "ports", "--json"], store)]
     assert {r["category"] for r in same} == {top["category"]} and len(same) == 2
@@ -52,7 +66,9 @@ def test_candidates_json_lines(store: Store, tmp_path: Path, monkeypatch: pytest
     assert billing[0]["statuses"] == {"candidate": 2, "covered": 1}
 
 
-def test_import_spanish_aliases_makes_novelty_work_from_day_one(store: Store, tmp_path: Path) -> None:
+def test_import_spanish_aliases_makes_novelty_work_from_day_one(
+    store: Store, tmp_path: Path
+) -> None:
     v3 = write_golden_v3(tmp_path, spanish=True)
     out = json.loads(_run(["import", str(v3), "--json"], store)[0])
     assert out["cases"] == 4 and out["new"] == 4
@@ -71,7 +87,10 @@ def test_import_bad_file_exits_2_with_path_and_line(tmp_path: Path) -> None:
         pytest.skip(f"{exe} missing: run pip install -e .")
     out = subprocess.run(
         [str(exe), "golden", "import", str(bad), "--store", f"sqlite:///{tmp_path / 'x.db'}"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert out.returncode == 2
     assert f"{bad}:2: query:" in out.stderr and "Traceback" not in out.stderr

@@ -9,19 +9,18 @@ import pytest
 from golden_plant import PORTS_EN, PORTS_ES, STREAM, stream, write_golden_v3
 
 from ragsieve.collector.store import Store
+from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.golden import changelog_path, load_golden
+from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden import grow
-from ragsieve.jobs.golden.cli import _Context  # noqa: F401  (import check: CLI module loads)
-from ragsieve.jobs.golden.categories import summarize
 from ragsieve.jobs.golden.candidates import candidate_id
+from ragsieve.jobs.golden.categories import summarize
 from ragsieve.jobs.golden.promote import promote
 from ragsieve.jobs.golden.reference import load_reference
 from ragsieve.jobs.golden.repo import CandidateRepo
 from ragsieve.jobs.golden.review import decide
 from ragsieve.jobs.settings import GoldenSettings, Settings
-from ragsieve.evaluators.embeddings import embed
-from ragsieve.evaluators.records import normalize_text
 
 
 def _settings(golden: Path | None, **kw: object) -> Settings:
@@ -36,7 +35,7 @@ def _by_query(repo: CandidateRepo, query: str):  # type: ignore[no-untyped-def]
 
 def _summaries(repo: CandidateRepo, golden: Path | None) -> dict[str, object]:
     ref = load_reference(repo, golden, embed)
-    rows = repo.list(["candidate", "accepted", "rejected", "covered"])
+    rows = repo.select(["candidate", "accepted", "rejected", "covered"])
     return {s.id: s for s in summarize(rows, ref, new_threshold=0.6)}
 
 
@@ -59,7 +58,7 @@ def test_duplicates_collapse_and_are_counted_on_the_survivor(grown) -> None:  # 
     assert report["merged_duplicates"] == 4
     assert report["covered_by_golden"] == 1
     assert report["new_candidates"] == len(STREAM) - 4 - 1
-    open_rows = repo.list(["candidate"])
+    open_rows = repo.select(["candidate"])
     assert sum(r.seen for r in open_rows) + 1 == len(STREAM)  # + the covered one
     assert len({r.norm_query for r in open_rows}) == len(open_rows)
 
@@ -68,7 +67,7 @@ def test_query_already_in_golden_is_covered_not_a_candidate(grown) -> None:  # t
     repo, _, _ = grown
     row = _by_query(repo, "What is the refund policy for annual plans")
     assert row.status == "covered" and row.body["golden_id"] == "g-refund"
-    assert row not in repo.list(["candidate"])
+    assert row not in repo.select(["candidate"])
 
 
 def test_new_category_detected_and_named_known_ones_not(grown) -> None:  # type: ignore[no-untyped-def]
@@ -82,7 +81,9 @@ def test_new_category_detected_and_named_known_ones_not(grown) -> None:  # type:
     sums = _summaries(repo, v3)
     refund = sums[_by_query(repo, "Can I get a refund on my annual plan?").category]
     assert not refund.new and refund.golden_category == "billing"
-    assert _by_query(repo, "¿Me devuelven el dinero si cancelo el plan anual?").category == refund.id
+    assert (
+        _by_query(repo, "¿Me devuelven el dinero si cancelo el plan anual?").category == refund.id
+    )
     sso = sums[_by_query(repo, "¿Cómo configuro el inicio de sesión único SAML?").category]
     assert not sso.new and sso.root_cause == "generation" and sso.golden_cases >= 1
     assert sums[new[0]["category"]].golden_cases == 0
@@ -130,7 +131,9 @@ def test_promotion_writes_a_valid_next_version_and_never_overwrites(grown) -> No
     ports.body["reference_answer"] = "Open TCP 443 and 8443 outbound."
     ports.body["relevant_chunks"] = {"kb-ports": 3, "kb-firewall": 1}
     decide(repo, ports, "accepted", "alice", None)
-    decide(repo, _by_query(repo, "Can I get a refund on my annual plan?"), "accepted", "carol", None)
+    decide(
+        repo, _by_query(repo, "Can I get a refund on my annual plan?"), "accepted", "carol", None
+    )
     decide(repo, _by_query(repo, PORTS_ES), "rejected", "alice", "false_alarm: the judge was wrong")
     sums = _summaries(repo, v3)
 

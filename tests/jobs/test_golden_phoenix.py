@@ -81,14 +81,19 @@ class DatasetServer:
                     srv.auth.append(self.headers.get("authorization"))
                     if url.path == "/v1/datasets":
                         name = parse_qs(url.query).get("name", [None])[0]
-                        data = [{"id": i, "name": d["name"]} for i, d in srv.datasets.items()
-                                if name is None or d["name"] == name]
+                        data = [
+                            {"id": i, "name": d["name"]}
+                            for i, d in srv.datasets.items()
+                            if name is None or d["name"] == name
+                        ]
                         return self._send(200, {"data": data, "next_cursor": None})
                     parts = url.path.split("/")
                     if len(parts) == 5 and parts[4] == "examples" and parts[3] in srv.datasets:
                         exs = list(srv.datasets[parts[3]]["examples"].values())
-                        return self._send(200, {"data": {"dataset_id": parts[3], "version_id": "v",
-                                                         "examples": exs}})
+                        return self._send(
+                            200,
+                            {"data": {"dataset_id": parts[3], "version_id": "v", "examples": exs}},
+                        )
                 self._send(404, {"detail": "not found"})
 
             def do_POST(self) -> None:
@@ -107,7 +112,7 @@ class DatasetServer:
 def datasets() -> Iterator[tuple[DatasetServer, str]]:
     state = DatasetServer()
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), state.handler())
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield state, f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
@@ -124,20 +129,32 @@ def grown(store: Store, tmp_path: Path) -> CandidateRepo:
 def test_push_appends_and_never_recreates(grown: CandidateRepo, datasets: Any) -> None:
     state, url = datasets
     # a reviewer's own example already lives in the dataset: it must survive every push
-    state.upload({"action": "create", "name": "cands", "inputs": [{"query": "mine"}],
-                  "example_ids": ["reviewer-own"]})
+    state.upload(
+        {
+            "action": "create",
+            "name": "cands",
+            "inputs": [{"query": "mine"}],
+            "example_ids": ["reviewer-own"],
+        }
+    )
     with PhoenixDatasets(url, api_key="s3cret") as client:
         first = push(grown, client, "cands", {})
-        open_ids = {c.id for c in grown.list(["candidate"])}
+        open_ids = {c.id for c in grown.select(["candidate"])}
         assert first["pushed"] == len(open_ids) and first["created"] is False
         assert push(grown, client, "cands", {})["pushed"] == 0  # nothing twice
-        grow(grown.store, [flagged("How do I rotate the API token?", "retrieval", 500)],
-             Settings(golden=GoldenSettings(path=None)))
+        grow(
+            grown.store,
+            [flagged("How do I rotate the API token?", "retrieval", 500)],
+            Settings(golden=GoldenSettings(path=None)),
+        )
         second = push(grown, client, "cands", {})
     assert second["pushed"] == 1
     assert [u.get("action") for u in state.uploads[1:]] == ["append", "append"]
     examples = state.datasets[first["dataset_id"]]["examples"]
-    assert set(examples) == open_ids | {"reviewer-own", candidate_id("how do i rotate the api token")}
+    assert set(examples) == open_ids | {
+        "reviewer-own",
+        candidate_id("how do i rotate the api token"),
+    }
     ports = examples[candidate_id(normalize_text(PORTS_EN))]
     assert ports["span_id"] == f"{1:016x}"  # linked to the span of the first flagged trace
     assert ports["metadata"]["seen"] == 4 and len(ports["metadata"]["source_trace_ids"]) == 4
@@ -152,8 +169,10 @@ def test_pull_applies_edits_and_decisions(grown: CandidateRepo, datasets: Any) -
         exs = state.datasets[ds]["examples"]
         ports_id = candidate_id(normalize_text(PORTS_EN))
         refund_id = candidate_id(normalize_text("Can I get a refund on my annual plan?"))
-        exs[ports_id]["output"] = {"reference_answer": "Open 443 and 8443.",
-                                   "relevant_chunks": ["kb-ports"]}
+        exs[ports_id]["output"] = {
+            "reference_answer": "Open 443 and 8443.",
+            "relevant_chunks": ["kb-ports"],
+        }
         exs[ports_id]["metadata"].update(decision="Accepted", reviewer="dana")
         exs[refund_id]["metadata"].update(decision="reject", reason="out_of_scope")
         out = pull(grown, client, "cands")
@@ -178,7 +197,7 @@ def test_unreachable_phoenix_is_a_clear_error(grown: CandidateRepo) -> None:
     with PhoenixDatasets("http://127.0.0.1:9", timeout_s=2) as client:
         with pytest.raises(PhoenixError, match="127.0.0.1:9"):
             push(grown, client, "cands", {})
-    assert all("phoenix" not in c.body for c in grown.list(["candidate"]))
+    assert all("phoenix" not in c.body for c in grown.select(["candidate"]))
 
 
 @pytest.mark.phoenix
@@ -190,7 +209,9 @@ def test_push_and_pull_with_real_phoenix(store: Store, tmp_path: Path, phoenix_s
 
     project = f"golden-{uuid.uuid4().hex[:8]}"
     provider = TracerProvider(resource=Resource.create({"openinference.project.name": project}))
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=phoenix_server.traces_url)))
+    provider.add_span_processor(
+        SimpleSpanProcessor(OTLPSpanExporter(endpoint=phoenix_server.traces_url))
+    )
     tracer = provider.get_tracer("golden-test")
     planted = stream()
     cases = []
@@ -200,7 +221,8 @@ def test_push_and_pull_with_real_phoenix(store: Store, tmp_path: Path, phoenix_s
             span.set_attribute("input.value", f.interaction.query or "")
             ctx = span.get_span_context()
         it = f.interaction.model_copy(
-            update={"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"})
+            update={"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"}
+        )
         cases.append(type(f)(**{**f.__dict__, "interaction": it}))
     provider.shutdown()
     phoenix_server.wait_for_spans([c.interaction.trace_id for c in cases], 4, project=project)
@@ -222,10 +244,17 @@ def test_push_and_pull_with_real_phoenix(store: Store, tmp_path: Path, phoenix_s
     # a reviewer edits the example in Phoenix (a new revision of the same example id)
     edited = {**ports["metadata"], "decision": "accept", "reviewer": "erin"}
     resp = httpx.post(
-        f"{phoenix_server.base_url}/v1/datasets/upload", params={"sync": "true"}, timeout=30,
-        json={"action": "append", "name": name, "inputs": [ports["input"]],
-              "outputs": [{"reference_answer": "Open 443.", "relevant_chunks": ["kb-ports"]}],
-              "metadata": [edited], "example_ids": [ports["id"]]},
+        f"{phoenix_server.base_url}/v1/datasets/upload",
+        params={"sync": "true"},
+        timeout=30,
+        json={
+            "action": "append",
+            "name": name,
+            "inputs": [ports["input"]],
+            "outputs": [{"reference_answer": "Open 443.", "relevant_chunks": ["kb-ports"]}],
+            "metadata": [edited],
+            "example_ids": [ports["id"]],
+        },
     )
     resp.raise_for_status()
     with PhoenixDatasets(phoenix_server.base_url) as client:

@@ -88,11 +88,16 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
     es = repo.get(candidate_id(normalize_text(PORTS_ES)))
     assert es is not None and es.status == "rejected"
     assert es.body["review"]["reason"].startswith("false_alarm")
-    assert len(repo.list(["candidate"])) == 3
+    assert len(repo.select(["candidate"])) == 3
 
     out = subprocess.run(
         [str(RAGSIEVE), "golden", "promote", "--golden", str(v3), "--by", "bob", "--json"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)

@@ -42,15 +42,22 @@ KINDS: dict[str, tuple[Turn, str | None]] = {
 }
 
 
-def send(endpoint: str, turns: Sequence[Turn]) -> list[str]:
-    """Send ``turns`` through the OTel SDK (OTLP/HTTP) and return their trace ids."""
-    provider = instrument("job-test-app", endpoint, set_global=False, flush_on_exit=False)
+def send(endpoint: str, turns: Sequence[Turn], *, project_name: str | None = None,
+         roots: dict[str, str] | None = None) -> list[str]:
+    """Send ``turns`` through the OTel SDK (OTLP/HTTP) and return their trace ids.
+
+    ``roots`` (if given) receives trace id -> root span id.
+    """
+    provider = instrument("job-test-app", endpoint, project_name=project_name,
+                          set_global=False, flush_on_exit=False)
     ids: list[str] = []
     try:
         for t in turns:
             try:
                 with rag_span(t.question, tracer_provider=provider) as rag:
                     ids.append(rag.trace_id)
+                    if roots is not None:
+                        roots[rag.trace_id] = rag.span_id
                     with retriever_span(t.question, tracer_provider=provider) as r:
                         r.record([{"id": f"doc-{i}", "content": d, "score": 0.9 - 0.1 * i}
                                   for i, d in enumerate(t.docs)])

@@ -152,7 +152,8 @@ def _run(url: str, store: Any, procs: dict[str, subprocess.Popen[bytes]]) -> Non
     from ragsieve.jobs.workers import ensure_queue_schema
 
     ensure_queue_schema(store)
-    cenv = _env(RAGSIEVE_COLLECTOR__QUIET_PERIOD_S="0.5", RAGSIEVE_COLLECTOR__SETTLE_INTERVAL_S="0.2")
+    cenv = _env(RAGSIEVE_COLLECTOR__QUIET_PERIOD_S="0.5",
+                RAGSIEVE_COLLECTOR__SETTLE_INTERVAL_S="0.2")
     urls = []
     for name in ("c1", "c2"):
         port = _free_port()

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "judges": "ragsieve.evaluators.judges.cli:judges",
     "demo": "ragsieve.jobs.demo.cli:demo",
     "config": "ragsieve.jobs.config_cli:config",
+    "workers": "ragsieve.jobs.workers_cli:workers",
 }
 
 

@@ -83,8 +83,8 @@ def export_command(obj: Any, store: str | None, fmt: str, out: Path | None, flag
             out.write_text(text, encoding="utf-8")
     elif out is not None:
         try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+            import pyarrow as pa  # type: ignore[import-untyped]
+            import pyarrow.parquet as pq  # type: ignore[import-untyped]
         except ImportError as exc:
             raise click.ClickException("parquet export needs: pip install 'ragsieve[parquet]'") \
                 from exc

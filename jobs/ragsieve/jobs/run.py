@@ -24,7 +24,8 @@ from ragsieve.collector.settle import settle
 from ragsieve.collector.store import Store
 from ragsieve.collector.timeutil import parse_duration
 from ragsieve.evaluators.records import EvalResult, RagInteraction, utcnow
-from ragsieve.jobs import annotations, resultstore
+from ragsieve.jobs import annotations as phoenix
+from ragsieve.jobs import resultstore
 from ragsieve.jobs.flagged import FlaggedCase
 from ragsieve.jobs.flagging import Verdict, decide
 from ragsieve.jobs.report import corrected_rate, failure_rate
@@ -252,10 +253,10 @@ async def run_once_async(
                 audit.append(FlaggedCase(d.interaction, d.results, "none", "audit of a pass",
                                          run_id, d.pick.stratum, d.pick.inclusion_p,
                                          {"audit": True, "category": d.category}))
-            queued += annotations.build_annotations(
+            queued += phoenix.build_annotations(
                 d.interaction.span_id, d.results, verdict=d.verdict.outcome,
                 root_cause=d.verdict.root_cause, evidence=d.verdict.evidence, run_id=run_id)
-        annotation_info["queued"] = await asyncio.to_thread(annotations.queue, store, queued)
+        annotation_info["queued"] = await asyncio.to_thread(phoenix.queue, store, queued)
         golden_report = await asyncio.to_thread(_grow, store, flagged, settings)
         audit_ids = {c.interaction.trace_id for c in audit}
         rows = [resultstore.SampleRow(
@@ -273,7 +274,7 @@ async def run_once_async(
     if not dry_run:
         if deliver and settings.phoenix.base_url:
             key_ = settings.phoenix.api_key
-            annotation_info.update(await annotations.deliver(
+            annotation_info.update(await phoenix.deliver(
                 store, settings.phoenix.base_url,
                 api_key=key_.get_secret_value() if key_ else None))
         report["annotations"] = annotation_info
@@ -333,6 +334,7 @@ def _report(run_id: str, lo: datetime, hi: datetime, settled: int, sel: Any,
     )
     ci = (rate["ci_low"], rate["ci_high"]) if rate["estimate"] is not None else None
     fails = [d for d in decisions if d.verdict.outcome == "fail"]
+    flagged_ids = {c.interaction.trace_id for c in flagged}
     error_rate = spend.errors / spend.results if spend.results else 0.0
     max_rate = settings.jobs.max_judge_error_rate
     return {
@@ -366,8 +368,8 @@ def _report(run_id: str, lo: datetime, hi: datetime, settled: int, sel: Any,
         "flagged_in_sample": len(fails),
         "flagged_by_root_cause": dict(Counter(c.root_cause for c in flagged)),
         "flagged_by_category": dict(Counter(str(c.metadata.get("category")) for c in flagged)),
-        "flagged_by_metric": dict(Counter(m for c in flagged
-                                          for m in c.metadata.get("failed_metrics", []))),
+        "flagged_by_metric": dict(Counter(m for d in fails if d.pick.trace_id in flagged_ids
+                                          for m in d.verdict.failed_metrics)),
         "passed": sum(d.verdict.outcome == "pass" for d in decisions),
         "failure_rate": rate,
         "audit": {"share": settings.jobs.audit_share, "routed": len(audit),

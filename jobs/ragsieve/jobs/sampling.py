@@ -47,7 +47,7 @@ class SamplingSettings(BaseModel):
     low_score: float | None = Field(None, description="Best chunk score below this is low.")
     low_score_quantile: float = Field(0.1, gt=0, lt=1, description="Else: window quantile.")
     tiny_context_chars: int = Field(64, ge=0, description="Less context text than this is tiny.")
-    slow_ms: float | None = Field(None, gt=0, description="Latency at or above this is slow.")
+    slow_ms: float | None = Field(None, gt=0, description="Latency above this is slow.")
     slow_quantile: float = Field(0.95, gt=0, lt=1, description="Else: window quantile.")
     min_population_for_quantile: int = Field(20, ge=2, description="Quantile rules need this.")
     novelty_cosine: float = Field(0.6, gt=0, le=1, description="Below this to all golden: novel.")
@@ -242,7 +242,7 @@ class StratifiedSampler:
                 groups["low_retrieval"].append(c)
             elif c.n_context == 0 or c.context_chars < s.tiny_context_chars:
                 groups["tiny_context"].append(c)
-            elif slow is not None and c.latency_ms is not None and c.latency_ms >= slow:
+            elif slow is not None and c.latency_ms is not None and c.latency_ms > slow:
                 groups["slow"].append(c)
             else:
                 rest.append(c)
@@ -319,7 +319,8 @@ class StratifiedSampler:
             stat = StratumStat(population=len(members))
             strata[name] = stat
             want = len(members) if take_all else self._want(name, len(members), uniform_rate)
-            ordered = sorted(members, key=lambda c, n=name: unit_hash(c.trace_id, n, self.seed))
+            keys = {c.trace_id: unit_hash(c.trace_id, name, self.seed) for c in members}
+            ordered = sorted(members, key=lambda c: keys[c.trace_id])
             chosen: list[str] = []
             for c in ordered[:want]:
                 cost = need(c.trace_id)

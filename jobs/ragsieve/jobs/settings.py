@@ -25,6 +25,7 @@ from pydantic_settings import (
 
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.jobs.workers import WorkerSettings
 
 ENV_PREFIX = "RAGSIEVE_"
 
@@ -143,6 +144,7 @@ class Settings(BaseSettings):
     phoenix: PhoenixSettings = Field(default_factory=PhoenixSettings)
     golden: GoldenSettings = Field(default_factory=GoldenSettings)
     demo: DemoSettings = Field(default_factory=DemoSettings)
+    workers: WorkerSettings = Field(default_factory=WorkerSettings)
 
     @field_validator("store")
     @classmethod

@@ -27,17 +27,24 @@ def _settings(obj: Any, **flags: Any) -> Any:
     return settings
 
 
-def _worker_settings(**overrides: Any) -> Any:
-    from pydantic import ValidationError
+def _worker_settings(settings: Any) -> Any:
+    """The ``[workers]`` section; flags were merged into it by ``_settings``."""
+    return settings.workers
 
-    from ragsieve.jobs.workers import WorkerSettings
 
-    values = {k: v for k, v in overrides.items() if v is not None}
-    try:
-        return WorkerSettings(**values)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ConfigError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+def _judge_options(settings: Any) -> dict[str, Any]:
+    """LLM endpoint and cache for LLM/cascade judges (same fields as ``ragsieve jobs run``)."""
+    from ragsieve.evaluators.judges import LLMConfig
+
+    cfg, llm = settings.llm, None
+    if cfg.base_url:
+        llm = LLMConfig(
+            base_url=cfg.base_url, model=cfg.model, api_key=cfg.api_key, timeout_s=cfg.timeout_s,
+            max_retries=cfg.max_retries, concurrency=cfg.concurrency, n_runs=cfg.n_runs,
+            price_per_1k_prompt=cfg.price_per_1k_prompt,
+            price_per_1k_completion=cfg.price_per_1k_completion, redact_pii=cfg.redact_pii,
+        )
+    return {"llm": llm, "cache_path": settings.jobs.cache_path}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,12 +71,15 @@ def worker_cmd(obj: Any, store: str | None, queue: str | None, concurrency: int 
     from ragsieve.collector.store import open_store
     from ragsieve.jobs.workers import WorkerRuntime, create_app, ensure_queue_schema
 
-    settings = _settings(obj, store=store)
-    cfg = _worker_settings(queue=queue, concurrency=concurrency, heartbeat_s=heartbeat_s,
-                           stalled_after_s=stalled_after_s)
+    settings = _settings(obj, **{
+        "store": store, "workers.queue": queue, "workers.concurrency": concurrency,
+        "workers.heartbeat_s": heartbeat_s, "workers.stalled_after_s": stalled_after_s,
+    })
+    cfg = _worker_settings(settings)
     st = open_store(settings.store)
     ensure_queue_schema(st)
-    app = create_app(settings.store, cfg, WorkerRuntime(st, latency_ms=judge_latency_ms))
+    runtime = WorkerRuntime(st, latency_ms=judge_latency_ms, judge_options=_judge_options(settings))
+    app = create_app(settings.store, cfg, runtime)
     click.echo(f"ragsieve worker {name or ''} on queue {cfg.queue} (store {settings.store})",
                err=True)
 
@@ -125,10 +135,11 @@ def schedule_cmd(obj: Any, store: str | None, judges: tuple[str, ...], backend: 
     settings = _settings(obj, **{
         "store": store, "jobs.judges": list(judges) or None, "jobs.backend": backend,
         "jobs.settle_s": settle_s, "jobs.budget_calls": budget_calls,
-        "jobs.budget_usd": budget_usd,
+        "jobs.budget_usd": budget_usd, "workers.queue": queue, "workers.batch_size": batch_size,
+        "workers.budget_window_s": budget_window_s, "workers.stalled_after_s": stalled_after_s,
+        "workers.schedule_every_s": every_s,
     })
-    cfg = _worker_settings(queue=queue, batch_size=batch_size, budget_window_s=budget_window_s,
-                           stalled_after_s=stalled_after_s, schedule_every_s=every_s)
+    cfg = _worker_settings(settings)
     jobs = settings.jobs
     judge_objs = build_judge_set(jobs.judges, jobs.backend)
     limits = BudgetLimits(calls=jobs.budget_calls, usd=jobs.budget_usd,

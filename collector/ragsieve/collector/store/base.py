@@ -361,6 +361,7 @@ class SQLStore:
                 self.sql(
                     "UPDATE traces SET state = 'finalized', finalized_at = ?,"
                     " revision = revision + 1 WHERE trace_id = ? AND last_seen_at <= ?"
+                    " AND state = 'open'"
                 ),
                 (now, interaction.trace_id, seen_at),
             )

@@ -21,7 +21,7 @@ import numpy as np
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.flagged import FlaggedCase
-from ragsieve.jobs.golden.categories import assign, category_id, centroids, summarize
+from ragsieve.jobs.golden.categories import assign, category_id, centroid_sums, summarize
 from ragsieve.jobs.golden.reference import Embed, load_reference
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo, encode_vector
 
@@ -133,6 +133,30 @@ def _merge(row: Candidate, f: FlaggedCase, scrub: Scrubber, now: datetime, sim: 
     body["last_flagged_at"] = now.isoformat()
 
 
+class _Index:
+    """Unit vectors in a growable matrix: nearest-neighbour by dot product, amortised appends."""
+
+    def __init__(self, vectors: Sequence[np.ndarray]) -> None:
+        self._n = len(vectors)
+        self._m = np.zeros((max(self._n * 2, 64), 512), dtype=np.float32)
+        if vectors:
+            self._m[: self._n] = np.vstack(vectors)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def add(self, vec: np.ndarray) -> None:
+        if self._n == len(self._m):
+            self._m = np.vstack([self._m, np.zeros_like(self._m)])
+        self._m[self._n] = vec
+        self._n += 1
+
+    def nearest(self, vec: np.ndarray) -> tuple[int, float]:
+        sims = self._m[: self._n] @ vec
+        best = int(np.argmax(sims))
+        return best, float(sims[best])
+
+
 def grow(
     store: Any,
     flagged: Sequence[FlaggedCase],
@@ -156,12 +180,12 @@ def grow(
     repo = CandidateRepo(store)
     scrub = Scrubber(cfg.scrub_pii, cfg.pii_patterns)
     reference = load_reference(repo, cfg.path, embed_fn)
-    rows = repo.list(["candidate", "accepted", "rejected", "covered"])
+    rows = repo.select(["candidate", "accepted", "rejected", "covered"])
     by_norm = {r.norm_query: r for r in rows}
     by_trace = {t: r for r in rows for t in r.source_trace_ids}
     vec_rows: list[Candidate] = [r for r in rows if r.embedding is not None]
-    vecs: list[np.ndarray] = [r.embedding for r in vec_rows]  # type: ignore[misc]
-    cents = centroids(rows)
+    index = _Index([r.embedding for r in vec_rows])  # type: ignore[misc]
+    sums = centroid_sums(rows)
     cat_threshold = float(getattr(cfg, "category_cosine", cfg.new_category_cosine))
     dup_threshold = float(cfg.near_duplicate_cosine)
 
@@ -178,11 +202,10 @@ def grow(
         norm = normalize_text(query)
         target = by_norm.get(norm)
         sim = 1.0
-        if target is None and vecs:
-            sims = np.vstack(vecs) @ vec
-            best = int(np.argmax(sims))
-            if sims[best] >= dup_threshold:
-                target, sim = vec_rows[best], float(sims[best])
+        if target is None and len(index):
+            best, best_sim = index.nearest(vec)
+            if best_sim >= dup_threshold:
+                target, sim = vec_rows[best], best_sim
         gold_i = reference.exact(norm)
         gold_sim = 1.0 if gold_i is not None else 0.0
         if gold_i is None and len(reference):
@@ -199,7 +222,7 @@ def grow(
             if is_covered:
                 body["golden_id"] = reference.ids[gold_i]  # type: ignore[index]
                 body["golden_similarity"] = round(gold_sim, 4)
-            cat = assign(vec, f.root_cause, cents, cat_threshold) or category_id(f.root_cause, cid)
+            cat = assign(vec, f.root_cause, sums, cat_threshold) or category_id(f.root_cause, cid)
             target = Candidate(
                 id=cid,
                 status="covered" if is_covered else "candidate",
@@ -211,9 +234,9 @@ def grow(
             report["covered_by_golden" if is_covered else "new_candidates"] += 1
             by_norm[norm] = target
             vec_rows.append(target)
-            vecs.append(vec)
-            members = [r for r in vec_rows if r.category == cat]
-            cents.update(centroids(members))
+            index.add(vec)
+            cause, total = sums.get(cat, (f.root_cause, np.zeros_like(vec)))
+            sums[cat] = (cause, total + vec)
         by_trace[trace] = target
         changed[target.id] = target
     repo.save(changed.values(), now=stamp.timestamp())

@@ -41,34 +41,41 @@ def category_id(root_cause: str | None, founder_id: str) -> str:
     return f"{root_cause or 'unknown'}-{digest}"
 
 
-def centroids(rows: Sequence[Candidate]) -> dict[str, tuple[str | None, np.ndarray]]:
-    """Category id → (root cause, unit centroid) over rows that carry an embedding."""
-    sums: dict[str, np.ndarray] = {}
-    causes: dict[str, str | None] = {}
+def centroid_sums(rows: Sequence[Candidate]) -> dict[str, tuple[str | None, np.ndarray]]:
+    """Category id → (root cause, sum of member vectors) over rows that carry an embedding."""
+    out: dict[str, tuple[str | None, np.ndarray]] = {}
     for row in rows:
         vec = row.embedding
         if row.category is None or vec is None:
             continue
-        sums[row.category] = sums.get(row.category, 0) + vec
-        causes[row.category] = row.root_cause
-    out: dict[str, tuple[str | None, np.ndarray]] = {}
-    for cat, total in sums.items():
-        out[cat] = (causes[cat], total / max(float(np.linalg.norm(total)), 1e-12))
+        cause, total = out.get(row.category, (row.root_cause, np.zeros_like(vec)))
+        out[row.category] = (cause, total + vec)
     return out
+
+
+def centroids(rows: Sequence[Candidate]) -> dict[str, tuple[str | None, np.ndarray]]:
+    """Category id → (root cause, unit centroid) over rows that carry an embedding."""
+    return {
+        cat: (cause, total / max(float(np.linalg.norm(total)), 1e-12))
+        for cat, (cause, total) in centroid_sums(rows).items()
+    }
 
 
 def assign(
     vec: np.ndarray,
     root_cause: str | None,
-    cents: dict[str, tuple[str | None, np.ndarray]],
+    sums: dict[str, tuple[str | None, np.ndarray]],
     threshold: float,
 ) -> str | None:
-    """The category of ``root_cause`` whose centroid is closest to ``vec`` (None below threshold)."""
+    """The ``root_cause`` category whose centroid is closest to ``vec`` (None below threshold).
+
+    ``sums`` maps category → (root cause, sum of member vectors); centroids are their directions.
+    """
     best, best_sim = None, threshold
-    for cat, (cause, centroid) in cents.items():
+    for cat, (cause, total) in sums.items():
         if cause != root_cause:
             continue
-        sim = float(centroid @ vec)
+        sim = float(total @ vec) / max(float(np.linalg.norm(total)), 1e-12)
         if sim >= best_sim:
             best, best_sim = cat, sim
     return best

@@ -13,7 +13,9 @@ import click
 
 from ragsieve.jobs.golden.repo import STATUSES, Candidate, CandidateRepo
 
-STORE_HELP = "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+STORE_HELP = (
+    "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+)
 store_option = click.option("--store", default=None, help=STORE_HELP)
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
@@ -37,7 +39,7 @@ class _Context:
 
             cfg = self.settings.golden
             ref = load_reference(self.repo, cfg.path, embed)
-            rows = self.repo.list([s for s in STATUSES if s != "golden"])
+            rows = self.repo.select([s for s in STATUSES if s != "golden"])
             items = summarize(rows, ref, new_threshold=cfg.new_category_cosine)
             self._summaries = {s.id: s for s in items}
         return self._summaries
@@ -84,7 +86,9 @@ def _resolve_category(ctx: _Context, category: str | None) -> str | None:
     for s in sums.values():
         if category.casefold() in (s.name.casefold(), *(t.casefold() for t in s.terms)):
             return str(s.id)
-    raise click.UsageError(f"--category {category!r}: no such category; see `ragsieve golden status`")
+    raise click.UsageError(
+        f"--category {category!r}: no such category; see `ragsieve golden status`"
+    )
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -111,7 +115,7 @@ def candidates_cmd(
     try:
         cat = _resolve_category(ctx, category)
         statuses = [status] if status else [s for s in STATUSES if s != "golden"]
-        rows = ctx.repo.list(statuses, category=cat)
+        rows = ctx.repo.select(statuses, category=cat)
         sums = ctx.summaries()
         for c in rows:
             s = sums.get(c.category or "")
@@ -144,7 +148,7 @@ def review_cmd(
     try:
         cat = _resolve_category(ctx, category)
         sums = ctx.summaries()
-        rows = ctx.repo.list(["candidate"], category=cat)
+        rows = ctx.repo.select(["candidate"], category=cat)
         rows.sort(key=lambda c: (not getattr(sums.get(c.category or ""), "new", False), -c.seen))
         if limit is not None:
             rows = rows[: max(limit, 0)]
@@ -189,7 +193,9 @@ def push_cmd(
     ctx = _Context(obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url})
     try:
         with _phoenix(ctx) as client:
-            out = push(ctx.repo, client, ctx.settings.phoenix.dataset, ctx.summaries(), dry_run=dry_run)
+            out = push(
+                ctx.repo, client, ctx.settings.phoenix.dataset, ctx.summaries(), dry_run=dry_run
+            )
         click.echo(json.dumps(out) if as_json else _kv(out))
     finally:
         ctx.close()
@@ -271,7 +277,7 @@ def import_cmd(obj: Any, file: Path, dry_run: bool, as_json: bool, store: str | 
     gs = load_golden(file)  # ConfigError path:line: field: message → exit 2
     ctx = _Context(obj, store)
     try:
-        known = {r.id for r in ctx.repo.list(["golden"])}
+        known = {r.id for r in ctx.repo.select(["golden"])}
         rows = [golden_row(c, None, origin=file.name) for c in gs.cases]
         fresh = [r for r in rows if r.id not in known]
         if not dry_run and rows:
@@ -316,14 +322,20 @@ def status_cmd(obj: Any, as_json: bool, store: str | None) -> None:
         new = [s for s in sums if s.new]
         out = sys.stdout
         if new:
-            click.echo(f"NEW FAILURE CATEGORIES ({len(new)}): no close case in the golden set", file=out)
+            click.echo(
+                f"NEW FAILURE CATEGORIES ({len(new)}): no close case in the golden set", file=out
+            )
             for s in new:
-                click.echo(f"  * {s.name}  [{s.id}, {s.root_cause}]  seen {s.failures_seen}", file=out)
+                click.echo(
+                    f"  * {s.name}  [{s.id}, {s.root_cause}]  seen {s.failures_seen}", file=out
+                )
                 for q in s.examples:
                     click.echo(f"      e.g. {q}", file=out)
             click.echo("", file=out)
         click.echo("COVERAGE (golden cases vs production failures seen)", file=out)
-        click.echo(f"  {'category':<40} {'root cause':<14} {'golden':>6} {'failures':>8}  open", file=out)
+        click.echo(
+            f"  {'category':<40} {'root cause':<14} {'golden':>6} {'failures':>8}  open", file=out
+        )
         for s in sums:
             mark = "NEW " if s.new else ""
             open_n = s.statuses.get("candidate", 0)
@@ -333,7 +345,9 @@ def status_cmd(obj: Any, as_json: bool, store: str | None) -> None:
                 file=out,
             )
         click.echo("", file=out)
-        click.echo("candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=out)
+        click.echo(
+            "candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=out
+        )
     finally:
         ctx.close()
 

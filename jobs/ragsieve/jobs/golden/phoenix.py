@@ -87,9 +87,12 @@ class PhoenixDatasets:
             "span_ids": [e.get("span_id") for e in examples],
             "example_ids": [e.get("id") for e in examples],
         }
-        out: dict[str, Any] = self._call(
-            "POST", "/v1/datasets/upload", params={"sync": "true"}, json=body
-        ).get("data") or {}
+        out: dict[str, Any] = (
+            self._call("POST", "/v1/datasets/upload", params={"sync": "true"}, json=body).get(
+                "data"
+            )
+            or {}
+        )
         return out
 
     def examples(self, dataset_id: str) -> list[dict[str, Any]]:
@@ -140,7 +143,7 @@ def push(
     """Append every open candidate not yet in ``dataset``; returns counts and the dataset id."""
     rows = [
         c
-        for c in repo.list(["candidate"])
+        for c in repo.select(["candidate"])
         if (c.body.get("phoenix") or {}).get("dataset") != dataset
     ]
     rows.sort(key=lambda c: (not _is_new(summaries, c), -c.seen, c.id))
@@ -188,8 +191,14 @@ def pull(repo: CandidateRepo, client: PhoenixDatasets, dataset: str) -> dict[str
     ds_id = client.dataset_id(dataset)
     if ds_id is None:
         raise ConfigError(f"phoenix.dataset: no dataset named {dataset!r}; run `golden push` first")
-    counts = {"edited": 0, "accepted": 0, "rejected": 0, "unchanged": 0, "unknown": 0,
-              "already_decided": 0}
+    counts = {
+        "edited": 0,
+        "accepted": 0,
+        "rejected": 0,
+        "unchanged": 0,
+        "unknown": 0,
+        "already_decided": 0,
+    }
     for ex in client.examples(ds_id):
         meta = ex.get("metadata") or {}
         c = repo.get(str(meta.get("candidate_id") or ex.get("id")))

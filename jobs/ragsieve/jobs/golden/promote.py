@@ -136,7 +136,7 @@ def promote(
     result = PromoteResult(source=src, path=out, dry_run=dry_run)
     ids = {c.id for c in current.cases}
     norms = {normalize_text(c.query) for c in current.cases}
-    accepted = [c for c in repo.list(["accepted"]) if not c.body.get("promoted_in")]
+    accepted = [c for c in repo.select(["accepted"]) if not c.body.get("promoted_in")]
     fresh: list[tuple[Candidate, GoldenCase]] = []
     for c in accepted:
         if c.id in ids or c.norm_query in norms:
@@ -145,7 +145,7 @@ def promote(
         fresh.append((c, to_case(c, summaries.get(c.category or ""), stamp)))
     result.added = [case for _, case in fresh]
     result.by_category = dict(Counter(case.category or "-" for case in result.added))
-    rejected = repo.list(["rejected"])
+    rejected = repo.select(["rejected"])
     result.negatives = len(rejected)
     if not fresh:
         return result
@@ -160,7 +160,9 @@ def promote(
                     fh.write(json.dumps(negative_label(c), ensure_ascii=False) + "\n")
         except FileExistsError:
             raise ConfigError(f"{result.negatives_path}: exists; never overwritten") from None
-    result.changelog = append_changelog(out, _entry(result, fresh, summaries, by, len(current.cases)))
+    result.changelog = append_changelog(
+        out, _entry(result, fresh, summaries, by, len(current.cases))
+    )
     _mark(repo, fresh, out, by, stamp)
     return result
 
@@ -191,8 +193,11 @@ def _entry(
         ids = ", ".join(case.id for _, case in members)
         lines.append(f"- {name} ({cause}{tag}): {len(members)} — {ids}")
     if result.negatives_path is not None:
-        lines += ["", f"Rejected candidates kept as negative labels: {result.negatives}"
-                  f" ({result.negatives_path.name})."]
+        lines += [
+            "",
+            f"Rejected candidates kept as negative labels: {result.negatives}"
+            f" ({result.negatives_path.name}).",
+        ]
     return "\n".join(lines)
 
 

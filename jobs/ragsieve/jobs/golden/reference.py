@@ -65,7 +65,7 @@ def load_reference(repo: CandidateRepo, path: str | Path | None, embed: Embed) -
     cats: list[str | None] = []
     vecs: list[np.ndarray] = []
     missing: list[int] = []
-    for row in repo.list(["golden"]):
+    for row in repo.select(["golden"]):
         ids.append(str(row.body.get("case_id", row.id)))
         queries.append(row.query)
         cats.append(row.category)

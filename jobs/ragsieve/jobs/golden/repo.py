@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -49,9 +50,9 @@ class Candidate:
         """Every flagged trace merged into this candidate, first one first."""
         return list(self.body.get("source_trace_ids", []))
 
-    @property
+    @cached_property
     def embedding(self) -> np.ndarray | None:
-        """The query's unit vector, or None when it was never embedded."""
+        """The query's unit vector, or None when it was never embedded (decoded once)."""
         return decode_vector(self.body.get("embedding"))
 
 
@@ -92,7 +93,7 @@ class CandidateRepo:
         rows = self.store.query(f"SELECT {_COLUMNS} FROM candidates WHERE id = ?", (candidate_id,))
         return _row(rows[0]) if rows else None
 
-    def list(
+    def select(
         self,
         statuses: Iterable[str] | None = None,
         *,
@@ -147,7 +148,7 @@ class CandidateRepo:
                         c.seen,
                         c.created_at,
                         c.updated_at,
-                        json.dumps(c.body, ensure_ascii=False, sort_keys=True),
+                        json.dumps(c.body, ensure_ascii=False, sort_keys=True, default=str),
                     ),
                 )
                 n += 1

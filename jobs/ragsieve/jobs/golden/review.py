@@ -47,7 +47,8 @@ def parse_chunks(text: str) -> dict[str, int]:
         try:
             value = int(grade) if sep else 1
         except ValueError:
-            raise click.BadParameter(f"grade of {cid.strip()!r} must be 0..3, got {grade!r}") from None
+            msg = f"grade of {cid.strip()!r} must be 0..3, got {grade!r}"
+            raise click.BadParameter(msg) from None
         if not 0 <= value <= 3:
             raise click.BadParameter(f"grade of {cid.strip()!r} must be 0..3, got {value}")
         out[cid.strip()] = value
@@ -102,9 +103,9 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
 
 def _edit(c: Candidate) -> None:
     b = c.body
-    current = b.get("reference_answer") or b.get("answer") or ""
+    # the default is the reviewer's own answer so far, never the (failing) system answer
     answer = click.prompt(
-        "Reference answer ('-' for none)", default=current, show_default=False
+        "Reference answer ('-' for none)", default=b.get("reference_answer") or "-"
     ).strip()
     b["reference_answer"] = None if answer in ("", "-") else answer
     chunks_default = format_chunks(b.get("relevant_chunks") or {})

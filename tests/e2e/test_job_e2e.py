@@ -1,0 +1,76 @@
+"""End to end: OTel SDK → collector (then stopped) → `ragsieve jobs run`, offline and LLM judges."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from click.testing import CliRunner
+
+from ragsieve.collector.instrument import instrument, llm_span, rag_span, retriever_span
+from ragsieve.evaluators.testing import FakeOpenAIServer, prompt_of
+from ragsieve.jobs.cli import cli
+
+PARIS = "Paris is the capital of France. It has been the seat of government since 987."
+TURNS = [
+    ("What is the capital of France?", PARIS, "The capital of France is Paris."),
+    ("Which city is the capital of France?", PARIS, "Paris is the capital of France."),
+    ("What is the capital of France?", PARIS, "The capital is Marseille, the seat since 1850."),
+]
+
+
+def send_turns(endpoint: str) -> None:
+    provider = instrument("e2e-app", endpoint, set_global=False, flush_on_exit=False)
+    for q, doc, answer in TURNS:
+        with rag_span(q, tracer_provider=provider) as rag:
+            with retriever_span(q, tracer_provider=provider) as r:
+                r.record([{"id": "kb-1", "content": doc, "score": 0.8}])
+            with llm_span("gen", [{"role": "user", "content": f"{doc}\n{q}"}],
+                          tracer_provider=provider) as llm:
+                llm.record(answer, prompt_tokens=30, completion_tokens=8)
+            rag.record(answer)
+    provider.force_flush()
+    provider.shutdown()
+
+
+def run(store_url: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    res = CliRunner(env=env).invoke(cli, ["jobs", "run", "--store", store_url, "--since", "1h",
+                                          "--settle", "0", "--all", "--json", *args],
+                                    catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    report: dict[str, Any] = json.loads(res.stdout)
+    return report
+
+
+def test_offline_then_llm_judges_with_collector_stopped(start_collector: Any) -> None:
+    col = start_collector(run_settler=False)  # only the job settles traces
+    send_turns(col.traces_url)
+    deadline = time.monotonic() + 10
+    while col.store.count_spans() < 9 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    col.server.stop()
+    assert col.store.query("SELECT COUNT(*) FROM interactions")[0][0] == 0
+
+    rep = run(col.store.url)
+    assert rep["settled"] == 3 and rep["discovered"] == 3 and rep["judged"] == 3
+    assert rep["flagged"] == 1 and rep["flagged_by_root_cause"] == {"generation": 1}
+    fr = rep["failure_rate"]
+    assert abs(fr["estimate"] - 1 / 3) < 1e-6 and fr["ci_low"] < fr["estimate"] < fr["ci_high"]
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        supported = "Marseille" not in prompt_of(body)
+        return {"reasoning": "compared", "abstained": False,
+                "claims": [{"claim": "answer", "supported": supported}]}
+
+    with FakeOpenAIServer(default=reply, usage=(120, 30)) as server:
+        env = {"RAGSIEVE_JOBS__BACKEND": "llm", "RAGSIEVE_LLM__BASE_URL": server.base_url,
+               "RAGSIEVE_LLM__PRICE_PER_1K_PROMPT": "1.0"}
+        rep = run(col.store.url, "--judge", "faithfulness", env=env)
+        assert len(server.requests) == 3
+    assert rep["judge_calls"] == 3 and rep["judge_errors"] == 0
+    assert rep["cost"]["prompt_tokens"] == 360 and rep["cost"]["completion_tokens"] == 90
+    assert abs(rep["cost"]["usd"] - 0.36) < 1e-9
+    assert rep["flagged"] == 1 and rep["flagged_by_root_cause"] == {"generation": 1}
+    assert rep["judges"][0]["name"] == "faithfulness"
+    assert rep["judges"][0]["version"].startswith("llm")

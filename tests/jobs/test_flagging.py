@@ -1,0 +1,63 @@
+"""Flagging: thresholds, unknown labels, abstentions and the root cause attached to a failure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragsieve.evaluators.records import EvalResult
+from ragsieve.evaluators.testing import make_interaction
+from ragsieve.jobs.flagging import decide, metric_failed
+
+TH = {"faithfulness": 0.7, "answer_relevance": 0.5, "context_relevance": 0.2}
+IT = make_interaction("What is the capital of France?")
+
+
+def res(metric: str, label: str, score: float | None, **meta: Any) -> EvalResult:
+    return EvalResult(trace_id=IT.trace_id, span_id=IT.span_id, evaluator=metric, label=label,
+                      score=score, metadata=meta)
+
+
+def ctx(relevant: bool) -> EvalResult:
+    chunk = {"id": "doc-0", "rank": 0, "relevant": relevant, "score": 0.9 if relevant else 0.1}
+    return res("context_relevance", "relevant" if relevant else "irrelevant",
+               1.0 if relevant else 0.0, chunks=[chunk])
+
+
+def test_metric_thresholds_and_unknown_labels() -> None:
+    assert metric_failed(res("faithfulness", "faithful", 0.69), TH) is True
+    assert metric_failed(res("faithfulness", "faithful", 0.7), TH) is False
+    assert metric_failed(res("faithfulness", "error", None), TH) is None
+    assert metric_failed(res("answer_relevance", "skipped", None), TH) is None
+    assert metric_failed(res("custom", "unfaithful", None), TH) is True
+
+
+def test_pass_fail_unjudged() -> None:
+    good = [res("faithfulness", "faithful", 0.95), res("answer_relevance", "relevant", 0.9),
+            ctx(True)]
+    assert decide(IT, good, TH).outcome == "pass"
+    bad = [res("faithfulness", "unfaithful", 0.2), res("answer_relevance", "relevant", 0.9),
+           ctx(True)]
+    v = decide(IT, bad, TH)
+    assert (v.outcome, v.root_cause, v.failed_metrics) == ("fail", "generation", ("faithfulness",))
+    assert "doc-0" in v.evidence
+    errors = [res("faithfulness", "error", None), res("answer_relevance", "error", None)]
+    assert decide(IT, errors, TH).outcome == "unjudged"
+
+
+def test_abstention_fails_only_with_relevant_context_or_answerable_golden() -> None:
+    abst = res("faithfulness", "abstained", None, abstained=True)
+    low = res("answer_relevance", "irrelevant", 0.1)
+    assert decide(IT, [abst, low, ctx(False)], TH).outcome == "pass"
+    v = decide(IT, [abst, low, ctx(True)], TH)
+    assert (v.outcome, v.root_cause) == ("fail", "abstained_wrongly")
+    v = decide(IT, [abst, low, ctx(False)], TH, expected="answerable")
+    assert (v.outcome, v.root_cause) == ("fail", "retrieval")
+
+
+def test_no_relevant_context_and_made_up_answer_is_no_answer_expected() -> None:
+    v = decide(IT, [res("faithfulness", "unfaithful", 0.0),
+                    res("answer_relevance", "relevant", 0.8), ctx(False)], TH)
+    assert (v.outcome, v.root_cause) == ("fail", "no_answer_expected")
+    v = decide(IT, [res("faithfulness", "unfaithful", 0.0), ctx(False)], TH,
+               expected="answerable")
+    assert v.root_cause == "both"

@@ -1,0 +1,45 @@
+"""`ragsieve results list|export` over what a job run stored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from click.testing import CliRunner
+from test_run_support import KINDS, send, settings, wait_stored
+
+from ragsieve.jobs.cli import cli
+from ragsieve.jobs.run import run_once
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_list_and_export(collector: Any, tmp_path: Path) -> None:
+    ids = send(collector.traces_url, [KINDS["good"][0], KINDS["unfaithful"][0]])
+    wait_stored(collector.store, 2)
+    run_once(collector.store, settings(store=collector.store.url), take_all=True)
+    url = collector.store.url
+    res = invoke("results", "list", "--store", url, "--json")
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert len(rows) == 6 and {r["trace_id"] for r in rows} == set(ids)
+    for key in ("trace_id", "evaluator", "label", "score", "explanation", "flagged",
+                "root_cause"):
+        assert all(key in r for r in rows)
+    flagged = [json.loads(x) for x in invoke("results", "list", "--store", url, "--flagged",
+                                             "--since", "1h", "--json").stdout.splitlines()]
+    assert len(flagged) == 3 and {r["root_cause"] for r in flagged} == {"generation"}
+    assert all(r["flagged"] for r in flagged)
+    assert "FLAGGED generation" in invoke("results", "list", "--store", url).stdout
+
+    out = tmp_path / "r.parquet"
+    invoke("results", "export", "--store", url, "--format", "parquet", "--out", str(out))
+    table = pq.read_table(out)
+    assert table.num_rows == 6
+    assert sum(table.column("flagged").to_pylist()) == 3
+    res = invoke("results", "export", "--store", url, "--format", "jsonl")
+    assert len(res.stdout.splitlines()) == 6
+    assert invoke("results", "export", "--store", url, "--format", "parquet").exit_code == 2
