@@ -154,7 +154,9 @@ def start_phoenix(
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"phoenix not ready after {timeout_s:.0f}s:\n{server.log_tail()}")
+                raise RuntimeError(
+                    f"phoenix not ready after {timeout_s:.0f}s:\n{server.log_tail()}"
+                )
             time.sleep(0.2)
         yield server
     finally:

@@ -1,4 +1,4 @@
-"""Crash safety: SIGKILL the collector process mid-ingest; every acknowledged span survives, once."""
+"""Crash safety: SIGKILL the collector mid-ingest; every acknowledged span survives, once."""
 
 from __future__ import annotations
 
@@ -72,9 +72,19 @@ class CollectorProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSIEVE_", "OTEL_"))}
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                [*_ragsieve_cmd(), "collector", "serve", "--port", str(self.port),
-                 "--store", f"sqlite:///{self.db}"],
-                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [
+                    *_ragsieve_cmd(),
+                    "collector",
+                    "serve",
+                    "--port",
+                    str(self.port),
+                    "--store",
+                    f"sqlite:///{self.db}",
+                ],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
             )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""OutboxWorker on a real SQLite store: delivery, per-item backoff, Retry-After, pacing, dead letters."""
+"""OutboxWorker on a real SQLite store: delivery, backoff, Retry-After, pacing, dead letters."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ragsieve.collector.outbox import DEAD_LETTER_DELAY_S, Outcome, OutboxWorker
+from ragsieve.collector.outbox import DEAD_LETTER_DELAY_S, OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
 
 NOW = 1_800_000_000.0

@@ -12,13 +12,13 @@ from typing import Any
 
 import httpx
 import pytest
+from fixtures_phoenix import PhoenixServer, free_port
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from fixtures_phoenix import PhoenixServer, free_port
 from ragsieve.collector.app import create_app
 from ragsieve.collector.forward import Forwarder
 from ragsieve.collector.server import ServerThread
@@ -75,7 +75,7 @@ def forwarding_collector(store: Store, forwarder: Forwarder) -> Iterator[ServerT
 
 
 class TcpProxy:
-    """A loopback TCP relay to ``upstream_port``: lets a test bring an endpoint up at a fixed port."""
+    """A loopback TCP relay to ``upstream_port``: brings an endpoint up at a fixed port."""
 
     def __init__(self, port: int, upstream_port: int) -> None:
         self.upstream_port = upstream_port
@@ -154,7 +154,11 @@ def test_otlp_json_input_is_re_encoded_as_protobuf_for_phoenix(
     phoenix_server: PhoenixServer, start_collector: Callable[..., Any], store: Store
 ) -> None:
     live = start_collector(forward_otlp=phoenix_server.traces_url, run_settler=False)
-    trace_id, root_id, child_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "a2fb4a1d1a96d312"
+    trace_id, root_id, child_id = (
+        "4bf92f3577b34da6a3ce929d0e0e4736",
+        "00f067aa0ba902b7",
+        "a2fb4a1d1a96d312",
+    )
 
     def span(span_id: str, parent: str, name: str) -> dict[str, Any]:
         return {
@@ -176,16 +180,21 @@ def test_otlp_json_input_is_re_encoded_as_protobuf_for_phoenix(
     body = {
         "resourceSpans": [
             {
-                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "js"}}]},
+                "resource": {
+                    "attributes": [{"key": "service.name", "value": {"stringValue": "js"}}]
+                },
                 "scopeSpans": [
-                    {"scope": {"name": "js"}, "spans": [span(root_id, "", "root"),
-                                                        span(child_id, root_id, "child")]}
+                    {
+                        "scope": {"name": "js"},
+                        "spans": [span(root_id, "", "root"), span(child_id, root_id, "child")],
+                    }
                 ],
             }
         ]
     }
-    resp = httpx.post(live.traces_url, content=json.dumps(body),
-                      headers={"Content-Type": "application/json"})
+    resp = httpx.post(
+        live.traces_url, content=json.dumps(body), headers={"Content-Type": "application/json"}
+    )
     assert resp.status_code == 200, resp.text
     (row,) = store.query("SELECT content_type, items FROM outbox WHERE topic = 'otlp'")
     assert row == ("application/x-protobuf", 2)

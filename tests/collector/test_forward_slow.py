@@ -1,4 +1,4 @@
-"""A slow, throttling or refusing OTLP endpoint (a real uvicorn server) never slows ingest or loses spans."""
+"""A slow, throttling or refusing OTLP endpoint (real uvicorn) never slows ingest or loses spans."""
 
 from __future__ import annotations
 
@@ -83,9 +83,9 @@ def collector_forwarding_to(store: Store, forwarder: Forwarder) -> Iterator[str]
         yield f"{server.url}/v1/traces"
 
 
-def send_spans(traces_url: str, n: int, on_each: Callable[[], None] = lambda: None) -> tuple[
-    set[tuple[str, str]], list[float]
-]:
+def send_spans(
+    traces_url: str, n: int, on_each: Callable[[], None] = lambda: None
+) -> tuple[set[tuple[str, str]], list[float]]:
     """Export ``n`` one-span requests with the real exporter; returns ids and each latency."""
     provider = TracerProvider()
     provider.add_span_processor(
@@ -175,8 +175,14 @@ def test_a_refused_payload_is_dead_lettered_not_lost_and_others_flow(
 
 @pytest.mark.parametrize(
     ("header", "expected"),
-    [("3", 3.0), ("0", 0.0), ("-2", 0.0), ("soon", None), (None, None),
-     ("Wed, 21 Oct 2015 07:28:00 GMT", 30.0)],
+    [
+        ("3", 3.0),
+        ("0", 0.0),
+        ("-2", 0.0),
+        ("soon", None),
+        (None, None),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 30.0),
+    ],
 )
 def test_retry_after_parsing(header: str | None, expected: float | None) -> None:
     now = 1445412450.0  # 30 s before the HTTP-date above

@@ -173,3 +173,17 @@ def test_promotion_writes_a_valid_next_version_and_never_overwrites(grown) -> No
     # the promoted cases now count as golden: the category is no longer new
     after = grow(repo.store, [], _settings(v3))
     assert after["new_categories"] == []
+
+
+def test_near_duplicate_of_a_golden_case_is_covered(store: Store, tmp_path: Path) -> None:
+    from golden_plant import flagged
+
+    v3 = write_golden_v3(tmp_path)
+    near = "What's the refund policy on annual plans?"  # cosine 0.99 to g-refund
+    rep = grow(
+        store, [flagged(near, "retrieval", 90), flagged(near, "retrieval", 91)], _settings(v3)
+    )
+    assert (rep["covered_by_golden"], rep["merged_duplicates"], rep["new_candidates"]) == (1, 1, 0)
+    row = _by_query(CandidateRepo(store), near)
+    assert row.status == "covered" and row.body["golden_id"] == "g-refund" and row.seen == 2
+    assert 0.95 < row.body["golden_similarity"] < 1.0

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import httpx
 
 from ragsieve.collector import otlp
-from ragsieve.collector.outbox import Outcome, OutboxWorker
+from ragsieve.collector.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
 
 log = logging.getLogger(__name__)
@@ -139,8 +139,9 @@ class Forwarder:
         retry_after = parse_retry_after(resp.headers.get("retry-after"))
         if code in THROTTLE:
             self._slow_down()
-            log.info("%s answered %d; pacing down to %.0f spans/s", self.url, code,
-                     self.spans_per_s)
+            log.info(
+                "%s answered %d; pacing down to %.0f spans/s", self.url, code, self.spans_per_s
+            )
         if code in RETRYABLE or code >= 500:
             return Outcome(False, retry_after_s=retry_after, error=reason)
         log.error("%s refused %d spans for good: %s", self.url, item.items, reason)
@@ -161,8 +162,13 @@ class Forwarder:
         rejected = answer.partial_success.rejected_spans
         if rejected:
             self.rejected_spans += rejected
-            log.warning("%s rejected %d of %d spans: %s", self.url, rejected, item.items,
-                        answer.partial_success.error_message)
+            log.warning(
+                "%s rejected %d of %d spans: %s",
+                self.url,
+                rejected,
+                item.items,
+                answer.partial_success.error_message,
+            )
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Deliver until cancelled (the app lifespan cancels it at shutdown) or ``stop`` is set."""

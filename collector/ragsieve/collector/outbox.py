@@ -101,7 +101,7 @@ class OutboxWorker:
 
     def backoff_s(self, attempts: int) -> float:
         """Delay before attempt ``attempts + 1``: exponential, capped, with equal jitter."""
-        full = min(self.max_backoff_s, self.base_backoff_s * (2 ** min(attempts, 30)))
+        full = min(self.max_backoff_s, self.base_backoff_s * 2.0 ** min(attempts, 30))
         return full / 2 + self._rng.uniform(0, full / 2)
 
     async def _pace(self, items: int) -> None:
@@ -150,7 +150,10 @@ class OutboxWorker:
                     self.stats.dead_lettered += 1
                     log.error(
                         "outbox %s: item %d (%d items) refused for good, parked: %s",
-                        self.topic, item.id, item.items, error,
+                        self.topic,
+                        item.id,
+                        item.items,
+                        error,
                     )
                     await asyncio.to_thread(
                         self.store.mark_retry,
@@ -165,13 +168,13 @@ class OutboxWorker:
                     if outcome.retry_after_s is not None
                     else self.backoff_s(item.attempts)
                 )
-                await asyncio.to_thread(
-                    self.store.mark_retry, item.id, error, self.clock() + delay
-                )
+                await asyncio.to_thread(self.store.mark_retry, item.id, error, self.clock() + delay)
                 if self._failures == 0:
                     log.warning("outbox %s: delivery failing, will retry: %s", self.topic, error)
-                pause = max(delay if outcome.retry_after_s is not None else 0.0,
-                            self.backoff_s(self._failures))
+                pause = max(
+                    delay if outcome.retry_after_s is not None else 0.0,
+                    self.backoff_s(self._failures),
+                )
                 self._failures += 1
                 self._paused_until = time.monotonic() + pause
                 break

@@ -30,20 +30,31 @@ _HEDGE = re.compile(
 )
 
 
+RELEVANT_COSINE = 0.35  # question-sentence cosine that makes a chunk relevant
+
 _DEFINITION = re.compile(
     r"\b(is|was|are|were|refers to|es|son|fue|era)\s+(a|an|the|one|un|una|el|la)\b"
+)
+
+
+# "when" asks for a date at the start of a question or before an auxiliary ("..., when does it
+# apply?"); "what happens when I roll a key" is a condition, not a date question.
+_ASKS_WHEN = re.compile(
+    r"^\W*(?:(?:and|also|so|but|y|pero)\W+)?when\b"
+    r"|\bwhen (?:is|are|was|were|do|does|did|will|would|can|could|should|has|have|had)\b"
+    r"|\b(?:what year|which year|what date|en que ano|que fecha)\b"
 )
 
 
 def expected_type(question: str) -> str | None:
     """What kind of answer the question asks for: 'date', 'number', 'definition', 'name' or None."""
     q = fold(question)
-    if re.search(r"\b(when|what year|which year|what date|cuando|en que ano|que fecha)\b", q):
+    if _ASKS_WHEN.search(q) or "cuándo" in question.casefold():
         return "date"
     if re.search(
-        r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?|what (?:is|was)"
-        r" the (?:size|height|population|elevation|number|length|area|weight|payload)"
-        r"|unit number)\b",
+        r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?|what(?:'s| is| was)"
+        r" the (?:\w+ )?(?:size|height|population|elevation|number|length|area|weight|payload"
+        r"|limit|price|cost|fee)|unit number)\b",
         q,
     ):
         return "number"
@@ -133,18 +144,16 @@ class AnswerRelevanceJudge(OfflineJudge):
 def _chunk_score(
     terms: dict[str, float],
     kind: str | None,
-    chunk: str,
-    qvec: np.ndarray | None,
-    cvec: np.ndarray | None,
+    sents: list[str],
+    sims: np.ndarray | None,
 ) -> float:
-    sents = sentences(chunk) or [chunk]
     covs = [_coverage(terms, stems(content_words(s))) for s in sents]
     best = max(covs)
-    typed = 0.5 if kind is None else float(has_type(chunk, kind))
-    if qvec is None or cvec is None:
+    typed = 0.5 if kind is None else float(has_type(" ".join(sents), kind))
+    if sims is None:
         score = 0.6 * best + 0.4 * typed
     else:
-        sim = float(np.clip((float(qvec @ cvec) - 0.1) / 0.5, 0.0, 1.0))
+        sim = float(np.clip((float(sims.max()) - 0.1) / 0.5, 0.0, 1.0))
         score = 0.4 * best + 0.3 * typed + 0.3 * sim
     if len(sents) > 1:  # RAGAS-style: a chunk mostly about other things is partly noise
         density = sum(covs) / len(sents)
@@ -164,21 +173,30 @@ def context_precision(rels: list[float]) -> float:
 
 
 class ContextRelevanceJudge(OfflineJudge):
-    """Is each retrieved chunk relevant to the question? Reports rank-aware context precision@k."""
+    """Is each retrieved chunk relevant to the question? Reports rank-aware context precision@k.
+
+    A chunk is relevant when its lexical/type score reaches ``threshold`` or, with embeddings,
+    when one of its sentences is within ``relevant_cosine`` of the question in meaning (this is
+    what catches paraphrases, synonyms and answers in the other language).
+    """
 
     name = "context_relevance"
 
     def __init__(
         self,
         threshold: float = 0.65,
-        use_embeddings: bool | None = None,
+        use_embeddings: bool | None = True,
         max_embed_chars: int = 600,
+        relevant_cosine: float = RELEVANT_COSINE,
+        max_sentences: int = 12,
     ) -> None:
-        """``use_embeddings=None`` (auto): encode only when the languages differ."""
+        """``use_embeddings=None`` (auto): encode only when a chunk's language differs."""
         self.threshold = threshold
         self.use_embeddings = use_embeddings
         self.max_embed_chars = max_embed_chars
-        self.version = f"offline-1:t{threshold}:e{use_embeddings}"
+        self.relevant_cosine = relevant_cosine
+        self.max_sentences = max_sentences
+        self.version = f"offline-2:t{threshold}:e{use_embeddings}:c{relevant_cosine}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question = interaction.query or ""
@@ -192,20 +210,32 @@ class ContextRelevanceJudge(OfflineJudge):
             )
         terms = _key_terms(question)
         kind = expected_type(question)
-        qvec = cvecs = None
+        split = [(sentences(c) or [c])[: self.max_sentences] for _, _, c in chunks]
         use = self.use_embeddings
         if use is None:
-            qlang, clang = language(question), language(" ".join(c for _, _, c in chunks))
-            use = "unknown" not in (qlang, clang) and qlang != clang
+            qlang = language(question)
+            langs = {language(c) for _, _, c in chunks}
+            use = qlang != "unknown" and any(lang not in ("unknown", qlang) for lang in langs)
+        sims: list[np.ndarray | None] = [None] * len(chunks)
         if use:
-            vecs = EMBEDDINGS([question] + [c[: self.max_embed_chars] for _, _, c in chunks])
-            qvec, cvecs = vecs[0], vecs[1:]
+            texts = [s[: self.max_embed_chars] for sents in split for s in sents]
+            vecs = EMBEDDINGS([question, *texts])
+            flat, at = vecs[1:] @ vecs[0], 0
+            for i, sents in enumerate(split):
+                sims[i], at = flat[at : at + len(sents)], at + len(sents)
         per_chunk = []
-        for i, (cid, rank, content) in enumerate(chunks):
-            s = _chunk_score(terms, kind, content, qvec, None if cvecs is None else cvecs[i])
-            per_chunk.append(
-                {"id": cid, "rank": rank, "relevant": s >= self.threshold, "score": round(s, 4)}
-            )
+        for (cid, rank, _), sents, sim in zip(chunks, split, sims, strict=True):
+            s = _chunk_score(terms, kind, sents, sim)
+            close = sim is not None and float(sim.max()) >= self.relevant_cosine
+            entry: dict[str, Any] = {
+                "id": cid,
+                "rank": rank,
+                "relevant": s >= self.threshold or close,
+                "score": round(s, 4),
+            }
+            if sim is not None:
+                entry["cosine"] = round(float(sim.max()), 4)
+            per_chunk.append(entry)
         score = context_precision([c["score"] for c in per_chunk])
         relevant = [c for c in per_chunk if c["relevant"]]
         meta: dict[str, Any] = {"chunks": per_chunk, "k": len(per_chunk)}

@@ -189,7 +189,7 @@ def grow(
     cat_threshold = float(getattr(cfg, "category_cosine", cfg.new_category_cosine))
     dup_threshold = float(cfg.near_duplicate_cosine)
 
-    todo = [f for f in flagged if (f.interaction.query or "").strip()]
+    todo = [f for f in flagged if normalize_text(f.interaction.query or "")]  # "¿?" has none
     queries = [scrub(f.interaction.query) or "" for f in todo]
     matrix = embed_fn(queries) if queries else np.zeros((0, 512), np.float32)
     report: Counter[str] = Counter(skipped_no_query=len(flagged) - len(todo))
