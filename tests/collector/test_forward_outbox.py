@@ -51,7 +51,7 @@ async def test_delivers_due_items_oldest_first_and_marks_them(store: Store) -> N
     assert await worker.run_once() == 3
     assert send.seen == [b"payload-0", b"payload-1", b"payload-2"]
     assert all(r[4] == NOW for r in rows(store))
-    assert store.outbox_stats()["t"] == {"pending": 0, "delivered": 3}
+    assert store.outbox_stats()["t"] == {"pending": 0, "dead": 0, "delivered": 3}
     assert await worker.run_once() == 0  # nothing is sent twice
     assert len(send.seen) == 3
 
@@ -104,7 +104,7 @@ async def test_retried_item_is_delivered_once_due(store: Store) -> None:
     now[0] += 1
     assert await worker.run_once() == 2
     assert send.seen == [b"payload-0", b"payload-0", b"payload-1"]
-    assert store.outbox_stats()["t"] == {"pending": 0, "delivered": 2}
+    assert store.outbox_stats()["t"] == {"pending": 0, "dead": 0, "delivered": 2}
 
 
 async def test_dead_letter_is_parked_with_its_error_counted_and_kept(store: Store) -> None:
@@ -117,7 +117,7 @@ async def test_dead_letter_is_parked_with_its_error_counted_and_kept(store: Stor
     assert first[3] == "dead letter: HTTP 400: bad"
     assert second[4] == NOW
     assert worker.stats.dead_lettered == 1
-    assert store.outbox_stats()["t"] == {"pending": 1, "delivered": 1}
+    assert store.outbox_stats()["t"] == {"pending": 0, "dead": 1, "delivered": 1}
 
 
 async def test_a_raising_sender_counts_as_a_failed_attempt(store: Store) -> None:
@@ -147,8 +147,8 @@ async def test_topics_are_independent(store: Store) -> None:
     send = Recorder()
     assert await OutboxWorker(store, "a", send, clock=lambda: NOW).run_once() == 1
     assert store.outbox_stats() == {
-        "a": {"pending": 0, "delivered": 1},
-        "b": {"pending": 1, "delivered": 0},
+        "a": {"pending": 0, "dead": 0, "delivered": 1},
+        "b": {"pending": 1, "dead": 0, "delivered": 0},
     }
 
 

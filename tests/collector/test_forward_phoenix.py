@@ -124,7 +124,8 @@ def test_spans_from_the_exporter_appear_in_phoenix(
         s["attributes"].get("input.value") for s in spans if s["span_kind"] == "CHAIN"
     )
     assert questions == [f"question {i}?" for i in range(4)]
-    assert wait_until(lambda: store.outbox_stats()["otlp"] == {"pending": 0, "delivered": 12})
+    stats = {"pending": 0, "dead": 0, "delivered": 12}
+    assert wait_until(lambda: store.outbox_stats()["otlp"] == stats)
 
 
 def test_phoenix_down_at_first_gets_everything_once_it_is_up(

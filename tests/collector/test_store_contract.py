@@ -221,8 +221,8 @@ def test_outbox_enqueue_dedup_due_and_marks(any_store: Store) -> None:
     [retry] = any_store.due_outbox("phoenix", now=T0 + 100)
     assert (retry.id, retry.attempts) == (due[1].id, 1)
     assert any_store.outbox_stats() == {
-        "phoenix": {"pending": 1, "delivered": 1},
-        "other": {"pending": 1, "delivered": 0},
+        "phoenix": {"pending": 1, "dead": 0, "delivered": 1},
+        "other": {"pending": 1, "dead": 0, "delivered": 0},
     }
     any_store.enqueue("phoenix", b"v3", "application/json", dedup_key="k", now=T0 + 200)
     assert [i.payload for i in any_store.due_outbox("phoenix", now=T0 + 200, limit=1)] == [b"v3"]
@@ -329,3 +329,13 @@ def test_postgres_bad_url_is_a_store_error() -> None:
 
     with pytest.raises(StoreError, match="cannot connect"):
         PostgresStore("postgresql://nobody:secret@127.0.0.1:1/none", connect_timeout_s=1)
+
+
+def test_prune_outbox_deletes_only_old_delivered_rows(any_store: Any) -> None:
+    for i in range(3):
+        any_store.enqueue("t", f"p{i}".encode(), "application/x-protobuf", now=T0)
+    first, second, _ = any_store.due_outbox("t", now=T0)
+    any_store.mark_delivered([first.id], now=T0)
+    any_store.mark_delivered([second.id], now=T0 + 500)
+    assert any_store.prune_outbox(100, now=T0 + 550) == 1
+    assert any_store.outbox_stats()["t"] == {"pending": 1, "dead": 0, "delivered": 1}

@@ -21,6 +21,7 @@ from ragsieve.collector import otlp
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.settle import settle
 from ragsieve.collector.store import Store
+from ragsieve.collector.store.base import span_body
 from ragsieve.collector.writer import Overloaded, SpanWriter, WriteJob
 from ragsieve.evaluators.errors import BadPayload, PayloadTooLarge, StoreError
 from ragsieve.evaluators.records import Feedback
@@ -105,9 +106,10 @@ def create_app(
                 body = otlp.decompress(raw, enc_header, cfg.max_body_bytes)
                 if kind == "traces":
                     dec = otlp.decode_traces(body, encoding)
-                    job = WriteJob(spans=dec.spans)
+                    job = WriteJob(spans=dec.spans, bodies=[span_body(s) for s in dec.spans])
                     if cfg.forward_otlp and dec.spans and dec.request is not None:
-                        payload = body if encoding == "protobuf" else otlp.as_protobuf(dec.request)
+                        as_received = encoding == "protobuf" and not dec.rejected
+                        payload = body if as_received else otlp.as_protobuf(dec.request)
                         job.forward.append(
                             (FORWARD_TOPIC, payload, "application/x-protobuf", len(dec.spans))
                         )
@@ -130,6 +132,9 @@ def create_app(
                     await asyncio.wrap_future(future)
                 except StoreError as exc:
                     return _overloaded(encoding, 503, f"store unavailable: {exc}")
+                except Exception as exc:  # never a 500: the client must keep the data and retry
+                    log.exception("store write failed")
+                    return _overloaded(encoding, 503, f"store write failed: {type(exc).__name__}")
             counters.requests += 1
             counters.accepted_spans += len(job.spans)
             counters.rejected_spans += rejected
@@ -184,24 +189,32 @@ def create_app(
 
     async def readyz(request: Request) -> Response:
         try:
-            await run_in_threadpool(store.query, "SELECT 1")
+            outbox = await run_in_threadpool(store.outbox_stats)
         except StoreError as exc:
             return JSONResponse({"status": "unavailable", "error": str(exc)}, status_code=503)
+        forwarder = getattr(app.state, "forwarder", None)
+        worker = getattr(forwarder, "worker", None)
         return JSONResponse(
             {
                 "status": "ready",
                 "queued_writes": writer.depth if writer else 0,
                 "accepted_spans": counters.accepted_spans,
                 "rejected_spans": counters.rejected_spans,
+                "outbox": outbox,
+                "forwarder": dict(vars(worker.stats)) if worker is not None else None,
             }
         )
 
     async def _settle_loop() -> None:
+        passes = 0
         while True:
             try:
                 await run_in_threadpool(
                     settle, store, quiet_s=cfg.quiet_period_s, max_wait_s=cfg.max_wait_s
                 )
+                passes += 1
+                if passes % 60 == 0:  # delivered payloads are kept a while for inspection
+                    await run_in_threadpool(store.prune_outbox, cfg.outbox_retention_s)
             except Exception:  # keep settling after a transient store error
                 log.exception("settle pass failed")
             await asyncio.sleep(cfg.settle_interval_s)
@@ -216,7 +229,8 @@ def create_app(
             tasks.append(asyncio.create_task(_settle_loop()))
         if cfg.forward_otlp:
             factory = forwarder_factory or _default_forwarder
-            tasks.append(asyncio.create_task(factory(store, cfg).run()))
+            app.state.forwarder = factory(store, cfg)
+            tasks.append(asyncio.create_task(app.state.forwarder.run()))
         try:
             yield
         finally:
@@ -247,4 +261,9 @@ def _default_forwarder(store: Store, cfg: CollectorSettings) -> Any:
 
     if cfg.forward_otlp is None:  # pragma: no cover - guarded by the caller
         raise ValueError("forward_otlp is not set")
-    return Forwarder(store, cfg.forward_otlp, max_spans_per_s=cfg.forward_max_spans_per_s)
+    return Forwarder(
+        store,
+        cfg.forward_otlp,
+        max_spans_per_s=cfg.forward_max_spans_per_s,
+        headers=dict(cfg.forward_headers) or None,
+    )

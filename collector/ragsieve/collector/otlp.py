@@ -174,11 +174,12 @@ def decode_traces(data: bytes, encoding: Encoding) -> DecodedTraces:
     req = ExportTraceServiceRequest()
     _parse(data, encoding, req)
     out = DecodedTraces(request=req)
+    bad: list[tuple[Any, int]] = []
     for rs in req.resource_spans:
         resource = attributes(rs.resource.attributes)
         for ss in rs.scope_spans:
             scope_name, scope_version = ss.scope.name, ss.scope.version
-            for s in ss.spans:
+            for index, s in enumerate(ss.spans):
                 trace_id, span_id = s.trace_id.hex(), s.span_id.hex()
                 reason = None
                 if len(s.trace_id) != 16 or trace_id == _ZERO_TRACE:
@@ -189,6 +190,7 @@ def decode_traces(data: bytes, encoding: Encoding) -> DecodedTraces:
                     reason = "invalid parent_span_id"
                 if reason:
                     out.rejected += 1
+                    bad.append((ss.spans, index))
                     if reason not in out.reasons:
                         out.reasons.append(reason)
                     continue
@@ -233,6 +235,9 @@ def decode_traces(data: bytes, encoding: Encoding) -> DecodedTraces:
                         dropped_links_count=int(s.dropped_links_count),
                     )
                 )
+    # Rejected spans are dropped from the canonical request too, so they are never forwarded.
+    for spans, index in reversed(bad):
+        del spans[index]
     return out
 
 

@@ -38,6 +38,13 @@ class CollectorSettings(BaseModel):
         86400.0, ge=0, description="Late spans within this window re-derive the interaction."
     )
     settle_interval_s: float = Field(1.0, gt=0, description="How often the settler runs.")
+    forward_headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra headers for forwarding (e.g. Phoenix auth); prefer env over TOML.",
+    )
+    outbox_retention_s: float = Field(
+        86400.0, ge=0, description="Delivered outbox rows are deleted after this long."
+    )
     forward_max_spans_per_s: float = Field(
         200.0, gt=0, description="Pace of forwarding (Phoenix stores ~200 spans/s per process)."
     )

@@ -24,6 +24,7 @@ class WriteJob:
     """One request's worth of data to make durable."""
 
     spans: list[SpanRecord] = field(default_factory=list)
+    bodies: list[str] = field(default_factory=list)
     forward: list[tuple[str, bytes, str, int]] = field(default_factory=list)
     log_events: list[LogEvent] = field(default_factory=list)
     done: Future[SpanWrite] = field(default_factory=Future)
@@ -85,6 +86,7 @@ class SpanWriter:
         try:
             result = self.store.write_spans(
                 [s for job in batch for s in job.spans],
+                bodies=[b for job in batch for b in job.bodies] or None,
                 forward=[f for job in batch for f in job.forward],
                 log_events=[e for job in batch for e in job.log_events],
             )

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
-RootCause = str  # retrieval | generation | both | no_answer_expected | abstained_wrongly | ambiguous_query
+RootCause = str
+"""retrieval | generation | both | no_answer_expected | abstained_wrongly | ambiguous_query"""
 
 
 @dataclass(frozen=True)

@@ -59,17 +59,9 @@ class RunOutcome:
 
 def make_judges(settings: Any, names: Sequence[str] | None = None) -> list[Any]:
     """Build the configured judges (backend, LLM endpoint, cache) from settings."""
-    from ragsieve.evaluators.judges import LLMConfig, build_judges
+    from ragsieve.evaluators.judges import build_judges
 
-    llm = None
-    cfg = settings.llm
-    if cfg.base_url:
-        llm = LLMConfig(
-            base_url=cfg.base_url, model=cfg.model, api_key=cfg.api_key, timeout_s=cfg.timeout_s,
-            max_retries=cfg.max_retries, concurrency=cfg.concurrency, n_runs=cfg.n_runs,
-            price_per_1k_prompt=cfg.price_per_1k_prompt,
-            price_per_1k_completion=cfg.price_per_1k_completion, redact_pii=cfg.redact_pii,
-        )
+    llm = settings.llm.to_config(settings.golden.pii_patterns)
     return build_judges(list(names or settings.jobs.judges), backend=settings.jobs.backend,
                         llm=llm, cache_path=settings.jobs.cache_path)
 
@@ -184,7 +176,7 @@ async def run_once_async(
     budget_usd: float | None = None,
     settle_s: float | None = None,
     dry_run: bool = False,
-    concurrency: int = 32,
+    concurrency: int | None = None,
     sampling: SamplingSettings | None = None,
     deliver: bool = True,
     should_stop: Callable[[], bool] | None = None,
@@ -192,6 +184,8 @@ async def run_once_async(
 ) -> RunOutcome:
     """One pass of the online evaluator (see the module docstring); async variant."""
     job = settings.jobs
+    concurrency = concurrency or job.concurrency
+    sampling = sampling or job.sampling
     now = now or utcnow()
     t0 = time.monotonic()
     run_id = f"run-{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"

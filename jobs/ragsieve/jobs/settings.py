@@ -25,6 +25,7 @@ from pydantic_settings import (
 
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.jobs.sampling import SamplingSettings
 from ragsieve.jobs.workers import WorkerSettings
 
 ENV_PREFIX = "RAGSIEVE_"
@@ -51,6 +52,34 @@ class LLMSettings(_Section):
     price_per_1k_prompt: float = Field(0.0, ge=0, description="USD per 1k prompt tokens.")
     price_per_1k_completion: float = Field(0.0, ge=0, description="USD per 1k completion tokens.")
     redact_pii: bool = Field(True, description="Redact PII before content leaves the machine.")
+    backoff_s: float = Field(1.0, ge=0, description="First retry delay; doubles each retry.")
+    uncertainty_band: tuple[float, float] = Field(
+        (0.35, 0.8), description="Cascade: offline scores inside [lo, hi] go to the LLM judge."
+    )
+    json_mode: bool = Field(True, description="Ask the endpoint for response_format=json_object.")
+
+    def to_config(self, extra_pii_patterns: list[str] | None = None) -> Any:
+        """The judges' ``LLMConfig`` for this endpoint, or None when no base_url is set."""
+        if not self.base_url:
+            return None
+        from ragsieve.evaluators.judges import LLMConfig
+
+        return LLMConfig(
+            base_url=self.base_url,
+            model=self.model,
+            api_key=self.api_key,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            concurrency=self.concurrency,
+            n_runs=self.n_runs,
+            price_per_1k_prompt=self.price_per_1k_prompt,
+            price_per_1k_completion=self.price_per_1k_completion,
+            redact_pii=self.redact_pii,
+            extra_pii_patterns=tuple(extra_pii_patterns or ()),
+            uncertainty_band=self.uncertainty_band,
+            json_mode=self.json_mode,
+        )
 
 
 class JobSettings(_Section):
@@ -85,6 +114,10 @@ class JobSettings(_Section):
     max_judge_error_rate: float = Field(
         0.5, ge=0, le=1, description="A run whose judge error rate exceeds this exits 1."
     )
+    concurrency: int = Field(32, ge=1, description="Judge calls in flight at once in a run.")
+    sampling: SamplingSettings = Field(
+        default_factory=SamplingSettings, description="Strata, rates and quotas."
+    )
 
 
 class PhoenixSettings(_Section):
@@ -112,6 +145,9 @@ class GoldenSettings(_Section):
     )
     new_category_cosine: float = Field(
         0.6, gt=0, le=1, description="Below this similarity to every golden case: new category."
+    )
+    category_cosine: float = Field(
+        0.6, gt=0, le=1, description="Cosine to a category centroid needed to join it."
     )
     scrub_pii: bool = Field(True, description="Scrub PII from candidates before writing them.")
     pii_patterns: list[str] = Field(

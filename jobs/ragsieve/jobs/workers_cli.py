@@ -33,18 +33,11 @@ def _worker_settings(settings: Any) -> Any:
 
 
 def _judge_options(settings: Any) -> dict[str, Any]:
-    """LLM endpoint and cache for LLM/cascade judges (same fields as ``ragsieve jobs run``)."""
-    from ragsieve.evaluators.judges import LLMConfig
-
-    cfg, llm = settings.llm, None
-    if cfg.base_url:
-        llm = LLMConfig(
-            base_url=cfg.base_url, model=cfg.model, api_key=cfg.api_key, timeout_s=cfg.timeout_s,
-            max_retries=cfg.max_retries, concurrency=cfg.concurrency, n_runs=cfg.n_runs,
-            price_per_1k_prompt=cfg.price_per_1k_prompt,
-            price_per_1k_completion=cfg.price_per_1k_completion, redact_pii=cfg.redact_pii,
-        )
-    return {"llm": llm, "cache_path": settings.jobs.cache_path}
+    """LLM endpoint and cache for LLM/cascade judges (same as ``ragsieve jobs run``)."""
+    return {
+        "llm": settings.llm.to_config(settings.golden.pii_patterns),
+        "cache_path": settings.jobs.cache_path,
+    }
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

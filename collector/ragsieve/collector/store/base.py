@@ -54,6 +54,11 @@ def _now() -> float:
     return time.time()
 
 
+def span_body(span: SpanRecord) -> str:
+    """The JSON kept in the ``spans.body`` column (computed off the writer thread when possible)."""
+    return json.dumps(span.to_json(), ensure_ascii=False)
+
+
 def _ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
@@ -76,8 +81,10 @@ class SQLStore:
         raise NotImplementedError
 
     def sql(self, text: str) -> str:
-        """Rewrite ``?`` placeholders for this driver."""
-        return text if self.placeholder == "?" else text.replace("?", self.placeholder)
+        """Rewrite ``?`` placeholders for this driver (escaping literal ``%`` for ``%s`` drivers)."""
+        if self.placeholder == "?":
+            return text
+        return text.replace("%", "%%").replace("?", self.placeholder)
 
     def _ddl(self, text: str) -> str:
         subs = {
@@ -130,6 +137,7 @@ class SQLStore:
         self,
         spans: Sequence[SpanRecord],
         *,
+        bodies: Sequence[str] | None = None,
         forward: Sequence[tuple[str, bytes, str, int]] = (),
         log_events: Sequence[LogEvent] = (),
         now: float | None = None,
@@ -137,24 +145,36 @@ class SQLStore:
         """Upsert spans and queue forwards in one transaction: durable when this returns.
 
         A duplicate keeps the copy with the later end time, then the one with more attributes.
-        ``forward`` holds ``(topic, payload, content_type, n_items)`` outbox rows.
+        ``forward`` holds ``(topic, payload, content_type, n_items)`` outbox rows; ``bodies``
+        the pre-encoded JSON of each span (same order), to keep encoding off the writer.
         """
         now = _now() if now is None else now
-        by_trace: dict[str, list[SpanRecord]] = {}
-        for span in spans:
-            by_trace.setdefault(span.trace_id, []).append(span)
+        if bodies is None:
+            bodies = [span_body(s) for s in spans]
+        by_trace: dict[str, list[tuple[SpanRecord, str]]] = {}
+        for span, body in zip(spans, bodies, strict=True):
+            by_trace.setdefault(span.trace_id, []).append((span, body))
         written = duplicates = 0
         changed: list[str] = []
         with self.transaction() as cur:
-            for trace_id, group in by_trace.items():
+            known: dict[str, dict[str, tuple[int, int]]] = {t: {} for t in by_trace}
+            trace_ids = list(by_trace)
+            for i in range(0, len(trace_ids), 500):
+                chunk = trace_ids[i : i + 500]
                 cur.execute(
-                    self.sql("SELECT span_id, end_ns, n_attributes FROM spans WHERE trace_id = ?"),
-                    (trace_id,),
+                    self.sql(
+                        "SELECT trace_id, span_id, end_ns, n_attributes FROM spans WHERE trace_id"
+                        f" IN ({','.join('?' * len(chunk))})"
+                    ),
+                    tuple(chunk),
                 )
-                existing = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+                for t, sid, end_ns, n_attr in cur.fetchall():
+                    known[t][sid] = (end_ns, n_attr)
+            for trace_id, group in by_trace.items():
+                existing = known[trace_id]
                 rows = []
                 has_root = False
-                for span in group:
+                for span, body in group:
                     n_attr = len(span.attributes)
                     old = existing.get(span.span_id)
                     if old is not None and (span.end_ns, n_attr) <= (old[0], old[1]):
@@ -171,7 +191,7 @@ class SQLStore:
                             span.start_ns,
                             span.end_ns,
                             n_attr,
-                            json.dumps(span.to_json(), ensure_ascii=False),
+                            body,
                             now,
                         )
                     )
@@ -494,12 +514,27 @@ class SQLStore:
         )
 
     def outbox_stats(self) -> dict[str, dict[str, int]]:
-        """Pending and delivered counts per topic."""
+        """Pending, dead-lettered and delivered counts per topic."""
         rows = self.query(
-            "SELECT topic, SUM(CASE WHEN delivered_at IS NULL THEN 1 ELSE 0 END),"
+            "SELECT topic,"
+            " SUM(CASE WHEN delivered_at IS NULL AND (last_error IS NULL OR last_error NOT LIKE"
+            " 'dead letter:%') THEN 1 ELSE 0 END),"
+            " SUM(CASE WHEN delivered_at IS NULL AND last_error LIKE 'dead letter:%' THEN 1"
+            " ELSE 0 END),"
             " SUM(CASE WHEN delivered_at IS NULL THEN 0 ELSE 1 END) FROM outbox GROUP BY topic"
         )
-        return {r[0]: {"pending": int(r[1] or 0), "delivered": int(r[2] or 0)} for r in rows}
+        return {
+            r[0]: {"pending": int(r[1] or 0), "dead": int(r[2] or 0), "delivered": int(r[3] or 0)}
+            for r in rows
+        }
+
+    def prune_outbox(self, older_than_s: float, *, now: float | None = None) -> int:
+        """Delete rows delivered more than ``older_than_s`` ago; returns how many."""
+        now = _now() if now is None else now
+        return self.execute(
+            "DELETE FROM outbox WHERE delivered_at IS NOT NULL AND delivered_at < ?",
+            (now - older_than_s,),
+        )
 
 
 __all__ = ["OutboxItem", "SQLStore", "SpanWrite", "_ts"]

@@ -158,6 +158,7 @@ class PostgresStore(SQLStore):
         self,
         spans: Sequence[SpanRecord],
         *,
+        bodies: Sequence[str] | None = None,
         forward: Sequence[tuple[str, bytes, str, int]] = (),
         log_events: Sequence[LogEvent] = (),
         now: float | None = None,
@@ -165,7 +166,9 @@ class PostgresStore(SQLStore):
         """Upsert spans like every store, holding each touched trace's lock for the transaction."""
         traces = {s.trace_id for s in spans} | {e.trace_id for e in log_events}
         with self._locking([lock_key("trace", t) for t in traces]):
-            return super().write_spans(spans, forward=forward, log_events=log_events, now=now)
+            return super().write_spans(
+                spans, bodies=bodies, forward=forward, log_events=log_events, now=now
+            )
 
     def save_interaction(
         self, interaction: RagInteraction, *, seen_at: float, now: float | None = None

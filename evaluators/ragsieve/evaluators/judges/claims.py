@@ -20,7 +20,7 @@ _ABSTAIN = re.compile(
     r"|(?:the )?(?:context|passage|documents?|text) (?:does|do) not (?:mention|say|specify|contain"
     r"|include|provide|state)"
     r"|no (?:tengo|dispongo de|cuento con) (?:esa |suficiente |la )?informaci[oó]n"
-    r"|no (?:lo )?s[eé]\b"
+    r"|no (?:lo )?s[eé](?=\s*(?:[.,;:!?]|$)|\s+(?:la respuesta|si|cual|que|como|cuando|donde)\b)"
     r"|no (?:puedo|pude) (?:responder|encontrar|determinar|confirmar|decir)"
     r"|no se (?:menciona|especifica|indica|proporciona)"
     r"|no (?:hay|existe) informaci[oó]n"

@@ -30,7 +30,9 @@ _HEDGE = re.compile(
 )
 
 
-RELEVANT_COSINE = 0.35  # question-sentence cosine that makes a chunk relevant
+RELEVANT_COSINE = 0.32  # question-sentence cosine that makes a chunk relevant
+LEXICAL_BOOST = 0.2  # cosine credit for a sentence holding all the question's key terms
+NOISE_ONLY_FACTOR = 0.5  # context precision is scaled by this when no chunk is relevant
 
 _DEFINITION = re.compile(
     r"\b(is|was|are|were|refers to|es|son|fue|era)\s+(a|an|the|one|un|una|el|la)\b"
@@ -53,8 +55,8 @@ def expected_type(question: str) -> str | None:
         return "date"
     if re.search(
         r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?|what(?:'s| is| was)"
-        r" the (?:\w+ )?(?:size|height|population|elevation|number|length|area|weight|payload"
-        r"|limit|price|cost|fee)|unit number)\b",
+        r" the (?:\w+ ){0,3}(?:size|height|population|elevation|number|length|area|weight"
+        r"|payload|limit|price|cost|fee)|unit number)\b",
         q,
     ):
         return "number"
@@ -65,10 +67,17 @@ def expected_type(question: str) -> str | None:
     return None
 
 
+_WHEN_ANSWER = re.compile(
+    r"\b\d+(?:[.,]\d+)?\s*(?:business |working |calendar )?(?:second|minute|hour|day|week|month"
+    r"|year|segundo|minuto|hora|dia|semana|mes|ano)s?\b"
+    r"|\b(?:immediately|instantly|right away|at once|de inmediato|inmediatamente|al instante)\b"
+)
+
+
 def has_type(text: str, kind: str) -> bool:
     """True when ``text`` contains an answer of ``kind``."""
-    if kind == "date":
-        return has_date(text)
+    if kind == "date":  # "when?" is also answered by a delay or a moment ("within 7 days")
+        return has_date(text) or bool(_WHEN_ANSWER.search(fold(text)))
     if kind == "number":
         return bool(numbers(text))
     if kind == "definition":
@@ -90,9 +99,10 @@ class AnswerRelevanceJudge(OfflineJudge):
 
     name = "answer_relevance"
 
-    def __init__(self, threshold: float = 0.85) -> None:
+    def __init__(self, threshold: float = 0.85, use_embeddings: bool = True) -> None:
         self.threshold = threshold
-        self.version = f"offline-1:t{threshold}"
+        self.use_embeddings = use_embeddings
+        self.version = f"offline-2:t{threshold}:e{use_embeddings}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question, answer = interaction.query or "", interaction.answer or ""
@@ -117,6 +127,10 @@ class AnswerRelevanceJudge(OfflineJudge):
         kind = expected_type(question)
         type_ok = 1.0 if kind is None else float(has_type(answer, kind))
         score = 0.3 * coverage + 0.3 * specificity + 0.2 * type_ok + 0.2 * (1.0 - evasive)
+        if self.use_embeddings:  # meaning catches paraphrased, translated or off-question answers
+            q_vec, a_vec = EMBEDDINGS([question, " ".join(sents)[:1000]])
+            cosine = float(q_vec @ a_vec)
+            meta["cosine"] = round(cosine, 4)
         if parsed.abstained:
             score = min(score, 0.2)  # noncommittal answers address nothing
         meta.update(
@@ -145,15 +159,15 @@ def _chunk_score(
     terms: dict[str, float],
     kind: str | None,
     sents: list[str],
-    sims: np.ndarray | None,
+    cosine: float | None,
 ) -> float:
     covs = [_coverage(terms, stems(content_words(s))) for s in sents]
     best = max(covs)
     typed = 0.5 if kind is None else float(has_type(" ".join(sents), kind))
-    if sims is None:
+    if cosine is None:
         score = 0.6 * best + 0.4 * typed
     else:
-        sim = float(np.clip((float(sims.max()) - 0.1) / 0.5, 0.0, 1.0))
+        sim = float(np.clip((cosine - 0.1) / 0.5, 0.0, 1.0))
         score = 0.4 * best + 0.3 * typed + 0.3 * sim
     if len(sents) > 1:  # RAGAS-style: a chunk mostly about other things is partly noise
         density = sum(covs) / len(sents)
@@ -210,35 +224,52 @@ class ContextRelevanceJudge(OfflineJudge):
             )
         terms = _key_terms(question)
         kind = expected_type(question)
-        split = [(sentences(c) or [c])[: self.max_sentences] for _, _, c in chunks]
+        split = [sentences(c) or [c] for _, _, c in chunks]
         use = self.use_embeddings
         if use is None:
             qlang = language(question)
             langs = {language(c) for _, _, c in chunks}
             use = qlang != "unknown" and any(lang not in ("unknown", qlang) for lang in langs)
+        whole: list[float | None] = [None] * len(chunks)
         sims: list[np.ndarray | None] = [None] * len(chunks)
-        if use:
-            texts = [s[: self.max_embed_chars] for sents in split for s in sents]
-            vecs = EMBEDDINGS([question, *texts])
-            flat, at = vecs[1:] @ vecs[0], 0
-            for i, sents in enumerate(split):
-                sims[i], at = flat[at : at + len(sents)], at + len(sents)
+        if use:  # the chunk's gist scores it; its closest sentence decides relevance
+            heads = [c[: self.max_embed_chars] for _, _, c in chunks]
+            texts = [s[: self.max_embed_chars] for ss in split for s in ss[: self.max_sentences]]
+            vecs = EMBEDDINGS([question, *heads, *texts])
+            flat = vecs[1:] @ vecs[0]
+            whole = [float(x) for x in flat[: len(heads)]]
+            at = len(heads)
+            for i, ss in enumerate(split):
+                n = len(ss[: self.max_sentences])
+                sims[i], at = flat[at : at + n], at + n
         per_chunk = []
-        for (cid, rank, _), sents, sim in zip(chunks, split, sims, strict=True):
-            s = _chunk_score(terms, kind, sents, sim)
-            close = sim is not None and float(sim.max()) >= self.relevant_cosine
+        for (cid, rank, _), sents, cos, sim in zip(chunks, split, whole, sims, strict=True):
+            s = _chunk_score(terms, kind, sents, cos)
+            close = sim is not None and (
+                float(sim.max()) >= self.relevant_cosine
+                # a paraphrase that also shares the question's rare terms counts a little lower
+                or max(
+                    float(c) + LEXICAL_BOOST * _coverage(terms, stems(content_words(t)))
+                    for c, t in zip(sim, sents, strict=False)
+                )
+                >= self.relevant_cosine + LEXICAL_BOOST / 2
+            )
             entry: dict[str, Any] = {
                 "id": cid,
                 "rank": rank,
                 "relevant": s >= self.threshold or close,
                 "score": round(s, 4),
             }
-            if sim is not None:
-                entry["cosine"] = round(float(sim.max()), 4)
             per_chunk.append(entry)
-        score = context_precision([c["score"] for c in per_chunk])
         relevant = [c for c in per_chunk if c["relevant"]]
+        score = context_precision([c["score"] for c in per_chunk])
+        if not relevant and len(per_chunk) > 1:
+            # several chunks and none relevant: their graded scores average to a middling
+            # precision that would pass as "partly useful"; a lone chunk's score already says it
+            score *= NOISE_ONLY_FACTOR
         meta: dict[str, Any] = {"chunks": per_chunk, "k": len(per_chunk)}
+        if use:  # closest sentence per chunk, in chunk order
+            meta["cosines"] = [None if x is None else round(float(x.max()), 4) for x in sims]
         injected = [s for _, _, c in chunks for s in find_injections(c)]
         if injected:
             meta["suspicious_instructions"] = injected[:5]

@@ -1,0 +1,163 @@
+"""The whole demo loop: collector, app traffic, settle, one job pass over every trace, scorecard."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from ragsieve.collector.app import create_app
+from ragsieve.collector.server import ServerThread
+from ragsieve.collector.settle import settle
+from ragsieve.collector.store import open_store
+from ragsieve.evaluators.records import utcnow
+from ragsieve.jobs.demo.app import PlantedRecord, run_traffic
+from ragsieve.jobs.demo.scorecard import Floors, Scorecard, score
+
+log = logging.getLogger(__name__)
+QUIET_S = 0.5  # the demo's traffic ends at once; no need for production's 15 s quiet period
+Progress = Callable[[str], None]
+
+
+@dataclass
+class DemoResult:
+    """What one demo run produced."""
+
+    scorecard: Scorecard
+    report: dict[str, Any]
+    flagged: list[Any]
+    planted: list[PlantedRecord]
+    floors: Floors
+    store_url: str
+    timings: dict[str, float] = field(default_factory=dict)
+    phoenix_url: str | None = None
+
+    @property
+    def failures(self) -> list[str]:
+        """Missed floors (empty when the scorecard passes)."""
+        return self.scorecard.failures(self.floors)
+
+
+def floors_from(settings: Any) -> Floors:
+    """Scorecard floors from the ``[demo]`` settings section."""
+    demo = settings.demo
+    return Floors(
+        planted_recall=demo.min_planted_recall,
+        root_cause_accuracy=demo.min_root_cause_accuracy,
+        false_positive_rate=demo.max_false_positive_rate,
+    )
+
+
+def _wait_settled(store: Any, expected: int, max_wait_s: float, progress: Progress) -> int:
+    """Settle until every trace of the traffic has its interaction (or ``max_wait_s`` passes)."""
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        settle(store, quiet_s=QUIET_S, max_wait_s=max_wait_s)
+        have = int(store.query("SELECT COUNT(*) FROM interactions")[0][0])
+        if have >= expected or time.monotonic() > deadline:
+            progress(f"settled {have}/{expected} traces")
+            return have
+        time.sleep(QUIET_S / 2)
+
+
+def _pending(store: Any) -> int:
+    return sum(int(v.get("pending", 0)) for v in store.outbox_stats().values())
+
+
+def _wait_outbox(
+    store: Any, max_wait_s: float, progress: Progress, deliver_annotations: Any = None
+) -> None:
+    """Wait until the outbox (forwarded spans, annotations) is delivered or ``max_wait_s`` passes."""
+    import asyncio
+
+    from ragsieve.jobs import annotations
+
+    deadline = time.monotonic() + max_wait_s
+    while (left := _pending(store)) and time.monotonic() < deadline:
+        if deliver_annotations is not None:
+            ph = deliver_annotations.phoenix
+            key = ph.api_key.get_secret_value() if ph.api_key else None
+            asyncio.run(annotations.deliver(store, ph.base_url, api_key=key, base_backoff_s=0.5))
+        time.sleep(0.5)
+    progress("outbox delivered" if not left else f"outbox: {left} item(s) still pending")
+
+
+def run_demo(
+    settings: Any,
+    *,
+    workdir: Path,
+    store_url: str | None = None,
+    llm_base_url: str | None = None,
+    forward_otlp: str | None = None,
+    phoenix_url: str | None = None,
+    progress: Progress = lambda msg: None,
+    traffic_progress: Callable[[int, int], None] | None = None,
+) -> DemoResult:
+    """Run the demo end to end inside ``workdir`` and score the job's flags against the app's log."""
+    from ragsieve.jobs.run import run_once
+
+    demo = settings.demo
+    url = store_url or f"sqlite:///{workdir / 'demo.db'}"
+    store = open_store(url)
+    timings: dict[str, float] = {}
+    try:
+        cfg = settings.collector.model_copy(
+            update={
+                "port": 0,
+                "quiet_period_s": QUIET_S,
+                "settle_interval_s": 0.25,
+                "forward_otlp": forward_otlp,
+            }
+        )
+        t0 = time.monotonic()
+        start = utcnow()
+        server = ServerThread(create_app(store, cfg), port=0).start()
+        progress(f"collector listening on {server.url}")
+        try:
+            planted = run_traffic(
+                f"{server.url}/v1/traces",
+                demo.queries,
+                seed=demo.seed,
+                failure_share=demo.failure_share,
+                llm_base_url=llm_base_url,
+                progress=traffic_progress,
+                log_path=workdir / "planted.jsonl",
+            )
+            timings["traffic_s"] = round(time.monotonic() - t0, 2)
+            t1 = time.monotonic()
+            _wait_settled(store, len(planted), settings.collector.max_wait_s, progress)
+            timings["settle_s"] = round(time.monotonic() - t1, 2)
+            if forward_otlp:  # spans must reach Phoenix before the annotations that point at them
+                _wait_outbox(store, 120.0, progress)
+            progress(f"judging {len(planted)} traces with the {settings.jobs.backend} judges")
+            t2 = time.monotonic()
+            outcome = run_once(
+                store,
+                settings,
+                window=(start - timedelta(seconds=5), utcnow() + timedelta(seconds=5)),
+                take_all=True,
+                settle_s=QUIET_S,
+                deliver=phoenix_url is not None,
+            )
+            timings["job_s"] = round(time.monotonic() - t2, 2)
+            if phoenix_url:
+                _wait_outbox(store, 60.0, progress, deliver_annotations=settings)
+        finally:
+            server.stop()
+    finally:
+        store.close()
+    flagged = {c.interaction.trace_id: c.root_cause for c in outcome.flagged}
+    card = score(planted, flagged)
+    timings["total_s"] = round(time.monotonic() - t0, 2)
+    return DemoResult(card, outcome.report, outcome.flagged, planted, floors_from(settings), url,
+                      timings, phoenix_url)
+
+
+def temp_workdir() -> tempfile.TemporaryDirectory[str]:
+    """A temporary directory for the demo's store and planted log."""
+    return tempfile.TemporaryDirectory(prefix="ragsieve-demo-")
