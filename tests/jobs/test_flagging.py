@@ -61,3 +61,14 @@ def test_no_relevant_context_and_made_up_answer_is_no_answer_expected() -> None:
     v = decide(IT, [res("faithfulness", "unfaithful", 0.0), ctx(False)], TH,
                expected="answerable")
     assert v.root_cause == "both"
+
+
+def test_answer_from_irrelevant_context_fails_as_retrieval_even_above_threshold() -> None:
+    # The context judge found no relevant chunk but its precision score is above the threshold
+    # (a lenient score); the faithful, on-question-looking answer still fails as retrieval.
+    lenient = res("context_relevance", "irrelevant", 0.5,
+                  chunks=[{"id": "doc-0", "rank": 0, "relevant": False, "score": 0.3}])
+    v = decide(IT, [res("faithfulness", "faithful", 0.95),
+                    res("answer_relevance", "relevant", 0.9), lenient], TH)
+    assert (v.outcome, v.root_cause) == ("fail", "retrieval")
+    assert v.failed_metrics == ("context_relevance",)

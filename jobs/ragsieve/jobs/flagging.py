@@ -3,7 +3,8 @@
 A metric fails when its score is below its threshold (or, without a score or threshold, when its
 label is a failing one). ``error`` and ``skipped`` results are unknown, never failures. An
 abstention is judged by the context it had: it fails only when a relevant chunk reached the
-prompt, or when the golden set says the question is answerable (see :mod:`rootcause`).
+prompt, or when the golden set says the question is answerable (see :mod:`rootcause`). An answer
+given when the context judge found no relevant chunk at all fails as well, whatever its score.
 """
 
 from __future__ import annotations
@@ -86,6 +87,10 @@ def decide(
             why = "correct abstention: no relevant context"
             return Verdict("pass", evidence=why, abstained=True)
         failed = tuple(sorted({*failed, "faithfulness"}))
+    elif ctx_rel is False and n_chunks:
+        # Nothing relevant reached the prompt yet the system answered: a retrieval failure even
+        # when the answer is faithful to that (irrelevant) context.
+        failed = tuple(sorted({*failed, "context_relevance"}))
     elif not failed:
         return Verdict("pass")
     signals = Signals(
