@@ -8,12 +8,25 @@ ordered by a salted hash of the trace id (the same order on every replica and re
 sample is a prefix of that order, so it is a simple random sample of the stratum and each pick's
 inclusion probability is ``sampled / population`` of its stratum. The judge budget is spent in
 priority order; traces already judged cost nothing, so a rerun picks the same traces for free.
+
+Upstream sampling. Behind a tail-sampling Collector tier (``deploy/otelcol/sampler.yaml``) the
+store holds only the kept traces. The tier stamps ``rag.sampling.baseline_percentage`` on every
+kept trace and, with the ``processor.tailsamplingprocessor.recordpolicy`` feature gate, records the
+first policy that kept it as ``tailsampling.policy`` (an instrumentation-scope attribute; the
+collector copies it into ``interaction.attributes``). A trace whose recorded policy is one of
+``upstream_probabilistic_policies`` was kept by the hash of its trace id alone, with probability
+``percentage / 100``; any other recorded policy (keep-errors, keep-slow, ...) keeps every such
+trace, probability 1. Without a percentage there was no tier: probability 1. With a percentage
+but no recorded policy (gate off, or a late span released from the decision cache) the keep
+probability is unknown: it is taken as 1 and counted in the report as ``unknown_policy``. A
+pick's inclusion probability is the upstream keep probability times the job's own share.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +67,39 @@ class SamplingSettings(BaseModel):
     novelty_pool: int = Field(200, ge=0, description="Queries embedded per run for novelty.")
     attributes: list[str] = Field(default_factory=list, description="Attribute keys to stratify.")
     per_attribute_quota: int = Field(2, ge=0, description="Least judged per attribute cell.")
+    upstream_probabilistic_policies: list[str] = Field(
+        default_factory=lambda: ["baseline"],
+        description="Tail-sampling policy names that keep a trace by probability only.",
+    )
+
+
+BASELINE_PCT = "rag.sampling.baseline_percentage"
+POLICY = "tailsampling.policy"
+
+
+def upstream_keep(
+    attributes: Mapping[str, Any], probabilistic: Sequence[str]
+) -> tuple[float, str]:
+    """``(keep probability, how it was decided)`` from the tail-sampling tier's attributes.
+
+    ``how`` is ``none`` (no tier), ``probabilistic``, ``kept_by_policy``, ``unknown_policy`` or
+    ``invalid_percentage``; see the module docstring for the rule.
+    """
+    raw = attributes.get(BASELINE_PCT)
+    if raw is None:
+        return 1.0, "none"
+    try:
+        pct = float(raw)
+    except (TypeError, ValueError):
+        return 1.0, "invalid_percentage"
+    if not 0 < pct <= 100:
+        return 1.0, "invalid_percentage"
+    policy = attributes.get(POLICY)
+    if not isinstance(policy, str) or not policy:
+        return 1.0, "unknown_policy"
+    if policy in probabilistic:
+        return pct / 100.0, "probabilistic"
+    return 1.0, "kept_by_policy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +142,7 @@ class Pick:
     trace_id: str
     stratum: str
     inclusion_p: float
+    upstream_p: float = 1.0
 
 
 @dataclass
@@ -121,6 +168,7 @@ class Selection:
     picks: list[Pick]
     budget_exhausted: bool = False
     novelty_checked: int = 0
+    upstream: dict[str, int] = field(default_factory=dict)
 
 
 def unit_hash(trace_id: str, salt: str, seed: int = 0) -> float:
@@ -311,6 +359,8 @@ class StratifiedSampler:
         rest_pop = sum(len(v) for k, v in groups.items() if k not in PRIORITY)
         uniform_rate = min(1.0, sample_size / rest_pop) if rest_pop else 0.0
         need = calls_needed or (lambda _tid: 1)
+        probabilistic = self.settings.upstream_probabilistic_policies
+        keep = {c.trace_id: upstream_keep(c.attributes, probabilistic) for c in eligible}
         left = budget_calls
         exhausted = False
         strata: dict[str, StratumStat] = {}
@@ -331,8 +381,11 @@ class StratifiedSampler:
                     left -= cost
                 chosen.append(c.trace_id)
             stat.sampled = len(chosen)
-            picks.extend(Pick(t, name, stat.inclusion_p) for t in chosen)
-        return Selection(len(items), reasons, strata, picks, exhausted, checked)
+            for t in chosen:
+                up = keep[t][0]
+                picks.append(Pick(t, name, stat.inclusion_p * up, up))
+        how = dict(Counter(v[1] for v in keep.values()))
+        return Selection(len(items), reasons, strata, picks, exhausted, checked, how)
 
 
 __all__ = [
@@ -347,4 +400,5 @@ __all__ = [
     "StratumStat",
     "load_golden_index",
     "unit_hash",
+    "upstream_keep",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections import OrderedDict
@@ -11,6 +12,9 @@ from functools import lru_cache
 
 import bm25s
 import numpy as np
+
+# bm25s pins its logger to DEBUG on import; let it follow the application's level again.
+logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 from ragsieve.evaluators.embeddings import embed
 from ragsieve.jobs.demo.kb import Chunk, KnowledgeBase
