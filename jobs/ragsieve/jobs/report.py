@@ -1,25 +1,35 @@
-"""Run-report arithmetic: the weighted failure rate, its interval, the review correction, the table.
+"""Run-report arithmetic: the weighted failure rate, its interval, the judge's measured quality.
 
-Failure rate. Strata partition the window and each is sampled at random, so the rate of the whole
-window is the stratified estimate ``sum_h N_h/N * x_h/m_h`` (N_h traces in stratum h, m_h of them
-decided by the judges, x_h failing); this is the inverse-probability-weighted mean with weights
-``N_h/m_h``, so oversampling failure-prone strata does not inflate it. Strata with no decided pick
-are left out of N (reported as ``coverage``). The 95% interval is Wilson's at Kish's effective
-sample size ``(sum w)^2 / sum w^2``; it ignores the finite-population correction, so it is
-conservative.
+Failure rate. Strata partition the window and each is sampled at random, so pick i of stratum h
+(N_h stored traces, m_h of them decided by the judges) has inclusion probability
+``u_i * m_h / N_h``, where ``u_i`` is the probability that the upstream tail-sampling tier kept
+the trace at all (1 without such a tier; see ``ragsieve.jobs.sampling``). The estimate is the
+inverse-probability-weighted (Hajek) mean with weights ``N_h / (m_h * u_i)``; with every
+``u_i = 1`` it is the stratified estimate ``sum_h N_h/N * x_h/m_h``. Oversampling failure-prone
+strata, or a tier that keeps every error, does not inflate it: it estimates the full traffic.
+Strata with no decided pick are left out (reported as ``coverage``). The 95% interval is Wilson's
+at Kish's effective sample size ``(sum w)^2 / sum w^2``; it ignores the finite-population
+correction, so it is conservative.
 
-Review correction. Reviewers confirm or reject flagged traces (precision, PPV) and check an audit
-share of passing traces (false-omission rate, FOR). The corrected rate is
-``q * PPV + (1 - q) * FOR`` for the raw rate q; the judge's true-positive rate is
-``q * PPV / corrected`` and its false-positive rate ``q * (1 - PPV) / (1 - corrected)``. The
-corrected interval takes the extremes over the corners of the three Wilson intervals.
+Judge quality. People review flagged traces (accepted = a real failure; rejected as a false
+alarm = the judge's false positive; duplicate / out-of-scope / other rejections say nothing about
+the judge and are left out) and a random audit share of passes (a real pass, or a failure the
+judge missed). Weighted by ``1 / inclusion probability`` these give the judge's precision
+``PPV = P(real failure | flagged)`` and false-omission rate ``FOR = P(real failure | passed)``,
+so with the raw weighted rate q the corrected failure rate is ``pi = q*PPV + (1-q)*FOR``, the
+judge's true-positive rate (sensitivity) ``q*PPV/pi`` and false-positive rate
+``q*(1-PPV)/(1-pi)``. It is the Rogan-Gladen correction ``pi = (q - FPR) / (TPR - FPR)`` with
+sensitivity and specificity measured through this review design (the identity is tested). Its
+interval is the box over the corners of the 95% intervals of q, PPV and FOR (Wilson at their
+effective sizes): conservative, and labelled so (``ci_method``).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 Z95 = 1.959963984540054
@@ -36,26 +46,28 @@ def wilson(p: float, n: float, z: float = Z95) -> tuple[float, float]:
 
 
 def failure_rate(
-    decided: Iterable[tuple[str, bool]], populations: Mapping[str, int]
+    decided: Iterable[tuple[Any, ...]], populations: Mapping[str, int]
 ) -> dict[str, Any]:
-    """Stratified (inverse-probability-weighted) failure rate from ``(stratum, failed)`` pairs."""
-    m: dict[str, int] = {}
-    x: dict[str, int] = {}
-    for stratum, failed in decided:
-        m[stratum] = m.get(stratum, 0) + 1
-        x[stratum] = x.get(stratum, 0) + int(failed)
-    covered = {h: populations[h] for h in m if populations.get(h)}
+    """IPW failure rate from ``(stratum, failed)`` or ``(stratum, failed, upstream_p)`` items."""
+    picks: dict[str, list[tuple[bool, float]]] = {}
+    for item in decided:
+        up = float(item[2]) if len(item) > 2 else 1.0
+        if not 0 < up <= 1:
+            raise ValueError(f"upstream keep probability must be in (0, 1], got {up}")
+        picks.setdefault(str(item[0]), []).append((bool(item[1]), up))
+    covered = {h: populations[h] for h in picks if populations.get(h)}
     total = sum(covered.values())
     all_pop = sum(populations.values())
     if not total:
         return {"estimate": None, "ci_low": None, "ci_high": None, "n": 0, "n_effective": 0.0,
-                "coverage": 0.0, "raw": None}
-    est = sum(covered[h] / total * x[h] / m[h] for h in covered)
-    sum_w = sum(covered[h] for h in covered)  # each of m_h picks weighs N_h/m_h
-    sum_w2 = sum(covered[h] ** 2 / m[h] for h in covered)
-    n_eff = sum_w * sum_w / sum_w2
+                "coverage": 0.0, "raw": None, "traffic_estimate": 0.0}
+    weighted = [(covered[h] / len(picks[h]) / up, failed)
+                for h in covered for failed, up in picks[h]]
+    sum_w = sum(w for w, _ in weighted)
+    est = sum(w for w, failed in weighted if failed) / sum_w
+    n_eff = sum_w * sum_w / sum(w * w for w, _ in weighted)
     lo, hi = wilson(est, n_eff)
-    n = sum(m[h] for h in covered)
+    n = len(weighted)
     return {
         "estimate": round(est, 6),
         "ci_low": round(min(lo, est), 6),
@@ -63,45 +75,80 @@ def failure_rate(
         "n": n,
         "n_effective": round(n_eff, 2),
         "coverage": round(total / all_pop, 6) if all_pop else 0.0,
-        "raw": round(sum(x.values()) / n, 6),
+        "raw": round(sum(failed for _, failed in weighted) / n, 6),
+        "traffic_estimate": round(sum_w, 3),
     }
 
 
-def corrected_rate(
-    raw: float | None,
-    raw_ci: tuple[float, float] | None,
-    confirmed: int,
-    rejected: int,
-    audit_failed: int,
-    audit_ok: int,
+OUTCOMES = ("tp", "fp", "excluded", "tn", "fn")
+CI_METHOD = "box over the 95% intervals of the raw rate, precision and false-omission rate"
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewLabel:
+    """One reviewed verdict: a flagged trace (tp / fp / excluded) or an audited pass (tn / fn)."""
+
+    trace_id: str
+    outcome: str
+    weight: float = 1.0
+
+
+def _share(hit: Sequence[float], miss: Sequence[float]) -> tuple[float, tuple[float, float], float]:
+    """Weighted share of ``hit``, its Wilson interval and the Kish effective size."""
+    ws = [*hit, *miss]
+    total = sum(ws)
+    p = sum(hit) / total
+    n_eff = total * total / sum(w * w for w in ws)
+    return p, wilson(p, n_eff), n_eff
+
+
+def _clamp(v: float) -> float:
+    return min(1.0, max(0.0, v))
+
+
+def judge_quality(
+    raw: float | None, raw_ci: tuple[float, float] | None, labels: Sequence[ReviewLabel]
 ) -> dict[str, Any]:
-    """Judge TPR/FPR and the failure rate corrected by reviewed labels (None where unknown)."""
+    """Measured precision, TPR/FPR, false-omission rate and the corrected failure rate."""
+    w: dict[str, list[float]] = {o: [] for o in OUTCOMES}
+    for lab in labels:
+        if lab.outcome not in w:
+            raise ValueError(f"unknown review outcome {lab.outcome!r}")
+        w[lab.outcome].append(lab.weight)
     out: dict[str, Any] = {
-        "reviewed_flagged": confirmed + rejected,
-        "confirmed": confirmed,
-        "rejected": rejected,
-        "reviewed_audits": audit_failed + audit_ok,
-        "audit_failures": audit_failed,
-        "ppv": None, "false_omission_rate": None, "tpr": None, "fpr": None, "corrected": None,
+        "reviewed_flagged": len(w["tp"]) + len(w["fp"]),
+        "confirmed_failures": len(w["tp"]),
+        "false_alarms": len(w["fp"]),
+        "rejections_not_counted": len(w["excluded"]),
+        "reviewed_audits": len(w["tn"]) + len(w["fn"]),
+        "missed_failures": len(w["fn"]),
+        "precision": None, "precision_ci": None,
+        "false_omission_rate": None, "false_omission_rate_ci": None,
+        "tpr": None, "fpr": None,
+        "raw_failure_rate": raw,
+        "corrected_failure_rate": None,
     }
-    if confirmed + rejected:
-        out["ppv"] = round(confirmed / (confirmed + rejected), 6)
-    if audit_failed + audit_ok:
-        out["false_omission_rate"] = round(audit_failed / (audit_failed + audit_ok), 6)
-    if raw is None or out["ppv"] is None or out["false_omission_rate"] is None:
+    ppv = fomr = None
+    if w["tp"] or w["fp"]:
+        ppv, ppv_ci, _ = _share(w["tp"], w["fp"])
+        out["precision"] = round(ppv, 6)
+        out["precision_ci"] = [round(ppv_ci[0], 6), round(ppv_ci[1], 6)]
+    if w["fn"] or w["tn"]:
+        fomr, f_ci, _ = _share(w["fn"], w["tn"])
+        out["false_omission_rate"] = round(fomr, 6)
+        out["false_omission_rate_ci"] = [round(f_ci[0], 6), round(f_ci[1], 6)]
+    if raw is None or ppv is None or fomr is None:
         return out
-    ppv, fomr = out["ppv"], out["false_omission_rate"]
-    corr = raw * ppv + (1 - raw) * fomr
-    out["tpr"] = round(raw * ppv / corr, 6) if corr > 0 else None
-    out["fpr"] = round(raw * (1 - ppv) / (1 - corr), 6) if corr < 1 else None
-    q_ci = raw_ci or (raw, raw)
-    p_ci = wilson(ppv, confirmed + rejected)
-    f_ci = wilson(fomr, audit_failed + audit_ok)
-    corners = [q * p + (1 - q) * f for q, p, f in itertools.product(q_ci, p_ci, f_ci)]
-    out["corrected"] = {
+    corr = _clamp(raw * ppv + (1 - raw) * fomr)
+    out["tpr"] = round(_clamp(raw * ppv / corr), 6) if corr > 0 else None
+    out["fpr"] = round(_clamp(raw * (1 - ppv) / (1 - corr)), 6) if corr < 1 else None
+    corners = [_clamp(q * p + (1 - q) * f) for q, p, f in
+               itertools.product(raw_ci or (raw, raw), ppv_ci, f_ci)]
+    out["corrected_failure_rate"] = {
         "estimate": round(corr, 6),
         "ci_low": round(min(corners + [corr]), 6),
         "ci_high": round(max(corners + [corr]), 6),
+        "ci_method": CI_METHOD,
     }
     return out
 
@@ -136,12 +183,17 @@ def render_table(report: Mapping[str, Any]) -> str:
          f" {cost.get('saved_by_cascade', 0)}"),
         ("audit routed", str(report["audit"]["routed"])),
     ]
-    review = report.get("review") or {}
-    if review.get("corrected"):
-        c = review["corrected"]
-        rows.append(("corrected rate", f"{_pct(c['estimate'])} (95% CI {_pct(c['ci_low'])}"
-                     f" - {_pct(c['ci_high'])}); TPR {_pct(review['tpr'])} FPR"
-                     f" {_pct(review['fpr'])}"))
+    q = report.get("judge_quality") or {}
+    rows.append(("reviewed", f"{q.get('reviewed_flagged', 0)} flagged"
+                 f" ({q.get('false_alarms', 0)} false alarms), {q.get('reviewed_audits', 0)}"
+                 f" audited passes ({q.get('missed_failures', 0)} missed failures)"))
+    rows.append(("judge precision / FOR", f"{_pct(q.get('precision'))} /"
+                 f" {_pct(q.get('false_omission_rate'))}"))
+    rows.append(("judge TPR / FPR", f"{_pct(q.get('tpr'))} / {_pct(q.get('fpr'))}"))
+    c = q.get("corrected_failure_rate")
+    rows.append(("corrected failure rate", "- (needs reviewed flags and audits)" if not c else
+                 f"{_pct(c['estimate'])} (95% CI {_pct(c['ci_low'])} - {_pct(c['ci_high'])},"
+                 " conservative box)"))
     if report.get("dry_run"):
         rows.append(("dry run", "nothing judged or written"))
     width = max(len(k) for k, _ in rows)
@@ -152,4 +204,4 @@ def _kv(d: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(d.items()))
 
 
-__all__ = ["corrected_rate", "failure_rate", "render_table", "wilson"]
+__all__ = ["ReviewLabel", "failure_rate", "judge_quality", "render_table", "wilson"]

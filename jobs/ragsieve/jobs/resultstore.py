@@ -3,8 +3,9 @@
 Tables (migration ``005_jobs``): ``checkpoints`` (trace, judge, judge version) marks a judgement
 as done; ``results`` holds one row per (trace, evaluator, judge version), body = the EvalResult
 JSON; ``samples`` holds one row per (run, trace) with the stratum, inclusion probability and the
-verdict, body = ``{"key", "audit", "evidence", "failed_metrics", "category"}``; ``runs`` holds
-each run's report. A judgement's result rows and its checkpoint commit in one transaction.
+verdict, body = ``{"key", "audit", "evidence", "failed_metrics", "category", "upstream_p"}``;
+``runs`` holds each run's report. A judgement's result rows and its checkpoint commit in one
+transaction. Reviewed labels are read from the golden package's ``candidates`` rows.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.records import EvalResult, RagInteraction
+from ragsieve.jobs.report import ReviewLabel
 from ragsieve.jobs.sampling import Candidate
 
 CHUNK = 500
@@ -256,52 +258,64 @@ def list_results(
     return out
 
 
-def _candidate_traces(body: Mapping[str, Any]) -> list[str]:
-    found = [str(t) for t in body.get("source_trace_ids") or () if isinstance(t, str)]
-    for key in ("trace_id", "source_trace_id"):
-        if isinstance(body.get(key), str):
-            found.append(str(body[key]))
-    for nest in ("interaction", "metadata", "case"):
-        inner = body.get(nest)
-        if isinstance(inner, Mapping):
-            found.extend(_candidate_traces(inner))
-    return list(dict.fromkeys(found))
+AUDIT_PREFIX = "audit:"
+FALSE_ALARM = ("false_alarm", "false alarm")
 
 
-def review_counts(store: Store) -> tuple[int, int, int, int]:
-    """``(confirmed, rejected, audit_failed, audit_ok)`` from reviewed candidates.
+def _outcome(cid: str, status: str, body: Mapping[str, Any]) -> str | None:
+    """A reviewed row's label: tp / fp / excluded for flagged candidates, tn / fn for audits."""
+    if cid.startswith(AUDIT_PREFIX) or body.get("audit") is True:
+        return {"audit_pass": "tn", "audit_fail": "fn", "accepted": "fn"}.get(status)
+    if status == "accepted":
+        return "tp"
+    if status == "rejected":
+        reason = str((body.get("review") or {}).get("reason") or "").strip().lower()
+        return "fp" if reason.startswith(FALSE_ALARM) else "excluded"
+    return None
 
-    A reviewed candidate (status accepted / rejected) is matched to the latest verdict of its
-    trace: accepted means the reviewer found a failure, rejected means it was fine.
+
+def review_labels(store: Store, key: str) -> list[ReviewLabel]:
+    """People's verdicts on the current judge set's decisions (``key``), weighted for the report.
+
+    A reviewed candidate labels the trace its screen showed (its first source trace); it counts
+    only while that trace's latest verdict under ``key`` is the one reviewed (``fail`` for a
+    flagged candidate, ``pass`` for an audit), and weighs ``1 / inclusion probability``.
     """
-    reviewed: dict[str, bool] = {}
-    for status, body in store.query(
-        "SELECT status, body FROM candidates WHERE status IN ('accepted', 'rejected')"
+    wanted: dict[str, tuple[str, str]] = {}
+    for cid, status, body in store.query(
+        "SELECT id, status, body FROM candidates"
+        " WHERE status IN ('accepted', 'rejected', 'audit_pass', 'audit_fail')"
     ):
         try:
-            traces = _candidate_traces(json.loads(body))
-        except (ValueError, TypeError):
+            data = json.loads(body)
+        except ValueError:
             continue
-        for tid in traces:
-            reviewed[tid] = status == "accepted"
-    verdicts: dict[str, str] = {}
-    ids = sorted(reviewed)
-    for part in _chunks(ids):
+        outcome = _outcome(str(cid), str(status), data)
+        traces = data.get("source_trace_ids") or []
+        if outcome is not None and traces and isinstance(traces[0], str):
+            kind = "pass" if outcome in ("tn", "fn") else "fail"
+            wanted[traces[0]] = (outcome, kind)
+    latest: dict[str, tuple[str, float]] = {}
+    for part in _chunks(sorted(wanted)):
         marks = ",".join("?" * len(part))
-        for tid, verdict in store.query(
-            f"SELECT s.trace_id, s.verdict FROM samples s JOIN runs r ON r.run_id = s.run_id"
-            f" WHERE s.trace_id IN ({marks}) AND s.verdict IN ('pass', 'fail')"
-            f" ORDER BY r.started_at", tuple(part),
+        for tid, verdict, p, body in store.query(
+            f"SELECT s.trace_id, s.verdict, s.inclusion_p, s.body FROM samples s"
+            f" JOIN runs r ON r.run_id = s.run_id WHERE s.trace_id IN ({marks})"
+            f" AND s.verdict IN ('pass', 'fail') ORDER BY r.started_at", tuple(part),
         ):
-            verdicts[tid] = verdict
-    counts = [0, 0, 0, 0]
-    for tid, failure in reviewed.items():
-        verdict = verdicts.get(tid)
-        if verdict == "fail":
-            counts[0 if failure else 1] += 1
-        elif verdict == "pass":
-            counts[2 if failure else 3] += 1
-    return counts[0], counts[1], counts[2], counts[3]
+            if json.loads(body).get("key") == key:
+                latest[tid] = (verdict, float(p or 0.0))
+    out: list[ReviewLabel] = []
+    for tid, (outcome, kind) in sorted(wanted.items()):
+        verdict, p = latest.get(tid, ("", 0.0))
+        if verdict == kind:
+            out.append(ReviewLabel(tid, outcome, 1.0 / p if p > 0 else 1.0))
+    return out
+
+
+def open_audits(store: Store) -> int:
+    """Audited passes still waiting for a person."""
+    return int(store.query("SELECT COUNT(*) FROM candidates WHERE status = 'audit'")[0][0])
 
 
 __all__ = [
@@ -314,7 +328,8 @@ __all__ = [
     "finish_run",
     "list_results",
     "load_interactions",
-    "review_counts",
+    "open_audits",
+    "review_labels",
     "save_judgements",
     "save_samples",
     "stored_results",
