@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import random
 import statistics
 import sys
 import time
@@ -15,7 +17,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evaluators"))
+# one core: BLAS single-threaded (set before numpy loads) and the process pinned to one CPU
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
+from ragsieve.evaluators import embeddings  # noqa: E402
 from ragsieve.evaluators.calibration import (  # noqa: E402
     agreement,
     binary_stats,
@@ -24,6 +32,7 @@ from ragsieve.evaluators.calibration import (  # noqa: E402
     read_rows,
 )
 from ragsieve.evaluators.judges import LLMConfig, get_judge  # noqa: E402
+from ragsieve.evaluators.judges.text import content_words, rarity  # noqa: E402
 from ragsieve.evaluators.testing import FakeOpenAIServer, make_interaction  # noqa: E402
 
 SETS = {"wikieval": None, "halueval_qa": None, "faithbench": None, "wikiqa_context_relevance": None}
@@ -86,14 +95,15 @@ def quality(data: Path) -> list[dict]:
     return out
 
 
-def _speed_inputs(n: int) -> list:
+def _synthetic_inputs(n: int, offset: int = 0) -> list:
+    """Five 3-sentence chunks that share the question's words (lexical evidence decides)."""
     base = [
         "The {i}th tower of Velmora was built in {y} by the engineer Adaline Brook.",
         "It rises {h} metres above the river and hosts a museum of clocks.",
         "Visitors reach it by tram line {i} from the central station.",
     ]
     xs = []
-    for i in range(n):
+    for i in range(offset, offset + n):
         chunks = [
             " ".join(s.format(i=i + k, y=1800 + i + k, h=40 + k) for s in base) for k in range(5)
         ]
@@ -110,20 +120,105 @@ def _speed_inputs(n: int) -> list:
     return xs
 
 
-def speed(n: int = 200) -> dict:
-    out = {}
-    xs = _speed_inputs(n + 20)
-    for name in ("faithfulness", "answer_relevance", "context_relevance"):
-        judge = get_judge(name)
-        for x in xs[:20]:
-            asyncio.run(judge.evaluate(x))  # warm-up: encoder, rarity table
-        times = []
-        for x in xs[20:]:
-            t0 = time.perf_counter()
+def _wikipedia_inputs(data: Path, n: int) -> list:
+    """Real questions and Wikipedia text (WikiQA): the chunk holding the answer plus four
+    3-sentence chunks of other articles that share a question word, as a lexical retriever
+    would return them, so most chunks need the encoder to be judged."""
+    folder = data / "wikiqa_retrieval"
+    if not (folder / "corpus.jsonl").exists():
+        return []
+    articles: dict[str, list[str]] = {}
+    for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        doc = json.loads(line)
+        articles.setdefault(doc["id"].rsplit("-", 1)[0], []).append(doc["text"])
+    queries = {}
+    for line in (folder / "queries_dev.jsonl").read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        queries[q["id"]] = q["text"]
+    answers: dict[str, str] = {}
+    for line in (folder / "qrels_dev.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        qid, cid, rel = line.split("\t")
+        if int(rel) > 0 and qid in queries:
+            answers.setdefault(qid, cid)
+    windows = [
+        (a, " ".join(ss[k : k + 3])) for a, ss in sorted(articles.items()) for k in range(len(ss) - 2)
+    ]
+    index: dict[str, list[int]] = {}
+    for i, (_, text) in enumerate(windows):
+        for w in set(content_words(text)):
+            index.setdefault(w, []).append(i)
+    rng = random.Random(7)
+    xs = []
+    for qid, cid in sorted(answers.items())[:n]:
+        art, j = cid.rsplit("-", 1)
+        sents = articles[art]
+        lo = max(0, min(int(j) - 1, len(sents) - 3))
+        hits = sorted(
+            {i for w in content_words(queries[qid]) for i in index.get(w, [])[:2000]}
+            - {i for i, (a, _) in enumerate(windows) if a == art}
+        )
+        noise = rng.sample(hits, 4) if len(hits) >= 4 else rng.sample(range(len(windows)), 4)
+        chunks = [" ".join(sents[lo : lo + 3]), *(windows[i][1] for i in noise)]
+        rest = [s for i, s in enumerate(sents) if i != int(j)]
+        answer = " ".join([sents[int(j)], *rest[:2]])
+        xs.append(make_interaction(query=queries[qid], context=chunks, answer=answer))
+    return xs
+
+
+def _forget_texts() -> None:
+    """Empty every text-keyed cache: sentence vectors, word tokenisation, word rarity."""
+    embeddings.clear_cache()
+    tok = getattr(embeddings._model(), "_sp", None)
+    if hasattr(tok, "_segment"):
+        tok._segment.cache_clear()
+    rarity.cache_clear()
+
+
+def _time(judge, xs: list) -> list[float]:
+    times = []
+    for x in xs:
+        t0 = time.perf_counter()
+        asyncio.run(judge.evaluate(x))
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+def _summary(times: list[float]) -> dict:
+    times = sorted(times)
+    return {
+        "median": round(statistics.median(times), 3),
+        "p95": round(times[int(0.95 * (len(times) - 1))], 3),
+    }
+
+
+def speed(data: Path, n: int = 100) -> dict:
+    """Cold (texts never seen, all text caches emptied first) and warm (same texts again)."""
+    families = {
+        "synthetic": (_synthetic_inputs(20, 10_000), _synthetic_inputs(n)),
+        "wikipedia": ([], _wikipedia_inputs(data, n)),
+    }
+    judges = [get_judge(m) for m in ("faithfulness", "answer_relevance", "context_relevance")]
+    for x in families["synthetic"][0]:  # warm-up: encoder weights, tokenizer, rarity table
+        for judge in judges:
             asyncio.run(judge.evaluate(x))
-            times.append((time.perf_counter() - t0) * 1000)
-        out[f"offline_{name}_ms_median"] = round(statistics.median(times), 3)
-        out[f"offline_{name}_ms_p95"] = round(sorted(times)[int(0.95 * len(times))], 3)
+    out: dict = {}
+    for family, (_, xs) in families.items():
+        if not xs:
+            continue
+        for phase in ("cold", "warm"):
+            if phase == "cold":
+                _forget_texts()
+            total = [0.0] * len(xs)
+            for judge in judges:
+                times = _time(judge, xs)
+                total = [a + b for a, b in zip(total, times, strict=True)]
+                key = f"offline_{judge.name}_{family}_{phase}_ms"
+                out.update({f"{key}_{k}": v for k, v in _summary(times).items()})
+            key = f"offline_all3_{family}_{phase}_ms"
+            out.update({f"{key}_{k}": v for k, v in _summary(total).items()})
+        out[f"{family}_interactions"] = len(xs)
+    out["encoder_cache"] = embeddings.cache_info()
+    xs = _synthetic_inputs(120, 20_000)
     reply = {
         "reasoning": "ok",
         "claims": [{"claim": "c", "supported": True, "evidence": None, "reason": "r"}],
@@ -136,7 +231,7 @@ def speed(n: int = 200) -> dict:
 
         async def run() -> list[float]:
             over = []
-            for x in xs[:120]:
+            for x in xs:
                 t0 = time.perf_counter()
                 [r] = await judge.evaluate(x)
                 total = (time.perf_counter() - t0) * 1000
@@ -174,8 +269,11 @@ def main() -> None:
         extra = {k: v for k, v in r.items() if k.startswith(("pairwise_", "pairs_"))}
         if extra:
             print(r["set"], extra)
-    sp = speed()
-    print("speed (ms per interaction: 5 chunks, 3-sentence answer, after warm-up)")
+    sp = speed(Path(args.data))
+    print(
+        "speed (ms per interaction: 5 chunks of 3 sentences, 3-sentence answer, one core, after"
+        " warm-up; cold = texts never seen with every text cache emptied, warm = same texts again)"
+    )
     for k, v in sp.items():
         print(f"  {k:45} {v}")
     res = ROOT / "bench" / "results"

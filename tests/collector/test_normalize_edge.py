@@ -289,3 +289,30 @@ def test_fuzzed_spans_never_raise(raw):
     assert rec is not None
     assert "ragsieve.derive_error" not in rec.attributes
     assert rec.span_count == len(spans)
+
+
+def test_tail_sampling_stamps_reach_the_attributes():
+    """SPAN_SPEC §5: the tier's baseline share and keeping policy land in ``attributes``."""
+    import dataclasses
+
+    spans = tf.llamaindex_rerank()
+    stamps = {"rag.sampling.baseline_percentage": 10.0, "rag.sampling.config": "ragsieve-tail-v1"}
+    stamped = [dataclasses.replace(s, resource={**s.resource, **stamps}) for s in spans]
+    # the policy (a scope attribute upstream) copied onto one span by a transform processor
+    last = stamped[-1]
+    stamped[-1] = dataclasses.replace(
+        last, attributes={**last.attributes, "tailsampling.policy": " baseline "})
+    it = derive(stamped)
+    assert it is not None
+    assert it.attributes["rag.sampling.baseline_percentage"] == 10.0
+    assert it.attributes["rag.sampling.config"] == "ragsieve-tail-v1"
+    assert it.attributes["tailsampling.policy"] == "baseline"
+    plain = derive(spans)
+    assert plain is not None
+    assert not {k for k in plain.attributes if k.startswith(("rag.sampling", "tailsampling"))}
+    # a bool or an empty value is not a usable stamp
+    odd = [dataclasses.replace(s, resource={**s.resource, "rag.sampling.baseline_percentage": True,
+                                            "rag.sampling.config": " "}) for s in spans]
+    got = derive(odd)
+    assert got is not None and "rag.sampling.baseline_percentage" not in got.attributes
+    assert "rag.sampling.config" not in got.attributes

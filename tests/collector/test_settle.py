@@ -136,3 +136,30 @@ def test_interactions_cli_lists_json(collector: Any) -> None:
     assert json.loads(shown.output)["trace_id"] == trace_id
     missing = runner.invoke(cli, ["interactions", "show", "f" * 32, "--store", collector.store.url])
     assert missing.exit_code == 1 and "no interaction" in missing.output
+
+
+def test_tail_sampler_stamps_reach_the_interaction(collector: Any) -> None:
+    """The Collector's tail_sampling records the keeping policy on the instrumentation scope."""
+    trace_id = "7" * 32
+    spans = [{
+        "traceId": trace_id, "spanId": "00000000000000b1", "name": "rag",
+        "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000001000000000",
+        "attributes": [
+            {"key": "openinference.span.kind", "value": {"stringValue": "CHAIN"}},
+            {"key": "input.value", "value": {"stringValue": "Refund window?"}},
+            {"key": "output.value", "value": {"stringValue": "14 days."}},
+        ],
+    }]
+    body = {"resourceSpans": [{
+        "resource": {"attributes": [
+            {"key": "rag.sampling.baseline_percentage", "value": {"doubleValue": 10.0}}]},
+        "scopeSpans": [{
+            "scope": {"name": "shop", "attributes": [
+                {"key": "tailsampling.policy", "value": {"stringValue": "baseline"}}]},
+            "spans": spans,
+        }],
+    }]}
+    assert httpx.post(collector.traces_url, json=body).status_code == 200
+    rec = wait_for(lambda: collector.store.get_interaction(trace_id))
+    assert rec.attributes["tailsampling.policy"] == "baseline"
+    assert rec.attributes["rag.sampling.baseline_percentage"] == 10.0

@@ -42,6 +42,7 @@ from ragsieve.evaluators.records import (
 
 FIRST_TOKEN_EVENT = "First Token Stream Event"
 MAX_ATTRIBUTE_KEYS = 64
+SAMPLING_KEYS = ("rag.sampling.baseline_percentage", "rag.sampling.config", "tailsampling.policy")
 MAX_PIPELINES = 5
 AGENTIC_ROLES = frozenset({"AGENT", "TOOL"})
 OI_PREFIXES = ("openinference.", "llm.", "retrieval.", "reranker.", "input.value")
@@ -393,6 +394,7 @@ class Assembly:
         for key in ("http.route", "gen_ai.agent.name", "gen_ai.data_source.id"):
             if (value := as_str(root_attrs.get(key))) is not None:
                 out[key] = value[:200]
+        out.update(self._sampling_stamps())
         if model:
             out["model"] = model
         if provider:
@@ -402,6 +404,29 @@ class Assembly:
                 continue
             if isinstance(value, bool | int | float) or (isinstance(value, str) and value):
                 out[f"metadata.{key}"] = value[:200] if isinstance(value, str) else value
+        return out
+
+    def _sampling_stamps(self) -> dict[str, str | int | float]:
+        """What a tail-sampling tier stamped (SPAN_SPEC §5), so the job can weight for its drops.
+
+        Instrumentation-scope attributes first (where the Collector's tail_sampling processor
+        records ``tailsampling.policy``), then resource, then span attributes (root first); the
+        first usable value wins.
+        """
+        out: dict[str, str | int | float] = {}
+        spans = [self.top, *(s for s in self.tree.spans if s is not self.top)]
+        for key in SAMPLING_KEYS:
+            for span in spans:
+                value = mapping(span.scope_attributes).get(key)
+                value = mapping(span.resource).get(key) if value is None else value
+                value = mapping(span.attributes).get(key) if value is None else value
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    out[key] = value
+                elif isinstance(value, str) and value.strip():
+                    out[key] = value.strip()[:200]
+                else:
+                    continue
+                break
         return out
 
     def _feedback(self) -> list[Feedback]:

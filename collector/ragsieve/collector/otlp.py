@@ -179,6 +179,7 @@ def decode_traces(data: bytes, encoding: Encoding) -> DecodedTraces:
         resource = attributes(rs.resource.attributes)
         for ss in rs.scope_spans:
             scope_name, scope_version = ss.scope.name, ss.scope.version
+            scope_attrs = attributes(ss.scope.attributes)
             for index, s in enumerate(ss.spans):
                 trace_id, span_id = s.trace_id.hex(), s.span_id.hex()
                 reason = None
@@ -228,6 +229,7 @@ def decode_traces(data: bytes, encoding: Encoding) -> DecodedTraces:
                         resource=resource,
                         scope_name=scope_name,
                         scope_version=scope_version,
+                        scope_attributes=scope_attrs,
                         flags=int(s.flags),
                         trace_state=s.trace_state,
                         dropped_attributes_count=int(s.dropped_attributes_count),

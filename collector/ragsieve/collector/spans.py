@@ -39,6 +39,7 @@ class SpanRecord:
     resource: Mapping[str, Any] = field(default_factory=dict)
     scope_name: str = ""
     scope_version: str = ""
+    scope_attributes: Mapping[str, Any] = field(default_factory=dict)
     flags: int = 0
     trace_state: str = ""
     dropped_attributes_count: int = 0
@@ -75,6 +76,7 @@ class SpanRecord:
             "resource": dict(self.resource),
             "scope_name": self.scope_name,
             "scope_version": self.scope_version,
+            "scope_attributes": dict(self.scope_attributes),
             "flags": self.flags,
             "trace_state": self.trace_state,
             "dropped_attributes_count": self.dropped_attributes_count,
@@ -101,6 +103,7 @@ class SpanRecord:
             resource=data.get("resource", {}),
             scope_name=data.get("scope_name", ""),
             scope_version=data.get("scope_version", ""),
+            scope_attributes=data.get("scope_attributes", {}),
             flags=int(data.get("flags", 0)),
             trace_state=data.get("trace_state", ""),
             dropped_attributes_count=int(data.get("dropped_attributes_count", 0)),

@@ -4,7 +4,9 @@
 results and its checkpoint commit together, so a rerun or a crash mid-run never judges a trace
 twice for the same judge version and never skips one. A judge ``error`` is stored but not
 checkpointed: the next run retries it. Verdicts are recorded per run in ``samples``; a trace is
-"decided" once, so flagged cases and Phoenix annotations are emitted once per judge set.
+"decided" once, so flagged cases and Phoenix annotations are emitted once per judge set. Flagged
+traces grow the golden candidates; an audit share of passes is queued for a person
+(``golden/audit.py``); people's verdicts on both give the report's ``judge_quality``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ragsieve.jobs import annotations as phoenix
 from ragsieve.jobs import resultstore
 from ragsieve.jobs.flagged import FlaggedCase
 from ragsieve.jobs.flagging import Verdict, decide
-from ragsieve.jobs.report import corrected_rate, failure_rate
+from ragsieve.jobs.report import ReviewLabel, failure_rate, judge_quality
 from ragsieve.jobs.sampling import (
     GoldenIndex,
     Pick,
@@ -223,6 +225,7 @@ async def run_once_async(
     audit: list[FlaggedCase] = []
     annotation_info: dict[str, Any] = {"queued": 0}
     golden_report: dict[str, Any] | None = None
+    audit_info: dict[str, Any] = {"queued": 0, "already_queued": 0}
     if not dry_run:
         await asyncio.to_thread(resultstore.begin_run, store, run_id, now.timestamp())
         work = [(records[p.trace_id], j) for p in sel.picks if p.trace_id in records
@@ -252,17 +255,21 @@ async def run_once_async(
                 root_cause=d.verdict.root_cause, evidence=d.verdict.evidence, run_id=run_id)
         annotation_info["queued"] = await asyncio.to_thread(phoenix.queue, store, queued)
         golden_report = await asyncio.to_thread(_grow, store, flagged, settings)
+        audit_info = await asyncio.to_thread(_route_audits, store, audit, settings)
         audit_ids = {c.interaction.trace_id for c in audit}
         rows = [resultstore.SampleRow(
             d.pick.trace_id, d.pick.stratum, d.pick.inclusion_p, d.verdict.outcome,
             d.verdict.root_cause,
             {"key": key, "audit": d.pick.trace_id in audit_ids, "evidence": d.verdict.evidence,
-             "failed_metrics": list(d.verdict.failed_metrics), "category": d.category},
+             "failed_metrics": list(d.verdict.failed_metrics), "category": d.category,
+             "upstream_p": d.pick.upstream_p},
             versions) for d in decisions]
         await asyncio.to_thread(resultstore.save_samples, store, run_id, rows)
-    review = await asyncio.to_thread(resultstore.review_counts, store)
+    labels = await asyncio.to_thread(resultstore.review_labels, store, key)
     report = _report(run_id, lo, hi, settled, sel, already, spend, decisions, flagged, audit,
-                     review, settings, dry_run, key, select_s, judges, need)
+                     labels, settings, dry_run, key, select_s, judges, need)
+    report["audit"].update(audit_info)
+    report["audit"]["open"] = await asyncio.to_thread(resultstore.open_audits, store)
     if golden_report is not None:
         report["golden"] = golden_report
     if not dry_run:
@@ -316,13 +323,21 @@ def _grow(store: Store, flagged: list[FlaggedCase], settings: Any) -> dict[str, 
     return result
 
 
+def _route_audits(store: Store, audit: list[FlaggedCase], settings: Any) -> dict[str, Any]:
+    if not audit:
+        return {"queued": 0, "already_queued": 0}
+    from ragsieve.jobs.golden.audit import route
+
+    return dict(route(store, audit, settings))
+
+
 def _report(run_id: str, lo: datetime, hi: datetime, settled: int, sel: Any,
             already: list[Pick], spend: _Spend, decisions: list[_Decision],
             flagged: list[FlaggedCase], audit: list[FlaggedCase],
-            review: tuple[int, int, int, int], settings: Any, dry_run: bool, key: str,
+            labels: Sequence[ReviewLabel], settings: Any, dry_run: bool, key: str,
             select_s: float, judges: Sequence[Any], need: dict[str, int]) -> dict[str, Any]:
     rate = failure_rate(
-        ((d.pick.stratum, d.verdict.outcome == "fail") for d in decisions
+        ((d.pick.stratum, d.verdict.outcome == "fail", d.pick.upstream_p) for d in decisions
          if d.verdict.outcome in ("pass", "fail")),
         {k: v.population for k, v in sel.strata.items()},
     )
@@ -348,6 +363,8 @@ def _report(run_id: str, lo: datetime, hi: datetime, settled: int, sel: Any,
                            for k, v in sel.strata.items()},
             "novelty_checked": sel.novelty_checked,
         },
+        "upstream": {"keep_rule": dict(sel.upstream),
+                     "reweighted_picks": sum(p.upstream_p < 1 for p in sel.picks)},
         "select_s": round(select_s, 4),
         "already_judged": len(already),
         "would_judge": sum(need.get(p.trace_id, 0) > 0 for p in sel.picks) if dry_run else None,
@@ -368,7 +385,7 @@ def _report(run_id: str, lo: datetime, hi: datetime, settled: int, sel: Any,
         "failure_rate": rate,
         "audit": {"share": settings.jobs.audit_share, "routed": len(audit),
                   "trace_ids": [c.interaction.trace_id for c in audit]},
-        "review": corrected_rate(rate["estimate"], ci, *review),
+        "judge_quality": judge_quality(rate["estimate"], ci, labels),
         "cost": {"calls": spend.calls, "prompt_tokens": spend.prompt_tokens,
                  "completion_tokens": spend.completion_tokens,
                  "tokens": spend.prompt_tokens + spend.completion_tokens,

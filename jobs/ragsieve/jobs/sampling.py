@@ -168,7 +168,7 @@ class Selection:
     picks: list[Pick]
     budget_exhausted: bool = False
     novelty_checked: int = 0
-    upstream: dict[str, int] = field(default_factory=dict)
+    upstream: dict[str, int] = field(default_factory=dict)  # picks per upstream keep rule
 
 
 def unit_hash(trace_id: str, salt: str, seed: int = 0) -> float:
@@ -360,7 +360,7 @@ class StratifiedSampler:
         uniform_rate = min(1.0, sample_size / rest_pop) if rest_pop else 0.0
         need = calls_needed or (lambda _tid: 1)
         probabilistic = self.settings.upstream_probabilistic_policies
-        keep = {c.trace_id: upstream_keep(c.attributes, probabilistic) for c in eligible}
+        how: Counter[str] = Counter()
         left = budget_calls
         exhausted = False
         strata: dict[str, StratumStat] = {}
@@ -371,7 +371,7 @@ class StratifiedSampler:
             want = len(members) if take_all else self._want(name, len(members), uniform_rate)
             keys = {c.trace_id: unit_hash(c.trace_id, name, self.seed) for c in members}
             ordered = sorted(members, key=lambda c: keys[c.trace_id])
-            chosen: list[str] = []
+            chosen: list[tuple[str, float]] = []
             for c in ordered[:want]:
                 cost = need(c.trace_id)
                 if left is not None and cost > left:
@@ -379,13 +379,12 @@ class StratifiedSampler:
                     break  # keep the sample a prefix of the hash order
                 if left is not None:
                     left -= cost
-                chosen.append(c.trace_id)
+                up, rule = upstream_keep(c.attributes, probabilistic)  # picks only: cheap
+                how[rule] += 1
+                chosen.append((c.trace_id, up))
             stat.sampled = len(chosen)
-            for t in chosen:
-                up = keep[t][0]
-                picks.append(Pick(t, name, stat.inclusion_p * up, up))
-        how = dict(Counter(v[1] for v in keep.values()))
-        return Selection(len(items), reasons, strata, picks, exhausted, checked, how)
+            picks.extend(Pick(t, name, stat.inclusion_p * up, up) for t, up in chosen)
+        return Selection(len(items), reasons, strata, picks, exhausted, checked, dict(how))
 
 
 __all__ = [

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from ragsieve.evaluators.judges.claims import find_injections, parse_answer
-from ragsieve.evaluators.judges.offline import EMBEDDINGS, OfflineJudge, chunk_texts
+from ragsieve.evaluators.embeddings import embed
+from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.text import (
     NEGATIONS,
     content_words,
@@ -29,6 +30,7 @@ RESTATEMENT_SUPPORT = (
     0.65  # a claim made only of question words can be neither confirmed nor refuted
 )
 MAX_CONTEXT_SENTENCES = 400
+MAX_CROSS_LINGUAL_SENTENCES = 60
 SUPPORT_POWER = 2.0  # one unsupported rare word in a short claim should cost more than its share
 _YES_NO = frozenset({"yes", "si", "yeah", "true", "false", "correct"})
 
@@ -108,7 +110,9 @@ def _claim_verdict(
 
 def _cross_lingual(claims: list[str], ctx: _Context) -> list[dict[str, Any]]:
     """Claims in another language than the context: compare meaning with the encoder."""
-    sims = EMBEDDINGS(claims) @ EMBEDDINGS(ctx.sents[:60]).T
+    sents = ctx.sents[:MAX_CROSS_LINGUAL_SENTENCES]
+    vecs = embed([*claims, *sents])  # one batched encoder call
+    sims = vecs[: len(claims)] @ vecs[len(claims) :].T
     out = []
     for claim, row in zip(claims, sims, strict=True):
         j = int(np.argmax(row))
@@ -143,16 +147,23 @@ class FaithfulnessJudge(OfflineJudge):
 
     def __init__(self, threshold: float = FAITHFUL_THRESHOLD) -> None:
         self.threshold = threshold
-        self.version = f"offline-1:t{threshold}"
+        self.version = f"offline-2:t{threshold}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         chunks = [c for _, _, c in chunk_texts(interaction)]
         answer = interaction.answer or ""
-        if not answer.strip() or not chunks:
-            why = "no answer" if not answer.strip() else "no context reached the prompt"
-            return self.result(interaction, "skipped", None, why)
+        if not answer.strip():
+            return self.result(interaction, "skipped", None, "no answer")
         parsed = parse_answer(answer)
         meta: dict[str, Any] = {"abstained": parsed.abstained}
+        if not chunks:  # an abstention needs no context to be recognised (empty retrieval)
+            if parsed.suspicious:
+                meta["suspicious_instructions"] = parsed.suspicious[:5]
+            if parsed.abstained:
+                meta.update(claims=[], context="none")
+                why = "the answer declines to answer (no context reached the prompt): "
+                return self.result(interaction, "abstained", None, why + parsed.abstentions[0], meta)
+            return self.result(interaction, "skipped", None, "no context reached the prompt", meta)
         context_injections = [s for c in chunks for s in find_injections(c)]
         if parsed.suspicious or context_injections:
             meta["suspicious_instructions"] = (parsed.suspicious + context_injections)[:5]

@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.errors import JudgeError
 from ragsieve.evaluators.judges.cache import ResultCache, input_hash
 from ragsieve.evaluators.judges.claims import find_injections
 from ragsieve.evaluators.judges.llm import LLMClient, LLMConfig, model_family, parse_json_object
-from ragsieve.evaluators.judges.offline import EMBEDDINGS, chunk_texts
+from ragsieve.evaluators.judges.offline import chunk_texts
 from ragsieve.evaluators.judges.relevance import context_precision
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.evaluators.redact import redact
@@ -306,7 +307,7 @@ class LLMAnswerRelevanceJudge(LLMJudge):
             return "irrelevant", 0.0, "noncommittal answer", meta
         if not v.questions:
             raise JudgeError("the model generated no questions")
-        vecs = EMBEDDINGS([f["question"], *v.questions])
+        vecs = embed([f["question"], *v.questions])
         score = float(np.clip(np.mean(vecs[1:] @ vecs[0]), 0.0, 1.0))
         label = "relevant" if score >= self.threshold else "irrelevant"
         return label, score, f"regenerated questions match the question at cosine {score:.2f}", meta

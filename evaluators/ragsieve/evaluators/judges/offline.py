@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
@@ -59,31 +56,6 @@ class OfflineJudge:
             annotator_kind="CODE",
             metadata=dict(metadata or {}),
         )
-
-
-class EmbeddingCache:
-    """LRU cache of sentence vectors: chunks recur across traces, so each is encoded once."""
-
-    def __init__(self, maxsize: int = 20_000) -> None:
-        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._maxsize = maxsize
-
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        """Return unit vectors for ``texts``, encoding only those not seen recently."""
-        from ragsieve.evaluators.embeddings import embed
-
-        missing = [t for t in dict.fromkeys(texts) if t not in self._items]
-        if missing:
-            for text, vec in zip(missing, embed(missing), strict=True):
-                self._items[text] = vec
-            while len(self._items) > self._maxsize:
-                self._items.popitem(last=False)
-        for t in texts:
-            self._items.move_to_end(t)
-        return np.stack([self._items[t] for t in texts]) if texts else np.zeros((0, 512))
-
-
-EMBEDDINGS = EmbeddingCache()
 
 
 def chunk_texts(interaction: RagInteraction) -> list[tuple[str, int, str]]:

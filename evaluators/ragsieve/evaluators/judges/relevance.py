@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from ragsieve.evaluators.judges.claims import find_injections, is_abstention, parse_answer
-from ragsieve.evaluators.judges.offline import EMBEDDINGS, OfflineJudge, chunk_texts
+from ragsieve.evaluators.embeddings import embed
+from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.text import (
     content_words,
     entities,
@@ -33,6 +34,8 @@ _HEDGE = re.compile(
 RELEVANT_COSINE = 0.32  # question-sentence cosine that makes a chunk relevant
 LEXICAL_BOOST = 0.2  # cosine credit for a sentence holding all the question's key terms
 NOISE_ONLY_FACTOR = 0.5  # context precision is scaled by this when no chunk is relevant
+# encoder cost grows with tokens: a sentence's first ~25 words carry its gist for the cosine
+MAX_EMBED_CHARS = 150
 
 _DEFINITION = re.compile(
     r"\b(is|was|are|were|refers to|es|son|fue|era)\s+(a|an|the|one|un|una|el|la)\b"
@@ -99,10 +102,9 @@ class AnswerRelevanceJudge(OfflineJudge):
 
     name = "answer_relevance"
 
-    def __init__(self, threshold: float = 0.85, use_embeddings: bool = True) -> None:
+    def __init__(self, threshold: float = 0.85) -> None:
         self.threshold = threshold
-        self.use_embeddings = use_embeddings
-        self.version = f"offline-2:t{threshold}:e{use_embeddings}"
+        self.version = f"offline-3:t{threshold}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question, answer = interaction.query or "", interaction.answer or ""
@@ -127,10 +129,6 @@ class AnswerRelevanceJudge(OfflineJudge):
         kind = expected_type(question)
         type_ok = 1.0 if kind is None else float(has_type(answer, kind))
         score = 0.3 * coverage + 0.3 * specificity + 0.2 * type_ok + 0.2 * (1.0 - evasive)
-        if self.use_embeddings:  # meaning catches paraphrased, translated or off-question answers
-            q_vec, a_vec = EMBEDDINGS([question, " ".join(sents)[:1000]])
-            cosine = float(q_vec @ a_vec)
-            meta["cosine"] = round(cosine, 4)
         if parsed.abstained:
             score = min(score, 0.2)  # noncommittal answers address nothing
         meta.update(
@@ -155,24 +153,27 @@ class AnswerRelevanceJudge(OfflineJudge):
         return self.result(interaction, label, score, explanation, meta)
 
 
-def _chunk_score(
-    terms: dict[str, float],
-    kind: str | None,
-    sents: list[str],
-    cosine: float | None,
-) -> float:
-    covs = [_coverage(terms, stems(content_words(s))) for s in sents]
-    best = max(covs)
-    typed = 0.5 if kind is None else float(has_type(" ".join(sents), kind))
-    if cosine is None:
-        score = 0.6 * best + 0.4 * typed
-    else:
-        sim = float(np.clip((cosine - 0.1) / 0.5, 0.0, 1.0))
-        score = 0.4 * best + 0.3 * typed + 0.3 * sim
-    if len(sents) > 1:  # RAGAS-style: a chunk mostly about other things is partly noise
-        density = sum(covs) / len(sents)
-        score = 0.6 * score + 0.4 * density
+def _lexical_score(covs: list[float], typed: float) -> float:
+    return _with_density(0.6 * max(covs) + 0.4 * typed, covs)
+
+
+def _semantic_score(covs: list[float], typed: float, cosine: float) -> float:
+    sim = float(np.clip((cosine - 0.1) / 0.5, 0.0, 1.0))
+    return _with_density(0.4 * max(covs) + 0.3 * typed + 0.3 * sim, covs)
+
+
+def _with_density(score: float, covs: list[float]) -> float:
+    if len(covs) > 1:  # RAGAS-style: a chunk mostly about other things is partly noise
+        return 0.6 * score + 0.4 * sum(covs) / len(covs)
     return score
+
+
+def _head(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, cut at a word boundary when there is one."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit + 1)
+    return text[: cut if cut > limit // 2 else limit]
 
 
 def context_precision(rels: list[float]) -> float:
@@ -189,9 +190,10 @@ def context_precision(rels: list[float]) -> float:
 class ContextRelevanceJudge(OfflineJudge):
     """Is each retrieved chunk relevant to the question? Reports rank-aware context precision@k.
 
-    A chunk is relevant when its lexical/type score reaches ``threshold`` or, with embeddings,
-    when one of its sentences is within ``relevant_cosine`` of the question in meaning (this is
-    what catches paraphrases, synonyms and answers in the other language).
+    A chunk is relevant when its lexical/type score reaches ``threshold``; such a chunk is never
+    encoded. Otherwise, with embeddings, it is relevant when one of its sentences is within
+    ``relevant_cosine`` of the question in meaning (this is what catches paraphrases, synonyms
+    and answers in the other language), and its closest sentence joins its graded score.
     """
 
     name = "context_relevance"
@@ -200,9 +202,11 @@ class ContextRelevanceJudge(OfflineJudge):
         self,
         threshold: float = 0.65,
         use_embeddings: bool | None = True,
-        max_embed_chars: int = 600,
+        max_embed_chars: int = MAX_EMBED_CHARS,
         relevant_cosine: float = RELEVANT_COSINE,
         max_sentences: int = 12,
+        skip_unrelated: bool = True,
+        min_overlap: float = 0.0,
     ) -> None:
         """``use_embeddings=None`` (auto): encode only when a chunk's language differs."""
         self.threshold = threshold
@@ -210,7 +214,56 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.relevant_cosine = relevant_cosine
         self.max_sentences = max_sentences
-        self.version = f"offline-2:t{threshold}:e{use_embeddings}:c{relevant_cosine}"
+        self.skip_unrelated = skip_unrelated
+        self.min_overlap = min_overlap
+        self.version = (
+            f"offline-3:t{threshold}:e{use_embeddings}:c{relevant_cosine}"
+            f":m{max_embed_chars}:o{min_overlap}:s{max_sentences}"
+        )
+
+    def _similarities(
+        self,
+        question: str,
+        chunks: list[tuple[str, int, str]],
+        split: list[list[str]],
+        covs: list[list[float]],
+        lexical: list[float],
+    ) -> list[np.ndarray | None]:
+        """Question-sentence cosines for the chunks lexical evidence could not call relevant.
+
+        Every sentence to encode goes into one batched encoder call (vectors are cached by
+        text, and chunks recur across traces); chunks already relevant on their words are
+        not encoded at all.
+        """
+        use = self.use_embeddings
+        need = [i for i, s in enumerate(lexical) if s < self.threshold] if use is not False else []
+        qlang = language(question) if need else "unknown"
+
+        def other_language(i: int) -> bool:
+            return qlang != "unknown" and language(chunks[i][2]) not in ("unknown", qlang)
+
+        if use is None:  # auto: only chunks in another language than the question
+            need = [i for i in need if other_language(i)]
+        # which sentences to encode; in the question's language a sentence sharing no question
+        # word is left out (lexical evidence already calls it unrelated): its cosine counts as 0
+        picked: dict[int, list[int]] = {}
+        for i in need:
+            top = range(min(len(split[i]), self.max_sentences))
+            every = not self.skip_unrelated or other_language(i)
+            keep = [j for j in top if every or covs[i][j] > self.min_overlap]
+            if keep:
+                picked[i] = keep
+        out: list[np.ndarray | None] = [None] * len(chunks)
+        if not picked:
+            return out
+        texts = [_head(split[i][j], self.max_embed_chars) for i, js in picked.items() for j in js]
+        vecs = embed([question, *texts])  # one batched encoder call per interaction
+        flat, at = vecs[1:] @ vecs[0], 0
+        for i, js in picked.items():
+            sims = np.zeros(len(split[i][: self.max_sentences]), dtype=np.float32)
+            sims[js], at = flat[at : at + len(js)], at + len(js)
+            out[i] = sims
+        return out
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question = interaction.query or ""
@@ -225,42 +278,29 @@ class ContextRelevanceJudge(OfflineJudge):
         terms = _key_terms(question)
         kind = expected_type(question)
         split = [sentences(c) or [c] for _, _, c in chunks]
-        use = self.use_embeddings
-        if use is None:
-            qlang = language(question)
-            langs = {language(c) for _, _, c in chunks}
-            use = qlang != "unknown" and any(lang not in ("unknown", qlang) for lang in langs)
-        whole: list[float | None] = [None] * len(chunks)
-        sims: list[np.ndarray | None] = [None] * len(chunks)
-        if use:  # the chunk's gist scores it; its closest sentence decides relevance
-            heads = [c[: self.max_embed_chars] for _, _, c in chunks]
-            texts = [s[: self.max_embed_chars] for ss in split for s in ss[: self.max_sentences]]
-            vecs = EMBEDDINGS([question, *heads, *texts])
-            flat = vecs[1:] @ vecs[0]
-            whole = [float(x) for x in flat[: len(heads)]]
-            at = len(heads)
-            for i, ss in enumerate(split):
-                n = len(ss[: self.max_sentences])
-                sims[i], at = flat[at : at + n], at + n
+        covs = [[_coverage(terms, stems(content_words(s))) for s in ss] for ss in split]
+        typed = [0.5 if kind is None else float(has_type(" ".join(ss), kind)) for ss in split]
+        scores = [_lexical_score(c, t) for c, t in zip(covs, typed, strict=True)]
+        sims = self._similarities(question, chunks, split, covs, scores)
         per_chunk = []
-        for (cid, rank, _), sents, cos, sim in zip(chunks, split, whole, sims, strict=True):
-            s = _chunk_score(terms, kind, sents, cos)
-            close = sim is not None and (
-                float(sim.max()) >= self.relevant_cosine
-                # a paraphrase that also shares the question's rare terms counts a little lower
-                or max(
-                    float(c) + LEXICAL_BOOST * _coverage(terms, stems(content_words(t)))
-                    for c, t in zip(sim, sents, strict=False)
+        for i, (cid, rank, _) in enumerate(chunks):
+            close, sim = False, sims[i]
+            if sim is not None:  # lexical evidence was not enough: meaning decides
+                scores[i] = _semantic_score(covs[i], typed[i], float(sim.max()))
+                boosted = sim + LEXICAL_BOOST * np.asarray(covs[i][: len(sim)])
+                close = (
+                    float(sim.max()) >= self.relevant_cosine
+                    # a paraphrase that also shares the question's rare terms counts a little lower
+                    or float(boosted.max()) >= self.relevant_cosine + LEXICAL_BOOST / 2
                 )
-                >= self.relevant_cosine + LEXICAL_BOOST / 2
+            per_chunk.append(
+                {
+                    "id": cid,
+                    "rank": rank,
+                    "relevant": scores[i] >= self.threshold or close,
+                    "score": round(scores[i], 4),
+                }
             )
-            entry: dict[str, Any] = {
-                "id": cid,
-                "rank": rank,
-                "relevant": s >= self.threshold or close,
-                "score": round(s, 4),
-            }
-            per_chunk.append(entry)
         relevant = [c for c in per_chunk if c["relevant"]]
         score = context_precision([c["score"] for c in per_chunk])
         if not relevant and len(per_chunk) > 1:
@@ -268,7 +308,7 @@ class ContextRelevanceJudge(OfflineJudge):
             # precision that would pass as "partly useful"; a lone chunk's score already says it
             score *= NOISE_ONLY_FACTOR
         meta: dict[str, Any] = {"chunks": per_chunk, "k": len(per_chunk)}
-        if use:  # closest sentence per chunk, in chunk order
+        if any(x is not None for x in sims):  # closest sentence per encoded chunk
             meta["cosines"] = [None if x is None else round(float(x.max()), 4) for x in sims]
         injected = [s for _, _, c in chunks for s in find_injections(c)]
         if injected:

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from ragsieve.jobs.golden.audit import is_audit
 from ragsieve.jobs.golden.repo import STATUSES, Candidate, CandidateRepo
 
 STORE_HELP = (
@@ -55,8 +56,11 @@ def _iso(ts: float) -> str:
 def candidate_json(c: Candidate, summary: Any) -> dict[str, Any]:
     """The stable JSON line of ``golden candidates --json``."""
     b = c.body
+    audit = is_audit(c)
     return {
         "id": c.id,
+        "kind": "audit" if audit else "failure",
+        "audit": audit,
         "query": c.query,
         "status": c.status,
         "root_cause": c.root_cause,
@@ -70,6 +74,7 @@ def candidate_json(c: Candidate, summary: Any) -> dict[str, Any]:
         "suggested_chunk_ids": b.get("suggested_chunk_ids") or [],
         "golden_id": b.get("golden_id"),
         "review": b.get("review"),
+        "judge_verdict": "pass" if audit else "fail",
         "promoted_in": b.get("promoted_in"),
         "created_at": _iso(c.created_at),
         "updated_at": _iso(c.updated_at),
@@ -136,20 +141,35 @@ def candidates_cmd(
 @click.option("--category", default=None, help="Only this category (id, name or term).")
 @click.option("--limit", type=int, default=None, help="Review at most N candidates.")
 @click.option("--reviewer", default=None, help="Your name for the record (default: login name).")
+@click.option(
+    "--kind",
+    type=click.Choice(["all", "failures", "audits"]),
+    default="all",
+    show_default=True,
+    help="Flagged failures, audited passes (is it really a pass?), or both (failures first).",
+)
 @store_option
 @click.pass_obj
 def review_cmd(
-    obj: Any, category: str | None, limit: int | None, reviewer: str | None, store: str | None
+    obj: Any,
+    category: str | None,
+    limit: int | None,
+    reviewer: str | None,
+    kind: str,
+    store: str | None,
 ) -> None:
-    """Review open candidates in the terminal: accept / edit / reject / skip."""
+    """Review open candidates and audited passes in the terminal: accept / edit / reject / skip."""
+    from ragsieve.jobs.golden.audit import OPEN
     from ragsieve.jobs.golden.review import review
 
     ctx = _Context(obj, store)
     try:
         cat = _resolve_category(ctx, category)
         sums = ctx.summaries()
-        rows = ctx.repo.select(["candidate"], category=cat)
+        rows = [] if kind == "audits" else ctx.repo.select(["candidate"], category=cat)
         rows.sort(key=lambda c: (not getattr(sums.get(c.category or ""), "new", False), -c.seen))
+        if kind != "failures" and cat is None:
+            rows += sorted(ctx.repo.select([OPEN]), key=lambda c: (c.created_at, c.id))
         if limit is not None:
             rows = rows[: max(limit, 0)]
         if not rows:
@@ -158,7 +178,9 @@ def review_cmd(
         rep = review(ctx.repo, rows, sums, reviewer=reviewer or getpass.getuser())
         click.echo(
             f"reviewed: {len(rep.accepted)} accepted, {len(rep.rejected)} rejected,"
-            f" {len(rep.skipped)} skipped, {len(rep.edited)} edits"
+            f" {len(rep.skipped)} skipped, {len(rep.edited)} edits;"
+            f" audits: {len(rep.audit_passes)} confirmed passes,"
+            f" {len(rep.audit_misses)} missed failures"
         )
     finally:
         ctx.close()

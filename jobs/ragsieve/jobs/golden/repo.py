@@ -3,8 +3,10 @@
 Statuses: ``candidate`` (waiting for a person), ``accepted``, ``rejected`` (kept as a negative
 label), ``covered`` (a production failure whose query the golden set already holds; counted, never
 reviewed) and ``golden`` (a case of the current golden set, imported or promoted, so that dedup
-and novelty work before any golden file is configured). Everything beyond the indexed columns
-lives in the JSON ``body``.
+and novelty work before any golden file is configured). Audit items (ids ``audit:<trace id>``,
+see ``audit.py``) are passing traces a person checks: ``audit`` while open, then ``audit_pass``
+or ``audit_fail`` (or ``accepted`` when the missed failure is also taken as a case). Everything
+beyond the indexed columns lives in the JSON ``body``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import numpy as np
 
 from ragsieve.collector.store import Store
 
-STATUSES = ("candidate", "accepted", "rejected", "covered", "golden")
+STATUSES = ("candidate", "accepted", "rejected", "covered", "golden", "audit", "audit_pass",
+            "audit_fail")
 REVIEWABLE = ("candidate", "accepted", "rejected")
 _COLUMNS = "id, status, category, root_cause, norm_query, seen, created_at, updated_at, body"
 

@@ -1,7 +1,8 @@
 """Interactive terminal review: accept, edit the reference, reject with a reason, or skip.
 
 Each decision is saved as soon as it is made, so quitting half-way loses nothing. Retrieved
-chunks and the answer are shown as *suggestions*; the reviewer states what is relevant.
+chunks and the answer are shown as *suggestions*; the reviewer states what is relevant. Audit
+items (passes drawn at random) ask "is this really a pass?" instead; see ``audit.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import UTC, datetime
 
 import click
 
+from ragsieve.jobs.golden.audit import MISSED, PASSED, is_audit
 from ragsieve.jobs.golden.categories import CategorySummary
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
 
@@ -32,6 +34,8 @@ class ReviewReport:
     rejected: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     edited: list[str] = field(default_factory=list)
+    audit_passes: list[str] = field(default_factory=list)
+    audit_misses: list[str] = field(default_factory=list)
 
 
 def parse_chunks(text: str) -> dict[str, int]:
@@ -66,10 +70,18 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
     wrap = textwrap.TextWrapper(width=_WIDTH, initial_indent="    ", subsequent_indent="    ")
     cat = summary.name if summary else (c.category or "-")
     flag = "  ** NEW FAILURE CATEGORY **" if summary and summary.new else ""
-    lines = [
-        "=" * _WIDTH,
+    head = [
         f"candidate {c.id}   seen {c.seen} times   root cause: {c.root_cause}",
         f"category: {cat} [{c.category}]{flag}",
+    ]
+    if is_audit(c):
+        head = [
+            f"AUDIT {c.id}   the judges PASSED this answer (a random check of passes)",
+            "Is this really a pass? A 'no' is a failure the judges missed.",
+        ]
+    lines = [
+        "=" * _WIDTH,
+        *head,
         "",
         "QUESTION",
         wrap.fill(c.query),
@@ -131,6 +143,10 @@ def review(
     """Walk ``rows`` with the reviewer; every decision is saved immediately."""
     report = ReviewReport()
     for i, c in enumerate(rows, 1):
+        if is_audit(c):
+            if not _review_audit(repo, c, f"[{i}/{len(rows)}]", reviewer, report):
+                return report
+            continue
         while True:
             click.echo(render(c, summaries.get(c.category or "")))
             click.echo(f"\n[{i}/{len(rows)}]")
@@ -167,6 +183,51 @@ def review(
     return report
 
 
+def _review_audit(
+    repo: CandidateRepo, c: Candidate, where: str, reviewer: str, report: ReviewReport
+) -> bool:
+    """One audit item; False when the reviewer quits."""
+    while True:
+        click.echo(render(c, None))
+        click.echo(f"\n{where}")
+        action = click.prompt(
+            "Really a pass? [y]es, a pass  [n]o, a missed failure  [e]dit reference  [s]kip"
+            "  [q]uit",
+            type=click.Choice(["y", "n", "e", "s", "q"]),
+            show_choices=False,
+        )
+        if action == "e":
+            _edit(c)
+            c.body.setdefault("review", {})["edited_by"] = reviewer
+            repo.save([c])
+            report.edited.append(c.id)
+            continue
+        if action == "y":
+            decide(repo, c, PASSED, reviewer, "confirmed_pass", verdict="pass")
+            report.audit_passes.append(c.id)
+            click.echo(f"confirmed pass {c.id}")
+        elif action == "n":
+            status = MISSED
+            if click.confirm("Also add it to the golden set as a case?", default=False):
+                if not c.body.get("relevant_chunks") and not click.confirm(
+                    "No relevant chunks: add as a no-answer case (the system must abstain)?",
+                    default=False,
+                ):
+                    click.echo("  edit the reference first ([e]), then answer again")
+                    continue
+                status = "accepted"
+                report.accepted.append(c.id)
+            decide(repo, c, status, reviewer, "missed_failure", verdict="fail")
+            report.audit_misses.append(c.id)
+            click.echo(f"missed failure {c.id}" + (" (accepted as a case)" if status ==
+                                                   "accepted" else ""))
+        elif action == "s":
+            report.skipped.append(c.id)
+        else:
+            return False
+        return True
+
+
 def _reason() -> str:
     while True:
         raw = click.prompt(
@@ -176,8 +237,16 @@ def _reason() -> str:
             return REASONS.get(raw.lower(), raw)
 
 
-def decide(repo: CandidateRepo, c: Candidate, status: str, by: str, reason: str | None) -> None:
-    """Record a person's decision on one candidate."""
+def decide(
+    repo: CandidateRepo,
+    c: Candidate,
+    status: str,
+    by: str,
+    reason: str | None,
+    *,
+    verdict: str | None = None,
+) -> None:
+    """Record a person's decision on one candidate (``verdict``: an audit's pass / fail)."""
     c.status = status
     c.body["review"] = {
         **c.body.get("review", {}),
@@ -186,4 +255,6 @@ def decide(repo: CandidateRepo, c: Candidate, status: str, by: str, reason: str 
         "at": datetime.now(UTC).isoformat(),
         "reason": reason,
     }
+    if verdict is not None:
+        c.body["review"]["verdict"] = verdict
     repo.save([c])
