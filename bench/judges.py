@@ -141,7 +141,9 @@ def _wikipedia_inputs(data: Path, n: int) -> list:
         if int(rel) > 0 and qid in queries:
             answers.setdefault(qid, cid)
     windows = [
-        (a, " ".join(ss[k : k + 3])) for a, ss in sorted(articles.items()) for k in range(len(ss) - 2)
+        (a, " ".join(ss[k : k + 3]))
+        for a, ss in sorted(articles.items())
+        for k in range(len(ss) - 2)
     ]
     index: dict[str, list[int]] = {}
     for i, (_, text) in enumerate(windows):

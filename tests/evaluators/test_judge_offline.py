@@ -6,7 +6,7 @@ import pytest
 
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.judges import Judge, available_judges, build_judges, get_judge
-from ragsieve.evaluators.judges.relevance import context_precision
+from ragsieve.evaluators.judges.context import context_precision
 from ragsieve.evaluators.testing import make_interaction
 
 CTX = ("GPT-4 was released by OpenAI on March 14, 2023. It accepts images and text as input.",)
@@ -172,3 +172,37 @@ def test_registry_names_and_errors():
         "faithfulness",
         "context_relevance",
     ]
+
+
+@pytest.mark.parametrize("answer", ["I don't have that information.", "No tengo esa información."])
+async def test_abstention_with_empty_retrieval_is_reported_not_skipped(answer):
+    r = await judge("faithfulness", query=Q, context=(), answer=answer)
+    assert r.label == "abstained" and r.metadata["abstained"] is True and r.score is None
+    assert "no context" in r.explanation
+
+
+async def test_answer_without_context_is_still_skipped():
+    r = await judge("faithfulness", query=Q, context=(), answer="GPT-4 came out in 2023.")
+    assert r.label == "skipped" and r.explanation == "no context reached the prompt"
+
+
+async def test_which_came_first_is_checked_against_the_years_in_the_context():
+    ctx = (
+        "The Velmora Tower opened in 1887 on the river bank.",
+        "The Brook Bridge opened in 1921.",
+    )
+    q = "Which opened first, the Velmora Tower or the Brook Bridge?"
+    good = await judge(
+        "faithfulness", query=q, context=ctx, answer="The Velmora Tower opened first."
+    )
+    bad = await judge("faithfulness", query=q, context=ctx, answer="The Brook Bridge opened first.")
+    assert good.label == "faithful" and bad.label == "unfaithful"
+    assert "Velmora Tower (1887)" in bad.explanation and "Brook Bridge (1921)" in bad.explanation
+
+
+async def test_bare_yes_and_no_are_judged_alike():
+    q = "Is the Velmora Tower older than the Brook Bridge?"
+    ctx = ("The Velmora Tower opened in 1887.", "The Brook Bridge opened in 1921.")
+    yes = await judge("faithfulness", query=q, context=ctx, answer="Yes")
+    no = await judge("faithfulness", query=q, context=ctx, answer="No")
+    assert (yes.label, yes.score) == (no.label, no.score)

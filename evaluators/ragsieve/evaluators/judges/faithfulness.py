@@ -7,13 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.evaluators.judges.claims import find_injections, parse_answer
 from ragsieve.evaluators.embeddings import embed
+from ragsieve.evaluators.judges.claims import find_injections, parse_answer
+from ragsieve.evaluators.judges.compare import check_comparison
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.text import (
     NEGATIONS,
     content_words,
     entities,
+    fold,
     language,
     numbers,
     rarity,
@@ -32,7 +34,7 @@ RESTATEMENT_SUPPORT = (
 MAX_CONTEXT_SENTENCES = 400
 MAX_CROSS_LINGUAL_SENTENCES = 60
 SUPPORT_POWER = 2.0  # one unsupported rare word in a short claim should cost more than its share
-_YES_NO = frozenset({"yes", "si", "yeah", "true", "false", "correct"})
+_YES_NO = frozenset({"yes", "no", "si", "yeah", "nope", "true", "false", "correct"})
 
 
 @dataclass(slots=True)
@@ -147,7 +149,7 @@ class FaithfulnessJudge(OfflineJudge):
 
     def __init__(self, threshold: float = FAITHFUL_THRESHOLD) -> None:
         self.threshold = threshold
-        self.version = f"offline-2:t{threshold}"
+        self.version = f"offline-3:t{threshold}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         chunks = [c for _, _, c in chunk_texts(interaction)]
@@ -162,7 +164,9 @@ class FaithfulnessJudge(OfflineJudge):
             if parsed.abstained:
                 meta.update(claims=[], context="none")
                 why = "the answer declines to answer (no context reached the prompt): "
-                return self.result(interaction, "abstained", None, why + parsed.abstentions[0], meta)
+                return self.result(
+                    interaction, "abstained", None, why + parsed.abstentions[0], meta
+                )
             return self.result(interaction, "skipped", None, "no context reached the prompt", meta)
         context_injections = [s for c in chunks for s in find_injections(c)]
         if parsed.suspicious or context_injections:
@@ -190,6 +194,12 @@ class FaithfulnessJudge(OfflineJudge):
         else:
             q_nums = numbers(interaction.query or "")
             verdicts = [_claim_verdict(c, ctx, stems(q_words), q_nums) for c in parsed.claims]
+            clash = check_comparison(interaction.query or "", answer, " ".join(chunks))
+            if clash is not None:  # "X or Y, which came first?" answered against the years
+                for v in verdicts:
+                    if fold(clash.picked) in fold(v["claim"]) or len(verdicts) == 1:
+                        v["support"] = min(v["support"], 0.25)
+                        v["reason"] = clash.reason
         for v in verdicts:
             v["supported"] = v["support"] >= SUPPORT_THRESHOLD
             if not v["supported"]:

@@ -15,9 +15,9 @@ from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.errors import JudgeError
 from ragsieve.evaluators.judges.cache import ResultCache, input_hash
 from ragsieve.evaluators.judges.claims import find_injections
+from ragsieve.evaluators.judges.context import context_precision
 from ragsieve.evaluators.judges.llm import LLMClient, LLMConfig, model_family, parse_json_object
 from ragsieve.evaluators.judges.offline import chunk_texts
-from ragsieve.evaluators.judges.relevance import context_precision
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.evaluators.redact import redact
 

@@ -15,8 +15,9 @@ Backend = Literal["offline", "llm", "cascade"]
 
 def _offline(metric: str) -> Callable[..., Any]:
     def make(**options: Any) -> Any:
+        from ragsieve.evaluators.judges.context import ContextRelevanceJudge
         from ragsieve.evaluators.judges.faithfulness import FaithfulnessJudge
-        from ragsieve.evaluators.judges.relevance import AnswerRelevanceJudge, ContextRelevanceJudge
+        from ragsieve.evaluators.judges.relevance import AnswerRelevanceJudge
 
         cls = {
             "faithfulness": FaithfulnessJudge,

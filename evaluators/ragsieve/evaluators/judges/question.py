@@ -1,0 +1,76 @@
+"""What a question asks for: its key terms, the answer type it expects, and term coverage."""
+
+from __future__ import annotations
+
+import re
+
+from ragsieve.evaluators.judges.text import (
+    content_words,
+    entities,
+    fold,
+    has_date,
+    numbers,
+    rarity,
+    stem,
+)
+
+_DEFINITION = re.compile(
+    r"\b(is|was|are|were|refers to|es|son|fue|era)\s+(a|an|the|one|un|una|el|la)\b"
+)
+
+
+# "when" asks for a date at the start of a question or before an auxiliary ("..., when does it
+# apply?"); "what happens when I roll a key" is a condition, not a date question.
+_ASKS_WHEN = re.compile(
+    r"^\W*(?:(?:and|also|so|but|y|pero)\W+)?when\b"
+    r"|\bwhen (?:is|are|was|were|do|does|did|will|would|can|could|should|has|have|had)\b"
+    r"|\b(?:what year|which year|what date|en que ano|que fecha)\b"
+)
+
+
+def expected_type(question: str) -> str | None:
+    """What kind of answer the question asks for: 'date', 'number', 'definition', 'name' or None."""
+    q = fold(question)
+    if _ASKS_WHEN.search(q) or "cuándo" in question.casefold():
+        return "date"
+    if re.search(
+        r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?|what(?:'s| is| was)"
+        r" the (?:\w+ ){0,3}(?:size|height|population|elevation|number|length|area|weight"
+        r"|payload|limit|price|cost|fee)|unit number)\b",
+        q,
+    ):
+        return "number"
+    if re.match(r"\s*(what|who|que|quien)\s+(is|are|was|were|es|son|era|fue)\s", q):
+        return "definition"
+    if re.search(r"\b(who|whom|quien|quienes)\b", q) or re.search(r"\b(where|donde)\b", q):
+        return "name"
+    return None
+
+
+_WHEN_ANSWER = re.compile(
+    r"\b\d+(?:[.,]\d+)?\s*(?:business |working |calendar )?(?:second|minute|hour|day|week|month"
+    r"|year|segundo|minuto|hora|dia|semana|mes|ano)s?\b"
+    r"|\b(?:immediately|instantly|right away|at once|de inmediato|inmediatamente|al instante)\b"
+)
+
+
+def has_type(text: str, kind: str) -> bool:
+    """True when ``text`` contains an answer of ``kind``."""
+    if kind == "date":  # "when?" is also answered by a delay or a moment ("within 7 days")
+        return has_date(text) or bool(_WHEN_ANSWER.search(fold(text)))
+    if kind == "number":
+        return bool(numbers(text))
+    if kind == "definition":
+        return bool(_DEFINITION.search(fold(text)))
+    return bool(entities(text)) or any(w[:1].isupper() for w in text.split()[:1])
+
+
+def key_terms(question: str) -> dict[str, float]:
+    """Stems of the question's content words, weighted by rarity."""
+    return {stem(t): rarity(t) for t in content_words(question)}
+
+
+def coverage(terms: dict[str, float], text_stems: set[str]) -> float:
+    """Rarity-weighted share of ``terms`` found in ``text_stems``."""
+    total = sum(terms.values())
+    return sum(w for s, w in terms.items() if s in text_stems) / total if total else 0.0
