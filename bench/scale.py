@@ -1,4 +1,4 @@
-"""Scale-out benchmark: ingest with 1/2/4 collector processes and judging with 1/2 workers on Postgres.
+"""Scale-out benchmark: ingest with 1/2/4 collectors and judging with 1/2 workers on Postgres.
 
 Starts a throwaway PostgreSQL (initdb/pg_ctl, as the tests do), then
 * ingest: N collector processes (`ragsieve collector serve --store postgresql://...`), OTLP/HTTP
@@ -59,8 +59,12 @@ def payload(seq: int, traces: int = 10, spans_per_trace: int = 5) -> bytes:
                 sp.parent_span_id = (1).to_bytes(8, "big")
             sp.name = "rag" if n == 0 else f"step{n}"
             sp.start_time_unix_nano, sp.end_time_unix_nano = now, now + 1_000_000
-            sp.attributes.append(KeyValue(key="input.value", value=AnyValue(
-                string_value=f"question {seq}-{t}: " + "lorem ipsum " * 40)))
+            sp.attributes.append(
+                KeyValue(
+                    key="input.value",
+                    value=AnyValue(string_value=f"question {seq}-{t}: " + "lorem ipsum " * 40),
+                )
+            )
     return req.SerializeToString()
 
 
@@ -68,9 +72,15 @@ def bench_ingest(server: PostgresServer, n_collectors: int, seconds: float) -> d
     url = server.create_database("ingest")
     open_store(url).close()  # migrate once
     ports = [free_port() for _ in range(n_collectors)]
-    procs = [subprocess.Popen([RAGSIEVE, "collector", "serve", "--store", url, "--port", str(p)],
-                              env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-             for p in ports]
+    procs = [
+        subprocess.Popen(
+            [RAGSIEVE, "collector", "serve", "--store", url, "--port", str(p)],
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for p in ports
+    ]
     try:
         for p in ports:
             wait_ready(f"http://127.0.0.1:{p}")
@@ -83,8 +93,11 @@ def bench_ingest(server: PostgresServer, n_collectors: int, seconds: float) -> d
             with httpx.Client(timeout=30) as http:
                 while time.monotonic() < deadline:
                     port = ports[(k + n) % len(ports)]
-                    r = http.post(f"http://127.0.0.1:{port}/v1/traces", content=bodies[n % 64],
-                                  headers={"content-type": "application/x-protobuf"})
+                    r = http.post(
+                        f"http://127.0.0.1:{port}/v1/traces",
+                        content=bodies[n % 64],
+                        headers={"content-type": "application/x-protobuf"},
+                    )
                     n += r.status_code == 200
             return n
 
@@ -96,27 +109,44 @@ def bench_ingest(server: PostgresServer, n_collectors: int, seconds: float) -> d
         for proc in procs:
             proc.terminate()
             proc.wait(timeout=20)
-    return {"collectors": n_collectors, "requests": sent, "spans": sent * 50,
-            "spans_per_s": round(sent * 50 / elapsed, 1)}
+    return {
+        "collectors": n_collectors,
+        "requests": sent,
+        "spans": sent * 50,
+        "spans_per_s": round(sent * 50 / elapsed, 1),
+    }
 
 
 def seed_interactions(url: str, n: int) -> None:
     store = open_store(url)
     for i in range(n):
         tid = f"{i + 1:032x}"
-        store.write_spans([SpanRecord(trace_id=tid, span_id="1" * 16, parent_span_id=None,
-                                      name="rag")], now=1.0)
-        store.save_interaction(RagInteraction(
-            trace_id=tid, span_id="1" * 16, started_at=datetime.now(UTC),
-            query=f"How tall is the Eiffel Tower? ({i})",
-            answer="The Eiffel Tower is 330 metres tall.",
-            documents=[RetrievedDocument(id="kb-1", rank=0, content=(
-                "The Eiffel Tower is 330 metres tall and stands in Paris."))]), seen_at=1.0)
+        store.write_spans(
+            [SpanRecord(trace_id=tid, span_id="1" * 16, parent_span_id=None, name="rag")], now=1.0
+        )
+        store.save_interaction(
+            RagInteraction(
+                trace_id=tid,
+                span_id="1" * 16,
+                started_at=datetime.now(UTC),
+                query=f"How tall is the Eiffel Tower? ({i})",
+                answer="The Eiffel Tower is 330 metres tall.",
+                documents=[
+                    RetrievedDocument(
+                        id="kb-1",
+                        rank=0,
+                        content=("The Eiffel Tower is 330 metres tall and stands in Paris."),
+                    )
+                ],
+            ),
+            seen_at=1.0,
+        )
     store.close()
 
 
-def bench_jobs(server: PostgresServer, n_workers: int, traces: int,
-               latency_ms: float) -> dict[str, float]:
+def bench_jobs(
+    server: PostgresServer, n_workers: int, traces: int, latency_ms: float
+) -> dict[str, float]:
     from ragsieve.jobs.workers import ensure_queue_schema
 
     url = server.create_database("jobs")
@@ -124,16 +154,39 @@ def bench_jobs(server: PostgresServer, n_workers: int, traces: int,
     store = open_store(url)
     ensure_queue_schema(store)
     cli = [sys.executable, "-m", "ragsieve.jobs.workers_cli"]
-    procs = [subprocess.Popen([*cli, "worker", "--store", url, "--judge-latency-ms",
-                               str(latency_ms)], env=ENV, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL) for _ in range(n_workers)]
+    procs = [
+        subprocess.Popen(
+            [*cli, "worker", "--store", url, "--judge-latency-ms", str(latency_ms)],
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(n_workers)
+    ]
     try:
         while int(store.query("SELECT COUNT(*) FROM procrastinate_workers")[0][0]) < n_workers:
             time.sleep(0.1)
         start = time.monotonic()
-        subprocess.run([*cli, "schedule", "--store", url, "--once", "--settle-s", "0",
-                        "--judge", "faithfulness", "--judge", "answer_relevance",
-                        "--batch-size", "5"], env=ENV, check=True, capture_output=True)
+        subprocess.run(
+            [
+                *cli,
+                "schedule",
+                "--store",
+                url,
+                "--once",
+                "--settle-s",
+                "0",
+                "--judge",
+                "faithfulness",
+                "--judge",
+                "answer_relevance",
+                "--batch-size",
+                "5",
+            ],
+            env=ENV,
+            check=True,
+            capture_output=True,
+        )
         while int(store.query("SELECT COUNT(*) FROM checkpoints")[0][0]) < 2 * traces:
             time.sleep(0.05)
         elapsed = time.monotonic() - start
@@ -142,8 +195,12 @@ def bench_jobs(server: PostgresServer, n_workers: int, traces: int,
             proc.terminate()
             proc.wait(timeout=30)
         store.close()
-    return {"workers": n_workers, "traces": traces, "judge_calls": 2 * traces,
-            "traces_per_s": round(traces / elapsed, 2)}
+    return {
+        "workers": n_workers,
+        "traces": traces,
+        "judge_calls": 2 * traces,
+        "traces_per_s": round(traces / elapsed, 2),
+    }
 
 
 def wait_ready(base: str, timeout: float = 30) -> None:
@@ -186,9 +243,19 @@ def main() -> None:
         print(f"{'':<10}{row['workers']:>11}{row['traces_per_s']:>12}{row['scaling']:>9}")
     out = ROOT / "bench" / "results" / "scale.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"cpu_count": os.cpu_count(), "ingest": ingest, "jobs": jobs,
-                               "judge_latency_ms": args.latency_ms,
-                               "ingest_seconds": args.seconds}, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "cpu_count": os.cpu_count(),
+                "ingest": ingest,
+                "jobs": jobs,
+                "judge_latency_ms": args.latency_ms,
+                "ingest_seconds": args.seconds,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {out.relative_to(ROOT)}")
 
 

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from fixtures_live import *  # noqa: F403  (collector_server, make_store)
 
 try:  # optional areas; each file is owned by the helper that builds the area

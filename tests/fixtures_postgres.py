@@ -87,8 +87,16 @@ class PostgresServer:
     def start(self) -> PostgresServer:
         """initdb (trust auth, no fsync) and start on 127.0.0.1:port."""
         res = self._run(
-            str(self.bindir / "initdb"), "-D", str(self.data), "-U", PG_USER,
-            "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync",
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            PG_USER,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
         )
         if res.returncode != 0:
             raise RuntimeError(f"initdb failed: {res.stderr.strip()}")
@@ -98,8 +106,17 @@ class PostgresServer:
             " -c max_connections=200 -c shared_buffers=32MB"
         )
         res = self._run(
-            str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"),
-            "-o", opts, "-w", "-t", "60", "start",
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "log"),
+            "-o",
+            opts,
+            "-w",
+            "-t",
+            "60",
+            "start",
         )
         if res.returncode != 0:
             log = (self.root / "log").read_text(errors="replace")[-2000:]

@@ -32,7 +32,10 @@ def test_source_never_imports_upward(package: str) -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1] / package / "ragsieve" / package
-    upward = {"evaluators": ("ragsieve.collector", "ragsieve.jobs"), "collector": ("ragsieve.jobs",)}
+    upward = {
+        "evaluators": ("ragsieve.collector", "ragsieve.jobs"),
+        "collector": ("ragsieve.jobs",),
+    }
     for path in root.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         for name in upward[package]:

@@ -16,7 +16,8 @@ HASH = [content_chunk_id(c["content"]) for c in tf.CHUNKS]
 def test_content_hash_ids_are_pinned():
     assert HASH[0] == "sha256:8787da0c9f912074028c2217b256ffc1"
     assert content_chunk_id("  Annual plans\ncan be refunded ") == content_chunk_id(
-        "Annual plans can be refunded")
+        "Annual plans can be refunded"
+    )
 
 
 def test_langchain_retrievalqa():
@@ -26,7 +27,8 @@ def test_langchain_retrievalqa():
     assert (rec.query, rec.query_source) == (tf.QUESTION, "root_input")
     assert (rec.answer, rec.answer_source) == (tf.ANSWER, "root_output")
     assert [(d.id, d.id_source, d.rank, d.score, d.in_prompt, d.stage) for d in rec.documents] == [
-        (HASH[i], "content_hash", i, None, True, "retrieval") for i in range(4)]
+        (HASH[i], "content_hash", i, None, True, "retrieval") for i in range(4)
+    ]
     assert rec.documents[0].document_key == "policies/refunds.md"
     assert rec.documents[0].retriever_name == "vectorstore"
     assert rec.documents[0].content == tf.CHUNKS[0]["content"]
@@ -35,12 +37,17 @@ def test_langchain_retrievalqa():
     assert rec.generation_span_id == "0000000100000006"
     assert rec.llm_call_count == 1
     assert (rec.model, rec.request_model, rec.provider) == (
-        "gpt-4o-mini-2024-07-18", "gpt-4o-mini", "openai")
+        "gpt-4o-mini-2024-07-18",
+        "gpt-4o-mini",
+        "openai",
+    )
     assert rec.tokens == TokenUsage(prompt=412, completion=38, total=450)
     assert rec.finish_reason == "stop"
     assert rec.prompt.template == tf.TEMPLATE
-    assert rec.prompt.template_variables == {"context": tf.context_text(tf.CHUNKS[:4]),
-                                             "question": tf.QUESTION}
+    assert rec.prompt.template_variables == {
+        "context": tf.context_text(tf.CHUNKS[:4]),
+        "question": tf.QUESTION,
+    }
     assert rec.prompt.system == tf.SYSTEM
     assert rec.prompt.messages[1] == Message(role="user", content=tf.stuffed_prompt(tf.CHUNKS[:4]))
     assert rec.started_at == datetime(2025, 11, 29, 7, 6, 40, tzinfo=UTC)
@@ -49,17 +56,29 @@ def test_langchain_retrievalqa():
     assert (rec.session_id, rec.user_id, rec.tags) == ("sess-42", "user-7", ("support", "beta"))
     assert rec.metadata["tenant"] == "acme"
     assert rec.attributes == {
-        "service.name": "support-rag", "service.version": "1.4.2",
-        "deployment.environment": "staging", "openinference.project.name": "support",
-        "model": "gpt-4o-mini-2024-07-18", "provider": "openai",
-        "metadata.route": "support/ask", "metadata.tenant": "acme"}
-    assert (rec.project, rec.service_name, rec.environment) == ("support", "support-rag",
-                                                                 "staging")
-    assert rec.instrumentation == ("openinference.instrumentation.langchain",
-                                   "openinference.instrumentation.openai")
+        "service.name": "support-rag",
+        "service.version": "1.4.2",
+        "deployment.environment": "staging",
+        "openinference.project.name": "support",
+        "model": "gpt-4o-mini-2024-07-18",
+        "provider": "openai",
+        "metadata.route": "support/ask",
+        "metadata.tenant": "acme",
+    }
+    assert (rec.project, rec.service_name, rec.environment) == ("support", "support-rag", "staging")
+    assert rec.instrumentation == (
+        "openinference.instrumentation.langchain",
+        "openinference.instrumentation.openai",
+    )
     assert (rec.status, rec.completeness, rec.convention) == ("ok", "complete", "openinference")
-    assert not (rec.content_missing or rec.content_redacted or rec.possibly_truncated
-                or rec.kind_inferred or rec.multi_pipeline or rec.attributes_dropped)
+    assert not (
+        rec.content_missing
+        or rec.content_redacted
+        or rec.possibly_truncated
+        or rec.kind_inferred
+        or rec.multi_pipeline
+        or rec.attributes_dropped
+    )
     assert rec.span_count == 6
     assert rec.retrieved_ids == HASH[:4]
 
@@ -68,7 +87,11 @@ def test_langchain_lcel_containment_catches_format_docs_cut():
     rec = derive(tf.langchain_lcel())
     assert rec is not None
     assert [(d.id, d.in_prompt) for d in rec.documents] == [
-        (HASH[0], True), (HASH[1], True), (HASH[2], True), (HASH[3], False)]
+        (HASH[0], True),
+        (HASH[1], True),
+        (HASH[2], True),
+        (HASH[3], False),
+    ]
     assert rec.context_source == "containment"
     assert rec.retrieved_ids == HASH[:3]
     # the PROMPT sibling that ended before the generation supplies the template
@@ -82,8 +105,10 @@ def test_langchain_lcel_containment_catches_format_docs_cut():
 def test_llamaindex_reranker_feeds_the_prompt():
     rec = derive(tf.llamaindex_rerank())
     assert rec is not None
-    assert [(d.id, d.rank, d.score, d.retrieval_score, d.rerank_score, d.in_prompt, d.stage)
-            for d in rec.documents] == [
+    assert [
+        (d.id, d.rank, d.score, d.retrieval_score, d.rerank_score, d.in_prompt, d.stage)
+        for d in rec.documents
+    ] == [
         ("node-2b91", 0, 0.982, 0.842, 0.982, True, "rerank"),
         ("node-7f3a", 1, 0.955, 0.871, 0.955, True, "rerank"),
         ("node-5e07", 2, 0.412, 0.731, 0.412, True, "rerank"),
@@ -95,8 +120,10 @@ def test_llamaindex_reranker_feeds_the_prompt():
     ]
     assert rec.stages[1].query == tf.QUESTION
     assert rec.generation_span_id == "0000000300000008"  # OpenAI.chat, not the predict wrapper
-    assert rec.prompt.template_variables == {"context_str": tf.context_text(tf.RERANKED),
-                                             "query_str": tf.QUESTION}
+    assert rec.prompt.template_variables == {
+        "context_str": tf.context_text(tf.RERANKED),
+        "query_str": tf.QUESTION,
+    }
     assert (rec.model, rec.request_model) == ("gpt-4o-2024-08-06", "gpt-4o")
     assert rec.tokens == TokenUsage(prompt=655, completion=41, total=696)
     assert (rec.ttft_ms, rec.streaming) == (320.0, True)
@@ -113,7 +140,10 @@ def test_haystack_prompt_builder_is_not_the_generation():
     # pipeline output is {"llm": {"replies": [...]}}: no answer key, so the generation's text wins
     assert (rec.answer, rec.answer_source) == (tf.ANSWER, "generation_output")
     assert [(d.id, d.score, d.in_prompt) for d in rec.documents] == [
-        ("node-7f3a", 0.871, True), ("node-2b91", 0.842, True), ("node-c410", 0.803, True)]
+        ("node-7f3a", 0.871, True),
+        ("node-2b91", 0.842, True),
+        ("node-c410", 0.803, True),
+    ]
     assert rec.prompt.template_variables == {"question": tf.QUESTION}
     assert rec.tokens == TokenUsage(prompt=300, completion=30, total=330)
     assert (rec.project, rec.service_name) == ("hs-rag", "hs-rag")
@@ -125,8 +155,10 @@ def test_dspy_content_only_retrieve_takes_colbert_ids():
     assert (rec.query, rec.query_source) == (tf.QUESTION, "root_input")
     assert (rec.answer, rec.answer_source) == (tf.ANSWER, "root_output")
     # outer Retrieve.forward has content only; the nested ColBERTv2 span reports int pids
-    assert [(d.id, d.id_source, d.score, d.retrieval_score, d.in_prompt, d.span_id)
-            for d in rec.documents] == [
+    assert [
+        (d.id, d.id_source, d.score, d.retrieval_score, d.in_prompt, d.span_id)
+        for d in rec.documents
+    ] == [
         ("1000", "native", None, 0.871, True, "0000000500000002"),
         ("1001", "native", None, 0.842, True, "0000000500000002"),
         ("1002", "native", None, 0.803, True, "0000000500000002"),
@@ -141,20 +173,23 @@ def test_genai_current_conventions():
     assert rec.span_id == "0000000600000001"  # the HTTP root: where annotations attach
     assert (rec.query, rec.query_source) == (tf.QUESTION, "genai_query")
     assert (rec.answer, rec.answer_source) == (tf.ANSWER, "genai_output")  # reasoning dropped
-    assert [(d.id, d.rank, d.score, d.in_prompt, d.stage, d.retriever_name)
-            for d in rec.documents] == [
+    assert [
+        (d.id, d.rank, d.score, d.in_prompt, d.stage, d.retriever_name) for d in rec.documents
+    ] == [
         (c["id"], i, c["score"], True, "genai_retrieval", "kb-articles")
-        for i, c in enumerate(tf.CHUNKS[:3])]
+        for i, c in enumerate(tf.CHUNKS[:3])
+    ]
     assert rec.documents[0].metadata == {"source": "policies/refunds.md"}
     assert rec.context_source == "genai_retrieval"
-    assert (rec.model, rec.request_model, rec.provider) == ("gpt-4o-2024-08-06", "gpt-4o",
-                                                            "openai")
+    assert (rec.model, rec.request_model, rec.provider) == ("gpt-4o-2024-08-06", "gpt-4o", "openai")
     assert rec.tokens == TokenUsage(prompt=512, completion=44, total=556)
     assert (rec.ttft_ms, rec.streaming, rec.finish_reason) == (420.0, True, "stop")
     assert (rec.session_id, rec.user_id) == ("conv-77", "u-19")
     assert rec.prompt.system == tf.SYSTEM
-    assert rec.chat_history == (Message(role="user", content="Hi"),
-                                Message(role="assistant", content="Hello! How can I help?"))
+    assert rec.chat_history == (
+        Message(role="user", content="Hi"),
+        Message(role="assistant", content="Hello! How can I help?"),
+    )
     assert rec.attributes["http.route"] == "/ask"
     assert rec.attributes["deployment.environment.name"] == "prod"
     assert (rec.environment, rec.convention, rec.status) == ("prod", "genai", "ok")
@@ -166,7 +201,8 @@ def test_genai_metadata_only_trace_is_kept_and_flagged():
     assert (rec.query, rec.answer, rec.content_missing) == (None, None, True)
     assert (rec.model, rec.tokens.total, rec.latency_ms) == ("gpt-4o-2024-08-06", 556, 1800.0)
     assert [(d.id, d.content, d.in_prompt) for d in rec.documents] == [
-        (c["id"], None, None) for c in tf.CHUNKS[:3]]
+        (c["id"], None, None) for c in tf.CHUNKS[:3]
+    ]
     assert rec.status == "ok"
 
 
@@ -188,8 +224,10 @@ def test_genai_log_events_are_joined_by_span_id():
     assert bare is not None and rec is not None
     assert (bare.query, bare.answer, bare.content_missing) == (None, None, True)
     assert (rec.query, rec.answer, rec.content_missing) == (tf.QUESTION, tf.ANSWER, False)
-    assert rec.prompt.messages == (Message(role="system", content=tf.SYSTEM),
-                                   Message(role="user", content=tf.QUESTION))
+    assert rec.prompt.messages == (
+        Message(role="system", content=tf.SYSTEM),
+        Message(role="user", content=tf.QUESTION),
+    )
     assert rec.tokens == TokenUsage(prompt=80, completion=20, total=100)
 
 
@@ -199,8 +237,13 @@ def test_errors_and_status():
     assert rec.status == "error"
     assert [(e.span_id, e.span_name, e.role, e.type, e.message) for e in rec.errors] == [
         ("0000000900000001", "rag", "CHAIN", "openai.RateLimitError", "quota exceeded"),
-        ("0000000900000003", "generate", "LLM", "openai.RateLimitError",
-         "Error code: 429 - quota exceeded"),
+        (
+            "0000000900000003",
+            "generate",
+            "LLM",
+            "openai.RateLimitError",
+            "Error code: 429 - quota exceeded",
+        ),
     ]
     assert (rec.answer, rec.query) == (None, tf.QUESTION)
     assert rec.generation_span_id == "0000000900000003"  # has a model, so still the generation
@@ -209,29 +252,60 @@ def test_errors_and_status():
 
 def test_langchain_compression_retriever_is_the_rerank_stage():
     b = tf.TraceBuilder(20)
-    root = b.span("RetrievalQA", None, 0, 2000, "CHAIN",
-                  {"input.value": tf.QUESTION, "output.value": tf.ANSWER})
+    root = b.span(
+        "RetrievalQA",
+        None,
+        0,
+        2000,
+        "CHAIN",
+        {"input.value": tf.QUESTION, "output.value": tf.ANSWER},
+    )
     kept = [tf.CHUNKS[1], tf.CHUNKS[0]]
     outer = {**tf.doc_attrs("retrieval.documents", kept, ids=False, scores=False)}
     for i, (c, s) in enumerate(zip(kept, [0.97, 0.64], strict=True)):
         outer[f"retrieval.documents.{i}.document.metadata"] = (
-            f"{{'source': '{c['source']}', 'relevance_score': {s}}}")  # Python repr, not JSON
-    comp = b.span("ContextualCompressionRetriever", root, 5, 400, "RETRIEVER",
-                  {"input.value": tf.QUESTION, **outer})
-    b.span("VectorStoreRetriever", comp, 6, 100, "RETRIEVER", {
-        "input.value": tf.QUESTION,
-        **tf.doc_attrs("retrieval.documents", tf.CHUNKS[:4], ids=False, scores=False)})
-    b.span("ChatOpenAI", root, 401, 1990, "LLM", {
-        "llm.model_name": "gpt-4o-mini",
-        **tf.msg_attrs("llm.input_messages", [("user", tf.stuffed_prompt(kept))]),
-        **tf.msg_attrs("llm.output_messages", [("assistant", tf.ANSWER)])})
+            f"{{'source': '{c['source']}', 'relevance_score': {s}}}"  # Python repr, not JSON
+        )
+    comp = b.span(
+        "ContextualCompressionRetriever",
+        root,
+        5,
+        400,
+        "RETRIEVER",
+        {"input.value": tf.QUESTION, **outer},
+    )
+    b.span(
+        "VectorStoreRetriever",
+        comp,
+        6,
+        100,
+        "RETRIEVER",
+        {
+            "input.value": tf.QUESTION,
+            **tf.doc_attrs("retrieval.documents", tf.CHUNKS[:4], ids=False, scores=False),
+        },
+    )
+    b.span(
+        "ChatOpenAI",
+        root,
+        401,
+        1990,
+        "LLM",
+        {
+            "llm.model_name": "gpt-4o-mini",
+            **tf.msg_attrs("llm.input_messages", [("user", tf.stuffed_prompt(kept))]),
+            **tf.msg_attrs("llm.output_messages", [("assistant", tf.ANSWER)]),
+        },
+    )
     rec = derive(b.spans)
     assert rec is not None
     assert [(s.stage, s.name, len(s.documents)) for s in rec.stages] == [
-        ("retrieval", "VectorStoreRetriever", 4), ("rerank", "ContextualCompressionRetriever", 2)]
-    assert [(d.id, d.rank, d.score, d.rerank_score, d.stage, d.in_prompt)
-            for d in rec.documents] == [
-        (HASH[1], 0, 0.97, 0.97, "rerank", True), (HASH[0], 1, 0.64, 0.64, "rerank", True)]
+        ("retrieval", "VectorStoreRetriever", 4),
+        ("rerank", "ContextualCompressionRetriever", 2),
+    ]
+    assert [
+        (d.id, d.rank, d.score, d.rerank_score, d.stage, d.in_prompt) for d in rec.documents
+    ] == [(HASH[1], 0, 0.97, 0.97, "rerank", True), (HASH[0], 1, 0.64, 0.64, "rerank", True)]
     assert rec.documents[0].metadata == {"source": "policies/refunds.md", "relevance_score": 0.97}
     assert rec.context_source == "reranker_output"
 
@@ -248,11 +322,18 @@ def test_cancelled_stream_is_not_an_error():
 def test_genai_exception_log_event_is_an_error():
     spans, logs = tf.genai_log_events(22)
     chat = spans[1]
-    logs.append(tf.LogEvent(chat.trace_id, chat.span_id, "gen_ai.client.operation.exception",
-                            chat.end_ns, {"exception.type": "httpx.ReadTimeout",
-                                          "exception.message": "timed out"}))
+    logs.append(
+        tf.LogEvent(
+            chat.trace_id,
+            chat.span_id,
+            "gen_ai.client.operation.exception",
+            chat.end_ns,
+            {"exception.type": "httpx.ReadTimeout", "exception.message": "timed out"},
+        )
+    )
     rec = derive(spans, logs)
     assert rec is not None
     assert rec.status == "error"
     assert [(e.span_id, e.role, e.type, e.message) for e in rec.errors] == [
-        (chat.span_id, "LLM", "httpx.ReadTimeout", "timed out")]
+        (chat.span_id, "LLM", "httpx.ReadTimeout", "timed out")
+    ]

@@ -50,8 +50,9 @@ def test_local_root_rules():
     assert local_root(list(reversed(spans))) == spans[0]
     remote = tf.remote_parent_trace()
     assert local_root(remote) == remote[0]
-    zero_parent = [SpanRecord(trace_id="ab" * 16, span_id="cd" * 8, parent_span_id="0" * 16,
-                              name="root")]
+    zero_parent = [
+        SpanRecord(trace_id="ab" * 16, span_id="cd" * 8, parent_span_id="0" * 16, name="root")
+    ]
     assert local_root(zero_parent) == zero_parent[0]
 
 
@@ -75,18 +76,34 @@ def test_redacted_inputs():
 
 
 QA = [(tf.QUESTION, tf.ANSWER, tf.CHUNKS[0])] + [
-    (f"Question {k}?", f"Answer {k}.", tf.CHUNKS[k % 5]) for k in range(1, 7)]
+    (f"Question {k}?", f"Answer {k}.", tf.CHUNKS[k % 5]) for k in range(1, 7)
+]
 
 
-def _qa_pipeline(b: tf.TraceBuilder, parent, t: float, q: str, a: str, chunk: dict,
-                 wrapper: str = "RetrievalQA"):
+def _qa_pipeline(
+    b: tf.TraceBuilder, parent, t: float, q: str, a: str, chunk: dict, wrapper: str = "RetrievalQA"
+):
     p = b.span(wrapper, parent, t, t + 1500, "CHAIN", {"input.value": q, "output.value": a})
-    b.span("retriever", p, t + 1, t + 50, "RETRIEVER",
-           {"input.value": q, **tf.doc_attrs("retrieval.documents", [chunk])})
-    b.span("ChatOpenAI", p, t + 51, t + 1400, "LLM", {
-        "llm.model_name": "gpt-4o-mini",
-        **tf.msg_attrs("llm.input_messages", [("user", f"{chunk['content']}\n\n{q}")]),
-        **tf.msg_attrs("llm.output_messages", [("assistant", a)])})
+    b.span(
+        "retriever",
+        p,
+        t + 1,
+        t + 50,
+        "RETRIEVER",
+        {"input.value": q, **tf.doc_attrs("retrieval.documents", [chunk])},
+    )
+    b.span(
+        "ChatOpenAI",
+        p,
+        t + 51,
+        t + 1400,
+        "LLM",
+        {
+            "llm.model_name": "gpt-4o-mini",
+            **tf.msg_attrs("llm.input_messages", [("user", f"{chunk['content']}\n\n{q}")]),
+            **tf.msg_attrs("llm.output_messages", [("assistant", a)]),
+        },
+    )
     return p
 
 
@@ -117,15 +134,29 @@ def test_batch_job_is_multi_pipeline_derived_from_the_first():
 def test_agent_calling_query_engine_tools_is_one_pipeline():
     b = tf.TraceBuilder(17, scope="openinference.instrumentation.llama_index")
     final = "Refunds: 30 days in full, then pro rata; invoices come by email."
-    agent = b.span("ReActAgent.chat", None, 0, 9000, "AGENT",
-                   {"input.value": "refund window and invoices?", "output.value": final})
+    agent = b.span(
+        "ReActAgent.chat",
+        None,
+        0,
+        9000,
+        "AGENT",
+        {"input.value": "refund window and invoices?", "output.value": final},
+    )
     for k in range(2):
         tool = b.span("QueryEngineTool.call", agent, 100 + k * 3000, 3000 + k * 3000, "TOOL", {})
         _qa_pipeline(b, tool, 101 + k * 3000, *QA[k * 3], wrapper="RetrieverQueryEngine.query")
-    b.span("OpenAI.chat", agent, 6500, 8900, "LLM", {
-        "llm.model_name": "gpt-4o",
-        **tf.msg_attrs("llm.input_messages", [("user", "Observation: ...")]),
-        **tf.msg_attrs("llm.output_messages", [("assistant", final)])})
+    b.span(
+        "OpenAI.chat",
+        agent,
+        6500,
+        8900,
+        "LLM",
+        {
+            "llm.model_name": "gpt-4o",
+            **tf.msg_attrs("llm.input_messages", [("user", "Observation: ...")]),
+            **tf.msg_attrs("llm.output_messages", [("assistant", final)]),
+        },
+    )
     rec = derive(b.spans)
     assert rec is not None
     assert rec.multi_pipeline is False
@@ -133,47 +164,105 @@ def test_agent_calling_query_engine_tools_is_one_pipeline():
     assert (rec.generation_span_id, rec.llm_call_count) == (b.spans[-1].span_id, 3)
     # both tools' retrievals ended before the final call; its prompt holds neither chunk
     assert [(d.id, d.in_prompt) for d in rec.documents] == [
-        ("node-7f3a", False), ("node-91de", False)]
+        ("node-7f3a", False),
+        ("node-91de", False),
+    ]
 
 
 def test_query_rewrite_and_post_hoc_critique_are_auxiliary_calls():
     b = tf.TraceBuilder(12)
     raw, rewritten = "and for annual ones?", "refund window for annual plans"
-    root = b.span("ConversationalRetrievalChain", None, 0, 4000, "CHAIN", {
-        "input.value": json.dumps({"question": raw, "chat_history": [["hi", "hello"]]}),
-        "output.value": tf.ANSWER})
-    b.span("condense", root, 1, 400, "LLM", {
-        "llm.model_name": "gpt-4o-mini", "llm.token_count.prompt": 50,
-        "llm.token_count.completion": 8,
-        **tf.msg_attrs("llm.input_messages", [("user", f"Rephrase: {raw}")]),
-        **tf.msg_attrs("llm.output_messages", [("assistant", rewritten)])})
-    b.span("retriever", root, 401, 450, "RETRIEVER",
-           {"input.value": rewritten, **tf.doc_attrs("retrieval.documents", tf.CHUNKS[:2])})
-    b.span("answer", root, 451, 3000, "LLM", {
-        "llm.model_name": "gpt-4o", "llm.token_count.prompt": 300,
-        "llm.token_count.completion": 40,
-        **tf.msg_attrs("llm.input_messages", [("user", tf.stuffed_prompt(tf.CHUNKS[:2], raw))]),
-        **tf.msg_attrs("llm.output_messages", [("assistant", tf.ANSWER)])})
-    b.span("critique", root, 3001, 3990, "LLM", {  # reads the same chunks, ends last
-        "llm.model_name": "gpt-4o-mini",
-        **tf.msg_attrs("llm.input_messages", [("user", tf.stuffed_prompt(tf.CHUNKS[:2], raw)
-                                                + "\nIs the answer grounded?")]),
-        **tf.msg_attrs("llm.output_messages", [("assistant", "grounded: yes")])})
+    root = b.span(
+        "ConversationalRetrievalChain",
+        None,
+        0,
+        4000,
+        "CHAIN",
+        {
+            "input.value": json.dumps({"question": raw, "chat_history": [["hi", "hello"]]}),
+            "output.value": tf.ANSWER,
+        },
+    )
+    b.span(
+        "condense",
+        root,
+        1,
+        400,
+        "LLM",
+        {
+            "llm.model_name": "gpt-4o-mini",
+            "llm.token_count.prompt": 50,
+            "llm.token_count.completion": 8,
+            **tf.msg_attrs("llm.input_messages", [("user", f"Rephrase: {raw}")]),
+            **tf.msg_attrs("llm.output_messages", [("assistant", rewritten)]),
+        },
+    )
+    b.span(
+        "retriever",
+        root,
+        401,
+        450,
+        "RETRIEVER",
+        {"input.value": rewritten, **tf.doc_attrs("retrieval.documents", tf.CHUNKS[:2])},
+    )
+    b.span(
+        "answer",
+        root,
+        451,
+        3000,
+        "LLM",
+        {
+            "llm.model_name": "gpt-4o",
+            "llm.token_count.prompt": 300,
+            "llm.token_count.completion": 40,
+            **tf.msg_attrs("llm.input_messages", [("user", tf.stuffed_prompt(tf.CHUNKS[:2], raw))]),
+            **tf.msg_attrs("llm.output_messages", [("assistant", tf.ANSWER)]),
+        },
+    )
+    b.span(
+        "critique",
+        root,
+        3001,
+        3990,
+        "LLM",
+        {  # reads the same chunks, ends last
+            "llm.model_name": "gpt-4o-mini",
+            **tf.msg_attrs(
+                "llm.input_messages",
+                [("user", tf.stuffed_prompt(tf.CHUNKS[:2], raw) + "\nIs the answer grounded?")],
+            ),
+            **tf.msg_attrs("llm.output_messages", [("assistant", "grounded: yes")]),
+        },
+    )
     rec = derive(b.spans)
     assert rec is not None
     assert (rec.query, rec.retrieval_queries) == (raw, (rewritten,))
     assert (rec.generation_span_id, rec.model, rec.llm_call_count) == (
-        "0000000c00000004", "gpt-4o", 3)
+        "0000000c00000004",
+        "gpt-4o",
+        3,
+    )
     assert (rec.tokens.prompt, rec.tokens.completion) == (300, 40)
 
 
 def test_weird_attribute_values_degrade_instead_of_raising():
     b = tf.TraceBuilder(13, scope="hand")
     huge = "x" * 10_000_000
-    root = b.span("rag", None, 0, 100, "chain", {  # lower-case kind is accepted
-        "input.value": "{broken json", "output.value": 42, "metadata": "not json",
-        "tag.tags": "not-a-list", "session.id": ["a", "b"]},
-        events=[{"name": 7}, {"garbage": True}])
+    root = b.span(
+        "rag",
+        None,
+        0,
+        100,
+        "chain",
+        {  # lower-case kind is accepted
+            "input.value": "{broken json",
+            "output.value": 42,
+            "metadata": "not json",
+            "tag.tags": "not-a-list",
+            "session.id": ["a", "b"],
+        },
+        events=[{"name": 7}, {"garbage": True}],
+    )
     attrs = {
         "retrieval.documents.0.document.content": tf.CHUNKS[0]["content"],
         "retrieval.documents.0.document.score": "0.5",
@@ -186,9 +275,20 @@ def test_weird_attribute_values_degrade_instead_of_raising():
         "retrieval.documents.2.document.content": "x" * 4096,
     }
     b.span("retrieve", root, 1, 10, "RETRIEVER", attrs)
-    b.span("generate", root, 11, 99, "LLM", {
-        "llm.model_name": 3.5, "llm.token_count.prompt": "12", "llm.token_count.completion": -1.5,
-        "llm.input_messages.0.message.content": None, "llm.output_messages.x.message.content": "?"})
+    b.span(
+        "generate",
+        root,
+        11,
+        99,
+        "LLM",
+        {
+            "llm.model_name": 3.5,
+            "llm.token_count.prompt": "12",
+            "llm.token_count.completion": -1.5,
+            "llm.input_messages.0.message.content": None,
+            "llm.output_messages.x.message.content": "?",
+        },
+    )
     rec = derive(b.spans)
     assert rec is not None
     assert "ragsieve.derive_error" not in rec.attributes
@@ -212,12 +312,13 @@ def test_weird_attribute_values_degrade_instead_of_raising():
 def test_feedback_latest_human_signal_wins():
     spans = tf.langchain_retrievalqa()
     trace_id = spans[0].trace_id
-    up = Feedback(trace_id=trace_id, label="thumbs_up",
-                  created_at=datetime(2025, 11, 29, 8, tzinfo=UTC))
-    down = Feedback(trace_id=trace_id, score=0,
-                    created_at=datetime(2025, 11, 29, 9, tzinfo=UTC))
-    other = Feedback(trace_id="f" * 32, label="thumbs_up",
-                     created_at=datetime(2025, 11, 29, 10, tzinfo=UTC))
+    up = Feedback(
+        trace_id=trace_id, label="thumbs_up", created_at=datetime(2025, 11, 29, 8, tzinfo=UTC)
+    )
+    down = Feedback(trace_id=trace_id, score=0, created_at=datetime(2025, 11, 29, 9, tzinfo=UTC))
+    other = Feedback(
+        trace_id="f" * 32, label="thumbs_up", created_at=datetime(2025, 11, 29, 10, tzinfo=UTC)
+    )
     rec = derive(spans, feedback=[down, other, up], revision=3, late_spans=2)
     assert rec is not None
     assert rec.feedback == (up, down)
@@ -229,18 +330,28 @@ def test_feedback_latest_human_signal_wins():
 
 def test_inline_annotations_count_only_when_human():
     b = tf.TraceBuilder(14)
-    b.span("rag", None, 0, 100, "CHAIN", {
-        "input.value": tf.QUESTION, "output.value": tf.ANSWER,
-        "trace.annotations.0.annotation.name": "user_feedback",
-        "trace.annotations.0.annotation.label": "👎",
-        "trace.annotations.0.annotation.annotator_kind": "HUMAN",
-        "annotations.0.annotation.name": "user_feedback",
-        "annotations.0.annotation.label": "thumbs_up",
-        "annotations.0.annotation.annotator_kind": "LLM"})
+    b.span(
+        "rag",
+        None,
+        0,
+        100,
+        "CHAIN",
+        {
+            "input.value": tf.QUESTION,
+            "output.value": tf.ANSWER,
+            "trace.annotations.0.annotation.name": "user_feedback",
+            "trace.annotations.0.annotation.label": "👎",
+            "trace.annotations.0.annotation.annotator_kind": "HUMAN",
+            "annotations.0.annotation.name": "user_feedback",
+            "annotations.0.annotation.label": "thumbs_up",
+            "annotations.0.annotation.annotator_kind": "LLM",
+        },
+    )
     rec = derive(b.spans)
     assert rec is not None
     assert [(f.label, f.source, f.span_id) for f in rec.feedback] == [
-        ("👎", "oi_inline", "0000000e00000001")]
+        ("👎", "oi_inline", "0000000e00000001")
+    ]
     assert rec.feedback_polarity == -1
 
 
@@ -255,36 +366,88 @@ def test_numeric_index_order_and_gaps():
     assert [d.rank for d in rec.documents] == [0, 1, 2, 3, *range(5, 15)]
     assert [d.id for d in rec.documents][-3:] == ["n12", "n13", "n14"]
     assert (rec.completeness, rec.status, rec.possibly_truncated) == (
-        "missing_generation", "incomplete", True)
+        "missing_generation",
+        "incomplete",
+        True,
+    )
 
 
-_KEYS = ["openinference.span.kind", "input.value", "output.value", "llm.model_name",
-         "retrieval.documents.0.document.content", "retrieval.documents.1.document.id",
-         "retrieval.documents.0.document.metadata", "llm.input_messages.0.message.content",
-         "llm.output_messages.0.message.content", "gen_ai.operation.name",
-         "gen_ai.input.messages", "gen_ai.retrieval.documents", "llm.token_count.prompt",
-         "reranker.output_documents.0.document.score", "metadata", "tag.tags", "session.id",
-         "llm.prompt_template.variables", "gen_ai.response.finish_reasons"]
+_KEYS = [
+    "openinference.span.kind",
+    "input.value",
+    "output.value",
+    "llm.model_name",
+    "retrieval.documents.0.document.content",
+    "retrieval.documents.1.document.id",
+    "retrieval.documents.0.document.metadata",
+    "llm.input_messages.0.message.content",
+    "llm.output_messages.0.message.content",
+    "gen_ai.operation.name",
+    "gen_ai.input.messages",
+    "gen_ai.retrieval.documents",
+    "llm.token_count.prompt",
+    "reranker.output_documents.0.document.score",
+    "metadata",
+    "tag.tags",
+    "session.id",
+    "llm.prompt_template.variables",
+    "gen_ai.response.finish_reasons",
+]
 _VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30)
-    | st.sampled_from(["CHAIN", "LLM", "RETRIEVER", "retrieval", "chat", "__REDACTED__", "{}",
-                       '[{"role": "user"}]', "[1, 2]", '"q"', '{"question": 1}']),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                max_size=3),
-    max_leaves=6)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=30)
+    | st.sampled_from(
+        [
+            "CHAIN",
+            "LLM",
+            "RETRIEVER",
+            "retrieval",
+            "chat",
+            "__REDACTED__",
+            "{}",
+            '[{"role": "user"}]',
+            "[1, 2]",
+            '"q"',
+            '{"question": 1}',
+        ]
+    ),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=12),
-                                          _VALUES, max_size=8),
-                          st.integers(0, 4), st.integers(-5, 10**19), st.integers(0, 3)),
-                min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.tuples(
+            st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=12), _VALUES, max_size=8),
+            st.integers(0, 4),
+            st.integers(-5, 10**19),
+            st.integers(0, 3),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
 def test_fuzzed_spans_never_raise(raw):
-    spans = [SpanRecord(trace_id="ab" * 16, span_id=f"{i:016x}",
-                        parent_span_id=None if parent == 0 else f"{parent:016x}",
-                        name=f"s{i}", start_ns=start, end_ns=start + 5, status_code=status,
-                        attributes=attrs)
-             for i, (attrs, parent, start, status) in enumerate(raw, 1)]
+    spans = [
+        SpanRecord(
+            trace_id="ab" * 16,
+            span_id=f"{i:016x}",
+            parent_span_id=None if parent == 0 else f"{parent:016x}",
+            name=f"s{i}",
+            start_ns=start,
+            end_ns=start + 5,
+            status_code=status,
+            attributes=attrs,
+        )
+        for i, (attrs, parent, start, status) in enumerate(raw, 1)
+    ]
     rec = derive(spans)
     assert rec is not None
     assert "ragsieve.derive_error" not in rec.attributes
@@ -301,7 +464,8 @@ def test_tail_sampling_stamps_reach_the_attributes():
     # the policy (a scope attribute upstream) copied onto one span by a transform processor
     last = stamped[-1]
     stamped[-1] = dataclasses.replace(
-        last, attributes={**last.attributes, "tailsampling.policy": " baseline "})
+        last, attributes={**last.attributes, "tailsampling.policy": " baseline "}
+    )
     it = derive(stamped)
     assert it is not None
     assert it.attributes["rag.sampling.baseline_percentage"] == 10.0
@@ -311,8 +475,17 @@ def test_tail_sampling_stamps_reach_the_attributes():
     assert plain is not None
     assert not {k for k in plain.attributes if k.startswith(("rag.sampling", "tailsampling"))}
     # a bool or an empty value is not a usable stamp
-    odd = [dataclasses.replace(s, resource={**s.resource, "rag.sampling.baseline_percentage": True,
-                                            "rag.sampling.config": " "}) for s in spans]
+    odd = [
+        dataclasses.replace(
+            s,
+            resource={
+                **s.resource,
+                "rag.sampling.baseline_percentage": True,
+                "rag.sampling.config": " ",
+            },
+        )
+        for s in spans
+    ]
     got = derive(odd)
     assert got is not None and "rag.sampling.baseline_percentage" not in got.attributes
     assert "rag.sampling.config" not in got.attributes

@@ -29,7 +29,8 @@ def recorder():
         exporter = InMemorySpanExporter()
         provider = TracerProvider(
             resource=Resource.create({"service.name": "hand-rag", "service.version": "2.0.0"}),
-            span_limits=SpanLimits(max_span_attributes=max_attributes))
+            span_limits=SpanLimits(max_span_attributes=max_attributes),
+        )
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         return provider.get_tracer("my-rag"), exporter, provider
 
@@ -48,19 +49,33 @@ def recorder():
 def _hand_instrumented(tracer, hits, *, fail: bool = False, context=None) -> None:
     """The SPAN_SPEC §1.4 contract, as a user on plain opentelemetry-sdk writes it."""
     prompt = tf.stuffed_prompt(hits)
-    with tracer.start_as_current_span("rag", context=context, attributes={
-            "openinference.span.kind": "CHAIN", "input.value": tf.QUESTION,
-            "session.id": "s-1", "user.id": "u-1"}) as root:
-        with tracer.start_as_current_span("retrieve", attributes={
-                "openinference.span.kind": "RETRIEVER", "input.value": tf.QUESTION}) as r:
+    with tracer.start_as_current_span(
+        "rag",
+        context=context,
+        attributes={
+            "openinference.span.kind": "CHAIN",
+            "input.value": tf.QUESTION,
+            "session.id": "s-1",
+            "user.id": "u-1",
+        },
+    ) as root:
+        with tracer.start_as_current_span(
+            "retrieve",
+            attributes={"openinference.span.kind": "RETRIEVER", "input.value": tf.QUESTION},
+        ) as r:
             for i, hit in enumerate(hits):
                 r.set_attribute(f"retrieval.documents.{i}.document.id", hit["id"])
                 r.set_attribute(f"retrieval.documents.{i}.document.content", hit["content"])
                 r.set_attribute(f"retrieval.documents.{i}.document.score", float(hit["score"]))
-        with tracer.start_as_current_span("generate", attributes={
-                "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini",
+        with tracer.start_as_current_span(
+            "generate",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "gpt-4o-mini",
                 "llm.input_messages.0.message.role": "user",
-                "llm.input_messages.0.message.content": prompt}) as g:
+                "llm.input_messages.0.message.content": prompt,
+            },
+        ) as g:
             if fail:
                 g.set_status(Status(StatusCode.ERROR, "upstream timeout"))
                 g.record_exception(TimeoutError("upstream timeout"))
@@ -85,7 +100,8 @@ def test_sdk_hand_instrumented_trace(recorder):
     assert (rec.trace_id, rec.span_id) == (root.trace_id, root.span_id)
     assert (rec.query, rec.answer) == (tf.QUESTION, tf.ANSWER)
     assert [(d.id, d.rank, d.score, d.in_prompt) for d in rec.documents] == [
-        (c["id"], i, c["score"], True) for i, c in enumerate(tf.CHUNKS[:3])]
+        (c["id"], i, c["score"], True) for i, c in enumerate(tf.CHUNKS[:3])
+    ]
     assert rec.tokens == TokenUsage(prompt=210, completion=31, total=241)
     assert (rec.session_id, rec.user_id, rec.service_name) == ("s-1", "u-1", "hand-rag")
     assert rec.instrumentation == ("my-rag",)
@@ -101,7 +117,8 @@ def test_sdk_exception_is_an_error(recorder):
     assert rec is not None
     assert rec.status == "error"
     assert [(e.span_name, e.role, e.type, e.message) for e in rec.errors] == [
-        ("generate", "LLM", "TimeoutError", "upstream timeout")]
+        ("generate", "LLM", "TimeoutError", "upstream timeout")
+    ]
     assert rec.answer is None
 
 
@@ -126,11 +143,15 @@ def test_sdk_attribute_eviction_with_default_limit(recorder):
 
 def test_sdk_remote_parent_makes_a_local_root(recorder):
     tracer, exporter = recorder()
-    gateway = SpanContext(trace_id=0x5CE0E9A56015FEC5AADFA328AE398115,
-                          span_id=0xAB54A98CEB1F0AD2, is_remote=True,
-                          trace_flags=TraceFlags(TraceFlags.SAMPLED))
-    _hand_instrumented(tracer, tf.CHUNKS[:2],
-                       context=set_span_in_context(NonRecordingSpan(gateway)))
+    gateway = SpanContext(
+        trace_id=0x5CE0E9A56015FEC5AADFA328AE398115,
+        span_id=0xAB54A98CEB1F0AD2,
+        is_remote=True,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+    )
+    _hand_instrumented(
+        tracer, tf.CHUNKS[:2], context=set_span_in_context(NonRecordingSpan(gateway))
+    )
     spans = [tf.from_readable(s) for s in exporter.get_finished_spans()]
     root = spans[-1]
     assert root.parent_span_id == "ab54a98ceb1f0ad2" and root.parent_is_remote

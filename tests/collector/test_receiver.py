@@ -38,7 +38,9 @@ def otlp_json(spans: list[dict[str, Any]], service: str = "rag-app") -> dict[str
     }
 
 
-def span_json(span_id: str, parent: str = "", trace_id: str = TRACE, **extra: Any) -> dict[str, Any]:
+def span_json(
+    span_id: str, parent: str = "", trace_id: str = TRACE, **extra: Any
+) -> dict[str, Any]:
     body = {
         "traceId": trace_id,
         "spanId": span_id,
@@ -328,9 +330,13 @@ def test_logs_endpoint_keeps_genai_events(collector: Any) -> None:
                                 "traceId": TRACE,
                                 "spanId": SPAN_A,
                                 "eventName": "gen_ai.user.message",
-                                "body": {"kvlistValue": {"values": [
-                                    {"key": "content", "value": {"stringValue": "hola"}}
-                                ]}},
+                                "body": {
+                                    "kvlistValue": {
+                                        "values": [
+                                            {"key": "content", "value": {"stringValue": "hola"}}
+                                        ]
+                                    }
+                                },
                             },
                             {"timeUnixNano": "1", "body": {"stringValue": "plain app log"}},
                             {"eventName": "gen_ai.choice", "body": {"stringValue": "x"}},

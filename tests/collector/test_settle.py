@@ -32,8 +32,12 @@ def send_rag_trace(url: str, question: str, answer: str) -> str:
     ]
     with tracer.start_as_current_span(
         "rag",
-        attributes={"openinference.span.kind": "CHAIN", "input.value": question,
-                    "session.id": "s-1", "user.id": "u-7"},
+        attributes={
+            "openinference.span.kind": "CHAIN",
+            "input.value": question,
+            "session.id": "s-1",
+            "user.id": "u-7",
+        },
     ) as root:
         with tracer.start_as_current_span(
             "retrieve", attributes={"openinference.span.kind": "RETRIEVER", "input.value": question}
@@ -96,10 +100,24 @@ def test_late_span_and_feedback_raise_revision(collector: Any) -> None:
     first = wait_for(lambda: collector.store.get_interaction(trace_id))
     root_id = first.span_id
     late = {
-        "resourceSpans": [{"scopeSpans": [{"spans": [{
-            "traceId": trace_id, "spanId": "00000000000000aa", "parentSpanId": root_id,
-            "name": "late-tool", "startTimeUnixNano": "1", "endTimeUnixNano": "2",
-        }]}]}]
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {
+                                "traceId": trace_id,
+                                "spanId": "00000000000000aa",
+                                "parentSpanId": root_id,
+                                "name": "late-tool",
+                                "startTimeUnixNano": "1",
+                                "endTimeUnixNano": "2",
+                            }
+                        ]
+                    }
+                ]
+            }
+        ]
     }
     assert httpx.post(collector.traces_url, json=late).status_code == 200
     second = wait_for(
@@ -124,7 +142,9 @@ def test_interactions_cli_lists_json(collector: Any) -> None:
     wait_for(lambda: collector.store.get_interaction(trace_id))
     runner = CliRunner()
     result = runner.invoke(
-        cli, ["interactions", "list", "--store", collector.store.url, "--json"], catch_exceptions=False
+        cli,
+        ["interactions", "list", "--store", collector.store.url, "--json"],
+        catch_exceptions=False,
     )
     assert result.exit_code == 0
     (line,) = result.output.splitlines()
@@ -141,24 +161,42 @@ def test_interactions_cli_lists_json(collector: Any) -> None:
 def test_tail_sampler_stamps_reach_the_interaction(collector: Any) -> None:
     """The Collector's tail_sampling records the keeping policy on the instrumentation scope."""
     trace_id = "7" * 32
-    spans = [{
-        "traceId": trace_id, "spanId": "00000000000000b1", "name": "rag",
-        "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000001000000000",
-        "attributes": [
-            {"key": "openinference.span.kind", "value": {"stringValue": "CHAIN"}},
-            {"key": "input.value", "value": {"stringValue": "Refund window?"}},
-            {"key": "output.value", "value": {"stringValue": "14 days."}},
-        ],
-    }]
-    body = {"resourceSpans": [{
-        "resource": {"attributes": [
-            {"key": "rag.sampling.baseline_percentage", "value": {"doubleValue": 10.0}}]},
-        "scopeSpans": [{
-            "scope": {"name": "shop", "attributes": [
-                {"key": "tailsampling.policy", "value": {"stringValue": "baseline"}}]},
-            "spans": spans,
-        }],
-    }]}
+    spans = [
+        {
+            "traceId": trace_id,
+            "spanId": "00000000000000b1",
+            "name": "rag",
+            "startTimeUnixNano": "1700000000000000000",
+            "endTimeUnixNano": "1700000001000000000",
+            "attributes": [
+                {"key": "openinference.span.kind", "value": {"stringValue": "CHAIN"}},
+                {"key": "input.value", "value": {"stringValue": "Refund window?"}},
+                {"key": "output.value", "value": {"stringValue": "14 days."}},
+            ],
+        }
+    ]
+    body = {
+        "resourceSpans": [
+            {
+                "resource": {
+                    "attributes": [
+                        {"key": "rag.sampling.baseline_percentage", "value": {"doubleValue": 10.0}}
+                    ]
+                },
+                "scopeSpans": [
+                    {
+                        "scope": {
+                            "name": "shop",
+                            "attributes": [
+                                {"key": "tailsampling.policy", "value": {"stringValue": "baseline"}}
+                            ],
+                        },
+                        "spans": spans,
+                    }
+                ],
+            }
+        ]
+    }
     assert httpx.post(collector.traces_url, json=body).status_code == 200
     rec = wait_for(lambda: collector.store.get_interaction(trace_id))
     assert rec.attributes["tailsampling.policy"] == "baseline"

@@ -103,7 +103,10 @@ def test_log_events_join_their_trace(any_store: Store) -> None:
     assert res.traces == (tid(3),)
     [back] = any_store.log_events_for_trace(tid(3))
     assert (back.event_name, back.time_ns, dict(back.attributes), back.body) == (
-        "gen_ai.choice", 5, {"k": "v"}, {"content": "hi"}
+        "gen_ai.choice",
+        5,
+        {"k": "v"},
+        {"content": "hi"},
     )
     assert any_store.trace_state(tid(3))["state"] == "open"
 
@@ -229,8 +232,9 @@ def test_outbox_enqueue_dedup_due_and_marks(any_store: Store) -> None:
 
 
 def test_spans_and_forward_rows_commit_together(any_store: Store) -> None:
-    any_store.write_spans([span(30, 1)], forward=[("otlp", b"pb", "application/x-protobuf", 1)],
-                          now=T0)
+    any_store.write_spans(
+        [span(30, 1)], forward=[("otlp", b"pb", "application/x-protobuf", 1)], now=T0
+    )
     [item] = any_store.due_outbox("otlp", now=T0)
     assert (item.payload, item.items) == (b"pb", 1)
 
@@ -262,8 +266,11 @@ def test_concurrent_duplicate_deliveries_store_each_span_once(any_store: Store) 
 
     def deliver() -> None:
         for r in range(rounds):  # every writer delivers the same 5 traces at the same moment
-            batch = [span(100 + 10 * r + t, n, parent=None if n == 0 else 0, attrs={"n": n})
-                     for t in range(5) for n in range(4)]
+            batch = [
+                span(100 + 10 * r + t, n, parent=None if n == 0 else 0, attrs={"n": n})
+                for t in range(5)
+                for n in range(4)
+            ]
             barrier.wait()
             try:
                 any_store.write_spans(batch)

@@ -91,8 +91,13 @@ def test_every_manifest_parses() -> None:
     for path in files:
         assert docs(path), path
     kinds = {o["kind"] for o in k8s_objects()}
-    assert {"Deployment", "Service", "HorizontalPodAutoscaler", "ConfigMap",
-            "PodDisruptionBudget"} <= kinds
+    assert {
+        "Deployment",
+        "Service",
+        "HorizontalPodAutoscaler",
+        "ConfigMap",
+        "PodDisruptionBudget",
+    } <= kinds
 
 
 def test_example_config_and_configmap_load_into_settings(tmp_path: Path) -> None:
@@ -148,10 +153,16 @@ def test_k8s_services_select_deployments_and_ports_match() -> None:
     deployments = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Deployment"}
     for svc in (o for o in objs if o["kind"] == "Service"):
         sel = svc["spec"]["selector"]
-        [dep] = [d for d in deployments.values()
-                 if sel.items() <= d["spec"]["template"]["metadata"]["labels"].items()]
-        ports = {p["name"]: p["containerPort"]
-                 for c in dep["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
+        [dep] = [
+            d
+            for d in deployments.values()
+            if sel.items() <= d["spec"]["template"]["metadata"]["labels"].items()
+        ]
+        ports = {
+            p["name"]: p["containerPort"]
+            for c in dep["spec"]["template"]["spec"]["containers"]
+            for p in c.get("ports", [])
+        }
         for p in svc["spec"]["ports"]:
             assert ports[p["targetPort"]] == p["port"], (svc["metadata"]["name"], p)
     for obj in objs:
@@ -159,8 +170,10 @@ def test_k8s_services_select_deployments_and_ports_match() -> None:
             assert obj["spec"]["scaleTargetRef"]["name"] in deployments
         if obj["kind"] == "PodDisruptionBudget":
             sel = obj["spec"]["selector"]["matchLabels"]
-            assert any(sel.items() <= d["spec"]["template"]["metadata"]["labels"].items()
-                       for d in deployments.values())
+            assert any(
+                sel.items() <= d["spec"]["template"]["metadata"]["labels"].items()
+                for d in deployments.values()
+            )
         if obj["kind"] == "Deployment":
             d_sel = obj["spec"]["selector"]["matchLabels"].items()
             assert d_sel <= obj["spec"]["template"]["metadata"]["labels"].items()
@@ -184,8 +197,12 @@ def test_k8s_collector_chain_points_at_real_services() -> None:
     assert target.port == services[target.hostname.split(".")[0]]["spec"]["ports"][0]["port"]
     headless = env_of("otelcol-lb")["OTELCOL_SAMPLER_HOST"].split(".")[0]
     assert services[headless]["spec"]["clusterIP"] == "None"
-    mounted = {v["configMap"]["name"] for d in deployments.values()
-               for v in d["spec"]["template"]["spec"].get("volumes", []) if "configMap" in v}
+    mounted = {
+        v["configMap"]["name"]
+        for d in deployments.values()
+        for v in d["spec"]["template"]["spec"].get("volumes", [])
+        if "configMap" in v
+    }
     generated = {g["name"] for g in docs(DEPLOY / "kustomization.yaml")[0]["configMapGenerator"]}
     shipped = {o["metadata"]["name"] for o in objs if o["kind"] == "ConfigMap"}
     assert mounted <= generated | shipped

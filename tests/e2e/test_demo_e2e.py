@@ -24,7 +24,11 @@ def test_demo_meets_the_scorecard_floors_through_the_console_entry_point():
     assert card["false_positive_rate"] <= 0.10
     # every planted kind is represented and detected at least sometimes
     assert set(card["per_kind_recall"]) == {
-        "retrieval_miss", "wrong_chunk", "changed_numbers", "unsupported_claim", "off_topic",
+        "retrieval_miss",
+        "wrong_chunk",
+        "changed_numbers",
+        "unsupported_claim",
+        "off_topic",
         "missing_abstention",
     }
     assert all(v is not None and v > 0.5 for v in card["per_kind_recall"].values())

@@ -26,8 +26,9 @@ def send_turns(endpoint: str) -> None:
         with rag_span(q, tracer_provider=provider) as rag:
             with retriever_span(q, tracer_provider=provider) as r:
                 r.record([{"id": "kb-1", "content": doc, "score": 0.8}])
-            with llm_span("gen", [{"role": "user", "content": f"{doc}\n{q}"}],
-                          tracer_provider=provider) as llm:
+            with llm_span(
+                "gen", [{"role": "user", "content": f"{doc}\n{q}"}], tracer_provider=provider
+            ) as llm:
                 llm.record(answer, prompt_tokens=30, completion_tokens=8)
             rag.record(answer)
     provider.force_flush()
@@ -35,9 +36,23 @@ def send_turns(endpoint: str) -> None:
 
 
 def run(store_url: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    res = CliRunner(env=env).invoke(cli, ["jobs", "run", "--store", store_url, "--since", "1h",
-                                          "--settle", "0", "--all", "--json", *args],
-                                    catch_exceptions=False)
+    res = CliRunner(env=env).invoke(
+        cli,
+        [
+            "jobs",
+            "run",
+            "--store",
+            store_url,
+            "--since",
+            "1h",
+            "--settle",
+            "0",
+            "--all",
+            "--json",
+            *args,
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     report: dict[str, Any] = json.loads(res.stdout)
     return report
@@ -60,12 +75,18 @@ def test_offline_then_llm_judges_with_collector_stopped(start_collector: Any) ->
 
     def reply(body: dict[str, Any]) -> dict[str, Any]:
         supported = "Marseille" not in prompt_of(body)
-        return {"reasoning": "compared", "abstained": False,
-                "claims": [{"claim": "answer", "supported": supported}]}
+        return {
+            "reasoning": "compared",
+            "abstained": False,
+            "claims": [{"claim": "answer", "supported": supported}],
+        }
 
     with FakeOpenAIServer(default=reply, usage=(120, 30)) as server:
-        env = {"RAGSIEVE_JOBS__BACKEND": "llm", "RAGSIEVE_LLM__BASE_URL": server.base_url,
-               "RAGSIEVE_LLM__PRICE_PER_1K_PROMPT": "1.0"}
+        env = {
+            "RAGSIEVE_JOBS__BACKEND": "llm",
+            "RAGSIEVE_LLM__BASE_URL": server.base_url,
+            "RAGSIEVE_LLM__PRICE_PER_1K_PROMPT": "1.0",
+        }
         rep = run(col.store.url, "--judge", "faithfulness", env=env)
         assert len(server.requests) == 3
     assert rep["judge_calls"] == 3 and rep["judge_errors"] == 0

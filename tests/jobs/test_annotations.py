@@ -35,8 +35,7 @@ class AnnotationServer:
             def do_POST(self) -> None:  # noqa: N802
                 url = urlsplit(self.path)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                owner.bodies.append({"path": url.path, "query": parse_qs(url.query),
-                                     "body": body})
+                owner.bodies.append({"path": url.path, "query": parse_qs(url.query), "body": body})
                 if owner.script:
                     status, headers = owner.script.pop(0)
                     return self._send(status, {"detail": "scripted"}, headers)
@@ -47,8 +46,9 @@ class AnnotationServer:
                     owner.stored[(d["span_id"], d["name"], d["identifier"])] = d
                 return self._send(200, {"data": [{"id": str(len(owner.stored))}]})
 
-            def _send(self, status: int, payload: dict[str, Any],
-                      headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 for k, v in (headers or {}).items():
@@ -75,10 +75,23 @@ def phoenix_like() -> Iterator[AnnotationServer]:
 
 
 def verdicts(span_id: str, label: str = "unfaithful") -> list[dict[str, Any]]:
-    r = EvalResult(trace_id=TRACE, span_id=span_id, evaluator="faithfulness", label=label,
-                   score=0.2, explanation="claim 2 unsupported", annotator_kind="LLM")
-    return annotations.build_annotations(span_id, [r], verdict="fail", root_cause="generation",
-                                         evidence="doc-1 relevant; unfaithful", run_id="run-1")
+    r = EvalResult(
+        trace_id=TRACE,
+        span_id=span_id,
+        evaluator="faithfulness",
+        label=label,
+        score=0.2,
+        explanation="claim 2 unsupported",
+        annotator_kind="LLM",
+    )
+    return annotations.build_annotations(
+        span_id,
+        [r],
+        verdict="fail",
+        root_cause="generation",
+        evidence="doc-1 relevant; unfaithful",
+        run_id="run-1",
+    )
 
 
 async def test_payload_shape_404_retry_and_update(store: Any, phoenix_like: Any) -> None:
@@ -87,22 +100,23 @@ async def test_payload_shape_404_retry_and_update(store: Any, phoenix_like: Any)
     # the second span shares the trace: its identifiers are the same, so it replaced the first
     assert store.outbox_stats()[annotations.TOPIC]["pending"] == 2
     annotations.queue(store, verdicts("2222222222222222"))
-    out = await annotations.deliver(store, phoenix_like.url, base_backoff_s=0.05,
-                                    max_backoff_s=0.1)
+    out = await annotations.deliver(store, phoenix_like.url, base_backoff_s=0.05, max_backoff_s=0.1)
     assert out["delivered"] == 0 and out["pending"] == 2 and "404" in out["last_error"]
     sent = phoenix_like.bodies[0]
     assert sent["path"] == "/v1/span_annotations" and sent["query"] == {"sync": ["true"]}
     item = sent["body"]["data"][0]
     assert set(item) == {"span_id", "name", "annotator_kind", "result", "metadata", "identifier"}
     assert item["annotator_kind"] == "LLM"
-    assert item["result"] == {"label": "unfaithful", "score": 0.2,
-                              "explanation": "claim 2 unsupported"}
+    assert item["result"] == {
+        "label": "unfaithful",
+        "score": 0.2,
+        "explanation": "claim 2 unsupported",
+    }
     assert item["metadata"]["root_cause"] == "generation"
     assert item["metadata"]["run_id"] == "run-1"
     phoenix_like.known.add("2222222222222222")  # the span reached Phoenix meanwhile
     time.sleep(0.25)
-    out = await annotations.deliver(store, phoenix_like.url, base_backoff_s=0.05,
-                                    max_backoff_s=0.1)
+    out = await annotations.deliver(store, phoenix_like.url, base_backoff_s=0.05, max_backoff_s=0.1)
     assert out["delivered"] == 2 and out["pending"] == 0
     names = sorted(k[1] for k in phoenix_like.stored)
     assert names == ["faithfulness", annotations.VERDICT_NAME]

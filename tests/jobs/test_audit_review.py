@@ -26,8 +26,9 @@ KEY = "faithfulness=1"
 
 
 def _sample(store: Store, run: str, tid: str, verdict: str, p: float, key: str = KEY) -> None:
-    resultstore.save_samples(store, run, [resultstore.SampleRow(
-        tid, "uniform", p, verdict, None, {"key": key}, {})])
+    resultstore.save_samples(
+        store, run, [resultstore.SampleRow(tid, "uniform", p, verdict, None, {"key": key}, {})]
+    )
 
 
 def _row(tid: str, status: str, *, audit: bool = False, reason: str | None = None) -> Candidate:
@@ -36,8 +37,9 @@ def _row(tid: str, status: str, *, audit: bool = False, reason: str | None = Non
         body["review"] = {"decision": status, "reason": reason}
     if audit:
         body["audit"] = True
-    return Candidate(id=audit_id(tid) if audit else f"q_{tid}", status=status,
-                     norm_query=f"q {tid}", body=body)
+    return Candidate(
+        id=audit_id(tid) if audit else f"q_{tid}", status=status, norm_query=f"q {tid}", body=body
+    )
 
 
 def test_planted_reviews_give_exact_rates(store: Store) -> None:
@@ -63,9 +65,16 @@ def test_planted_reviews_give_exact_rates(store: Store) -> None:
 
     labels = resultstore.review_labels(store, KEY)
     assert sorted((lab.trace_id, lab.outcome, lab.weight) for lab in labels) == [
-        ("a1", "tn", 4.0), ("a2", "fn", 1.0), ("a3", "fn", 1.0), ("a4", "tn", 2.0),
-        ("f1", "tp", 1.0), ("f2", "tp", 2.0), ("f3", "fp", 1.0), ("f4", "excluded", 1.0),
-        ("f5", "excluded", 1.0)]
+        ("a1", "tn", 4.0),
+        ("a2", "fn", 1.0),
+        ("a3", "fn", 1.0),
+        ("a4", "tn", 2.0),
+        ("f1", "tp", 1.0),
+        ("f2", "tp", 2.0),
+        ("f3", "fp", 1.0),
+        ("f4", "excluded", 1.0),
+        ("f5", "excluded", 1.0),
+    ]
     assert resultstore.open_audits(store) == 1
 
     q = judge_quality(0.2, (0.1, 0.3), labels)
@@ -99,16 +108,32 @@ def test_partial_reviews_leave_the_rest_unknown() -> None:
 
 def _jobs_run(store: Store, *args: str) -> dict[str, Any]:
     res = CliRunner().invoke(
-        cli, ["jobs", "run", "--store", store.url, "--since", "1h", "--settle", "0", "--json",
-              "--all", *args], env={"RAGSIEVE_JOBS__AUDIT_SHARE": "1"}, catch_exceptions=False)
+        cli,
+        [
+            "jobs",
+            "run",
+            "--store",
+            store.url,
+            "--since",
+            "1h",
+            "--settle",
+            "0",
+            "--json",
+            "--all",
+            *args,
+        ],
+        env={"RAGSIEVE_JOBS__AUDIT_SHARE": "1"},
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     out: dict[str, Any] = json.loads(res.stdout)
     return out
 
 
 @pytest.mark.skipif(not RAGSIEVE.exists(), reason=f"{RAGSIEVE} missing: run pip install -e .")
-def test_audit_through_the_terminal_then_rates_in_the_report(collector: Any,
-                                                              tmp_path: Path) -> None:
+def test_audit_through_the_terminal_then_rates_in_the_report(
+    collector: Any, tmp_path: Path
+) -> None:
     store = collector.store
     kinds = ("good", "good_refund", "unfaithful", "missing_abstention")
     send(collector.traces_url, [KINDS[k][0] for k in kinds])
@@ -119,18 +144,28 @@ def test_audit_through_the_terminal_then_rates_in_the_report(collector: Any,
     assert first["audit"]["open"] == 2
     assert first["judge_quality"]["corrected_failure_rate"] is None
 
-    listed = CliRunner().invoke(cli, ["golden", "candidates", "--json", "--store", store.url],
-                                catch_exceptions=False)
+    listed = CliRunner().invoke(
+        cli, ["golden", "candidates", "--json", "--store", store.url], catch_exceptions=False
+    )
     lines = [json.loads(x) for x in listed.stdout.splitlines()]
     audits = [x for x in lines if x["audit"]]
-    assert len(audits) == 2 and all(x["kind"] == "audit" and x["status"] == "audit"
-                                    and x["judge_verdict"] == "pass" for x in audits)
+    assert len(audits) == 2 and all(
+        x["kind"] == "audit" and x["status"] == "audit" and x["judge_verdict"] == "pass"
+        for x in audits
+    )
     assert {x["kind"] for x in lines if not x["audit"]} == {"failure"}
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSIEVE_", "OTEL_"))}
     env.update(RAGSIEVE_STORE=store.url, COLUMNS="120")
-    child = pexpect.spawn(str(RAGSIEVE), ["golden", "review", "--reviewer", "carol"], env=env,
-                          cwd=str(tmp_path), encoding="utf-8", timeout=30, dimensions=(50, 120))
+    child = pexpect.spawn(
+        str(RAGSIEVE),
+        ["golden", "review", "--reviewer", "carol"],
+        env=env,
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 120),
+    )
     try:
         # two flagged failures first: one real (a no-answer case), one false alarm
         child.expect_exact("[q]uit")
@@ -156,8 +191,10 @@ def test_audit_through_the_terminal_then_rates_in_the_report(collector: Any,
         child.expect_exact("Also add it to the golden set as a case?")
         child.sendline("n")
         child.expect_exact("missed failure audit:")
-        child.expect_exact("1 accepted, 1 rejected, 0 skipped, 0 edits;"
-                           " audits: 1 confirmed passes, 1 missed failures")
+        child.expect_exact(
+            "1 accepted, 1 rejected, 0 skipped, 0 edits;"
+            " audits: 1 confirmed passes, 1 missed failures"
+        )
         child.expect(pexpect.EOF)
     finally:
         child.close()
@@ -168,13 +205,20 @@ def test_audit_through_the_terminal_then_rates_in_the_report(collector: Any,
     again = _jobs_run(store)
     assert again["audit"]["open"] == 0 and again["audit"]["routed"] == 0
     q = again["judge_quality"]
-    assert (q["reviewed_flagged"], q["false_alarms"], q["reviewed_audits"],
-            q["missed_failures"]) == (2, 1, 2, 1)
+    assert (
+        q["reviewed_flagged"],
+        q["false_alarms"],
+        q["reviewed_audits"],
+        q["missed_failures"],
+    ) == (2, 1, 2, 1)
     assert q["precision"] == 0.5 and q["false_omission_rate"] == 0.5
     assert again["failure_rate"]["estimate"] == 0.5
     assert q["corrected_failure_rate"]["estimate"] == 0.5  # 0.5 * 0.5 + 0.5 * 0.5
     assert q["tpr"] == 0.5 and q["fpr"] == 0.5
-    table = CliRunner().invoke(cli, ["jobs", "run", "--store", store.url, "--since", "1h",
-                                     "--settle", "0", "--all"], catch_exceptions=False)
+    table = CliRunner().invoke(
+        cli,
+        ["jobs", "run", "--store", store.url, "--since", "1h", "--settle", "0", "--all"],
+        catch_exceptions=False,
+    )
     assert "judge TPR / FPR" in table.stdout and "50.0% / 50.0%" in table.stdout
     assert re.search(r"corrected failure rate +50\.0% \(95% CI", table.stdout), table.stdout

@@ -1,4 +1,4 @@
-"""``ragsieve demo`` CLI: help, JSON scorecard, exit 1 below the floors, --phoenix without Phoenix."""
+"""``ragsieve demo`` CLI: help, JSON scorecard, exit 1 below floors, --phoenix without Phoenix."""
 
 from __future__ import annotations
 
@@ -24,8 +24,14 @@ def test_json_scorecard_is_one_object_and_store_keeps_the_run(tmp_path):
     db = tmp_path / "demo.db"
     res = _run(["demo", "--queries", "40", "--seed", "3", "--json", "--store", f"sqlite:///{db}"])
     card = json.loads(res.stdout)
-    for key in ("planted_recall", "root_cause_accuracy", "false_positive_rate", "n_queries",
-                "n_flagged", "per_kind_recall"):
+    for key in (
+        "planted_recall",
+        "root_cause_accuracy",
+        "false_positive_rate",
+        "n_queries",
+        "n_flagged",
+        "per_kind_recall",
+    ):
         assert key in card
     assert card["n_queries"] == 40 and card["n_planted"] == 12
     assert card["passed"] is (res.exit_code == 0)
@@ -54,8 +60,9 @@ def test_exit_1_below_floors_and_phoenix_missing_is_reported(tmp_path):
     card_line = [ln for ln in res.stdout.splitlines() if ln.startswith("false_positive_rate")]
     assert card_line
     fpr = float(card_line[0].split()[1])
-    recall = float([ln for ln in res.stdout.splitlines() if ln.startswith("planted_recall")][0]
-                   .split()[1])
+    recall = float(
+        [ln for ln in res.stdout.splitlines() if ln.startswith("planted_recall")][0].split()[1]
+    )
     below = fpr > 0 or recall < 1
     assert res.exit_code == (1 if below else 0)
     if below:

@@ -13,14 +13,24 @@ IT = make_interaction("What is the capital of France?")
 
 
 def res(metric: str, label: str, score: float | None, **meta: Any) -> EvalResult:
-    return EvalResult(trace_id=IT.trace_id, span_id=IT.span_id, evaluator=metric, label=label,
-                      score=score, metadata=meta)
+    return EvalResult(
+        trace_id=IT.trace_id,
+        span_id=IT.span_id,
+        evaluator=metric,
+        label=label,
+        score=score,
+        metadata=meta,
+    )
 
 
 def ctx(relevant: bool) -> EvalResult:
     chunk = {"id": "doc-0", "rank": 0, "relevant": relevant, "score": 0.9 if relevant else 0.1}
-    return res("context_relevance", "relevant" if relevant else "irrelevant",
-               1.0 if relevant else 0.0, chunks=[chunk])
+    return res(
+        "context_relevance",
+        "relevant" if relevant else "irrelevant",
+        1.0 if relevant else 0.0,
+        chunks=[chunk],
+    )
 
 
 def test_metric_thresholds_and_unknown_labels() -> None:
@@ -32,11 +42,17 @@ def test_metric_thresholds_and_unknown_labels() -> None:
 
 
 def test_pass_fail_unjudged() -> None:
-    good = [res("faithfulness", "faithful", 0.95), res("answer_relevance", "relevant", 0.9),
-            ctx(True)]
+    good = [
+        res("faithfulness", "faithful", 0.95),
+        res("answer_relevance", "relevant", 0.9),
+        ctx(True),
+    ]
     assert decide(IT, good, TH).outcome == "pass"
-    bad = [res("faithfulness", "unfaithful", 0.2), res("answer_relevance", "relevant", 0.9),
-           ctx(True)]
+    bad = [
+        res("faithfulness", "unfaithful", 0.2),
+        res("answer_relevance", "relevant", 0.9),
+        ctx(True),
+    ]
     v = decide(IT, bad, TH)
     assert (v.outcome, v.root_cause, v.failed_metrics) == ("fail", "generation", ("faithfulness",))
     assert "doc-0" in v.evidence
@@ -55,20 +71,33 @@ def test_abstention_fails_only_with_relevant_context_or_answerable_golden() -> N
 
 
 def test_no_relevant_context_and_made_up_answer_is_no_answer_expected() -> None:
-    v = decide(IT, [res("faithfulness", "unfaithful", 0.0),
-                    res("answer_relevance", "relevant", 0.8), ctx(False)], TH)
+    v = decide(
+        IT,
+        [
+            res("faithfulness", "unfaithful", 0.0),
+            res("answer_relevance", "relevant", 0.8),
+            ctx(False),
+        ],
+        TH,
+    )
     assert (v.outcome, v.root_cause) == ("fail", "no_answer_expected")
-    v = decide(IT, [res("faithfulness", "unfaithful", 0.0), ctx(False)], TH,
-               expected="answerable")
+    v = decide(IT, [res("faithfulness", "unfaithful", 0.0), ctx(False)], TH, expected="answerable")
     assert v.root_cause == "both"
 
 
 def test_answer_from_irrelevant_context_fails_as_retrieval_even_above_threshold() -> None:
     # The context judge found no relevant chunk but its precision score is above the threshold
     # (a lenient score); the faithful, on-question-looking answer still fails as retrieval.
-    lenient = res("context_relevance", "irrelevant", 0.5,
-                  chunks=[{"id": "doc-0", "rank": 0, "relevant": False, "score": 0.3}])
-    v = decide(IT, [res("faithfulness", "faithful", 0.95),
-                    res("answer_relevance", "relevant", 0.9), lenient], TH)
+    lenient = res(
+        "context_relevance",
+        "irrelevant",
+        0.5,
+        chunks=[{"id": "doc-0", "rank": 0, "relevant": False, "score": 0.3}],
+    )
+    v = decide(
+        IT,
+        [res("faithfulness", "faithful", 0.95), res("answer_relevance", "relevant", 0.9), lenient],
+        TH,
+    )
     assert (v.outcome, v.root_cause) == ("fail", "retrieval")
     assert v.failed_metrics == ("context_relevance",)

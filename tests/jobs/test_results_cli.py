@@ -26,11 +26,14 @@ def test_list_and_export(collector: Any, tmp_path: Path) -> None:
     res = invoke("results", "list", "--store", url, "--json")
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert len(rows) == 6 and {r["trace_id"] for r in rows} == set(ids)
-    for key in ("trace_id", "evaluator", "label", "score", "explanation", "flagged",
-                "root_cause"):
+    for key in ("trace_id", "evaluator", "label", "score", "explanation", "flagged", "root_cause"):
         assert all(key in r for r in rows)
-    flagged = [json.loads(x) for x in invoke("results", "list", "--store", url, "--flagged",
-                                             "--since", "1h", "--json").stdout.splitlines()]
+    flagged = [
+        json.loads(x)
+        for x in invoke(
+            "results", "list", "--store", url, "--flagged", "--since", "1h", "--json"
+        ).stdout.splitlines()
+    ]
     assert len(flagged) == 3 and {r["root_cause"] for r in flagged} == {"generation"}
     assert all(r["flagged"] for r in flagged)
     assert "FLAGGED generation" in invoke("results", "list", "--store", url).stdout

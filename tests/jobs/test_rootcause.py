@@ -13,23 +13,43 @@ Q = "How long does a refund take for a returned reader?"
     ("signals", "label"),
     [
         (Signals(query="refund?"), "ambiguous_query"),
-        (Signals(query="refund?", has_history=True, context_relevant=True, faithful=False),
-         "generation"),
-        (Signals(query=Q, abstained=True, context_relevant=True, relevant_chunks=("c1",)),
-         "abstained_wrongly"),
-        (Signals(query=Q, abstained=True, context_relevant=False, expected="answerable"),
-         "retrieval"),
+        (
+            Signals(query="refund?", has_history=True, context_relevant=True, faithful=False),
+            "generation",
+        ),
+        (
+            Signals(query=Q, abstained=True, context_relevant=True, relevant_chunks=("c1",)),
+            "abstained_wrongly",
+        ),
+        (
+            Signals(query=Q, abstained=True, context_relevant=False, expected="answerable"),
+            "retrieval",
+        ),
         (Signals(query=Q, context_relevant=False, faithful=False, expected="answerable"), "both"),
         (Signals(query=Q, context_relevant=False, faithful=False), "no_answer_expected"),
-        (Signals(query=Q, context_relevant=False, faithful=False, expected="no_answer"),
-         "no_answer_expected"),
-        (Signals(query=Q, context_relevant=False, faithful=True, answer_relevant=False),
-         "retrieval"),
+        (
+            Signals(query=Q, context_relevant=False, faithful=False, expected="no_answer"),
+            "no_answer_expected",
+        ),
+        (
+            Signals(query=Q, context_relevant=False, faithful=True, answer_relevant=False),
+            "retrieval",
+        ),
         (Signals(query=Q, context_relevant=True, faithful=False), "generation"),
-        (Signals(query=Q, context_relevant=True, faithful=True, answer_relevant=False),
-         "generation"),
-        (Signals(query=Q, context_relevant=True, faithful=True, answer_relevant=True,
-                 context_precision=0.1), "retrieval"),
+        (
+            Signals(query=Q, context_relevant=True, faithful=True, answer_relevant=False),
+            "generation",
+        ),
+        (
+            Signals(
+                query=Q,
+                context_relevant=True,
+                faithful=True,
+                answer_relevant=True,
+                context_precision=0.1,
+            ),
+            "retrieval",
+        ),
         (Signals(query=Q, context_relevant=None, faithful=False), "generation"),
     ],
 )
@@ -40,6 +60,7 @@ def test_rule(signals: Signals, label: str) -> None:
 
 
 def test_evidence_names_the_relevant_chunk() -> None:
-    cause = assign(Signals(query=Q, context_relevant=True, relevant_chunks=("kb-7",),
-                           faithful=False))
+    cause = assign(
+        Signals(query=Q, context_relevant=True, relevant_chunks=("kb-7",), faithful=False)
+    )
     assert "kb-7" in cause.evidence and "unfaithful" in cause.evidence

@@ -15,8 +15,11 @@ from ragsieve.evaluators.errors import StoreError
 from ragsieve.evaluators.testing import FakeOpenAIServer, Fault, prompt_of
 from ragsieve.jobs.run import run_once
 
-SPAIN = Turn("What is the capital of Spain?", ["Madrid is the capital of Spain."],
-             "The capital of Spain is Madrid.")
+SPAIN = Turn(
+    "What is the capital of Spain?",
+    ["Madrid is the capital of Spain."],
+    "The capital of Spain is Madrid.",
+)
 
 
 def faulty(body: dict[str, Any]) -> Any:
@@ -34,15 +37,26 @@ def faulty(body: dict[str, Any]) -> Any:
 
 def healthy(body: dict[str, Any]) -> Any:
     bad = "Marseille" in prompt_of(body)
-    return {"reasoning": "checked each claim", "abstained": False,
-            "claims": [{"claim": "the answer", "supported": not bad}]}
+    return {
+        "reasoning": "checked each claim",
+        "abstained": False,
+        "claims": [{"claim": "the answer", "supported": not bad}],
+    }
 
 
 def llm_settings(store: Any, base_url: str, **extra: Any) -> Any:
-    return settings(**{"store": store.url, "jobs.backend": "llm",
-                       "jobs.judges": ["faithfulness"], "llm.base_url": base_url,
-                       "llm.model": "judge-1", "llm.max_retries": 0, "llm.timeout_s": 0.5,
-                       **extra})
+    return settings(
+        **{
+            "store": store.url,
+            "jobs.backend": "llm",
+            "jobs.judges": ["faithfulness"],
+            "llm.base_url": base_url,
+            "llm.model": "judge-1",
+            "llm.max_retries": 0,
+            "llm.timeout_s": 0.5,
+            **extra,
+        }
+    )
 
 
 def test_llm_judge_faults_become_error_results_then_are_retried(collector: Any) -> None:
@@ -63,8 +77,9 @@ def test_llm_judge_faults_become_error_results_then_are_retried(collector: Any) 
     assert collector.store.query("SELECT COUNT(*) FROM checkpoints")[0][0] == 1
 
     with FakeOpenAIServer(default=healthy) as server:
-        again = run_once(collector.store, llm_settings(collector.store, server.base_url),
-                         take_all=True)
+        again = run_once(
+            collector.store, llm_settings(collector.store, server.base_url), take_all=True
+        )
     rep = again.report
     assert rep["already_judged"] == 1 and rep["judge_calls"] == 4  # only the errors again
     assert rep["judge_errors"] == 0 and again.exit_code == 0
@@ -116,9 +131,11 @@ def test_phoenix_down_delays_annotations_without_failing(collector: Any) -> None
     send(collector.traces_url, [KINDS["good"][0]])
     wait_stored(collector.store, 1)
     t0 = time.monotonic()
-    out = run_once(collector.store,
-                   settings(**{"store": collector.store.url,
-                               "phoenix.base_url": f"http://127.0.0.1:{port}"}), take_all=True)
+    out = run_once(
+        collector.store,
+        settings(**{"store": collector.store.url, "phoenix.base_url": f"http://127.0.0.1:{port}"}),
+        take_all=True,
+    )
     assert time.monotonic() - t0 < 15
     ann = out.report["annotations"]
     assert ann["queued"] == 4 and ann["delivered"] == 0 and ann["pending"] == 4

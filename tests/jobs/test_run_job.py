@@ -23,8 +23,10 @@ def traffic(collector: Any) -> list[str]:
 
 def jobs_run(store: Any, *args: str) -> tuple[int, dict[str, Any]]:
     res = CliRunner().invoke(
-        cli, ["jobs", "run", "--store", store.url, "--since", "1h", "--settle", "0", "--json",
-              *args], catch_exceptions=False)
+        cli,
+        ["jobs", "run", "--store", store.url, "--since", "1h", "--settle", "0", "--json", *args],
+        catch_exceptions=False,
+    )
     return res.exit_code, json.loads(res.stdout)
 
 
@@ -35,8 +37,11 @@ def test_report_numbers_and_idempotent_rerun(collector: Any) -> None:
     assert rep["discovered"] == 5
     assert rep["not_applicable"]["count"] == 1
     assert sum(rep["not_applicable"]["reasons"].values()) == 1
-    assert rep["sampled"]["by_stratum"]["all"] == {"population": 4, "sampled": 4,
-                                                   "inclusion_p": 1.0}
+    assert rep["sampled"]["by_stratum"]["all"] == {
+        "population": 4,
+        "sampled": 4,
+        "inclusion_p": 1.0,
+    }
     assert rep["judged"] == 4 and rep["judge_calls"] == 12
     assert rep["judge_errors"] == 0 and rep["already_judged"] == 0
     assert rep["flagged"] == 2
@@ -59,8 +64,21 @@ def test_report_numbers_and_idempotent_rerun(collector: Any) -> None:
 
 def test_table_output_and_dry_run_writes_nothing(collector: Any) -> None:
     traffic(collector)
-    res = CliRunner().invoke(cli, ["jobs", "run", "--store", collector.store.url, "--since", "1h",
-                                   "--settle", "0", "--dry-run"], catch_exceptions=False)
+    res = CliRunner().invoke(
+        cli,
+        [
+            "jobs",
+            "run",
+            "--store",
+            collector.store.url,
+            "--since",
+            "1h",
+            "--settle",
+            "0",
+            "--dry-run",
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0
     assert "discovered" in res.stdout and "dry run" in res.stdout
     for table in ("results", "checkpoints", "samples", "runs"):
@@ -76,16 +94,28 @@ def test_budget_and_version_bump_backfills(collector: Any) -> None:
     assert rep["already_judged"] == 2 and rep["judged"] == 2  # the rest, nothing twice
     s = settings(store=collector.store.url)
     judges = make_judges(s)
-    bumped = [get_judge("faithfulness", threshold=0.5) if j.name == "faithfulness" else j
-              for j in judges]
+    bumped = [
+        get_judge("faithfulness", threshold=0.5) if j.name == "faithfulness" else j for j in judges
+    ]
     out = run_once(collector.store, s, judges=bumped, take_all=True)
     assert out.report["judge_calls"] == 4  # only the new faithfulness series
     assert out.report["judged"] == 4 and out.report["already_judged"] == 0
 
 
 def test_usage_errors_exit_2(collector: Any) -> None:
-    res = CliRunner().invoke(cli, ["jobs", "run", "--store", collector.store.url, "--since", "1h",
-                                   "--window", "2026-01-01..2026-01-02"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "jobs",
+            "run",
+            "--store",
+            collector.store.url,
+            "--since",
+            "1h",
+            "--window",
+            "2026-01-01..2026-01-02",
+        ],
+    )
     assert res.exit_code == 2
     import pytest
 

@@ -28,28 +28,51 @@ class Turn:
 
 # Kinds of traffic with the root cause a correct job assigns (None: passes).
 KINDS: dict[str, tuple[Turn, str | None]] = {
-    "good": (Turn("What is the capital of France?", [PARIS],
-                  "The capital of France is Paris."), None),
-    "good_refund": (Turn("How many days until a refund is issued?", [REFUND],
-                         "Refunds are issued within 14 days of receiving the returned item."),
-                    None),
-    "unfaithful": (Turn("What is the capital of France?", [PARIS],
-                        "The capital of France is Marseille, the seat of government since 1850."),
-                   "generation"),
-    "missing_abstention": (Turn("Who won the 1930 football world cup final?", [BANANA],
-                                "Uruguay beat Argentina 4-2 in Montevideo to win the 1930 final."),
-                           "no_answer_expected"),
+    "good": (
+        Turn("What is the capital of France?", [PARIS], "The capital of France is Paris."),
+        None,
+    ),
+    "good_refund": (
+        Turn(
+            "How many days until a refund is issued?",
+            [REFUND],
+            "Refunds are issued within 14 days of receiving the returned item.",
+        ),
+        None,
+    ),
+    "unfaithful": (
+        Turn(
+            "What is the capital of France?",
+            [PARIS],
+            "The capital of France is Marseille, the seat of government since 1850.",
+        ),
+        "generation",
+    ),
+    "missing_abstention": (
+        Turn(
+            "Who won the 1930 football world cup final?",
+            [BANANA],
+            "Uruguay beat Argentina 4-2 in Montevideo to win the 1930 final.",
+        ),
+        "no_answer_expected",
+    ),
 }
 
 
-def send(endpoint: str, turns: Sequence[Turn], *, project_name: str | None = None,
-         roots: dict[str, str] | None = None) -> list[str]:
+def send(
+    endpoint: str,
+    turns: Sequence[Turn],
+    *,
+    project_name: str | None = None,
+    roots: dict[str, str] | None = None,
+) -> list[str]:
     """Send ``turns`` through the OTel SDK (OTLP/HTTP) and return their trace ids.
 
     ``roots`` (if given) receives trace id -> root span id.
     """
-    provider = instrument("job-test-app", endpoint, project_name=project_name,
-                          set_global=False, flush_on_exit=False)
+    provider = instrument(
+        "job-test-app", endpoint, project_name=project_name, set_global=False, flush_on_exit=False
+    )
     ids: list[str] = []
     try:
         for t in turns:
@@ -59,8 +82,12 @@ def send(endpoint: str, turns: Sequence[Turn], *, project_name: str | None = Non
                     if roots is not None:
                         roots[rag.trace_id] = rag.span_id
                     with retriever_span(t.question, tracer_provider=provider) as r:
-                        r.record([{"id": f"doc-{i}", "content": d, "score": 0.9 - 0.1 * i}
-                                  for i, d in enumerate(t.docs)])
+                        r.record(
+                            [
+                                {"id": f"doc-{i}", "content": d, "score": 0.9 - 0.1 * i}
+                                for i, d in enumerate(t.docs)
+                            ]
+                        )
                     msgs = [{"role": "user", "content": "\n".join(t.docs) + "\n" + t.question}]
                     with llm_span("test-model", msgs, tracer_provider=provider) as llm:
                         if t.fail:

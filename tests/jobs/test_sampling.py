@@ -16,8 +16,12 @@ from ragsieve.jobs.sampling import (
 
 
 def cand(i: int, **kw: object) -> Candidate:
-    base: dict[str, object] = {"n_context": 3, "context_chars": 900, "best_score": 0.8,
-                               "latency_ms": 500.0}
+    base: dict[str, object] = {
+        "n_context": 3,
+        "context_chars": 900,
+        "best_score": 0.8,
+        "latency_ms": 500.0,
+    }
     base.update(kw)
     return Candidate(trace_id=f"{i:032x}", started_at=float(i), **base)  # type: ignore[arg-type]
 
@@ -75,15 +79,17 @@ def test_quota_and_slow_quantile() -> None:
 
 def test_budget_is_spent_in_priority_order_and_judged_traces_are_free() -> None:
     items = population()
-    sel = StratifiedSampler().sample(items, sample_size=50, budget_calls=30,
-                                     calls_needed=lambda t: 2)
+    sel = StratifiedSampler().sample(
+        items, sample_size=50, budget_calls=30, calls_needed=lambda t: 2
+    )
     assert sel.budget_exhausted
     assert sel.strata["error"].sampled == 10
     assert sel.strata["negative_feedback"].sampled == 5
     assert sel.strata["uniform"].sampled == 0
     judged = {p.trace_id for p in StratifiedSampler().sample(items, sample_size=50).picks}
-    free = StratifiedSampler().sample(items, sample_size=50, budget_calls=1,
-                                      calls_needed=lambda t: 0 if t in judged else 1)
+    free = StratifiedSampler().sample(
+        items, sample_size=50, budget_calls=1, calls_needed=lambda t: 0 if t in judged else 1
+    )
     assert {p.trace_id for p in free.picks} == judged  # a rerun costs nothing
 
 
@@ -107,8 +113,10 @@ def test_novelty_stratum_uses_golden_vectors() -> None:
     golden = np.array([[1.0, 0.0]], dtype=np.float32)
 
     def embed(texts: object) -> np.ndarray:
-        return np.array([[0.0, 1.0] if "new" in t else [1.0, 0.0] for t in texts],  # type: ignore[attr-defined]
-                        dtype=np.float32)
+        return np.array(
+            [[0.0, 1.0] if "new" in t else [1.0, 0.0] for t in texts],  # type: ignore[attr-defined]
+            dtype=np.float32,
+        )
 
     items = [cand(i, query="old question") for i in range(50)]
     items += [cand(100 + i, query="brand new topic") for i in range(5)]

@@ -37,12 +37,26 @@ def test_up_collects_judges_on_schedule_and_drains_on_sigterm(tmp_path: Path) ->
     cfg = tmp_path / "ragsieve.toml"
     cfg.write_text(
         "[collector]\nport = 0\nquiet_period_s = 0.2\nsettle_interval_s = 0.1\n"
-        "[jobs]\nevery_minutes = 0.01\nsettle_s = 0.0\nsince = \"1h\"\n", encoding="utf-8")
+        '[jobs]\nevery_minutes = 0.01\nsettle_s = 0.0\nsince = "1h"\n',
+        encoding="utf-8",
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSIEVE_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ragsieve.jobs", "up", "--config", str(cfg),
-         "--store", f"sqlite:///{db}"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+        [
+            sys.executable,
+            "-m",
+            "ragsieve.jobs",
+            "up",
+            "--config",
+            str(cfg),
+            "--store",
+            f"sqlite:///{db}",
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     try:
         m = read_until(proc, r"listening on (http://127\.0\.0\.1:\d+)/v1/traces", 30)
         send(m.group(1) + "/v1/traces", [KINDS["good"][0], KINDS["unfaithful"][0]])

@@ -22,24 +22,37 @@ def test_keep_rule() -> None:
     probabilistic = ["baseline"]
     assert upstream_keep({}, probabilistic) == (1.0, "none")
     assert upstream_keep({**TIER, "tailsampling.policy": "baseline"}, probabilistic) == (
-        0.1, "probabilistic")
+        0.1,
+        "probabilistic",
+    )
     assert upstream_keep({**TIER, "tailsampling.policy": "keep-errors"}, probabilistic) == (
-        1.0, "kept_by_policy")
+        1.0,
+        "kept_by_policy",
+    )
     assert upstream_keep(TIER, probabilistic) == (1.0, "unknown_policy")
-    assert upstream_keep({"rag.sampling.baseline_percentage": "25",
-                          "tailsampling.policy": "baseline"}, probabilistic) == (0.25,
-                                                                                 "probabilistic")
+    assert upstream_keep(
+        {"rag.sampling.baseline_percentage": "25", "tailsampling.policy": "baseline"}, probabilistic
+    ) == (0.25, "probabilistic")
     for bad in (0, -5, 150, "ten", float("nan")):
-        got = upstream_keep({"rag.sampling.baseline_percentage": bad,
-                             "tailsampling.policy": "baseline"}, probabilistic)
+        got = upstream_keep(
+            {"rag.sampling.baseline_percentage": bad, "tailsampling.policy": "baseline"},
+            probabilistic,
+        )
         assert got == (1.0, "invalid_percentage")
     assert upstream_keep({**TIER, "tailsampling.policy": "rest"}, ["rest"])[0] == 0.1
 
 
 def test_inclusion_is_upstream_times_job_share() -> None:
-    items = [Candidate(f"{i:032x}", float(i), n_context=1, context_chars=500,
-                       attributes={**TIER, "tailsampling.policy": "baseline"} if i % 2 else {})
-             for i in range(40)]
+    items = [
+        Candidate(
+            f"{i:032x}",
+            float(i),
+            n_context=1,
+            context_chars=500,
+            attributes={**TIER, "tailsampling.policy": "baseline"} if i % 2 else {},
+        )
+        for i in range(40)
+    ]
     sel = StratifiedSampler(SamplingSettings()).sample(items, sample_size=10)
     assert sel.strata["uniform"].population == 40 and sel.strata["uniform"].sampled == 10
     odd = [int(p.trace_id, 16) % 2 for p in sel.picks]
@@ -53,8 +66,13 @@ def test_inclusion_is_upstream_times_job_share() -> None:
 def test_failure_rate_weights_by_inverse_upstream_probability() -> None:
     # stratum a (N=10, 4 picks): 2 fails kept by baseline (w=10/4/0.1=25), 2 passes (w=2.5)
     # stratum b (N=5, 1 pick): 1 pass (w=5)
-    decided = [("a", True, 0.1), ("a", True, 0.1), ("a", False, 1.0), ("a", False, 1.0),
-               ("b", False, 1.0)]
+    decided = [
+        ("a", True, 0.1),
+        ("a", True, 0.1),
+        ("a", False, 1.0),
+        ("a", False, 1.0),
+        ("b", False, 1.0),
+    ]
     rate = failure_rate(decided, {"a": 10, "b": 5})
     assert rate["estimate"] == round(50 / 60, 6)
     assert rate["traffic_estimate"] == 60.0
@@ -73,8 +91,16 @@ def _plant(store: Store, n: int, *, bad: bool, attrs: dict[str, Any]) -> list[st
         store.execute(
             "INSERT INTO interactions (trace_id, revision, seq, started_at, settled_at, status,"
             " body) VALUES (?,?,?,?,?,?,?)",
-            (it.trace_id, 1, seq, it.started_at.timestamp(), it.started_at.timestamp(),
-             it.status, it.model_dump_json()))
+            (
+                it.trace_id,
+                1,
+                seq,
+                it.started_at.timestamp(),
+                it.started_at.timestamp(),
+                it.status,
+                it.model_dump_json(),
+            ),
+        )
         ids.append(it.trace_id)
     return ids
 
@@ -93,8 +119,9 @@ def test_job_report_is_unbiased_for_the_full_traffic(store: Store) -> None:
     out = run_once(store, settings(store=store.url), take_all=True, deliver=False)
     rep = out.report
     verdicts = dict(store.query("SELECT trace_id, verdict FROM samples"))
-    samples = {tid: json.loads(body) for tid, body in
-               store.query("SELECT trace_id, body FROM samples")}
+    samples = {
+        tid: json.loads(body) for tid, body in store.query("SELECT trace_id, body FROM samples")
+    }
     probs = dict(store.query("SELECT trace_id, inclusion_p FROM samples"))
     num = den = 0.0
     for ids, bad, p in kinds.values():

@@ -56,8 +56,7 @@ def _ragsieve() -> list[str]:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RAGSIEVE_", "OTEL_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSIEVE_", "OTEL_"))}
     env.update(extra)
     return env
 
@@ -90,18 +89,49 @@ def procs() -> Iterator[dict[str, subprocess.Popen[bytes]]]:
 
 def _worker(url: str, name: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "ragsieve.jobs.workers_cli", "worker", "--store", url,
-         "--name", name, "--heartbeat-s", "0.5", "--stalled-after-s", "2",
-         "--judge-latency-ms", "120"],
-        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "ragsieve.jobs.workers_cli",
+            "worker",
+            "--store",
+            url,
+            "--name",
+            name,
+            "--heartbeat-s",
+            "0.5",
+            "--stalled-after-s",
+            "2",
+            "--judge-latency-ms",
+            "120",
+        ],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
 
 def _schedule(url: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "ragsieve.jobs.workers_cli", "schedule", "--store", url,
-            *(a for j in JUDGES for a in ("--judge", j)), "--backend", "offline",
-            "--settle-s", "0", "--batch-size", "4", "--stalled-after-s", "2",
-            "--budget-window-s", "86400", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "ragsieve.jobs.workers_cli",
+        "schedule",
+        "--store",
+        url,
+        *(a for j in JUDGES for a in ("--judge", j)),
+        "--backend",
+        "offline",
+        "--settle-s",
+        "0",
+        "--batch-size",
+        "4",
+        "--stalled-after-s",
+        "2",
+        "--budget-window-s",
+        "86400",
+        *extra,
+    ]
 
 
 def _send_traffic(c1: str, c2: str) -> set[tuple[str, str]]:
@@ -117,29 +147,53 @@ def _send_traffic(c1: str, c2: str) -> set[tuple[str, str]]:
         first, other = (ta, tb) if i % 2 == 0 else (tb, ta)
         question = f"How tall is the Eiffel Tower? (#{i})"
         answer = "The Eiffel Tower is 330 metres tall." if i % 3 else "It is in Paris."
-        root = first.start_span("rag", attributes={
-            "openinference.span.kind": "CHAIN", "input.value": question, "output.value": answer})
+        root = first.start_span(
+            "rag",
+            attributes={
+                "openinference.span.kind": "CHAIN",
+                "input.value": question,
+                "output.value": answer,
+            },
+        )
         ctx = trace.set_span_in_context(root)
-        retr = other.start_span("retrieve", context=ctx, attributes={
-            "openinference.span.kind": "RETRIEVER", "input.value": question,
-            **{f"retrieval.documents.{k}.document.{f}": v for k, (d, t) in enumerate(DOCS)
-               for f, v in (("id", d), ("content", t), ("score", 0.9 - k / 10))}})
+        retr = other.start_span(
+            "retrieve",
+            context=ctx,
+            attributes={
+                "openinference.span.kind": "RETRIEVER",
+                "input.value": question,
+                **{
+                    f"retrieval.documents.{k}.document.{f}": v
+                    for k, (d, t) in enumerate(DOCS)
+                    for f, v in (("id", d), ("content", t), ("score", 0.9 - k / 10))
+                },
+            },
+        )
         retr.end()
-        llm = first.start_span("llm", context=ctx, attributes={
-            "openinference.span.kind": "LLM", "llm.model_name": "m",
-            "input.value": question, "output.value": answer})
+        llm = first.start_span(
+            "llm",
+            context=ctx,
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "m",
+                "input.value": question,
+                "output.value": answer,
+            },
+        )
         llm.end()
         root.end()
         for s in (root, retr, llm):
-            sent.add((f"{s.get_span_context().trace_id:032x}",
-                      f"{s.get_span_context().span_id:016x}"))
+            sent.add(
+                (f"{s.get_span_context().trace_id:032x}", f"{s.get_span_context().span_id:016x}")
+            )
     prov_a.shutdown()
     prov_b.shutdown()
     return sent
 
 
-def test_two_collectors_two_workers_one_killed(pg_database: str,
-                                               procs: dict[str, subprocess.Popen[bytes]]) -> None:
+def test_two_collectors_two_workers_one_killed(
+    pg_database: str, procs: dict[str, subprocess.Popen[bytes]]
+) -> None:
     url = pg_database
     store = open_store(url)  # migrated here once; the processes find it ready
     try:
@@ -152,14 +206,18 @@ def _run(url: str, store: Any, procs: dict[str, subprocess.Popen[bytes]]) -> Non
     from ragsieve.jobs.workers import ensure_queue_schema
 
     ensure_queue_schema(store)
-    cenv = _env(RAGSIEVE_COLLECTOR__QUIET_PERIOD_S="0.5",
-                RAGSIEVE_COLLECTOR__SETTLE_INTERVAL_S="0.2")
+    cenv = _env(
+        RAGSIEVE_COLLECTOR__QUIET_PERIOD_S="0.5", RAGSIEVE_COLLECTOR__SETTLE_INTERVAL_S="0.2"
+    )
     urls = []
     for name in ("c1", "c2"):
         port = _free_port()
         procs[name] = subprocess.Popen(
             [*_ragsieve(), "collector", "serve", "--store", url, "--port", str(port)],
-            env=cenv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            env=cenv,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         urls.append(f"http://127.0.0.1:{port}")
     for u in urls:
         _wait(lambda u=u: _ready(u), 30, f"collector {u}")
@@ -171,14 +229,23 @@ def _run(url: str, store: Any, procs: dict[str, subprocess.Popen[bytes]]) -> Non
     assert stored == sent  # no span lost, duplicates stored once
 
     procs["wa"] = _worker(url, "a")
-    worker_a = _wait(lambda: store.query("SELECT min(id) FROM procrastinate_workers")[0][0],
-                     30, "worker a to register")
+    worker_a = _wait(
+        lambda: store.query("SELECT min(id) FROM procrastinate_workers")[0][0],
+        30,
+        "worker a to register",
+    )
     procs["wb"] = _worker(url, "b")
     _wait(lambda: _count(store, "procrastinate_workers") >= 2, 30, "worker b to register")
 
     # Phase 1: one scheduler pass under a budget of 20 calls, shared by both workers.
-    out = subprocess.run(_schedule(url, "--once", "--json", "--budget-calls", str(PHASE1_CALLS)),
-                         env=_env(), capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        _schedule(url, "--once", "--json", "--budget-calls", str(PHASE1_CALLS)),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert '"batches": 7' in out.stdout, out.stdout + out.stderr
     _wait(lambda: _queue_idle(store), 40, "phase-1 batches to finish")
     spent = store.query("SELECT SUM(calls_spent), MAX(calls_limit) FROM budgets")[0]
@@ -188,10 +255,19 @@ def _run(url: str, store: Any, procs: dict[str, subprocess.Popen[bytes]]) -> Non
     # Phase 2: a scheduler loop with room to finish; kill worker a while it holds a batch.
     procs["sched"] = subprocess.Popen(
         _schedule(url, "--every-s", "0.5", "--budget-calls", "1000"),
-        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    held = _wait(lambda: store.query(
-        "SELECT id FROM procrastinate_jobs WHERE status = 'doing' AND worker_id = ?"
-        " AND task_name = 'ragsieve.judge_batch'", (worker_a,)), 40, "worker a to take a batch")
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    held = _wait(
+        lambda: store.query(
+            "SELECT id FROM procrastinate_jobs WHERE status = 'doing' AND worker_id = ?"
+            " AND task_name = 'ragsieve.judge_batch'",
+            (worker_a,),
+        ),
+        40,
+        "worker a to take a batch",
+    )
     time.sleep(0.15)  # let it get into the batch
     procs["wa"].send_signal(signal.SIGKILL)
     procs["wa"].wait()
@@ -200,20 +276,26 @@ def _run(url: str, store: Any, procs: dict[str, subprocess.Popen[bytes]]) -> Non
     _wait(lambda: _all_judged(store) and _queue_idle(store), 60, "every trace judged")
     status = store.query("SELECT status FROM procrastinate_jobs WHERE id = ?", (killed_job,))
     assert status == [("succeeded",)]  # the killed worker's batch was retried elsewhere
-    starts = store.query("SELECT COUNT(*) FROM procrastinate_events WHERE job_id = ? AND"
-                         " type = 'started'", (killed_job,))[0][0]
+    starts = store.query(
+        "SELECT COUNT(*) FROM procrastinate_events WHERE job_id = ? AND type = 'started'",
+        (killed_job,),
+    )[0][0]
     assert starts == 2, "the batch held by the killed worker should have run twice"
     assert _count(store, "procrastinate_jobs WHERE status = 'failed'") == 0
 
     per_trace = store.query(
         "SELECT i.trace_id, COUNT(c.judge), COUNT(DISTINCT c.run_id) FROM interactions i"
-        " LEFT JOIN checkpoints c ON c.trace_id = i.trace_id GROUP BY i.trace_id")
+        " LEFT JOIN checkpoints c ON c.trace_id = i.trace_id GROUP BY i.trace_id"
+    )
     assert len(per_trace) == N_TRACES
     assert all(n == len(JUDGES) and runs == 1 for _, n, runs in per_trace), per_trace
     results = store.query("SELECT trace_id, COUNT(*) FROM results GROUP BY trace_id")
     assert sorted(n for _, n in results) == [len(JUDGES)] * N_TRACES
-    assert _count(store, "results r JOIN checkpoints c ON c.trace_id = r.trace_id AND"
-                  " c.judge = r.evaluator AND c.run_id = r.run_id") == N_TRACES * len(JUDGES)
+    assert _count(
+        store,
+        "results r JOIN checkpoints c ON c.trace_id = r.trace_id AND"
+        " c.judge = r.evaluator AND c.run_id = r.run_id",
+    ) == N_TRACES * len(JUDGES)
 
     calls = store.query("SELECT SUM(calls_spent) FROM budgets")[0][0]
     judged = N_TRACES * len(JUDGES)
@@ -235,8 +317,14 @@ def _count(store: Any, table: str) -> int:
 
 
 def _queue_idle(store: Any) -> bool:
-    return _count(store, "procrastinate_jobs WHERE task_name = 'ragsieve.judge_batch' AND"
-                  " status IN ('todo', 'doing')") == 0
+    return (
+        _count(
+            store,
+            "procrastinate_jobs WHERE task_name = 'ragsieve.judge_batch' AND"
+            " status IN ('todo', 'doing')",
+        )
+        == 0
+    )
 
 
 def _all_judged(store: Any) -> bool:

@@ -51,8 +51,14 @@ OI_PREFIXES = ("openinference.", "llm.", "retrieval.", "reranker.", "input.value
 class Assembly:
     """One derivation run; attributes are filled step by step by :meth:`record`."""
 
-    def __init__(self, tree: TraceTree, logs: list[LogEvent], feedback: list[Feedback],
-                 revision: int, late_spans: int) -> None:
+    def __init__(
+        self,
+        tree: TraceTree,
+        logs: list[LogEvent],
+        feedback: list[Feedback],
+        revision: int,
+        late_spans: int,
+    ) -> None:
         self.tree, self.logs, self.notes = tree, logs, ex.Notes()
         self.feedback, self.revision, self.late_spans = feedback, revision, late_spans
         self.root = tree.root()
@@ -65,14 +71,22 @@ class Assembly:
         leaves = {s.span_id for s in self.tree.llm_leaves()}
         flags: dict[str, set[str]] = {}
         for span in self.tree.spans:
-            mark = ("ctx" if self.tree.role(span) in CONTEXT_ROLES else
-                    "llm" if span.span_id in leaves else None)
+            mark = (
+                "ctx"
+                if self.tree.role(span) in CONTEXT_ROLES
+                else "llm"
+                if span.span_id in leaves
+                else None
+            )
             if mark:
                 for node in [span, *self.tree.ancestors(span)]:
                     flags.setdefault(node.span_id, set()).add(mark)
         full = {sid for sid, f in flags.items() if f == {"ctx", "llm"}}
-        return [s for s in self.tree.spans if s.span_id in full and not any(
-            c.span_id in full for c in self.tree.descendants(s))]
+        return [
+            s
+            for s in self.tree.spans
+            if s.span_id in full and not any(c.span_id in full for c in self.tree.descendants(s))
+        ]
 
     def _subtree(self, span: SpanRecord) -> set[str]:
         return {span.span_id} | {d.span_id for d in self.tree.descendants(span)}
@@ -86,12 +100,16 @@ class Assembly:
         """
         tree = self.tree
         roots = [t for t in tree.tops() if parent_of(t) is None or t.parent_is_remote]
-        with_llm = [t for t in roots if any(tree.role(d) == "LLM" for d in
-                                              [t, *tree.descendants(t)])]
+        with_llm = [
+            t for t in roots if any(tree.role(d) == "LLM" for d in [t, *tree.descendants(t)])
+        ]
         if len(with_llm) > 1:
             return self._subtree(with_llm[0]), True
-        units = [u for u in self._units() if not any(
-            tree.role(a) in AGENTIC_ROLES for a in [u, *tree.ancestors(u)])]
+        units = [
+            u
+            for u in self._units()
+            if not any(tree.role(a) in AGENTIC_ROLES for a in [u, *tree.ancestors(u)])
+        ]
         if len(units) <= MAX_PIPELINES:
             return {s.span_id for s in tree.spans}, False
         main = units[0]
@@ -108,10 +126,14 @@ class Assembly:
         if anchor is None:
             return self.top
         chain = [anchor, *self.tree.ancestors(anchor)]
-        roles = [s for s in chain
-                 if self.tree.role(s) in PIPELINE_ROLES and s.span_id in self.scope]
-        return roles[-1] if roles else next(
-            (s for s in reversed(chain) if s.span_id in self.scope), self.top)
+        roles = [
+            s for s in chain if self.tree.role(s) in PIPELINE_ROLES and s.span_id in self.scope
+        ]
+        return (
+            roles[-1]
+            if roles
+            else next((s for s in reversed(chain) if s.span_id in self.scope), self.top)
+        )
 
     # --- generation -------------------------------------------------------------------------
     def _chain(self, leaf: SpanRecord) -> list[SpanRecord]:
@@ -124,8 +146,11 @@ class Assembly:
 
     def _logs_for(self, chain: list[SpanRecord]) -> list[LogEvent]:
         ids = {s.span_id for s in chain}
-        return [e for e in self.logs if e.span_id in ids or (e.span_id is None and len(
-            self.leaves) == 1)]
+        return [
+            e
+            for e in self.logs
+            if e.span_id in ids or (e.span_id is None and len(self.leaves) == 1)
+        ]
 
     def _prompt(self, leaf: SpanRecord, notes: ex.Notes) -> tuple[Prompt, str | None]:
         chain = self._chain(leaf)
@@ -139,7 +164,8 @@ class Assembly:
         prompt = ex.build_prompt(messages, system, template, variables, version)
         hay_parts = [prompt.text or ""] + [
             v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
-            for v in (variables or {}).values()]
+            for v in (variables or {}).values()
+        ]
         hay = normalize_ws("\n\n".join(p for p in hay_parts if p))
         return prompt, hay or None
 
@@ -167,17 +193,25 @@ class Assembly:
             leaf, out = item
             norm_out = normalize_ws(out) if out else ""
             matches = bool(norm_out and norm_answer) and (
-                norm_out in norm_answer or norm_answer in norm_out)
+                norm_out in norm_answer or norm_answer in norm_out
+            )
             _, hay = self._prompt(leaf, ex.Notes())
             contained = sum(1 for n in needles if n and hay and n in hay)
-            return (int(matches), contained, leaf.start_ns >= ctx_end, leaf.end_ns or 0,
-                    leaf.start_ns, leaf.span_id)
+            return (
+                int(matches),
+                contained,
+                leaf.start_ns >= ctx_end,
+                leaf.end_ns or 0,
+                leaf.start_ns,
+                leaf.span_id,
+            )
 
         return max(cands, key=rank)[0]
 
     # --- context ---------------------------------------------------------------------------
-    def _documents(self, gen: SpanRecord | None, hay: str | None
-                   ) -> tuple[tuple[RetrievedDocument, ...], str]:
+    def _documents(
+        self, gen: SpanRecord | None, hay: str | None
+    ) -> tuple[tuple[RetrievedDocument, ...], str]:
         chosen, source = select_context(self.stages, gen)
         docs: list[RetrievedDocument] = []
         seen: set[str] = set()
@@ -229,8 +263,11 @@ class Assembly:
         prompt, hay = self._prompt(gen, self.notes) if gen else (Prompt(), None)
         documents, context_source = self._documents(gen, hay)
         raw_gen, gen_source = self._output(gen, self.notes) if gen else (None, "none")
-        answer, answer_source = ((root_answer, "root_output") if root_answer
-                                 else (raw_gen, gen_source if raw_gen else "none"))
+        answer, answer_source = (
+            (root_answer, "root_output")
+            if root_answer
+            else (raw_gen, gen_source if raw_gen else "none")
+        )
         question, question_source = self._question(proot, gen, prompt)
         chain = self._chain(gen) if gen else []
         model, request_model, provider = ex.model_info(chain)
@@ -238,62 +275,119 @@ class Assembly:
         errors = outcome.span_errors(tree, self.logs)
         fbs = self._feedback()
         completeness: Completeness = (
-            "no_root" if self.root is None else "missing_generation" if gen is None
-            else "timed_out" if not self.root.end_ns else "complete")
-        status: Status = ("error" if errors else "cancelled" if outcome.cancelled(tree.spans)
-                  else "incomplete" if completeness != "complete" else "ok")
+            "no_root"
+            if self.root is None
+            else "missing_generation"
+            if gen is None
+            else "timed_out"
+            if not self.root.end_ns
+            else "complete"
+        )
+        status: Status = (
+            "error"
+            if errors
+            else "cancelled"
+            if outcome.cancelled(tree.spans)
+            else "incomplete"
+            if completeness != "complete"
+            else "ok"
+        )
         starts = [s.start_ns for s in tree.spans if s.start_ns]
         ends = [s.end_ns for s in tree.spans if s.end_ns]
         estimate = self.root is None or not self.root.end_ns
-        latency = (self.root.duration_ms if not estimate and self.root else
-                   (max(ends) - min(starts)) / 1e6 if starts and ends and max(ends) >= min(starts)
-                   else None)
+        latency = (
+            self.root.duration_ms
+            if not estimate and self.root
+            else (max(ends) - min(starts)) / 1e6
+            if starts and ends and max(ends) >= min(starts)
+            else None
+        )
         resource = mapping(self.top.resource)
-        truncated = self.notes.truncated or any(st.truncated for st in self.stages) or any(
-            isinstance(v, str) and len(v) in KNOWN_LENGTH_LIMITS
-            for s in [proot, *chain] for v in mapping(s.attributes).values())
+        truncated = (
+            self.notes.truncated
+            or any(st.truncated for st in self.stages)
+            or any(
+                isinstance(v, str) and len(v) in KNOWN_LENGTH_LIMITS
+                for s in [proot, *chain]
+                for v in mapping(s.attributes).values()
+            )
+        )
         ttft, streaming = self._ttft(chain)
         return RagInteraction(
-            trace_id=self.trace_id, span_id=self.top.span_id, revision=self.revision,
+            trace_id=self.trace_id,
+            span_id=self.top.span_id,
+            revision=self.revision,
             project=as_str(resource.get("openinference.project.name"))
             or as_str(resource.get("service.name")),
             service_name=as_str(resource.get("service.name")),
             environment=as_str(resource.get("deployment.environment.name"))
             or as_str(resource.get("deployment.environment")),
             convention=self._convention(),
-            instrumentation=tuple(sorted({s.scope_name for s in tree.spans
-                                          if isinstance(s.scope_name, str) and s.scope_name})),
-            session_id=session, user_id=user, tags=tags, metadata=metadata,
+            instrumentation=tuple(
+                sorted(
+                    {
+                        s.scope_name
+                        for s in tree.spans
+                        if isinstance(s.scope_name, str) and s.scope_name
+                    }
+                )
+            ),
+            session_id=session,
+            user_id=user,
+            tags=tags,
+            metadata=metadata,
             attributes=self._flat_attributes(metadata, model, provider),
             started_at=outcome.to_datetime(min(starts, default=0)),
-            ended_at=outcome.to_datetime(self.root.end_ns) if self.root and self.root.end_ns
+            ended_at=outcome.to_datetime(self.root.end_ns)
+            if self.root and self.root.end_ns
             else None,
-            latency_ms=latency, latency_is_estimate=estimate,
+            latency_ms=latency,
+            latency_is_estimate=estimate,
             retrieval_latency_ms=self._covered([st.span for st in self.stages]),
             generation_latency_ms=gen.duration_ms if gen else None,
-            ttft_ms=ttft, streaming=streaming,
-            query=cap(question), query_source=question_source,
-            retrieval_queries=tuple(dict.fromkeys(
-                q for q in [*self._genai_queries(), *(st.query for st in self.stages)] if q)),
-            chat_history=self._history(prompt), documents=documents,
-            stages=tuple(st.record() for st in self.stages), context_source=context_source,
-            prompt=prompt, answer=answer, answer_source=answer_source,
+            ttft_ms=ttft,
+            streaming=streaming,
+            query=cap(question),
+            query_source=question_source,
+            retrieval_queries=tuple(
+                dict.fromkeys(
+                    q for q in [*self._genai_queries(), *(st.query for st in self.stages)] if q
+                )
+            ),
+            chat_history=self._history(prompt),
+            documents=documents,
+            stages=tuple(st.record() for st in self.stages),
+            context_source=context_source,
+            prompt=prompt,
+            answer=answer,
+            answer_source=answer_source,
             finish_reason=self._finish_reason(chain),
-            model=model, request_model=request_model, provider=provider,
-            tokens=ex.tokens(chain), cost_usd=ex.cost(self.leaves),
-            llm_call_count=len(self.leaves), generation_span_id=gen.span_id if gen else None,
-            status=status, errors=tuple(errors), feedback=tuple(fbs),
-            feedback_polarity=outcome.feedback_polarity(fbs), completeness=completeness,
+            model=model,
+            request_model=request_model,
+            provider=provider,
+            tokens=ex.tokens(chain),
+            cost_usd=ex.cost(self.leaves),
+            llm_call_count=len(self.leaves),
+            generation_span_id=gen.span_id if gen else None,
+            status=status,
+            errors=tuple(errors),
+            feedback=tuple(fbs),
+            feedback_polarity=outcome.feedback_polarity(fbs),
+            completeness=completeness,
             content_missing=question is None and answer is None,
             content_redacted=self.notes.redacted or any(st.redacted for st in self.stages),
             attributes_dropped=any((s.dropped_attributes_count or 0) > 0 for s in tree.spans),
-            possibly_truncated=bool(truncated), kind_inferred=tree.inferred,
-            multi_pipeline=multi, late_spans=self.late_spans, span_count=len(tree.spans),
+            possibly_truncated=bool(truncated),
+            kind_inferred=tree.inferred,
+            multi_pipeline=multi,
+            late_spans=self.late_spans,
+            span_count=len(tree.spans),
         )
 
     # --- field helpers ---------------------------------------------------------------------
-    def _question(self, proot: SpanRecord, gen: SpanRecord | None,
-                  prompt: Prompt) -> tuple[str | None, str]:
+    def _question(
+        self, proot: SpanRecord, gen: SpanRecord | None, prompt: Prompt
+    ) -> tuple[str | None, str]:
         raw = ex.first_value(mapping(proot.attributes), ex.INPUT_KEYS, self.notes)
         if text := ex.value_text(raw, ex.QUESTION_KEYS):
             return text, "root_input"
@@ -312,8 +406,11 @@ class Assembly:
         if users:
             last = users[-1]
             stuffed = len(last) > 2048 and any(
-                needle(d.content) in normalize_ws(last) for st in self.stages for d in st.docs
-                if d.content)
+                needle(d.content) in normalize_ws(last)
+                for st in self.stages
+                for d in st.docs
+                if d.content
+            )
             if not stuffed:
                 return last, "last_user_message"
         return None, "none"
@@ -344,8 +441,10 @@ class Assembly:
                         return (when - span.start_ns) / 1e6, True
         first = as_float(ex.chain_attr(chain, ("gen_ai.response.time_to_first_chunk",)))
         params = parse_object(ex.chain_attr(chain, ("llm.invocation_parameters",))) or {}
-        streaming = bool(as_bool(ex.chain_attr(chain, ("gen_ai.request.stream",)))
-                         or as_bool(params.get("stream")))
+        streaming = bool(
+            as_bool(ex.chain_attr(chain, ("gen_ai.request.stream",)))
+            or as_bool(params.get("stream"))
+        )
         return (first * 1000 if first is not None else None), streaming or first is not None
 
     def _covered(self, spans: list[SpanRecord]) -> float | None:
@@ -366,11 +465,20 @@ class Assembly:
             keys = [k for k in mapping(span.attributes) if isinstance(k, str)]
             if any(k.startswith(OI_PREFIXES) for k in keys):
                 found.add("openinference")
-            if any(k in ("gen_ai.input.messages", "gen_ai.output.messages",
-                         "gen_ai.provider.name", "gen_ai.retrieval.documents") for k in keys):
+            if any(
+                k
+                in (
+                    "gen_ai.input.messages",
+                    "gen_ai.output.messages",
+                    "gen_ai.provider.name",
+                    "gen_ai.retrieval.documents",
+                )
+                for k in keys
+            ):
                 found.add("genai")
             elif any(k.startswith("gen_ai.prompt.") for k in keys) or any(
-                    k.startswith("traceloop.") for k in keys):
+                k.startswith("traceloop.") for k in keys
+            ):
                 found.add("openllmetry")
             elif any(k.startswith("gen_ai.") for k in keys):
                 found.add("genai_legacy")
@@ -382,12 +490,18 @@ class Assembly:
             return "mixed"
         return cast(Convention, found.pop()) if found else "unknown"
 
-    def _flat_attributes(self, metadata: Mapping[str, Any], model: str | None,
-                         provider: str | None) -> dict[str, str | int | float | bool]:
+    def _flat_attributes(
+        self, metadata: Mapping[str, Any], model: str | None, provider: str | None
+    ) -> dict[str, str | int | float | bool]:
         out: dict[str, str | int | float | bool] = {}
         resource = mapping(self.top.resource)
-        for key in ("service.name", "service.version", "deployment.environment.name",
-                    "deployment.environment", "openinference.project.name"):
+        for key in (
+            "service.name",
+            "service.version",
+            "deployment.environment.name",
+            "deployment.environment",
+            "openinference.project.name",
+        ):
             if (value := as_str(resource.get(key))) is not None:
                 out[key] = value[:200]
         root_attrs = mapping(self.top.attributes)
@@ -430,7 +544,6 @@ class Assembly:
         return out
 
     def _feedback(self) -> list[Feedback]:
-        given = [f for f in self.feedback
-                 if f.trace_id in (None, self.trace_id)]
+        given = [f for f in self.feedback if f.trace_id in (None, self.trace_id)]
         items = given + outcome.inline_feedback(self.tree, self.trace_id)
         return sorted(items, key=lambda f: f.created_at)

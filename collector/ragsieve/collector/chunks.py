@@ -48,8 +48,13 @@ class StageOutput:
 
     def record(self) -> RetrievalStage:
         """The public, frozen view of this stage."""
-        return RetrievalStage(stage=self.kind, span_id=self.span.span_id, name=self.span.name,
-                              query=self.query, documents=tuple(self.docs))
+        return RetrievalStage(
+            stage=self.kind,
+            span_id=self.span.span_id,
+            name=self.span.name,
+            query=self.query,
+            documents=tuple(self.docs),
+        )
 
 
 def _metadata(raw: Any) -> dict[str, Any]:
@@ -63,8 +68,14 @@ def _metadata(raw: Any) -> dict[str, Any]:
     return {"_raw": cap(str(raw), 2000)}
 
 
-def make_doc(fields: Mapping[str, Any], rank: int, span: SpanRecord, stage: Stage,
-             retriever: str | None, rerank_stage: bool) -> tuple[RetrievedDocument, bool, bool]:
+def make_doc(
+    fields: Mapping[str, Any],
+    rank: int,
+    span: SpanRecord,
+    stage: Stage,
+    retriever: str | None,
+    rerank_stage: bool,
+) -> tuple[RetrievedDocument, bool, bool]:
     """One chunk from ``{id, content, score, metadata}``; returns (doc, redacted, truncated)."""
     meta = _metadata(fields.get("metadata"))
     raw_content = fields.get("content")
@@ -73,7 +84,8 @@ def make_doc(fields: Mapping[str, Any], rank: int, span: SpanRecord, stage: Stag
     if redacted:
         content = None
     truncated = content is not None and (
-        len(content) in KNOWN_LENGTH_LIMITS or len(content) > MAX_TEXT_CHARS)
+        len(content) in KNOWN_LENGTH_LIMITS or len(content) > MAX_TEXT_CHARS
+    )
     native = fields.get("id")
     chunk_id = as_str(native) if not is_redacted(native) else None
     id_source: IdSource = "native"
@@ -87,11 +99,19 @@ def make_doc(fields: Mapping[str, Any], rank: int, span: SpanRecord, stage: Stag
     score = as_float(fields.get("score"))
     if score is None:
         keys = RERANK_SCORE_KEYS + SCORE_KEYS
-        score = next((as_float(meta.get(k)) for k in keys if as_float(meta.get(k)) is not None),
-                     None)
+        score = next(
+            (as_float(meta.get(k)) for k in keys if as_float(meta.get(k)) is not None), None
+        )
     doc = RetrievedDocument(
-        id=chunk_id, id_source=id_source, content=cap(content), score=score, rank=rank,
-        stage=stage, metadata=meta, span_id=span.span_id, retriever_name=retriever,
+        id=chunk_id,
+        id_source=id_source,
+        content=cap(content),
+        score=score,
+        rank=rank,
+        stage=stage,
+        metadata=meta,
+        span_id=span.span_id,
+        retriever_name=retriever,
         document_key=next((as_str(meta.get(k)) for k in DOC_KEYS if as_str(meta.get(k))), None),
         rerank_score=score if rerank_stage else None,
         retrieval_score=None if rerank_stage else score,
@@ -100,8 +120,14 @@ def make_doc(fields: Mapping[str, Any], rank: int, span: SpanRecord, stage: Stag
     return doc, redacted, truncated
 
 
-def _oi_docs(attrs: Mapping[str, Any], prefix: str, span: SpanRecord, stage: Stage,
-             retriever: str | None, rerank: bool) -> tuple[list[RetrievedDocument], bool, bool]:
+def _oi_docs(
+    attrs: Mapping[str, Any],
+    prefix: str,
+    span: SpanRecord,
+    stage: Stage,
+    retriever: str | None,
+    rerank: bool,
+) -> tuple[list[RetrievedDocument], bool, bool]:
     docs, redacted, truncated, seen = [], False, False, set()
     items = unflatten(attrs, prefix)
     if items and [i for i, _ in items] != list(range(len(items))):
@@ -124,8 +150,11 @@ def _query(attrs: Mapping[str, Any], key: str) -> str | None:
 def _retriever_name(span: SpanRecord) -> str:
     attrs = mapping(span.attributes)
     meta = parse_object(attrs.get("metadata")) or {}
-    return (get_str(attrs, "gen_ai.data_source.id") or as_str(meta.get("ls_retriever_name"))
-            or span.name)
+    return (
+        get_str(attrs, "gen_ai.data_source.id")
+        or as_str(meta.get("ls_retriever_name"))
+        or span.name
+    )
 
 
 def build_stages(tree: TraceTree, scope: set[str]) -> list[StageOutput]:
@@ -138,18 +167,22 @@ def build_stages(tree: TraceTree, scope: set[str]) -> list[StageOutput]:
         attrs = mapping(span.attributes)
         name = _retriever_name(span)
         if role == "RERANKER":
-            docs, red, trunc = _oi_docs(attrs, "reranker.output_documents", span, "rerank", name,
-                                        True)
-            inputs, red2, _ = _oi_docs(attrs, "reranker.input_documents", span, "retrieval",
-                                       name, False)
+            docs, red, trunc = _oi_docs(
+                attrs, "reranker.output_documents", span, "rerank", name, True
+            )
+            inputs, red2, _ = _oi_docs(
+                attrs, "reranker.input_documents", span, "retrieval", name, False
+            )
             query = _query(attrs, "reranker.query") or _query(attrs, "input.value")
             stages.append(
-                StageOutput(span, "rerank", True, query, docs, inputs, red or red2, trunc))
+                StageOutput(span, "rerank", True, query, docs, inputs, red or red2, trunc)
+            )
             continue
         outer = not any(tree.role(a) == "RETRIEVER" for a in tree.ancestors(span))
         if "gen_ai.retrieval.documents" in attrs or (
-                get_str(attrs, "gen_ai.operation.name") == "retrieval"
-                and not any(k.startswith("retrieval.documents.") for k in attrs)):
+            get_str(attrs, "gen_ai.operation.name") == "retrieval"
+            and not any(k.startswith("retrieval.documents.") for k in attrs)
+        ):
             docs, red, trunc = [], False, False
             for rank, fields in retrieval_documents(attrs.get("gen_ai.retrieval.documents")):
                 doc, r, t = make_doc(fields, rank, span, "genai_retrieval", name, False)
@@ -162,8 +195,10 @@ def build_stages(tree: TraceTree, scope: set[str]) -> list[StageOutput]:
         wraps = any(tree.role(d) == "RETRIEVER" for d in tree.descendants(span))
         probe = unflatten(attrs, "retrieval.documents")
         rerank = wraps and any(
-            k in _metadata(item.get("document.metadata")) for _, item in probe
-            for k in RERANK_SCORE_KEYS)
+            k in _metadata(item.get("document.metadata"))
+            for _, item in probe
+            for k in RERANK_SCORE_KEYS
+        )
         kind: Stage = "rerank" if rerank else "retrieval"
         docs, red, trunc = _oi_docs(attrs, "retrieval.documents", span, kind, name, rerank)
         query = _query(attrs, "input.value")
@@ -189,17 +224,24 @@ def join_scores(stages: list[StageOutput]) -> None:
         for doc in list(st.docs) + list(st.inputs):
             if doc.content and doc.id_source in ("native", "metadata"):
                 named.setdefault(content_chunk_id(doc.content), []).append(
-                    (doc.id, doc.id_source, doc.span_id))
+                    (doc.id, doc.id_source, doc.span_id)
+                )
     for st in stages:
         for i, doc in enumerate(st.docs):
             keys = _keys(doc)
             other = next((n for n in named.get(doc.id, ()) if n[2] != doc.span_id), None)
             if doc.id_source == "content_hash" and other is not None:
                 doc = doc.model_copy(update={"id": other[0], "id_source": other[1]})
-            rs = doc.retrieval_score if doc.retrieval_score is not None else next(
-                (ret[k] for k in keys if k in ret), None)
-            ks = doc.rerank_score if doc.rerank_score is not None else next(
-                (rer[k] for k in keys if k in rer), None)
+            rs = (
+                doc.retrieval_score
+                if doc.retrieval_score is not None
+                else next((ret[k] for k in keys if k in ret), None)
+            )
+            ks = (
+                doc.rerank_score
+                if doc.rerank_score is not None
+                else next((rer[k] for k in keys if k in rer), None)
+            )
             st.docs[i] = doc.model_copy(update={"retrieval_score": rs, "rerank_score": ks})
 
 
@@ -210,8 +252,9 @@ def _keys(doc: RetrievedDocument) -> list[str]:
     return keys
 
 
-def select_context(stages: list[StageOutput],
-                   gen: SpanRecord | None) -> tuple[list[StageOutput], str]:
+def select_context(
+    stages: list[StageOutput], gen: SpanRecord | None
+) -> tuple[list[StageOutput], str]:
     """The stages whose output fed the generation (SPAN_SPEC §3.4.4 rules 1-2)."""
     if gen is not None:
         before = [s for s in stages if s.span.end_ns and s.span.end_ns <= gen.start_ns]

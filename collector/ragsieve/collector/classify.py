@@ -10,21 +10,45 @@ from ragsieve.collector.attrs import as_str, has_prefix, mapping
 from ragsieve.collector.spans import SpanRecord
 
 KNOWN_ROLES = frozenset(
-    {"CHAIN", "RETRIEVER", "RERANKER", "LLM", "EMBEDDING", "TOOL", "AGENT", "PROMPT",
-     "GUARDRAIL", "EVALUATOR", "UNKNOWN"}
+    {
+        "CHAIN",
+        "RETRIEVER",
+        "RERANKER",
+        "LLM",
+        "EMBEDDING",
+        "TOOL",
+        "AGENT",
+        "PROMPT",
+        "GUARDRAIL",
+        "EVALUATOR",
+        "UNKNOWN",
+    }
 )
 CONTEXT_ROLES = frozenset({"RETRIEVER", "RERANKER"})
 PIPELINE_ROLES = frozenset({"CHAIN", "AGENT"})
 
 GENAI_OPERATIONS = {
-    "chat": "LLM", "text_completion": "LLM", "generate_content": "LLM",
-    "retrieval": "RETRIEVER", "embeddings": "EMBEDDING", "execute_tool": "TOOL",
-    "invoke_agent": "AGENT", "create_agent": "AGENT", "invoke_workflow": "AGENT", "plan": "AGENT",
+    "chat": "LLM",
+    "text_completion": "LLM",
+    "generate_content": "LLM",
+    "retrieval": "RETRIEVER",
+    "embeddings": "EMBEDDING",
+    "execute_tool": "TOOL",
+    "invoke_agent": "AGENT",
+    "create_agent": "AGENT",
+    "invoke_workflow": "AGENT",
+    "plan": "AGENT",
 }
 _TRACELOOP = {"workflow": "CHAIN", "task": "CHAIN", "agent": "AGENT", "tool": "TOOL"}
 _LANGFUSE = {
-    "generation": "LLM", "span": "CHAIN", "chain": "CHAIN", "retriever": "RETRIEVER",
-    "agent": "AGENT", "tool": "TOOL", "embedding": "EMBEDDING", "evaluator": "EVALUATOR",
+    "generation": "LLM",
+    "span": "CHAIN",
+    "chain": "CHAIN",
+    "retriever": "RETRIEVER",
+    "agent": "AGENT",
+    "tool": "TOOL",
+    "embedding": "EMBEDDING",
+    "evaluator": "EVALUATOR",
     "guardrail": "GUARDRAIL",
 }
 _REQUEST_TYPE = {"chat": "LLM", "completion": "LLM", "embedding": "EMBEDDING", "rerank": "RERANKER"}
@@ -50,9 +74,11 @@ def declared_role(attrs: Mapping[str, Any]) -> str | None:
 
 def inferred_role(attrs: Mapping[str, Any]) -> str | None:
     """Role from vendor kind attributes or attribute sniffing (rules 3-4)."""
-    for key, table in (("traceloop.span.kind", _TRACELOOP),
-                       ("langfuse.observation.type", _LANGFUSE),
-                       ("llm.request.type", _REQUEST_TYPE)):
+    for key, table in (
+        ("traceloop.span.kind", _TRACELOOP),
+        ("langfuse.observation.type", _LANGFUSE),
+        ("llm.request.type", _REQUEST_TYPE),
+    ):
         value = as_str(attrs.get(key))
         if value and value.strip().lower() in table:
             return table[value.strip().lower()]
@@ -60,21 +86,30 @@ def inferred_role(attrs: Mapping[str, Any]) -> str | None:
         return "RERANKER"
     if has_prefix(attrs, "retrieval.documents.") or "gen_ai.retrieval.documents" in attrs:
         return "RETRIEVER"
-    if (has_prefix(attrs, "llm.input_messages.") or has_prefix(attrs, "llm.output_messages.")
-            or "llm.model_name" in attrs or "gen_ai.input.messages" in attrs
-            or "gen_ai.output.messages" in attrs or has_prefix(attrs, "gen_ai.prompt.")
-            or has_prefix(attrs, "gen_ai.completion.")
-            or ("gen_ai.system" in attrs and "gen_ai.request.model" in attrs)):
+    if (
+        has_prefix(attrs, "llm.input_messages.")
+        or has_prefix(attrs, "llm.output_messages.")
+        or "llm.model_name" in attrs
+        or "gen_ai.input.messages" in attrs
+        or "gen_ai.output.messages" in attrs
+        or has_prefix(attrs, "gen_ai.prompt.")
+        or has_prefix(attrs, "gen_ai.completion.")
+        or ("gen_ai.system" in attrs and "gen_ai.request.model" in attrs)
+    ):
         return "LLM"
     return None
 
 
 def _is_template_only(attrs: Mapping[str, Any]) -> bool:
-    return (has_prefix(attrs, "llm.prompt_template.")
-            and not has_prefix(attrs, "llm.input_messages.")
-            and not has_prefix(attrs, "llm.output_messages.")
-            and "llm.model_name" not in attrs and "gen_ai.request.model" not in attrs
-            and "gen_ai.input.messages" not in attrs and "output.value" not in attrs)
+    return (
+        has_prefix(attrs, "llm.prompt_template.")
+        and not has_prefix(attrs, "llm.input_messages.")
+        and not has_prefix(attrs, "llm.output_messages.")
+        and "llm.model_name" not in attrs
+        and "gen_ai.request.model" not in attrs
+        and "gen_ai.input.messages" not in attrs
+        and "output.value" not in attrs
+    )
 
 
 def _better(a: SpanRecord, b: SpanRecord) -> SpanRecord:
@@ -203,5 +238,8 @@ class TraceTree:
 
     def llm_leaves(self) -> list[SpanRecord]:
         """LLM spans with no LLM descendant: the real model calls."""
-        return [s for s in self.spans if self.role(s) == "LLM"
-                and not any(self.role(d) == "LLM" for d in self.descendants(s))]
+        return [
+            s
+            for s in self.spans
+            if self.role(s) == "LLM" and not any(self.role(d) == "LLM" for d in self.descendants(s))
+        ]

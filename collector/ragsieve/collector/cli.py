@@ -11,7 +11,9 @@ import click
 
 from ragsieve.evaluators.errors import ConfigError
 
-STORE_HELP = "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+STORE_HELP = (
+    "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+)
 
 
 @click.group()
@@ -107,8 +109,7 @@ def list_cmd(obj: Any, store: str | None, since: str | None, limit: int, as_json
             q = (rec.query or "").replace("\n", " ")[:60]
             a = (rec.answer or "").replace("\n", " ")[:40]
             click.echo(
-                f"{rec.trace_id}  {rec.status:<10} docs={len(rec.documents):<3} "
-                f"{q!r} -> {a!r}"
+                f"{rec.trace_id}  {rec.status:<10} docs={len(rec.documents):<3} {q!r} -> {a!r}"
             )
 
 

@@ -34,10 +34,18 @@ from ragsieve.evaluators.records import Message, Prompt, TokenUsage
 
 QUESTION_KEYS = ("question", "query", "input", "query_str", "user_input", "message", "prompt")
 ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
-INPUT_KEYS = ("input.value", "traceloop.entity.input", "langfuse.trace.input",
-              "langfuse.observation.input")
-OUTPUT_KEYS = ("output.value", "traceloop.entity.output", "langfuse.trace.output",
-               "langfuse.observation.output")
+INPUT_KEYS = (
+    "input.value",
+    "traceloop.entity.input",
+    "langfuse.trace.input",
+    "langfuse.observation.input",
+)
+OUTPUT_KEYS = (
+    "output.value",
+    "traceloop.entity.output",
+    "langfuse.trace.output",
+    "langfuse.observation.output",
+)
 
 
 @dataclass
@@ -130,28 +138,37 @@ def oi_messages(attrs: Mapping[str, Any], prefix: str, notes: Notes) -> list[Mes
             text = "\n".join(parts) or None
         if text is not None:
             role = (as_str(item.get("message.role")) or "user").lower()
-            out.append(Message(role=role, content=cap(text) or "",
-                               name=as_str(item.get("message.name"))))
+            out.append(
+                Message(role=role, content=cap(text) or "", name=as_str(item.get("message.name")))
+            )
     return out
 
 
 def _legacy_prompts(attrs: Mapping[str, Any]) -> list[Message]:
     raw = attrs.get("llm.prompts")
     texts = [t for t in raw if isinstance(t, str)] if isinstance(raw, list) else []
-    texts += [t for _, it in unflatten(attrs, "llm.prompts")
-              if isinstance(t := it.get("prompt.text"), str)]
+    texts += [
+        t
+        for _, it in unflatten(attrs, "llm.prompts")
+        if isinstance(t := it.get("prompt.text"), str)
+    ]
     return [Message(role="user", content=cap(t) or "") for t in texts if not is_redacted(t)]
 
 
-def input_messages(span: SpanRecord, logs: Sequence[LogEvent],
-                   notes: Notes) -> tuple[list[Message], str | None]:
+def input_messages(
+    span: SpanRecord, logs: Sequence[LogEvent], notes: Notes
+) -> tuple[list[Message], str | None]:
     """(messages, system instructions) of one LLM span from whichever convention it used."""
     attrs = mapping(span.attributes)
     system = system_instructions(attrs.get("gen_ai.system_instructions"))
-    for msgs in (oi_messages(attrs, "llm.input_messages", notes),
-                 genai_messages(attrs.get("gen_ai.input.messages")),
-                 openllmetry_messages(attrs, "gen_ai.prompt"),
-                 span_event_messages(span)[0], log_messages(logs)[0], _legacy_prompts(attrs)):
+    for msgs in (
+        oi_messages(attrs, "llm.input_messages", notes),
+        genai_messages(attrs.get("gen_ai.input.messages")),
+        openllmetry_messages(attrs, "gen_ai.prompt"),
+        span_event_messages(span)[0],
+        log_messages(logs)[0],
+        _legacy_prompts(attrs),
+    ):
         if msgs:
             if any(is_redacted(m.content) for m in msgs):
                 notes.redacted = True
@@ -170,23 +187,33 @@ def output_text(span: SpanRecord, logs: Sequence[LogEvent], notes: Notes) -> tup
         text = item.get("completion.text")
         if isinstance(text, str) and not is_redacted(text):
             return cap(text), "generation_output"
-    for msgs in (genai_messages(attrs.get("gen_ai.output.messages"), "assistant"),
-                 openllmetry_messages(attrs, "gen_ai.completion"),
-                 span_event_messages(span)[1], log_messages(logs)[1]):
+    for msgs in (
+        genai_messages(attrs.get("gen_ai.output.messages"), "assistant"),
+        openllmetry_messages(attrs, "gen_ai.completion"),
+        span_event_messages(span)[1],
+        log_messages(logs)[1],
+    ):
         if msgs and not is_redacted(msgs[0].content):
             return msgs[0].content, "genai_output"
     text = first_value(attrs, ("output.value",), notes)
     return (cap(value_text(text, ANSWER_KEYS)), "generation_output") if text else (None, "none")
 
 
-def template_info(tree: TraceTree, gen: SpanRecord | None,
-                  notes: Notes) -> tuple[str | None, dict[str, Any] | None, str | None]:
+def template_info(
+    tree: TraceTree, gen: SpanRecord | None, notes: Notes
+) -> tuple[str | None, dict[str, Any] | None, str | None]:
     """(template, variables, version) from the generation, its ancestors, or a PROMPT sibling."""
     if gen is None:
         return None, None, None
     candidates = [gen, *tree.ancestors(gen)]
-    prompts = [s for s in tree.spans if tree.role(s) == "PROMPT" and s.end_ns
-               and s.end_ns <= gen.start_ns and s not in candidates]
+    prompts = [
+        s
+        for s in tree.spans
+        if tree.role(s) == "PROMPT"
+        and s.end_ns
+        and s.end_ns <= gen.start_ns
+        and s not in candidates
+    ]
     candidates += sorted(prompts, key=lambda s: s.end_ns, reverse=True)
     for span in candidates:
         attrs = mapping(span.attributes)
@@ -196,20 +223,34 @@ def template_info(tree: TraceTree, gen: SpanRecord | None,
         if template or variables:
             if is_redacted(template) or is_redacted(raw_vars):
                 notes.redacted = True
-            return (None if is_redacted(template) else cap(template), variables,
-                    get_str(attrs, "llm.prompt_template.version"))
+            return (
+                None if is_redacted(template) else cap(template),
+                variables,
+                get_str(attrs, "llm.prompt_template.version"),
+            )
     return None, None, None
 
 
-def build_prompt(messages: list[Message], system: str | None, template: str | None,
-                 variables: dict[str, Any] | None, version: str | None) -> Prompt:
+def build_prompt(
+    messages: list[Message],
+    system: str | None,
+    template: str | None,
+    variables: dict[str, Any] | None,
+    version: str | None,
+) -> Prompt:
     """The record's Prompt; ``text`` joins every message's text."""
     if system is None:
         system = next((m.content for m in messages if m.role == "system"), None)
-    texts = ([system] if system and not any(m.role == "system" for m in messages) else [])
+    texts = [system] if system and not any(m.role == "system" for m in messages) else []
     texts += [m.content for m in messages]
-    return Prompt(template=template, template_variables=variables, template_version=version,
-                  system=system, messages=tuple(messages), text="\n\n".join(texts) or None)
+    return Prompt(
+        template=template,
+        template_variables=variables,
+        template_version=version,
+        system=system,
+        messages=tuple(messages),
+        text="\n\n".join(texts) or None,
+    )
 
 
 def chain_attr(chain: Sequence[SpanRecord], keys: Sequence[str]) -> Any:
@@ -229,22 +270,43 @@ def model_info(chain: Sequence[SpanRecord]) -> tuple[str | None, str | None, str
         params = parse_object(mapping(span.attributes).get("llm.invocation_parameters")) or {}
         if params:
             break
-    model = as_str(chain_attr(chain, ("llm.response.model_name", "llm.model_name",
-                                      "gen_ai.response.model", "gen_ai.request.model")))
+    model = as_str(
+        chain_attr(
+            chain,
+            (
+                "llm.response.model_name",
+                "llm.model_name",
+                "gen_ai.response.model",
+                "gen_ai.request.model",
+            ),
+        )
+    )
     request = as_str(chain_attr(chain, ("llm.request.model_name", "gen_ai.request.model")))
     request = request or as_str(params.get("model")) or as_str(params.get("model_name"))
-    provider = as_str(chain_attr(chain, ("llm.provider", "llm.system", "gen_ai.provider.name",
-                                         "gen_ai.system")))
+    provider = as_str(
+        chain_attr(chain, ("llm.provider", "llm.system", "gen_ai.provider.name", "gen_ai.system"))
+    )
     return model or request, request, provider
 
 
 def tokens(chain: Sequence[SpanRecord]) -> TokenUsage:
     """Token counts: missing is None, never 0; total = prompt + completion when both known."""
-    prompt = as_int(chain_attr(chain, ("llm.token_count.prompt", "gen_ai.usage.input_tokens",
-                                       "gen_ai.usage.prompt_tokens")))
-    completion = as_int(chain_attr(chain, ("llm.token_count.completion",
-                                           "gen_ai.usage.output_tokens",
-                                           "gen_ai.usage.completion_tokens")))
+    prompt = as_int(
+        chain_attr(
+            chain,
+            ("llm.token_count.prompt", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+        )
+    )
+    completion = as_int(
+        chain_attr(
+            chain,
+            (
+                "llm.token_count.completion",
+                "gen_ai.usage.output_tokens",
+                "gen_ai.usage.completion_tokens",
+            ),
+        )
+    )
     total = as_int(chain_attr(chain, ("llm.token_count.total", "gen_ai.usage.total_tokens")))
     if total is None and prompt is not None and completion is not None:
         total = prompt + completion
@@ -258,8 +320,9 @@ def cost(leaves: Sequence[SpanRecord]) -> float | None:
     return sum(known) if known else None
 
 
-def identity(tree: TraceTree, root: SpanRecord | None
-             ) -> tuple[str | None, str | None, tuple[str, ...], dict[str, Any]]:
+def identity(
+    tree: TraceTree, root: SpanRecord | None
+) -> tuple[str | None, str | None, tuple[str, ...], dict[str, Any]]:
     """(session_id, user_id, tags, merged metadata) per SPAN_SPEC §3.4.9 (root wins)."""
     metadata: dict[str, Any] = {}
     tags: list[str] = []
@@ -267,8 +330,11 @@ def identity(tree: TraceTree, root: SpanRecord | None
     ordered = [s for s in tree.spans if s is not root] + ([root] if root else [])
     for span in ordered:
         attrs = mapping(span.attributes)
-        meta = parse_object(attrs.get("metadata")) or parse_object(
-            attrs.get("langfuse.trace.metadata")) or {}
+        meta = (
+            parse_object(attrs.get("metadata"))
+            or parse_object(attrs.get("langfuse.trace.metadata"))
+            or {}
+        )
         metadata.update(meta)
         for key in ("tag.tags", "langfuse.trace.tags"):
             raw = attrs.get(key)
@@ -279,16 +345,36 @@ def identity(tree: TraceTree, root: SpanRecord | None
         if sid := get_str(attrs, "session.id"):
             sessions[sid] += 1
     rattrs = mapping(root.attributes) if root else {}
-    session = get_str(rattrs, "session.id") or (
-        sessions.most_common(1)[0][0] if sessions else None)
-    session = session or _any_attr(tree, ("gen_ai.conversation.id", "langfuse.session.id",
-                                          "traceloop.association.properties.session_id"))
-    session = session or next((as_str(metadata.get(k)) for k in
-                               ("session_id", "conversation_id", "thread_id")
-                               if as_str(metadata.get(k))), None)
-    user = get_str(rattrs, "user.id") or _any_attr(
-        tree, ("user.id", "enduser.id", "langfuse.user.id",
-               "traceloop.association.properties.user_id")) or as_str(metadata.get("user_id"))
+    session = get_str(rattrs, "session.id") or (sessions.most_common(1)[0][0] if sessions else None)
+    session = session or _any_attr(
+        tree,
+        (
+            "gen_ai.conversation.id",
+            "langfuse.session.id",
+            "traceloop.association.properties.session_id",
+        ),
+    )
+    session = session or next(
+        (
+            as_str(metadata.get(k))
+            for k in ("session_id", "conversation_id", "thread_id")
+            if as_str(metadata.get(k))
+        ),
+        None,
+    )
+    user = (
+        get_str(rattrs, "user.id")
+        or _any_attr(
+            tree,
+            (
+                "user.id",
+                "enduser.id",
+                "langfuse.user.id",
+                "traceloop.association.properties.user_id",
+            ),
+        )
+        or as_str(metadata.get("user_id"))
+    )
     return session, user, tuple(tags), metadata
 
 

@@ -115,8 +115,9 @@ def openllmetry_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]
     for _, item in unflatten(attrs, prefix):
         text = as_str(item.get("content"))
         if text is not None:
-            out.append(Message(role=(as_str(item.get("role")) or "user").lower(),
-                               content=cap(text) or ""))
+            out.append(
+                Message(role=(as_str(item.get("role")) or "user").lower(), content=cap(text) or "")
+            )
     return out
 
 
@@ -142,7 +143,7 @@ def log_messages(events: Sequence[LogEvent]) -> tuple[list[Message], list[Messag
     """Prompt and completion messages from v1.28-v1.36 log events (already filtered to one span)."""
     prompt: list[Message] = []
     completion: list[Message] = []
-    for ev in sorted(events, key=lambda e: (e.time_ns if isinstance(e.time_ns, int) else 0)):
+    for ev in sorted(events, key=lambda e: e.time_ns if isinstance(e.time_ns, int) else 0):
         body = ev.body
         if isinstance(body, str):
             body = parse_json(body) or {"content": body}
@@ -183,10 +184,15 @@ def retrieval_documents(value: Any) -> list[tuple[int, dict[str, Any]]]:
                 content = value_
                 break
         meta = item.get("metadata")
-        out.append((rank, {
-            "id": item.get("id"),
-            "content": content,
-            "score": as_float(item.get("score")),
-            "metadata": meta if isinstance(meta, Mapping) else parse_object(meta),
-        }))
+        out.append(
+            (
+                rank,
+                {
+                    "id": item.get("id"),
+                    "content": content,
+                    "score": as_float(item.get("score")),
+                    "metadata": meta if isinstance(meta, Mapping) else parse_object(meta),
+                },
+            )
+        )
     return out

@@ -16,9 +16,14 @@ __all__ = ["derive", "local_root"]
 logger = logging.getLogger(__name__)
 
 
-def derive(spans: Sequence[SpanRecord], log_events: Sequence[LogEvent] = (),
-           feedback: Sequence[Feedback] = (), *, revision: int = 1,
-           late_spans: int = 0) -> RagInteraction | None:
+def derive(
+    spans: Sequence[SpanRecord],
+    log_events: Sequence[LogEvent] = (),
+    feedback: Sequence[Feedback] = (),
+    *,
+    revision: int = 1,
+    late_spans: int = 0,
+) -> RagInteraction | None:
     """Derive the interaction record of one trace; None only when there are no spans.
 
     Pure and deterministic: the same span set (in any order, with duplicates) gives the same
@@ -36,19 +41,27 @@ def derive(spans: Sequence[SpanRecord], log_events: Sequence[LogEvent] = (),
     try:
         return Assembly(tree, logs, fbs, revision, late_spans).record()
     except Exception:  # last resort: a record must exist for every stored trace
-        logger.exception("could not derive trace %s; storing a minimal record",
-                         tree.spans[0].trace_id)
+        logger.exception(
+            "could not derive trace %s; storing a minimal record", tree.spans[0].trace_id
+        )
         return _minimal(tree, fbs, revision, late_spans)
 
 
-def _minimal(tree: TraceTree, fbs: list[Feedback], revision: int,
-             late_spans: int) -> RagInteraction:
+def _minimal(
+    tree: TraceTree, fbs: list[Feedback], revision: int, late_spans: int
+) -> RagInteraction:
     root = tree.root() or tree.tops()[0]
     start = min((s.start_ns for s in tree.spans if isinstance(s.start_ns, int)), default=0)
     return RagInteraction(
-        trace_id=str(root.trace_id), span_id=str(root.span_id), revision=revision,
-        started_at=outcome.to_datetime(start), status="incomplete", completeness="no_root"
-        if tree.root() is None else "missing_generation", feedback=tuple(fbs),
-        feedback_polarity=outcome.feedback_polarity(fbs), late_spans=late_spans,
-        span_count=len(tree.spans), attributes={"ragsieve.derive_error": True},
+        trace_id=str(root.trace_id),
+        span_id=str(root.span_id),
+        revision=revision,
+        started_at=outcome.to_datetime(start),
+        status="incomplete",
+        completeness="no_root" if tree.root() is None else "missing_generation",
+        feedback=tuple(fbs),
+        feedback_polarity=outcome.feedback_polarity(fbs),
+        late_spans=late_spans,
+        span_count=len(tree.spans),
+        attributes={"ragsieve.derive_error": True},
     )

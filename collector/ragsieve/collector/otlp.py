@@ -8,7 +8,6 @@ Decoding raises :class:`BadPayload` (400), :class:`UnsupportedMediaType` (415) o
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import zlib
 from dataclasses import dataclass, field
@@ -81,8 +80,14 @@ def decompress(body: bytes, content_encoding: str | None, limit: int) -> bytes:
 
 
 # -- JSON --------------------------------------------------------------------------------------
-_ID_FIELDS = {"traceId": 16, "trace_id": 16, "spanId": 8, "span_id": 8, "parentSpanId": 8,
-              "parent_span_id": 8}
+_ID_FIELDS = {
+    "traceId": 16,
+    "trace_id": 16,
+    "spanId": 8,
+    "span_id": 8,
+    "parentSpanId": 8,
+    "parent_span_id": 8,
+}
 
 
 def _fix_ids(node: Any) -> Any:
@@ -333,4 +338,3 @@ def as_protobuf(request: ExportTraceServiceRequest) -> bytes:
 def rejection_message(reasons: list[str], rejected: int) -> str:
     """One line describing rejected items."""
     return f"{rejected} rejected: {', '.join(reasons)}" if rejected else ""
-

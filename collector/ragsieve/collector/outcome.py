@@ -12,14 +12,48 @@ from ragsieve.collector.genai import event_attrs, event_name
 from ragsieve.collector.spans import STATUS_ERROR, LogEvent, SpanRecord
 from ragsieve.evaluators.records import Feedback, SpanError
 
-FEEDBACK_NAMES = frozenset({"user_feedback", "user-feedback", "feedback", "thumbs", "rating",
-                            "helpfulness"})
-NEGATIVE_LABELS = frozenset({"thumbs_down", "👎", "negative", "bad", "not_helpful", "incorrect",
-                             "dislike", "false", "0", "down", "no", "wrong", "-1"})
-POSITIVE_LABELS = frozenset({"thumbs_up", "👍", "positive", "good", "helpful", "correct", "like",
-                             "true", "1", "+1", "up", "yes"})
-_ANNOTATION_PREFIXES = (("annotations", "annotation"), ("evaluations", "evaluation"),
-                        ("trace.annotations", "annotation"), ("trace.evaluations", "evaluation"))
+FEEDBACK_NAMES = frozenset(
+    {"user_feedback", "user-feedback", "feedback", "thumbs", "rating", "helpfulness"}
+)
+NEGATIVE_LABELS = frozenset(
+    {
+        "thumbs_down",
+        "👎",
+        "negative",
+        "bad",
+        "not_helpful",
+        "incorrect",
+        "dislike",
+        "false",
+        "0",
+        "down",
+        "no",
+        "wrong",
+        "-1",
+    }
+)
+POSITIVE_LABELS = frozenset(
+    {
+        "thumbs_up",
+        "👍",
+        "positive",
+        "good",
+        "helpful",
+        "correct",
+        "like",
+        "true",
+        "1",
+        "+1",
+        "up",
+        "yes",
+    }
+)
+_ANNOTATION_PREFIXES = (
+    ("annotations", "annotation"),
+    ("evaluations", "evaluation"),
+    ("trace.annotations", "annotation"),
+    ("trace.evaluations", "evaluation"),
+)
 MAX_MESSAGE_CHARS = 2048
 
 
@@ -37,12 +71,24 @@ def span_errors(tree: TraceTree, logs: Sequence[LogEvent]) -> list[SpanError]:
         gen_error = get_str(attrs, "error.type")
         if span.status_code != STATUS_ERROR and gen_error is None:
             continue
-        exc = next((event_attrs(e) for e in span.events or ()
-                    if isinstance(e, Mapping) and event_name(e) == "exception"), {})
+        exc = next(
+            (
+                event_attrs(e)
+                for e in span.events or ()
+                if isinstance(e, Mapping) and event_name(e) == "exception"
+            ),
+            {},
+        )
         message = as_str(exc.get("exception.message")) or as_str(span.status_message)
-        out.append(SpanError(span_id=span.span_id, span_name=str(span.name), role=tree.role(span),
-                             type=as_str(exc.get("exception.type")) or gen_error,
-                             message=cap(message, MAX_MESSAGE_CHARS)))
+        out.append(
+            SpanError(
+                span_id=span.span_id,
+                span_name=str(span.name),
+                role=tree.role(span),
+                type=as_str(exc.get("exception.type")) or gen_error,
+                message=cap(message, MAX_MESSAGE_CHARS),
+            )
+        )
     seen = {e.span_id for e in out}
     for ev in logs:
         if ev.event_name != "gen_ai.client.operation.exception" or not ev.span_id:
@@ -52,18 +98,25 @@ def span_errors(tree: TraceTree, logs: Sequence[LogEvent]) -> list[SpanError]:
         seen.add(ev.span_id)
         attrs = mapping(ev.attributes)
         found = tree.by_id.get(ev.span_id)
-        out.append(SpanError(span_id=ev.span_id, span_name=found.name if found else "",
-                             role=tree.role(found) if found else None,
-                             type=as_str(attrs.get("exception.type")),
-                             message=cap(as_str(attrs.get("exception.message")),
-                                         MAX_MESSAGE_CHARS)))
+        out.append(
+            SpanError(
+                span_id=ev.span_id,
+                span_name=found.name if found else "",
+                role=tree.role(found) if found else None,
+                type=as_str(attrs.get("exception.type")),
+                message=cap(as_str(attrs.get("exception.message")), MAX_MESSAGE_CHARS),
+            )
+        )
     return out
 
 
 def cancelled(spans: Sequence[SpanRecord]) -> bool:
     """True when a span carries LlamaIndex's ``span.cancelled`` event."""
-    return any(isinstance(e, Mapping) and event_name(e) == "span.cancelled"
-               for s in spans for e in s.events or ())
+    return any(
+        isinstance(e, Mapping) and event_name(e) == "span.cancelled"
+        for s in spans
+        for e in s.events or ()
+    )
 
 
 def inline_feedback(tree: TraceTree, trace_id: str) -> list[Feedback]:
@@ -76,32 +129,63 @@ def inline_feedback(tree: TraceTree, trace_id: str) -> list[Feedback]:
             for _, item in unflatten(attrs, prefix):
                 name = as_str(item.get(f"{field_}.name"))
                 kind = (as_str(item.get(f"{field_}.annotator_kind")) or "").upper()
-                fb = _feedback(trace_id, span.span_id, name, kind == "HUMAN",
-                               item.get(f"{field_}.score"), item.get(f"{field_}.label"),
-                               item.get(f"{field_}.explanation"), "oi_inline", when)
+                fb = _feedback(
+                    trace_id,
+                    span.span_id,
+                    name,
+                    kind == "HUMAN",
+                    item.get(f"{field_}.score"),
+                    item.get(f"{field_}.label"),
+                    item.get(f"{field_}.explanation"),
+                    "oi_inline",
+                    when,
+                )
                 if fb:
                     out.append(fb)
         for event in span.events or ():
             if isinstance(event, Mapping) and event_name(event) == "gen_ai.evaluation.result":
                 ea = event_attrs(event)
-                fb = _feedback(trace_id, span.span_id, as_str(ea.get("gen_ai.evaluation.name")),
-                               True, ea.get("gen_ai.evaluation.score.value"),
-                               ea.get("gen_ai.evaluation.score.label"),
-                               ea.get("gen_ai.evaluation.explanation"), "genai_event", when)
+                fb = _feedback(
+                    trace_id,
+                    span.span_id,
+                    as_str(ea.get("gen_ai.evaluation.name")),
+                    True,
+                    ea.get("gen_ai.evaluation.score.value"),
+                    ea.get("gen_ai.evaluation.score.label"),
+                    ea.get("gen_ai.evaluation.explanation"),
+                    "genai_event",
+                    when,
+                )
                 if fb:
                     out.append(fb)
     return out
 
 
-def _feedback(trace_id: str, span_id: str, name: str | None, human: bool, score: Any,
-              label: Any, comment: Any, source: str, when: datetime) -> Feedback | None:
+def _feedback(
+    trace_id: str,
+    span_id: str,
+    name: str | None,
+    human: bool,
+    score: Any,
+    label: Any,
+    comment: Any,
+    source: str,
+    when: datetime,
+) -> Feedback | None:
     if not human or (name or "").lower() not in FEEDBACK_NAMES:
         return None
     score_f, label_s = as_float(score), as_str(label)
     if score_f is None and label_s is None:
         return None
-    return Feedback(trace_id=trace_id, span_id=span_id, score=score_f, label=label_s,
-                    comment=as_str(comment), source=source, created_at=when)
+    return Feedback(
+        trace_id=trace_id,
+        span_id=span_id,
+        score=score_f,
+        label=label_s,
+        comment=as_str(comment),
+        source=source,
+        created_at=when,
+    )
 
 
 def polarity(fb: Feedback) -> int:

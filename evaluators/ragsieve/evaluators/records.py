@@ -305,7 +305,9 @@ class GoldenCase(_Record):
         for key, value in data.items():
             out[GOLDEN_ALIASES.get(key, key)] = value
         if "id" not in out and isinstance(out.get("query"), str):
-            out["id"] = "q_" + hashlib.sha256(normalize_text(out["query"]).encode()).hexdigest()[:12]
+            out["id"] = (
+                "q_" + hashlib.sha256(normalize_text(out["query"]).encode()).hexdigest()[:12]
+            )
         rel = out.get("relevant_chunks")
         if isinstance(rel, list | tuple):
             out["relevant_chunks"] = {str(cid): 1 for cid in rel}

@@ -52,29 +52,39 @@ def build_annotations(
     """The annotation objects for one interaction: one per result, one for the verdict."""
     out: list[dict[str, Any]] = []
     for r in results:
-        out.append({
-            "span_id": span_id,
-            "name": r.evaluator,
-            "annotator_kind": "LLM" if r.annotator_kind == "LLM" else "CODE",
-            "result": {"label": r.label, "score": r.score, "explanation": r.explanation},
-            "metadata": {
-                "root_cause": root_cause, "run_id": run_id, "trace_id": r.trace_id,
-                "verdict": verdict, "judge_version": r.judge_version,
-                "judge_model": r.judge_model,
-            },
-            "identifier": identifier(r.trace_id, r.evaluator),
-        })
+        out.append(
+            {
+                "span_id": span_id,
+                "name": r.evaluator,
+                "annotator_kind": "LLM" if r.annotator_kind == "LLM" else "CODE",
+                "result": {"label": r.label, "score": r.score, "explanation": r.explanation},
+                "metadata": {
+                    "root_cause": root_cause,
+                    "run_id": run_id,
+                    "trace_id": r.trace_id,
+                    "verdict": verdict,
+                    "judge_version": r.judge_version,
+                    "judge_model": r.judge_model,
+                },
+                "identifier": identifier(r.trace_id, r.evaluator),
+            }
+        )
     if results:
         trace_id = results[0].trace_id
-        out.append({
-            "span_id": span_id,
-            "name": VERDICT_NAME,
-            "annotator_kind": "CODE",
-            "result": {"label": verdict, "score": 0.0 if verdict == "fail" else 1.0,
-                       "explanation": f"{root_cause}: {evidence}" if root_cause else evidence},
-            "metadata": {"root_cause": root_cause, "run_id": run_id, "trace_id": trace_id},
-            "identifier": identifier(trace_id, VERDICT_NAME),
-        })
+        out.append(
+            {
+                "span_id": span_id,
+                "name": VERDICT_NAME,
+                "annotator_kind": "CODE",
+                "result": {
+                    "label": verdict,
+                    "score": 0.0 if verdict == "fail" else 1.0,
+                    "explanation": f"{root_cause}: {evidence}" if root_cause else evidence,
+                },
+                "metadata": {"root_cause": root_cause, "run_id": run_id, "trace_id": trace_id},
+                "identifier": identifier(trace_id, VERDICT_NAME),
+            }
+        )
     return out
 
 
@@ -86,15 +96,29 @@ def queue(store: Store, annotations: Sequence[Mapping[str, Any]]) -> int:
     if not annotations:
         return 0
     now = time.time()
-    rows = [(TOPIC, str(a["identifier"]), json.dumps(a, ensure_ascii=False).encode(),
-             CONTENT_TYPE, 1, now, now) for a in annotations]
+    rows = [
+        (
+            TOPIC,
+            str(a["identifier"]),
+            json.dumps(a, ensure_ascii=False).encode(),
+            CONTENT_TYPE,
+            1,
+            now,
+            now,
+        )
+        for a in annotations
+    ]
     with store.transaction() as cur:
-        cur.executemany(store.sql(
-            "INSERT INTO outbox (topic, dedup_key, payload, content_type, items, created_at,"
-            " next_attempt_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (topic, dedup_key) DO UPDATE"
-            " SET payload = excluded.payload, content_type = excluded.content_type,"
-            " items = excluded.items, attempts = 0, next_attempt_at = excluded.next_attempt_at,"
-            " delivered_at = NULL, last_error = NULL"), rows)
+        cur.executemany(
+            store.sql(
+                "INSERT INTO outbox (topic, dedup_key, payload, content_type, items, created_at,"
+                " next_attempt_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (topic, dedup_key) DO UPDATE"
+                " SET payload = excluded.payload, content_type = excluded.content_type,"
+                " items = excluded.items, attempts = 0, next_attempt_at = excluded.next_attempt_at,"
+                " delivered_at = NULL, last_error = NULL"
+            ),
+            rows,
+        )
     return len(rows)
 
 
@@ -110,8 +134,12 @@ class PhoenixAnnotationSender:
         """Deliver one annotation."""
         body = b'{"data":[' + item.payload + b"]}"
         try:
-            resp = await self._client.post(self.url, params={"sync": "true"}, content=body,
-                                           headers={"Content-Type": CONTENT_TYPE})
+            resp = await self._client.post(
+                self.url,
+                params={"sync": "true"},
+                content=body,
+                headers={"Content-Type": CONTENT_TYPE},
+            )
         except httpx.HTTPError as exc:
             return Outcome(False, error=f"phoenix unreachable: {type(exc).__name__}: {exc}")
         if resp.is_success:
@@ -145,8 +173,9 @@ async def deliver(
 ) -> dict[str, Any]:
     """Deliver due annotations for at most ``time_budget_s``; returns counts, never raises."""
     sender = PhoenixAnnotationSender(base_url, api_key=api_key, timeout_s=timeout_s)
-    worker = OutboxWorker(store, TOPIC, sender, batch=100, base_backoff_s=base_backoff_s,
-                          max_backoff_s=max_backoff_s)
+    worker = OutboxWorker(
+        store, TOPIC, sender, batch=100, base_backoff_s=base_backoff_s, max_backoff_s=max_backoff_s
+    )
     deadline = time.monotonic() + time_budget_s
     delivered = 0
     try:
@@ -164,9 +193,13 @@ async def deliver(
     finally:
         await sender.aclose()
     pending = store.outbox_stats().get(TOPIC, {}).get("pending", 0)
-    return {"delivered": delivered, "retried": worker.stats.retried,
-            "dead_lettered": worker.stats.dead_lettered, "pending": pending,
-            "last_error": worker.stats.last_error}
+    return {
+        "delivered": delivered,
+        "retried": worker.stats.retried,
+        "dead_lettered": worker.stats.dead_lettered,
+        "pending": pending,
+        "last_error": worker.stats.last_error,
+    }
 
 
 __all__ = [

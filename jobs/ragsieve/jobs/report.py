@@ -59,10 +59,19 @@ def failure_rate(
     total = sum(covered.values())
     all_pop = sum(populations.values())
     if not total:
-        return {"estimate": None, "ci_low": None, "ci_high": None, "n": 0, "n_effective": 0.0,
-                "coverage": 0.0, "raw": None, "traffic_estimate": 0.0}
-    weighted = [(covered[h] / len(picks[h]) / up, failed)
-                for h in covered for failed, up in picks[h]]
+        return {
+            "estimate": None,
+            "ci_low": None,
+            "ci_high": None,
+            "n": 0,
+            "n_effective": 0.0,
+            "coverage": 0.0,
+            "raw": None,
+            "traffic_estimate": 0.0,
+        }
+    weighted = [
+        (covered[h] / len(picks[h]) / up, failed) for h in covered for failed, up in picks[h]
+    ]
     sum_w = sum(w for w, _ in weighted)
     est = sum(w for w, failed in weighted if failed) / sum_w
     n_eff = sum_w * sum_w / sum(w * w for w, _ in weighted)
@@ -122,9 +131,12 @@ def judge_quality(
         "rejections_not_counted": len(w["excluded"]),
         "reviewed_audits": len(w["tn"]) + len(w["fn"]),
         "missed_failures": len(w["fn"]),
-        "precision": None, "precision_ci": None,
-        "false_omission_rate": None, "false_omission_rate_ci": None,
-        "tpr": None, "fpr": None,
+        "precision": None,
+        "precision_ci": None,
+        "false_omission_rate": None,
+        "false_omission_rate_ci": None,
+        "tpr": None,
+        "fpr": None,
         "raw_failure_rate": raw,
         "corrected_failure_rate": None,
     }
@@ -142,8 +154,10 @@ def judge_quality(
     corr = _clamp(raw * ppv + (1 - raw) * fomr)
     out["tpr"] = round(_clamp(raw * ppv / corr), 6) if corr > 0 else None
     out["fpr"] = round(_clamp(raw * (1 - ppv) / (1 - corr)), 6) if corr < 1 else None
-    corners = [_clamp(q * p + (1 - q) * f) for q, p, f in
-               itertools.product(raw_ci or (raw, raw), ppv_ci, f_ci)]
+    corners = [
+        _clamp(q * p + (1 - q) * f)
+        for q, p, f in itertools.product(raw_ci or (raw, raw), ppv_ci, f_ci)
+    ]
     out["corrected_failure_rate"] = {
         "estimate": round(corr, 6),
         "ci_low": round(min(corners + [corr]), 6),
@@ -166,8 +180,10 @@ def render_table(report: Mapping[str, Any]) -> str:
         ("window", f"{report['window']['start']} .. {report['window']['end']}"),
         ("discovered", str(report["discovered"])),
         ("not applicable", _kv(report["not_applicable"]["reasons"]) or "0"),
-        ("sampled", _kv({k: v["sampled"] for k, v in report["sampled"]["by_stratum"].items()})
-         or "0"),
+        (
+            "sampled",
+            _kv({k: v["sampled"] for k, v in report["sampled"]["by_stratum"].items()}) or "0",
+        ),
         ("already judged", str(report["already_judged"])),
         ("judged", str(report["judged"])),
         ("judge errors", str(report["judge_errors"])),
@@ -175,25 +191,47 @@ def render_table(report: Mapping[str, Any]) -> str:
         ("flagged", str(report["flagged"])),
         ("by root cause", _kv(report["flagged_by_root_cause"]) or "-"),
         ("by category", _kv(report["flagged_by_category"]) or "-"),
-        ("failure rate", f"{_pct(fr.get('estimate'))} (95% CI {_pct(fr.get('ci_low'))}"
-         f" - {_pct(fr.get('ci_high'))}, n={fr.get('n', 0)})"),
-        ("calls / tokens / USD", f"{cost.get('calls', 0)} / {cost.get('tokens', 0)} /"
-         f" {cost.get('usd', 0.0):.4f}"),
-        ("saved by cache / cascade", f"{cost.get('saved_by_cache', 0)} /"
-         f" {cost.get('saved_by_cascade', 0)}"),
+        (
+            "failure rate",
+            f"{_pct(fr.get('estimate'))} (95% CI {_pct(fr.get('ci_low'))}"
+            f" - {_pct(fr.get('ci_high'))}, n={fr.get('n', 0)})",
+        ),
+        (
+            "calls / tokens / USD",
+            f"{cost.get('calls', 0)} / {cost.get('tokens', 0)} / {cost.get('usd', 0.0):.4f}",
+        ),
+        (
+            "saved by cache / cascade",
+            f"{cost.get('saved_by_cache', 0)} / {cost.get('saved_by_cascade', 0)}",
+        ),
         ("audit routed", str(report["audit"]["routed"])),
     ]
     q = report.get("judge_quality") or {}
-    rows.append(("reviewed", f"{q.get('reviewed_flagged', 0)} flagged"
-                 f" ({q.get('false_alarms', 0)} false alarms), {q.get('reviewed_audits', 0)}"
-                 f" audited passes ({q.get('missed_failures', 0)} missed failures)"))
-    rows.append(("judge precision / FOR", f"{_pct(q.get('precision'))} /"
-                 f" {_pct(q.get('false_omission_rate'))}"))
+    rows.append(
+        (
+            "reviewed",
+            f"{q.get('reviewed_flagged', 0)} flagged"
+            f" ({q.get('false_alarms', 0)} false alarms), {q.get('reviewed_audits', 0)}"
+            f" audited passes ({q.get('missed_failures', 0)} missed failures)",
+        )
+    )
+    rows.append(
+        (
+            "judge precision / FOR",
+            f"{_pct(q.get('precision'))} / {_pct(q.get('false_omission_rate'))}",
+        )
+    )
     rows.append(("judge TPR / FPR", f"{_pct(q.get('tpr'))} / {_pct(q.get('fpr'))}"))
     c = q.get("corrected_failure_rate")
-    rows.append(("corrected failure rate", "- (needs reviewed flags and audits)" if not c else
-                 f"{_pct(c['estimate'])} (95% CI {_pct(c['ci_low'])} - {_pct(c['ci_high'])},"
-                 " conservative box)"))
+    rows.append(
+        (
+            "corrected failure rate",
+            "- (needs reviewed flags and audits)"
+            if not c
+            else f"{_pct(c['estimate'])} (95% CI {_pct(c['ci_low'])} - {_pct(c['ci_high'])},"
+            " conservative box)",
+        )
+    )
     if report.get("dry_run"):
         rows.append(("dry run", "nothing judged or written"))
     width = max(len(k) for k, _ in rows)

@@ -10,13 +10,29 @@ from typing import Any
 
 import click
 
-STORE_HELP = "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
-COLUMNS = ("trace_id", "span_id", "evaluator", "label", "score", "explanation", "flagged",
-           "root_cause", "judge_version", "judge_model", "annotator_kind", "run_id", "created_at")
+STORE_HELP = (
+    "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+)
+COLUMNS = (
+    "trace_id",
+    "span_id",
+    "evaluator",
+    "label",
+    "score",
+    "explanation",
+    "flagged",
+    "root_cause",
+    "judge_version",
+    "judge_model",
+    "annotator_kind",
+    "run_id",
+    "created_at",
+)
 
 
-def _rows(obj: Any, store: str | None, since: str | None, flagged: bool,
-          limit: int | None) -> list[dict[str, Any]]:
+def _rows(
+    obj: Any, store: str | None, since: str | None, flagged: bool, limit: int | None
+) -> list[dict[str, Any]]:
     from ragsieve.collector.store import open_store
     from ragsieve.collector.timeutil import parse_duration
     from ragsieve.jobs.resultstore import list_results
@@ -44,8 +60,9 @@ def results() -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines.")
 @click.pass_obj
-def list_command(obj: Any, store: str | None, flagged: bool, since: str | None,
-                 limit: int | None, as_json: bool) -> None:
+def list_command(
+    obj: Any, store: str | None, flagged: bool, since: str | None, limit: int | None, as_json: bool
+) -> None:
     """List results, newest first."""
     for r in _rows(obj, store, since, flagged, limit):
         if as_json:
@@ -58,16 +75,28 @@ def list_command(obj: Any, store: str | None, flagged: bool, since: str | None,
 
 @results.command("export")
 @click.option("--store", default=None, help=STORE_HELP)
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl",
-              show_default=True)
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Output file (jsonl default: stdout; parquet needs a file).")
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl", show_default=True
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Output file (jsonl default: stdout; parquet needs a file).",
+)
 @click.option("--flagged", is_flag=True, help="Only results of failing interactions.")
 @click.option("--since", default=None, help="Only results written in this window, e.g. 1h.")
 @click.option("--dry-run", is_flag=True, help="Count the rows; write nothing.")
 @click.pass_obj
-def export_command(obj: Any, store: str | None, fmt: str, out: Path | None, flagged: bool,
-                   since: str | None, dry_run: bool) -> None:
+def export_command(
+    obj: Any,
+    store: str | None,
+    fmt: str,
+    out: Path | None,
+    flagged: bool,
+    since: str | None,
+    dry_run: bool,
+) -> None:
     """Export results for pandas (``pd.read_json(lines=True)`` or ``pd.read_parquet``)."""
     if fmt == "parquet" and out is None:
         raise click.UsageError("--format parquet needs --out FILE")
@@ -86,16 +115,26 @@ def export_command(obj: Any, store: str | None, fmt: str, out: Path | None, flag
             import pyarrow as pa  # type: ignore[import-untyped]
             import pyarrow.parquet as pq  # type: ignore[import-untyped]
         except ImportError as exc:
-            raise click.ClickException("parquet export needs: pip install 'ragsieve[parquet]'") \
-                from exc
-        schema = pa.schema([
-            ("trace_id", pa.string()), ("span_id", pa.string()), ("evaluator", pa.string()),
-            ("label", pa.string()), ("score", pa.float64()), ("explanation", pa.string()),
-            ("flagged", pa.bool_()), ("root_cause", pa.string()),
-            ("judge_version", pa.string()), ("judge_model", pa.string()),
-            ("annotator_kind", pa.string()), ("run_id", pa.string()),
-            ("created_at", pa.string()),
-        ])
+            raise click.ClickException(
+                "parquet export needs: pip install 'ragsieve[parquet]'"
+            ) from exc
+        schema = pa.schema(
+            [
+                ("trace_id", pa.string()),
+                ("span_id", pa.string()),
+                ("evaluator", pa.string()),
+                ("label", pa.string()),
+                ("score", pa.float64()),
+                ("explanation", pa.string()),
+                ("flagged", pa.bool_()),
+                ("root_cause", pa.string()),
+                ("judge_version", pa.string()),
+                ("judge_model", pa.string()),
+                ("annotator_kind", pa.string()),
+                ("run_id", pa.string()),
+                ("created_at", pa.string()),
+            ]
+        )
         table = pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema)
         pq.write_table(table, out)
     if out is not None:

@@ -22,8 +22,15 @@ from ragsieve.jobs.report import ReviewLabel
 from ragsieve.jobs.sampling import Candidate
 
 CHUNK = 500
-_PATHS = ("$.completeness", "$.query", "$.answer", "$.feedback_polarity", "$.latency_ms",
-          "$.attributes", "$.errors[0].span_id")
+_PATHS = (
+    "$.completeness",
+    "$.query",
+    "$.answer",
+    "$.feedback_polarity",
+    "$.latency_ms",
+    "$.attributes",
+    "$.errors[0].span_id",
+)
 _SQLITE_WINDOW = (
     "SELECT trace_id, started_at, status, json_extract(body, "
     + ", ".join(f"'{p}'" for p in _PATHS)
@@ -39,8 +46,14 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[i : i + CHUNK]
 
 
-def _candidate(trace_id: str, started: float, status: str, head: list[Any],
-               docs: list[list[Any]], keep_query: bool) -> Candidate:
+def _candidate(
+    trace_id: str,
+    started: float,
+    status: str,
+    head: list[Any],
+    docs: list[list[Any]],
+    keep_query: bool,
+) -> Candidate:
     completeness, query, answer, polarity, latency, attrs, err = head
     known = [d for d in docs if d[2] is not None]
     ctx = [d for d in known if d[2]] if known else docs
@@ -69,19 +82,30 @@ def window_candidates(store: Store, start: datetime, end: datetime) -> list[Cand
     out: list[Candidate] = []
     if store.dialect == "sqlite":
         for tid, started, status, head, docs in store.query(_SQLITE_WINDOW, (lo, hi)):
-            out.append(_candidate(tid, started, status, json.loads(head),
-                                  json.loads(docs or "[]"), True))
+            out.append(
+                _candidate(tid, started, status, json.loads(head), json.loads(docs or "[]"), True)
+            )
         return out
     rows = store.query(
         "SELECT trace_id, started_at, status, body FROM interactions"
-        " WHERE started_at >= ? AND started_at < ?", (lo, hi))
+        " WHERE started_at >= ? AND started_at < ?",
+        (lo, hi),
+    )
     for tid, started, status, body in rows:
         data = json.loads(body)
-        head = [data.get("completeness"), data.get("query"), data.get("answer"),
-                data.get("feedback_polarity"), data.get("latency_ms"), data.get("attributes"),
-                (data.get("errors") or [{}])[0].get("span_id") if data.get("errors") else None]
-        docs = [[d.get("score"), len(d.get("content") or ""), d.get("in_prompt")]
-                for d in data.get("documents") or ()]
+        head = [
+            data.get("completeness"),
+            data.get("query"),
+            data.get("answer"),
+            data.get("feedback_polarity"),
+            data.get("latency_ms"),
+            data.get("attributes"),
+            (data.get("errors") or [{}])[0].get("span_id") if data.get("errors") else None,
+        ]
+        docs = [
+            [d.get("score"), len(d.get("content") or ""), d.get("in_prompt")]
+            for d in data.get("documents") or ()
+        ]
         out.append(_candidate(tid, started, status, head, docs, True))
     return out
 
@@ -153,7 +177,8 @@ def decided_traces(store: Store, trace_ids: Sequence[str], key: str) -> set[str]
         marks = ",".join("?" * len(part))
         for tid, body in store.query(
             f"SELECT trace_id, body FROM samples WHERE verdict IN ('pass', 'fail')"
-            f" AND trace_id IN ({marks})", tuple(part),
+            f" AND trace_id IN ({marks})",
+            tuple(part),
         ):
             if json.loads(body).get("key") == key:
                 found.add(tid)
@@ -176,19 +201,35 @@ def save_judgements(store: Store, run_id: str, items: Iterable[Judgement], now: 
     with store.transaction() as cur:
         for j in items:
             for r in j.results:
-                cur.execute(store.sql(
-                    "INSERT INTO results (trace_id, evaluator, judge_version, run_id, label, score,"
-                    " flagged, root_cause, created_at, body) VALUES (?,?,?,?,?,?,0,NULL,?,?)"
-                    " ON CONFLICT (trace_id, evaluator, judge_version) DO UPDATE SET"
-                    " run_id = excluded.run_id, label = excluded.label, score = excluded.score,"
-                    " created_at = excluded.created_at, body = excluded.body"),
-                    (j.trace_id, r.evaluator, j.version, run_id, r.label, r.score, now,
-                     r.model_dump_json()))
+                cur.execute(
+                    store.sql(
+                        "INSERT INTO results (trace_id, evaluator, judge_version, run_id, label,"
+                        " score,"
+                        " flagged, root_cause, created_at, body) VALUES (?,?,?,?,?,?,0,NULL,?,?)"
+                        " ON CONFLICT (trace_id, evaluator, judge_version) DO UPDATE SET"
+                        " run_id = excluded.run_id, label = excluded.label, score = excluded.score,"
+                        " created_at = excluded.created_at, body = excluded.body"
+                    ),
+                    (
+                        j.trace_id,
+                        r.evaluator,
+                        j.version,
+                        run_id,
+                        r.label,
+                        r.score,
+                        now,
+                        r.model_dump_json(),
+                    ),
+                )
             if j.checkpoint:
-                cur.execute(store.sql(
-                    "INSERT INTO checkpoints (trace_id, judge, judge_version, run_id, done_at)"
-                    " VALUES (?,?,?,?,?) ON CONFLICT (trace_id, judge, judge_version) DO NOTHING"),
-                    (j.trace_id, j.judge, j.version, run_id, now))
+                cur.execute(
+                    store.sql(
+                        "INSERT INTO checkpoints (trace_id, judge, judge_version, run_id, done_at)"
+                        " VALUES (?,?,?,?,?)"
+                        " ON CONFLICT (trace_id, judge, judge_version) DO NOTHING"
+                    ),
+                    (j.trace_id, j.judge, j.version, run_id, now),
+                )
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,18 +249,32 @@ def save_samples(store: Store, run_id: str, rows: Sequence[SampleRow]) -> None:
     """Sample rows plus the flag and root cause on the traces' current result rows."""
     with store.transaction() as cur:
         for s in rows:
-            cur.execute(store.sql(
-                "INSERT INTO samples (run_id, trace_id, stratum, inclusion_p, verdict, root_cause,"
-                " body) VALUES (?,?,?,?,?,?,?) ON CONFLICT (run_id, trace_id) DO UPDATE SET"
-                " verdict = excluded.verdict, root_cause = excluded.root_cause,"
-                " body = excluded.body"),
-                (run_id, s.trace_id, s.stratum, s.inclusion_p, s.verdict, s.root_cause,
-                 json.dumps(dict(s.body), ensure_ascii=False)))
+            cur.execute(
+                store.sql(
+                    "INSERT INTO samples (run_id, trace_id, stratum, inclusion_p, verdict,"
+                    " root_cause,"
+                    " body) VALUES (?,?,?,?,?,?,?) ON CONFLICT (run_id, trace_id) DO UPDATE SET"
+                    " verdict = excluded.verdict, root_cause = excluded.root_cause,"
+                    " body = excluded.body"
+                ),
+                (
+                    run_id,
+                    s.trace_id,
+                    s.stratum,
+                    s.inclusion_p,
+                    s.verdict,
+                    s.root_cause,
+                    json.dumps(dict(s.body), ensure_ascii=False),
+                ),
+            )
             for version in set(s.versions.values()):
-                cur.execute(store.sql(
-                    "UPDATE results SET flagged = ?, root_cause = ? WHERE trace_id = ?"
-                    " AND judge_version = ?"),
-                    (int(s.verdict == "fail"), s.root_cause, s.trace_id, version))
+                cur.execute(
+                    store.sql(
+                        "UPDATE results SET flagged = ?, root_cause = ? WHERE trace_id = ?"
+                        " AND judge_version = ?"
+                    ),
+                    (int(s.verdict == "fail"), s.root_cause, s.trace_id, version),
+                )
 
 
 def begin_run(store: Store, run_id: str, started_at: float) -> None:
@@ -229,16 +284,20 @@ def begin_run(store: Store, run_id: str, started_at: float) -> None:
 
 def finish_run(store: Store, run_id: str, finished_at: float, report: Mapping[str, Any]) -> None:
     """Store a run's report."""
-    store.execute("UPDATE runs SET finished_at = ?, report = ? WHERE run_id = ?",
-                  (finished_at, json.dumps(report, ensure_ascii=False, default=str), run_id))
+    store.execute(
+        "UPDATE runs SET finished_at = ?, report = ? WHERE run_id = ?",
+        (finished_at, json.dumps(report, ensure_ascii=False, default=str), run_id),
+    )
 
 
 def list_results(
     store: Store, *, since: float | None = None, flagged: bool = False, limit: int | None = None
 ) -> list[dict[str, Any]]:
     """Stored results, newest first, as the flat dicts ``results list`` prints."""
-    sql = ("SELECT trace_id, evaluator, judge_version, run_id, label, score, flagged, root_cause,"
-           " created_at, body FROM results WHERE created_at >= ?")
+    sql = (
+        "SELECT trace_id, evaluator, judge_version, run_id, label, score, flagged, root_cause,"
+        " created_at, body FROM results WHERE created_at >= ?"
+    )
     params: list[Any] = [since if since is not None else -1e18]
     if flagged:
         sql += " AND flagged = 1"
@@ -249,12 +308,23 @@ def list_results(
     out = []
     for tid, ev, ver, run, label, score, flag, cause, created, body in store.query(sql, params):
         data = json.loads(body)
-        out.append({
-            "trace_id": tid, "span_id": data.get("span_id"), "evaluator": ev, "label": label,
-            "score": score, "explanation": data.get("explanation"), "flagged": bool(flag),
-            "root_cause": cause, "judge_version": ver, "judge_model": data.get("judge_model"),
-            "annotator_kind": data.get("annotator_kind"), "run_id": run, "created_at": created,
-        })
+        out.append(
+            {
+                "trace_id": tid,
+                "span_id": data.get("span_id"),
+                "evaluator": ev,
+                "label": label,
+                "score": score,
+                "explanation": data.get("explanation"),
+                "flagged": bool(flag),
+                "root_cause": cause,
+                "judge_version": ver,
+                "judge_model": data.get("judge_model"),
+                "annotator_kind": data.get("annotator_kind"),
+                "run_id": run,
+                "created_at": created,
+            }
+        )
     return out
 
 
@@ -301,7 +371,8 @@ def review_labels(store: Store, key: str) -> list[ReviewLabel]:
         for tid, verdict, p, body in store.query(
             f"SELECT s.trace_id, s.verdict, s.inclusion_p, s.body FROM samples s"
             f" JOIN runs r ON r.run_id = s.run_id WHERE s.trace_id IN ({marks})"
-            f" AND s.verdict IN ('pass', 'fail') ORDER BY r.started_at", tuple(part),
+            f" AND s.verdict IN ('pass', 'fail') ORDER BY r.started_at",
+            tuple(part),
         ):
             if json.loads(body).get("key") == key:
                 latest[tid] = (verdict, float(p or 0.0))

@@ -93,8 +93,8 @@ def assign(s: Signals) -> RootCause:
             return RootCause("both", f"{none} and the answer is unsupported{gnote}")
         if s.faithful is False:
             return RootCause(
-                "no_answer_expected", f"{none}; the answer made unsupported claims instead of"
-                f" abstaining{gnote}"
+                "no_answer_expected",
+                f"{none}; the answer made unsupported claims instead of abstaining{gnote}",
             )
         return RootCause("retrieval", f"{none}; the answer stayed with that context")
     if s.context_relevant:

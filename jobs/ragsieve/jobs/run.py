@@ -64,8 +64,12 @@ def make_judges(settings: Any, names: Sequence[str] | None = None) -> list[Any]:
     from ragsieve.evaluators.judges import build_judges
 
     llm = settings.llm.to_config(settings.golden.pii_patterns)
-    return build_judges(list(names or settings.jobs.judges), backend=settings.jobs.backend,
-                        llm=llm, cache_path=settings.jobs.cache_path)
+    return build_judges(
+        list(names or settings.jobs.judges),
+        backend=settings.jobs.backend,
+        llm=llm,
+        cache_path=settings.jobs.cache_path,
+    )
 
 
 class _Spend:
@@ -100,14 +104,25 @@ class _Spend:
 
 
 def _error_result(judge: Any, it: RagInteraction, why: str) -> EvalResult:
-    return EvalResult(trace_id=it.trace_id, span_id=it.span_id, evaluator=judge.name,
-                      label="error", score=None, explanation=why,
-                      judge_version=str(judge.version))
+    return EvalResult(
+        trace_id=it.trace_id,
+        span_id=it.span_id,
+        evaluator=judge.name,
+        label="error",
+        score=None,
+        explanation=why,
+        judge_version=str(judge.version),
+    )
 
 
 async def _judge_all(
-    store: Store, run_id: str, work: list[tuple[RagInteraction, Any]], *, concurrency: int,
-    spend: _Spend, should_stop: Callable[[], bool],
+    store: Store,
+    run_id: str,
+    work: list[tuple[RagInteraction, Any]],
+    *,
+    concurrency: int,
+    spend: _Spend,
+    should_stop: Callable[[], bool],
 ) -> None:
     """Run every (interaction, judge) call with bounded concurrency and group-committed writes."""
     queue: asyncio.Queue[resultstore.Judgement | None] = asyncio.Queue()
@@ -124,8 +139,9 @@ async def _judge_all(
             items = [b for b in batch if b is not None]
             if items and not failure:
                 try:
-                    await asyncio.to_thread(resultstore.save_judgements, store, run_id, items,
-                                            time.time())
+                    await asyncio.to_thread(
+                        resultstore.save_judgements, store, run_id, items, time.time()
+                    )
                 except Exception as exc:  # a store failure stops the run; nothing half-written
                     failure.append(exc)
 
@@ -143,8 +159,11 @@ async def _judge_all(
             spend.add(results)
             spend.judged.add(it.trace_id)
             ok = all(r.label != "error" for r in results)
-            await queue.put(resultstore.Judgement(it.trace_id, judge.name, str(judge.version),
-                                                  results, checkpoint=ok))
+            await queue.put(
+                resultstore.Judgement(
+                    it.trace_id, judge.name, str(judge.version), results, checkpoint=ok
+                )
+            )
 
     write_task = asyncio.create_task(writer())
     try:
@@ -193,9 +212,9 @@ async def run_once_async(
     run_id = f"run-{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     stop = should_stop or (lambda: False)
     quiet = job.settle_s if settle_s is None else settle_s
-    settled = await asyncio.to_thread(settle, store, quiet_s=quiet,
-                                      max_wait_s=settings.collector.max_wait_s,
-                                      now=now.timestamp())
+    settled = await asyncio.to_thread(
+        settle, store, quiet_s=quiet, max_wait_s=settings.collector.max_wait_s, now=now.timestamp()
+    )
     lo, hi = window or (now - parse_duration(since or job.since), now)
     judges = list(judges) if judges is not None else make_judges(settings)
     versions = {j.name: str(j.version) for j in judges}
@@ -203,23 +222,35 @@ async def run_once_async(
         raise ValueError(f"two judges share a metric name: {[j.name for j in judges]}")
     key = "|".join(f"{n}={v}" for n, v in sorted(versions.items()))
     if golden is None:
-        golden = load_golden_index(settings.golden.path, settings.golden.near_duplicate_cosine,
-                                   settings.golden.new_category_cosine)
-    sampler = StratifiedSampler(sampling, seed=job.seed,
-                                golden_vectors=golden.vectors if golden else None,
-                                embed=golden.embed if golden else None)
+        golden = load_golden_index(
+            settings.golden.path,
+            settings.golden.near_duplicate_cosine,
+            settings.golden.new_category_cosine,
+        )
+    sampler = StratifiedSampler(
+        sampling,
+        seed=job.seed,
+        golden_vectors=golden.vectors if golden else None,
+        embed=golden.embed if golden else None,
+    )
     t_sel = time.monotonic()
     cands = await asyncio.to_thread(resultstore.window_candidates, store, lo, hi)
     done = await asyncio.to_thread(resultstore.done_in_window, store, lo, hi, versions)
     need = {c.trace_id: len(judges) - len(done.get(c.trace_id, ())) for c in cands}
     calls_budget = budget_calls if budget_calls is not None else job.budget_calls
-    sel = sampler.sample(cands, sample_size=job.sample_size, take_all=take_all,
-                         budget_calls=calls_budget, calls_needed=lambda t: need.get(t, 0))
+    sel = sampler.sample(
+        cands,
+        sample_size=job.sample_size,
+        take_all=take_all,
+        budget_calls=calls_budget,
+        calls_needed=lambda t: need.get(t, 0),
+    )
     select_s = time.monotonic() - t_sel
     already = [p for p in sel.picks if need.get(p.trace_id, 0) == 0]
     spend = _Spend(budget_usd if budget_usd is not None else job.budget_usd)
-    records = await asyncio.to_thread(resultstore.load_interactions, store,
-                                      [p.trace_id for p in sel.picks])
+    records = await asyncio.to_thread(
+        resultstore.load_interactions, store, [p.trace_id for p in sel.picks]
+    )
     decisions: list[_Decision] = []
     flagged: list[FlaggedCase] = []
     audit: list[FlaggedCase] = []
@@ -228,46 +259,107 @@ async def run_once_async(
     audit_info: dict[str, Any] = {"queued": 0, "already_queued": 0}
     if not dry_run:
         await asyncio.to_thread(resultstore.begin_run, store, run_id, now.timestamp())
-        work = [(records[p.trace_id], j) for p in sel.picks if p.trace_id in records
-                for j in judges if j.name not in done.get(p.trace_id, ())]
-        await _judge_all(store, run_id, work, concurrency=concurrency, spend=spend,
-                         should_stop=stop)
-        decisions = await asyncio.to_thread(_decide_all, store, sel.picks, records, versions,
-                                            job.thresholds, golden)
-        before = await asyncio.to_thread(resultstore.decided_traces, store,
-                                         [d.pick.trace_id for d in decisions], key)
-        fresh = [d for d in decisions if d.pick.trace_id not in before
-                 and d.verdict.outcome in ("pass", "fail")]
+        work = [
+            (records[p.trace_id], j)
+            for p in sel.picks
+            if p.trace_id in records
+            for j in judges
+            if j.name not in done.get(p.trace_id, ())
+        ]
+        await _judge_all(
+            store, run_id, work, concurrency=concurrency, spend=spend, should_stop=stop
+        )
+        decisions = await asyncio.to_thread(
+            _decide_all, store, sel.picks, records, versions, job.thresholds, golden
+        )
+        before = await asyncio.to_thread(
+            resultstore.decided_traces, store, [d.pick.trace_id for d in decisions], key
+        )
+        fresh = [
+            d
+            for d in decisions
+            if d.pick.trace_id not in before and d.verdict.outcome in ("pass", "fail")
+        ]
         queued = []
         for d in fresh:
             meta = {"category": d.category, "failed_metrics": list(d.verdict.failed_metrics)}
-            case = FlaggedCase(d.interaction, d.results, d.verdict.root_cause or "",
-                               d.verdict.evidence, run_id, d.pick.stratum, d.pick.inclusion_p,
-                               dict(meta))
+            case = FlaggedCase(
+                d.interaction,
+                d.results,
+                d.verdict.root_cause or "",
+                d.verdict.evidence,
+                run_id,
+                d.pick.stratum,
+                d.pick.inclusion_p,
+                dict(meta),
+            )
             if d.verdict.outcome == "fail":
                 flagged.append(case)
             elif unit_hash(d.pick.trace_id, "audit", job.seed) < job.audit_share:
-                audit.append(FlaggedCase(d.interaction, d.results, "none", "audit of a pass",
-                                         run_id, d.pick.stratum, d.pick.inclusion_p,
-                                         {"audit": True, "category": d.category}))
+                audit.append(
+                    FlaggedCase(
+                        d.interaction,
+                        d.results,
+                        "none",
+                        "audit of a pass",
+                        run_id,
+                        d.pick.stratum,
+                        d.pick.inclusion_p,
+                        {"audit": True, "category": d.category},
+                    )
+                )
             queued += phoenix.build_annotations(
-                d.interaction.span_id, d.results, verdict=d.verdict.outcome,
-                root_cause=d.verdict.root_cause, evidence=d.verdict.evidence, run_id=run_id)
+                d.interaction.span_id,
+                d.results,
+                verdict=d.verdict.outcome,
+                root_cause=d.verdict.root_cause,
+                evidence=d.verdict.evidence,
+                run_id=run_id,
+            )
         annotation_info["queued"] = await asyncio.to_thread(phoenix.queue, store, queued)
         golden_report = await asyncio.to_thread(_grow, store, flagged, settings)
         audit_info = await asyncio.to_thread(_route_audits, store, audit, settings)
         audit_ids = {c.interaction.trace_id for c in audit}
-        rows = [resultstore.SampleRow(
-            d.pick.trace_id, d.pick.stratum, d.pick.inclusion_p, d.verdict.outcome,
-            d.verdict.root_cause,
-            {"key": key, "audit": d.pick.trace_id in audit_ids, "evidence": d.verdict.evidence,
-             "failed_metrics": list(d.verdict.failed_metrics), "category": d.category,
-             "upstream_p": d.pick.upstream_p},
-            versions) for d in decisions]
+        rows = [
+            resultstore.SampleRow(
+                d.pick.trace_id,
+                d.pick.stratum,
+                d.pick.inclusion_p,
+                d.verdict.outcome,
+                d.verdict.root_cause,
+                {
+                    "key": key,
+                    "audit": d.pick.trace_id in audit_ids,
+                    "evidence": d.verdict.evidence,
+                    "failed_metrics": list(d.verdict.failed_metrics),
+                    "category": d.category,
+                    "upstream_p": d.pick.upstream_p,
+                },
+                versions,
+            )
+            for d in decisions
+        ]
         await asyncio.to_thread(resultstore.save_samples, store, run_id, rows)
     labels = await asyncio.to_thread(resultstore.review_labels, store, key)
-    report = _report(run_id, lo, hi, settled, sel, already, spend, decisions, flagged, audit,
-                     labels, settings, dry_run, key, select_s, judges, need)
+    report = _report(
+        run_id,
+        lo,
+        hi,
+        settled,
+        sel,
+        already,
+        spend,
+        decisions,
+        flagged,
+        audit,
+        labels,
+        settings,
+        dry_run,
+        key,
+        select_s,
+        judges,
+        need,
+    )
     report["audit"].update(audit_info)
     report["audit"]["open"] = await asyncio.to_thread(resultstore.open_audits, store)
     if golden_report is not None:
@@ -275,9 +367,13 @@ async def run_once_async(
     if not dry_run:
         if deliver and settings.phoenix.base_url:
             key_ = settings.phoenix.api_key
-            annotation_info.update(await phoenix.deliver(
-                store, settings.phoenix.base_url,
-                api_key=key_.get_secret_value() if key_ else None))
+            annotation_info.update(
+                await phoenix.deliver(
+                    store,
+                    settings.phoenix.base_url,
+                    api_key=key_.get_secret_value() if key_ else None,
+                )
+            )
         report["annotations"] = annotation_info
         report["duration_s"] = round(time.monotonic() - t0, 3)
         await asyncio.to_thread(resultstore.finish_run, store, run_id, time.time(), report)
@@ -290,21 +386,31 @@ def run_once(store: Store, settings: Any, **kwargs: Any) -> RunOutcome:
     return asyncio.run(run_once_async(store, settings, **kwargs))
 
 
-def _decide_all(store: Store, picks: Sequence[Pick], records: dict[str, RagInteraction],
-                versions: dict[str, str], thresholds: dict[str, float],
-                golden: GoldenIndex | None) -> list[_Decision]:
+def _decide_all(
+    store: Store,
+    picks: Sequence[Pick],
+    records: dict[str, RagInteraction],
+    versions: dict[str, str],
+    thresholds: dict[str, float],
+    golden: GoldenIndex | None,
+) -> list[_Decision]:
     stored = resultstore.stored_results(store, [p.trace_id for p in picks], versions)
     out: list[_Decision] = []
     for p in picks:
         it = records.get(p.trace_id)
         if it is None:
             continue
-        results = [r for r in stored.get(p.trace_id, []) if versions.get(r.evaluator) ==
-                   r.judge_version or r.evaluator not in versions]
+        results = [
+            r
+            for r in stored.get(p.trace_id, [])
+            if versions.get(r.evaluator) == r.judge_version or r.evaluator not in versions
+        ]
         verdict = decide(it, results, thresholds)
         category = "uncategorized"
-        if golden is not None and verdict.outcome != "unjudged" and (
-            verdict.outcome == "fail" or verdict.abstained
+        if (
+            golden is not None
+            and verdict.outcome != "unjudged"
+            and (verdict.outcome == "fail" or verdict.abstained)
         ):
             expected, category = golden.lookup(it.query or "")
             verdict = decide(it, results, thresholds, expected=expected)
@@ -331,14 +437,31 @@ def _route_audits(store: Store, audit: list[FlaggedCase], settings: Any) -> dict
     return dict(route(store, audit, settings))
 
 
-def _report(run_id: str, lo: datetime, hi: datetime, settled: int, sel: Any,
-            already: list[Pick], spend: _Spend, decisions: list[_Decision],
-            flagged: list[FlaggedCase], audit: list[FlaggedCase],
-            labels: Sequence[ReviewLabel], settings: Any, dry_run: bool, key: str,
-            select_s: float, judges: Sequence[Any], need: dict[str, int]) -> dict[str, Any]:
+def _report(
+    run_id: str,
+    lo: datetime,
+    hi: datetime,
+    settled: int,
+    sel: Any,
+    already: list[Pick],
+    spend: _Spend,
+    decisions: list[_Decision],
+    flagged: list[FlaggedCase],
+    audit: list[FlaggedCase],
+    labels: Sequence[ReviewLabel],
+    settings: Any,
+    dry_run: bool,
+    key: str,
+    select_s: float,
+    judges: Sequence[Any],
+    need: dict[str, int],
+) -> dict[str, Any]:
     rate = failure_rate(
-        ((d.pick.stratum, d.verdict.outcome == "fail", d.pick.upstream_p) for d in decisions
-         if d.verdict.outcome in ("pass", "fail")),
+        (
+            (d.pick.stratum, d.verdict.outcome == "fail", d.pick.upstream_p)
+            for d in decisions
+            if d.verdict.outcome in ("pass", "fail")
+        ),
         {k: v.population for k, v in sel.strata.items()},
     )
     ci = (rate["ci_low"], rate["ci_high"]) if rate["estimate"] is not None else None
@@ -354,17 +477,26 @@ def _report(run_id: str, lo: datetime, hi: datetime, settled: int, sel: Any,
         "judge_set": key,
         "settled": settled,
         "discovered": sel.discovered,
-        "not_applicable": {"count": sum(sel.not_applicable.values()),
-                           "reasons": dict(sel.not_applicable)},
+        "not_applicable": {
+            "count": sum(sel.not_applicable.values()),
+            "reasons": dict(sel.not_applicable),
+        },
         "sampled": {
             "total": len(sel.picks),
-            "by_stratum": {k: {"population": v.population, "sampled": v.sampled,
-                               "inclusion_p": round(v.inclusion_p, 6)}
-                           for k, v in sel.strata.items()},
+            "by_stratum": {
+                k: {
+                    "population": v.population,
+                    "sampled": v.sampled,
+                    "inclusion_p": round(v.inclusion_p, 6),
+                }
+                for k, v in sel.strata.items()
+            },
             "novelty_checked": sel.novelty_checked,
         },
-        "upstream": {"keep_rule": dict(sel.upstream),
-                     "reweighted_picks": sum(p.upstream_p < 1 for p in sel.picks)},
+        "upstream": {
+            "keep_rule": dict(sel.upstream),
+            "reweighted_picks": sum(p.upstream_p < 1 for p in sel.picks),
+        },
         "select_s": round(select_s, 4),
         "already_judged": len(already),
         "would_judge": sum(need.get(p.trace_id, 0) > 0 for p in sel.picks) if dry_run else None,
@@ -379,20 +511,33 @@ def _report(run_id: str, lo: datetime, hi: datetime, settled: int, sel: Any,
         "flagged_in_sample": len(fails),
         "flagged_by_root_cause": dict(Counter(c.root_cause for c in flagged)),
         "flagged_by_category": dict(Counter(str(c.metadata.get("category")) for c in flagged)),
-        "flagged_by_metric": dict(Counter(m for d in fails if d.pick.trace_id in flagged_ids
-                                          for m in d.verdict.failed_metrics)),
+        "flagged_by_metric": dict(
+            Counter(
+                m for d in fails if d.pick.trace_id in flagged_ids for m in d.verdict.failed_metrics
+            )
+        ),
         "passed": sum(d.verdict.outcome == "pass" for d in decisions),
         "failure_rate": rate,
-        "audit": {"share": settings.jobs.audit_share, "routed": len(audit),
-                  "trace_ids": [c.interaction.trace_id for c in audit]},
+        "audit": {
+            "share": settings.jobs.audit_share,
+            "routed": len(audit),
+            "trace_ids": [c.interaction.trace_id for c in audit],
+        },
         "judge_quality": judge_quality(rate["estimate"], ci, labels),
-        "cost": {"calls": spend.calls, "prompt_tokens": spend.prompt_tokens,
-                 "completion_tokens": spend.completion_tokens,
-                 "tokens": spend.prompt_tokens + spend.completion_tokens,
-                 "usd": round(spend.usd, 6), "saved_by_cache": spend.cached,
-                 "saved_by_cascade": spend.cascade_saved},
-        "budget": {"calls": settings.jobs.budget_calls, "usd": spend.budget_usd,
-                   "exhausted": bool(sel.budget_exhausted or spend.deferred)},
+        "cost": {
+            "calls": spend.calls,
+            "prompt_tokens": spend.prompt_tokens,
+            "completion_tokens": spend.completion_tokens,
+            "tokens": spend.prompt_tokens + spend.completion_tokens,
+            "usd": round(spend.usd, 6),
+            "saved_by_cache": spend.cached,
+            "saved_by_cascade": spend.cascade_saved,
+        },
+        "budget": {
+            "calls": settings.jobs.budget_calls,
+            "usd": spend.budget_usd,
+            "exhausted": bool(sel.budget_exhausted or spend.deferred),
+        },
         "max_judge_error_rate": max_rate,
         "error_budget_exceeded": error_rate > max_rate,
     }

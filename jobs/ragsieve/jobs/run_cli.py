@@ -7,7 +7,9 @@ from typing import Any
 
 import click
 
-STORE_HELP = "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+STORE_HELP = (
+    "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,11 +23,20 @@ def jobs() -> None:
 @click.option("--window", default=None, help="Explicit window START..END (ISO 8601, UTC).")
 @click.option("--judge", "judge_names", multiple=True, help="Metric to judge (repeatable).")
 @click.option("--budget-calls", type=click.IntRange(min=1), default=None, help="Most judge calls.")
-@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Most judge spend in USD.")
+@click.option(
+    "--budget-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Most judge spend in USD.",
+)
 @click.option("--all", "take_all", is_flag=True, help="Judge every settled trace (no sampling).")
-@click.option("--settle", "settle_s", type=click.FloatRange(min=0), default=None,
-              help="Seconds a trace must be quiet to count as finished.")
+@click.option(
+    "--settle",
+    "settle_s",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds a trace must be quiet to count as finished.",
+)
 @click.option("--dry-run", is_flag=True, help="Select and report; judge and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.pass_context
@@ -53,14 +64,16 @@ def run_command(
 
     if since and window:
         raise click.UsageError("--since and --window are mutually exclusive")
-    settings = ctx.obj.settings(**{
-        "store": store,
-        "jobs.since": since,
-        "jobs.judges": list(judge_names) or None,
-        "jobs.budget_calls": budget_calls,
-        "jobs.budget_usd": budget_usd,
-        "jobs.settle_s": settle_s,
-    })
+    settings = ctx.obj.settings(
+        **{
+            "store": store,
+            "jobs.since": since,
+            "jobs.judges": list(judge_names) or None,
+            "jobs.budget_calls": budget_calls,
+            "jobs.budget_usd": budget_usd,
+            "jobs.settle_s": settle_s,
+        }
+    )
     bounds = parse_window(window) if window else None
     if bounds is None:
         parse_duration(settings.jobs.since)  # a bad duration fails before any work

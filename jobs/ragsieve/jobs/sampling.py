@@ -77,9 +77,7 @@ BASELINE_PCT = "rag.sampling.baseline_percentage"
 POLICY = "tailsampling.policy"
 
 
-def upstream_keep(
-    attributes: Mapping[str, Any], probabilistic: Sequence[str]
-) -> tuple[float, str]:
+def upstream_keep(attributes: Mapping[str, Any], probabilistic: Sequence[str]) -> tuple[float, str]:
     """``(keep probability, how it was decided)`` from the tail-sampling tier's attributes.
 
     ``how`` is ``none`` (no tier), ``probabilistic``, ``kept_by_policy``, ``unknown_policy`` or
@@ -319,8 +317,11 @@ class StratifiedSampler:
         if not pool:
             return rest, 0
         sims = self.embed([c.query or "" for c in pool]) @ self.golden_vectors.T
-        far = {c.trace_id for c, m in zip(pool, sims.max(axis=1), strict=True)
-               if float(m) < self.settings.novelty_cosine}
+        far = {
+            c.trace_id
+            for c, m in zip(pool, sims.max(axis=1), strict=True)
+            if float(m) < self.settings.novelty_cosine
+        }
         novel.extend(c for c in pool if c.trace_id in far)
         return [c for c in rest if c.trace_id not in far], len(pool)
 

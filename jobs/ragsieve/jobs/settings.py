@@ -173,7 +173,9 @@ class Settings(BaseSettings):
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", case_sensitive=False
     )
 
-    store: str = Field("sqlite:///ragsieve.db", description="Store URL (sqlite:/// or postgresql://).")
+    store: str = Field(
+        "sqlite:///ragsieve.db", description="Store URL (sqlite:/// or postgresql://)."
+    )
     collector: CollectorSettings = Field(default_factory=CollectorSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)

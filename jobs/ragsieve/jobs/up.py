@@ -33,8 +33,11 @@ def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | Non
     server = ServerThread(create_app(store, cfg, token=token), host=cfg.host, port=cfg.port)
     try:
         server.start()
-        click.echo(f"ragsieve up: collector listening on {server.url}/v1/traces; job every"
-                   f" {settings.jobs.every_minutes:g} min (store {settings.store})", err=True)
+        click.echo(
+            f"ragsieve up: collector listening on {server.url}/v1/traces; job every"
+            f" {settings.jobs.every_minutes:g} min (store {settings.store})",
+            err=True,
+        )
 
         def job() -> None:
             if stop.is_set():
@@ -46,8 +49,18 @@ def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | Non
                 click.echo("ragsieve up: job run failed (see log); retrying on schedule", err=True)
                 return
             r = out.report
-            summary = {k: r.get(k) for k in ("run_id", "discovered", "judged", "flagged",
-                                             "judge_errors", "already_judged", "deferred")}
+            summary = {
+                k: r.get(k)
+                for k in (
+                    "run_id",
+                    "discovered",
+                    "judged",
+                    "flagged",
+                    "judge_errors",
+                    "already_judged",
+                    "deferred",
+                )
+            }
             click.echo("ragsieve up: run " + json.dumps(summary), err=True)
 
         scheduler = schedule.Scheduler()
@@ -64,23 +77,43 @@ def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | Non
 
 
 @click.command("up", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--config", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="TOML config file (same as the root --config).")
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="TOML config file (same as the root --config).",
+)
 @click.option("--store", default=None, help="Store URL (default sqlite:///ragsieve.db).")
 @click.option("--host", default=None, help="Collector bind address (default 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Collector port (default 4318; 0 = free).")
-@click.option("--every-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="How often the job runs (jobs.every_minutes).")
+@click.option(
+    "--every-minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="How often the job runs (jobs.every_minutes).",
+)
 @click.pass_obj
-def up(obj: Any, config: Path | None, store: str | None, host: str | None, port: int | None,
-       every_minutes: float | None) -> None:
+def up(
+    obj: Any,
+    config: Path | None,
+    store: str | None,
+    host: str | None,
+    port: int | None,
+    every_minutes: float | None,
+) -> None:
     """Run the collector and the online evaluator together on the embedded defaults."""
     from ragsieve.collector.cli import resolve_token
 
     if config is not None:
         obj.config = config
-    settings = obj.settings(**{"store": store, "collector.host": host, "collector.port": port,
-                               "jobs.every_minutes": every_minutes})
+    settings = obj.settings(
+        **{
+            "store": store,
+            "collector.host": host,
+            "collector.port": port,
+            "jobs.every_minutes": every_minutes,
+        }
+    )
     token = resolve_token(settings.collector.token_env)
     stop = threading.Event()
 

@@ -69,15 +69,25 @@ class BudgetLimits:
 
     def as_args(self) -> dict[str, Any]:
         """JSON form carried in job arguments, so every worker applies the scheduler's limits."""
-        return {"calls": self.calls, "usd": self.usd, "window_s": self.window_s,
-                "usd_per_call_estimate": self.usd_per_call_estimate}
+        return {
+            "calls": self.calls,
+            "usd": self.usd,
+            "window_s": self.window_s,
+            "usd_per_call_estimate": self.usd_per_call_estimate,
+        }
 
 
 class GlobalBudget:
     """Atomic budget reservations in the ``budgets`` table (works on SQLite and Postgres)."""
 
-    def __init__(self, store: Store, limits: BudgetLimits, *, name: str = BUDGET_NAME,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: Store,
+        limits: BudgetLimits,
+        *,
+        name: str = BUDGET_NAME,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if limits.window_s <= 0:
             raise ConfigError(f"budget window must be > 0 s, got {limits.window_s}")
         self.store, self.limits, self.name, self.clock = store, limits, name, clock
@@ -91,10 +101,13 @@ class GlobalBudget:
         est = calls * self.limits.usd_per_call_estimate
         start, lim = self.window_start(), self.limits
         with self.store.transaction() as cur:
-            cur.execute(self.store.sql(
-                "INSERT INTO budgets (name, window_start, calls_limit, usd_limit, updated_at)"
-                " VALUES (?,?,?,?,?) ON CONFLICT (name, window_start) DO NOTHING"),
-                (self.name, start, lim.calls, lim.usd, self.clock()))
+            cur.execute(
+                self.store.sql(
+                    "INSERT INTO budgets (name, window_start, calls_limit, usd_limit, updated_at)"
+                    " VALUES (?,?,?,?,?) ON CONFLICT (name, window_start) DO NOTHING"
+                ),
+                (self.name, start, lim.calls, lim.usd, self.clock()),
+            )
             fits, params = "", [calls, est, lim.calls, lim.usd, self.clock(), self.name, start]
             if lim.calls is not None:
                 fits += " AND calls_spent + ? <= ?"
@@ -102,10 +115,14 @@ class GlobalBudget:
             if lim.usd is not None:
                 fits += " AND usd_spent + ? <= ?"
                 params += [est, lim.usd]
-            cur.execute(self.store.sql(
-                "UPDATE budgets SET calls_spent = calls_spent + ?, usd_spent = usd_spent + ?,"
-                " calls_limit = ?, usd_limit = ?, updated_at = ?"
-                " WHERE name = ? AND window_start = ?" + fits + " RETURNING calls_spent"), params)
+            cur.execute(
+                self.store.sql(
+                    "UPDATE budgets SET calls_spent = calls_spent + ?, usd_spent = usd_spent + ?,"
+                    " calls_limit = ?, usd_limit = ?, updated_at = ?"
+                    " WHERE name = ? AND window_start = ?" + fits + " RETURNING calls_spent"
+                ),
+                params,
+            )
             ok = cur.fetchone() is not None
         return est if ok else None
 
@@ -114,12 +131,15 @@ class GlobalBudget:
         if actual_usd != reserved_usd:
             self.store.execute(
                 "UPDATE budgets SET usd_spent = usd_spent + ? WHERE name = ? AND window_start = ?",
-                (actual_usd - reserved_usd, self.name, self.window_start()))
+                (actual_usd - reserved_usd, self.name, self.window_start()),
+            )
 
     def spent(self) -> tuple[int, float]:
         """Calls and USD spent in the current window."""
-        rows = self.store.query("SELECT calls_spent, usd_spent FROM budgets WHERE name = ? AND"
-                                " window_start = ?", (self.name, self.window_start()))
+        rows = self.store.query(
+            "SELECT calls_spent, usd_spent FROM budgets WHERE name = ? AND window_start = ?",
+            (self.name, self.window_start()),
+        )
         return (int(rows[0][0]), float(rows[0][1])) if rows else (0, 0.0)
 
 
@@ -143,8 +163,9 @@ class PacedJudge:
         return list(await self.inner.evaluate(interaction))
 
 
-def build_judge_set(names: Sequence[str], backend: str = "offline", *,
-                    latency_ms: float = 0.0, **options: Any) -> list[Any]:
+def build_judge_set(
+    names: Sequence[str], backend: str = "offline", *, latency_ms: float = 0.0, **options: Any
+) -> list[Any]:
     """Judges by registry name via ``ragsieve.evaluators.judges.build_judges`` when available."""
     from ragsieve.evaluators import judges as registry
 
@@ -184,10 +205,16 @@ class BatchReport:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary."""
-        return {"judged": len(self.judged), "already_done": len(self.already_done),
-                "busy": len(self.busy), "over_budget": len(self.over_budget),
-                "missing": len(self.missing), "calls": self.calls, "errors": self.errors,
-                "cost_usd": round(self.cost_usd, 6)}
+        return {
+            "judged": len(self.judged),
+            "already_done": len(self.already_done),
+            "busy": len(self.busy),
+            "over_budget": len(self.over_budget),
+            "missing": len(self.missing),
+            "calls": self.calls,
+            "errors": self.errors,
+            "cost_usd": round(self.cost_usd, 6),
+        }
 
 
 def _trace_lock(trace_id: str) -> int:
@@ -200,15 +227,28 @@ async def _run_judge(judge: Any, record: RagInteraction) -> list[EvalResult]:
         return list(await judge.evaluate(record))
     except Exception as exc:  # a judge must not raise; if one does, record an error verdict
         log.warning("judge %s raised on %s: %s", judge.name, record.trace_id, exc)
-        return [EvalResult(trace_id=record.trace_id, span_id=record.span_id, evaluator=judge.name,
-                           label="error", explanation=f"judge raised: {exc}",
-                           judge_version=str(judge.version))]
+        return [
+            EvalResult(
+                trace_id=record.trace_id,
+                span_id=record.span_id,
+                evaluator=judge.name,
+                label="error",
+                explanation=f"judge raised: {exc}",
+                judge_version=str(judge.version),
+            )
+        ]
 
 
-async def judge_batch(store: Store, trace_ids: Iterable[str], judges: Sequence[Any], *,
-                      run_id: str, budget: GlobalBudget | None = None,
-                      thresholds: dict[str, float] | None = None,
-                      clock: Callable[[], float] = time.time) -> BatchReport:
+async def judge_batch(
+    store: Store,
+    trace_ids: Iterable[str],
+    judges: Sequence[Any],
+    *,
+    run_id: str,
+    budget: GlobalBudget | None = None,
+    thresholds: dict[str, float] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> BatchReport:
     """Judge each trace with every judge it has no checkpoint for, at most once per version.
 
     Each trace is one transaction holding a non-blocking per-trace advisory lock: a trace another
@@ -225,8 +265,9 @@ async def judge_batch(store: Store, trace_ids: Iterable[str], judges: Sequence[A
             if not cur.fetchone()[0]:
                 report.busy.append(trace_id)
                 continue
-            cur.execute("SELECT judge, judge_version FROM checkpoints WHERE trace_id = %s",
-                        (trace_id,))
+            cur.execute(
+                "SELECT judge, judge_version FROM checkpoints WHERE trace_id = %s", (trace_id,)
+            )
             done = {(r[0], r[1]) for r in cur.fetchall()}
             todo = [j for j in judges if (j.name, str(j.version)) not in done]
             if not todo:
@@ -254,12 +295,23 @@ async def judge_batch(store: Store, trace_ids: Iterable[str], judges: Sequence[A
                         "INSERT INTO results (trace_id, evaluator, judge_version, run_id, label,"
                         " score, flagged, root_cause, created_at, body) VALUES"
                         " (%s,%s,%s,%s,%s,%s,%s,NULL,%s,%s) ON CONFLICT DO NOTHING",
-                        (trace_id, res.evaluator, res.judge_version, run_id, res.label, res.score,
-                         flagged, now, res.model_dump_json()))
+                        (
+                            trace_id,
+                            res.evaluator,
+                            res.judge_version,
+                            run_id,
+                            res.label,
+                            res.score,
+                            flagged,
+                            now,
+                            res.model_dump_json(),
+                        ),
+                    )
                 cur.execute(
                     "INSERT INTO checkpoints (trace_id, judge, judge_version, run_id, done_at)"
                     " VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-                    (trace_id, judge.name, str(judge.version), run_id, now))
+                    (trace_id, judge.name, str(judge.version), run_id, now),
+                )
             report.calls += len(todo)
             report.cost_usd += cost
             report.judged.append(trace_id)
@@ -269,8 +321,9 @@ async def judge_batch(store: Store, trace_ids: Iterable[str], judges: Sequence[A
 
 
 # -- scheduling -------------------------------------------------------------------------------
-def pending_traces(store: Store, judges: Sequence[Any], *, settled_before: float,
-                   limit: int = 10_000) -> list[str]:
+def pending_traces(
+    store: Store, judges: Sequence[Any], *, settled_before: float, limit: int = 10_000
+) -> list[str]:
     """Settled interactions missing a checkpoint for at least one judge, oldest first."""
     if not judges:
         return []
@@ -282,7 +335,9 @@ def pending_traces(store: Store, judges: Sequence[Any], *, settled_before: float
     rows = store.query(
         "SELECT i.trace_id FROM interactions i WHERE i.settled_at <= ? AND (SELECT COUNT(*)"
         f" FROM checkpoints c WHERE c.trace_id = i.trace_id AND ({pairs})) < ?"
-        " ORDER BY i.seq LIMIT ?", params)
+        " ORDER BY i.seq LIMIT ?",
+        params,
+    )
     return [r[0] for r in rows]
 
 
@@ -322,34 +377,53 @@ class WorkerRuntime:
         """The judge objects for a batch's judge names and backend."""
         key = (tuple(names), backend)
         if key not in self._judges:
-            self._judges[key] = build_judge_set(names, backend, latency_ms=self.latency_ms,
-                                                **self.judge_options)
+            self._judges[key] = build_judge_set(
+                names, backend, latency_ms=self.latency_ms, **self.judge_options
+            )
         return self._judges[key]
 
 
-def create_app(url: str, settings: WorkerSettings | None = None,
-               runtime: WorkerRuntime | None = None) -> Any:
+def create_app(
+    url: str, settings: WorkerSettings | None = None, runtime: WorkerRuntime | None = None
+) -> Any:
     """The procrastinate app with ragsieve's tasks; ``runtime`` is None in scheduler processes."""
     import procrastinate
 
     from ragsieve.collector.store.postgres import _conninfo
 
     cfg = settings or WorkerSettings()
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(
-        conninfo=_conninfo(url), min_size=1, max_size=max(2, cfg.concurrency + 1)))
+    app = procrastinate.App(
+        connector=procrastinate.PsycopgConnector(
+            conninfo=_conninfo(url), min_size=1, max_size=max(2, cfg.concurrency + 1)
+        )
+    )
     retry = procrastinate.RetryStrategy(max_attempts=cfg.max_attempts, wait=2)
 
     @app.task(name=JUDGE_TASK, queue=cfg.queue, pass_context=True, retry=retry)
-    async def judge_task(context: Any, trace_ids: list[str], judges: list[str], backend: str,
-                         budget: dict[str, Any], thresholds: dict[str, float]) -> dict[str, Any]:
+    async def judge_task(
+        context: Any,
+        trace_ids: list[str],
+        judges: list[str],
+        backend: str,
+        budget: dict[str, Any],
+        thresholds: dict[str, float],
+    ) -> dict[str, Any]:
         if runtime is None:
             raise RuntimeError("this process only schedules; start `ragsieve workers worker`")
         limits = BudgetLimits(**budget)
-        gb = (GlobalBudget(runtime.store, limits)
-              if limits.calls is not None or limits.usd is not None else None)
-        report = await judge_batch(runtime.store, trace_ids, runtime.judges(judges, backend),
-                                   run_id=f"job-{context.job.id}", budget=gb,
-                                   thresholds=thresholds)
+        gb = (
+            GlobalBudget(runtime.store, limits)
+            if limits.calls is not None or limits.usd is not None
+            else None
+        )
+        report = await judge_batch(
+            runtime.store,
+            trace_ids,
+            runtime.judges(judges, backend),
+            run_id=f"job-{context.job.id}",
+            budget=gb,
+            thresholds=thresholds,
+        )
         log.info("batch %s: %s", context.job.id, report.as_dict())
         return report.as_dict()
 
@@ -363,8 +437,11 @@ def create_app(url: str, settings: WorkerSettings | None = None,
 
 async def recover_stalled(app: Any, stalled_after_s: float) -> int:
     """Put batches of workers that stopped heartbeating back in the queue; returns how many."""
-    stalled = list(await app.job_manager.get_stalled_jobs(
-        seconds_since_heartbeat=stalled_after_s, task_name=JUDGE_TASK))
+    stalled = list(
+        await app.job_manager.get_stalled_jobs(
+            seconds_since_heartbeat=stalled_after_s, task_name=JUDGE_TASK
+        )
+    )
     for job in stalled:
         log.warning("retrying batch %s of stalled worker %s", job.id, job.worker_id)
         await app.job_manager.retry_job(job)
@@ -373,16 +450,27 @@ async def recover_stalled(app: Any, stalled_after_s: float) -> int:
 
 def in_flight_traces(store: Store) -> set[str]:
     """Traces in judge batches that are queued or running."""
-    rows = store.query("SELECT args FROM procrastinate_jobs WHERE task_name = ? AND"
-                       " status IN ('todo', 'doing')", (JUDGE_TASK,))
+    rows = store.query(
+        "SELECT args FROM procrastinate_jobs WHERE task_name = ? AND status IN ('todo', 'doing')",
+        (JUDGE_TASK,),
+    )
     return {t for (args,) in rows for t in (args or {}).get("trace_ids", [])}
 
 
-async def schedule_once(app: Any, store: Store, judges: Sequence[Any], *, backend: str,
-                        batch_size: int, settle_s: float, budget: BudgetLimits,
-                        thresholds: dict[str, float], stalled_after_s: float,
-                        dry_run: bool = False, clock: Callable[[], float] = time.time,
-                        ) -> dict[str, int]:
+async def schedule_once(
+    app: Any,
+    store: Store,
+    judges: Sequence[Any],
+    *,
+    backend: str,
+    batch_size: int,
+    settle_s: float,
+    budget: BudgetLimits,
+    thresholds: dict[str, float],
+    stalled_after_s: float,
+    dry_run: bool = False,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, int]:
     """One scheduler pass: recover stalled batches, then enqueue settled, unjudged traces."""
     from procrastinate.exceptions import AlreadyEnqueued
 
@@ -393,25 +481,48 @@ async def schedule_once(app: Any, store: Store, judges: Sequence[Any], *, backen
     names = [j.name for j in judges]
     batches = already = 0
     for start in range(0, len(todo), batch_size):
-        batch = todo[start:start + batch_size]
+        batch = todo[start : start + batch_size]
         if dry_run:
             batches += 1
             continue
         try:
             deferrer = app.configure_task(JUDGE_TASK, queueing_lock=batch_lock(batch, names))
             await deferrer.defer_async(
-                trace_ids=batch, judges=names, backend=backend, budget=budget.as_args(),
-                thresholds=dict(thresholds))
+                trace_ids=batch,
+                judges=names,
+                backend=backend,
+                budget=budget.as_args(),
+                thresholds=dict(thresholds),
+            )
             batches += 1
         except AlreadyEnqueued:
             already += 1
-    return {"pending": len(pending), "in_flight": len(busy & set(pending)), "batches": batches,
-            "traces": len(todo), "already_queued": already, "recovered": recovered}
+    return {
+        "pending": len(pending),
+        "in_flight": len(busy & set(pending)),
+        "batches": batches,
+        "traces": len(todo),
+        "already_queued": already,
+        "recovered": recovered,
+    }
 
 
 __all__ = [
-    "BatchReport", "BudgetLimits", "GlobalBudget", "JUDGE_TASK", "PacedJudge", "RECOVER_TASK",
-    "WorkerRuntime", "WorkerSettings", "batch_lock", "build_judge_set", "create_app",
-    "ensure_queue_schema", "in_flight_traces", "judge_batch", "pending_traces", "recover_stalled",
+    "BatchReport",
+    "BudgetLimits",
+    "GlobalBudget",
+    "JUDGE_TASK",
+    "PacedJudge",
+    "RECOVER_TASK",
+    "WorkerRuntime",
+    "WorkerSettings",
+    "batch_lock",
+    "build_judge_set",
+    "create_app",
+    "ensure_queue_schema",
+    "in_flight_traces",
+    "judge_batch",
+    "pending_traces",
+    "recover_stalled",
     "schedule_once",
 ]

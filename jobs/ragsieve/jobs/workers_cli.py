@@ -14,6 +14,8 @@ import click
 from ragsieve.evaluators.errors import ConfigError
 
 STORE_HELP = "Store URL, postgresql://... (default: RAGSIEVE_STORE, then the config file)."
+
+
 def _settings(obj: Any, **flags: Any) -> Any:
     if obj is None:  # run as `python -m ragsieve.jobs.workers_cli` (before the root CLI has us)
         from ragsieve.jobs.cli import AppContext
@@ -51,37 +53,65 @@ def workers() -> None:
 @click.option("--concurrency", type=int, default=None, help="Batches run at once (default 1).")
 @click.option("--name", default=None, help="Worker name in logs.")
 @click.option("--heartbeat-s", type=float, default=None, help="Heartbeat interval (default 10).")
-@click.option("--stalled-after-s", type=float, default=None,
-              help="Silent workers' batches are retried after this (default 30).")
-@click.option("--judge-latency-ms", type=float, default=0.0, show_default=True,
-              help="Add this latency to every judge call (crash drills, benchmarks).")
+@click.option(
+    "--stalled-after-s",
+    type=float,
+    default=None,
+    help="Silent workers' batches are retried after this (default 30).",
+)
+@click.option(
+    "--judge-latency-ms",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Add this latency to every judge call (crash drills, benchmarks).",
+)
 @click.option("--burst", is_flag=True, help="Exit when the queue is empty instead of waiting.")
 @click.pass_obj
-def worker_cmd(obj: Any, store: str | None, queue: str | None, concurrency: int | None,
-               name: str | None, heartbeat_s: float | None, stalled_after_s: float | None,
-               judge_latency_ms: float, burst: bool) -> None:
+def worker_cmd(
+    obj: Any,
+    store: str | None,
+    queue: str | None,
+    concurrency: int | None,
+    name: str | None,
+    heartbeat_s: float | None,
+    stalled_after_s: float | None,
+    judge_latency_ms: float,
+    burst: bool,
+) -> None:
     """Run judge batches from the queue until stopped (SIGINT/SIGTERM finish the current batch)."""
     from ragsieve.collector.store import open_store
     from ragsieve.jobs.workers import WorkerRuntime, create_app, ensure_queue_schema
 
-    settings = _settings(obj, **{
-        "store": store, "workers.queue": queue, "workers.concurrency": concurrency,
-        "workers.heartbeat_s": heartbeat_s, "workers.stalled_after_s": stalled_after_s,
-    })
+    settings = _settings(
+        obj,
+        **{
+            "store": store,
+            "workers.queue": queue,
+            "workers.concurrency": concurrency,
+            "workers.heartbeat_s": heartbeat_s,
+            "workers.stalled_after_s": stalled_after_s,
+        },
+    )
     cfg = _worker_settings(settings)
     st = open_store(settings.store)
     ensure_queue_schema(st)
     runtime = WorkerRuntime(st, latency_ms=judge_latency_ms, judge_options=_judge_options(settings))
     app = create_app(settings.store, cfg, runtime)
-    click.echo(f"ragsieve worker {name or ''} on queue {cfg.queue} (store {settings.store})",
-               err=True)
+    click.echo(
+        f"ragsieve worker {name or ''} on queue {cfg.queue} (store {settings.store})", err=True
+    )
 
     async def run() -> None:
         async with app.open_async():
             await app.run_worker_async(
-                queues=[cfg.queue], concurrency=cfg.concurrency, name=name, wait=not burst,
+                queues=[cfg.queue],
+                concurrency=cfg.concurrency,
+                name=name,
+                wait=not burst,
                 update_heartbeat_interval=cfg.heartbeat_s,
-                stalled_worker_timeout=cfg.stalled_after_s, fetch_job_polling_interval=1.0,
+                stalled_worker_timeout=cfg.stalled_after_s,
+                fetch_job_polling_interval=1.0,
             )
 
     try:
@@ -92,29 +122,54 @@ def worker_cmd(obj: Any, store: str | None, queue: str | None, concurrency: int 
 
 @workers.command("schedule")
 @click.option("--store", default=None, help=STORE_HELP)
-@click.option("--judge", "judges", multiple=True,
-              help="Judge to run (repeatable; default jobs.judges).")
+@click.option(
+    "--judge", "judges", multiple=True, help="Judge to run (repeatable; default jobs.judges)."
+)
 @click.option("--backend", default=None, help="Judge backend (default jobs.backend).")
 @click.option("--settle-s", type=float, default=None, help="Only traces settled this long ago.")
 @click.option("--batch-size", type=int, default=None, help="Traces per batch (default 20).")
 @click.option("--queue", default=None, help="Queue to fill (default ragsieve-judge).")
-@click.option("--budget-calls", type=int, default=None,
-              help="Most judge calls per window, over all workers (default jobs.budget_calls).")
-@click.option("--budget-usd", type=float, default=None,
-              help="Most judge USD per window, over all workers (default jobs.budget_usd).")
+@click.option(
+    "--budget-calls",
+    type=int,
+    default=None,
+    help="Most judge calls per window, over all workers (default jobs.budget_calls).",
+)
+@click.option(
+    "--budget-usd",
+    type=float,
+    default=None,
+    help="Most judge USD per window, over all workers (default jobs.budget_usd).",
+)
 @click.option("--budget-window-s", type=float, default=None, help="Budget window (default 3600).")
-@click.option("--stalled-after-s", type=float, default=None,
-              help="Retry batches of workers silent this long (default 30).")
+@click.option(
+    "--stalled-after-s",
+    type=float,
+    default=None,
+    help="Retry batches of workers silent this long (default 30).",
+)
 @click.option("--every-s", type=float, default=None, help="Pause between passes (default 30).")
 @click.option("--once", is_flag=True, help="One pass, then exit.")
 @click.option("--dry-run", is_flag=True, help="Count what would be enqueued; enqueue nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON line per pass on stdout.")
 @click.pass_obj
-def schedule_cmd(obj: Any, store: str | None, judges: tuple[str, ...], backend: str | None,
-                 settle_s: float | None, batch_size: int | None, queue: str | None,
-                 budget_calls: int | None, budget_usd: float | None,
-                 budget_window_s: float | None, stalled_after_s: float | None,
-                 every_s: float | None, once: bool, dry_run: bool, as_json: bool) -> None:
+def schedule_cmd(
+    obj: Any,
+    store: str | None,
+    judges: tuple[str, ...],
+    backend: str | None,
+    settle_s: float | None,
+    batch_size: int | None,
+    queue: str | None,
+    budget_calls: int | None,
+    budget_usd: float | None,
+    budget_window_s: float | None,
+    stalled_after_s: float | None,
+    every_s: float | None,
+    once: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Enqueue settled, unjudged traces in batches; retry batches of crashed workers."""
     from ragsieve.collector.store import open_store
     from ragsieve.jobs.workers import (
@@ -125,19 +180,31 @@ def schedule_cmd(obj: Any, store: str | None, judges: tuple[str, ...], backend: 
         schedule_once,
     )
 
-    settings = _settings(obj, **{
-        "store": store, "jobs.judges": list(judges) or None, "jobs.backend": backend,
-        "jobs.settle_s": settle_s, "jobs.budget_calls": budget_calls,
-        "jobs.budget_usd": budget_usd, "workers.queue": queue, "workers.batch_size": batch_size,
-        "workers.budget_window_s": budget_window_s, "workers.stalled_after_s": stalled_after_s,
-        "workers.schedule_every_s": every_s,
-    })
+    settings = _settings(
+        obj,
+        **{
+            "store": store,
+            "jobs.judges": list(judges) or None,
+            "jobs.backend": backend,
+            "jobs.settle_s": settle_s,
+            "jobs.budget_calls": budget_calls,
+            "jobs.budget_usd": budget_usd,
+            "workers.queue": queue,
+            "workers.batch_size": batch_size,
+            "workers.budget_window_s": budget_window_s,
+            "workers.stalled_after_s": stalled_after_s,
+            "workers.schedule_every_s": every_s,
+        },
+    )
     cfg = _worker_settings(settings)
     jobs = settings.jobs
     judge_objs = build_judge_set(jobs.judges, jobs.backend)
-    limits = BudgetLimits(calls=jobs.budget_calls, usd=jobs.budget_usd,
-                          window_s=cfg.budget_window_s,
-                          usd_per_call_estimate=cfg.usd_per_call_estimate)
+    limits = BudgetLimits(
+        calls=jobs.budget_calls,
+        usd=jobs.budget_usd,
+        window_s=cfg.budget_window_s,
+        usd_per_call_estimate=cfg.usd_per_call_estimate,
+    )
     st = open_store(settings.store)
     ensure_queue_schema(st)
     app = create_app(settings.store, cfg)
@@ -147,9 +214,17 @@ def schedule_cmd(obj: Any, store: str | None, judges: tuple[str, ...], backend: 
         async with app.open_async():
             while True:
                 report = await schedule_once(
-                    app, st, judge_objs, backend=jobs.backend, batch_size=cfg.batch_size,
-                    settle_s=jobs.settle_s, budget=limits, thresholds=dict(jobs.thresholds),
-                    stalled_after_s=cfg.stalled_after_s, dry_run=dry_run)
+                    app,
+                    st,
+                    judge_objs,
+                    backend=jobs.backend,
+                    batch_size=cfg.batch_size,
+                    settle_s=jobs.settle_s,
+                    budget=limits,
+                    thresholds=dict(jobs.thresholds),
+                    stalled_after_s=cfg.stalled_after_s,
+                    dry_run=dry_run,
+                )
                 if as_json:
                     click.echo(json.dumps({"at": time.time(), **report}))
                     sys.stdout.flush()
@@ -169,8 +244,11 @@ def schedule_cmd(obj: Any, store: str | None, judges: tuple[str, ...], backend: 
 
 def main(argv: list[str] | None = None) -> None:
     """Standalone entry (``python -m ragsieve.jobs.workers_cli``); same exit codes as the root."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         workers.main(args=argv, prog_name="ragsieve workers", standalone_mode=False)
     except ConfigError as exc:

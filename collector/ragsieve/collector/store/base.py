@@ -81,7 +81,7 @@ class SQLStore:
         raise NotImplementedError
 
     def sql(self, text: str) -> str:
-        """Rewrite ``?`` placeholders for this driver (escaping literal ``%`` for ``%s`` drivers)."""
+        """Rewrite ``?`` placeholders for this driver (literal ``%`` escaped for ``%s`` drivers)."""
         if self.placeholder == "?":
             return text
         return text.replace("%", "%%").replace("?", self.placeholder)
@@ -89,7 +89,11 @@ class SQLStore:
     def _ddl(self, text: str) -> str:
         subs = {
             "sqlite": {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "blob": "BLOB", "real": "REAL"},
-            "postgres": {"id": "BIGSERIAL PRIMARY KEY", "blob": "BYTEA", "real": "DOUBLE PRECISION"},
+            "postgres": {
+                "id": "BIGSERIAL PRIMARY KEY",
+                "blob": "BYTEA",
+                "real": "DOUBLE PRECISION",
+            },
         }[self.dialect]
         return text.format(**subs)
 
@@ -437,8 +441,9 @@ class SQLStore:
         newest_first: bool = True,
     ) -> list[RagInteraction]:
         """Derived records whose trace started in ``[since, until)``."""
-        return list(self.iter_interactions(since=since, until=until, limit=limit,
-                                           newest_first=newest_first))
+        return list(
+            self.iter_interactions(since=since, until=until, limit=limit, newest_first=newest_first)
+        )
 
     def iter_interactions(
         self,
@@ -485,7 +490,9 @@ class SQLStore:
             (topic, dedup_key, payload, content_type, items, now, now),
         )
 
-    def due_outbox(self, topic: str, *, now: float | None = None, limit: int = 50) -> list[OutboxItem]:
+    def due_outbox(
+        self, topic: str, *, now: float | None = None, limit: int = 50
+    ) -> list[OutboxItem]:
         """Undelivered items whose next attempt is due, oldest first."""
         now = _now() if now is None else now
         rows = self.query(

@@ -35,7 +35,9 @@ def _print_human(result: Any) -> None:
         click.echo("(golden growth did not run)")
     else:
         for cat in golden.get("new_categories") or []:
-            click.echo(f"{cat.get('category')}  {cat.get('name')}  root cause={cat.get('root_cause')}")
+            click.echo(
+                f"{cat.get('category')}  {cat.get('name')}  root cause={cat.get('root_cause')}"
+            )
         if not golden.get("new_categories"):
             click.echo("(none)")
         click.echo("\n== golden candidates")
@@ -48,35 +50,57 @@ def _print_human(result: Any) -> None:
     click.echo("\n== planted-failure scorecard")
     rows = [
         ("planted_recall", card.planted_recall, f">= {result.floors.planted_recall}"),
-        ("root_cause_accuracy", card.root_cause_accuracy,
-         f">= {result.floors.root_cause_accuracy}"),
-        ("false_positive_rate", card.false_positive_rate,
-         f"<= {result.floors.false_positive_rate}"),
+        (
+            "root_cause_accuracy",
+            card.root_cause_accuracy,
+            f">= {result.floors.root_cause_accuracy}",
+        ),
+        (
+            "false_positive_rate",
+            card.false_positive_rate,
+            f"<= {result.floors.false_positive_rate}",
+        ),
     ]
     for name, value, floor in rows:
         click.echo(f"{name:<22}{'-' if value is None else f'{value:.3f}':>8}   target {floor}")
     click.echo(f"{'n_queries':<22}{card.n_queries:>8}")
     click.echo(f"{'n_flagged':<22}{card.n_flagged:>8}")
     click.echo(f"{'n_planted':<22}{card.n_planted:>8}")
-    click.echo(f"{'organic failures':<22}{card.n_organic_failures:>8}"
-               f"   ({card.n_organic_flagged} flagged, not counted as false positives)")
+    click.echo(
+        f"{'organic failures':<22}{card.n_organic_failures:>8}"
+        f"   ({card.n_organic_flagged} flagged, not counted as false positives)"
+    )
     for kind, recall in card.per_kind_recall.items():
         click.echo(f"  recall {kind:<20}{'-' if recall is None else f'{recall:.3f}':>8}")
     click.echo(f"runtime {result.timings.get('total_s', 0):.1f} s  ({json.dumps(result.timings)})")
 
 
 @click.command("demo", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--queries", type=click.IntRange(min=1), default=None,
-              help="Queries the demo app sends (demo.queries, default 300).")
+@click.option(
+    "--queries",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Queries the demo app sends (demo.queries, default 300).",
+)
 @click.option("--seed", type=int, default=None, help="Traffic seed (demo.seed).")
 @click.option("--store", default=None, help="Store URL (default: a temporary SQLite file).")
 @click.option("--phoenix", is_flag=True, help="Start a local Phoenix (if installed) and annotate.")
-@click.option("--llm-base-url", default=None,
-              help="OpenAI-compatible endpoint for the app's generator (judges stay as configured).")
+@click.option(
+    "--llm-base-url",
+    default=None,
+    help="OpenAI-compatible endpoint for the app's generator (judges stay as configured).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the scorecard as one JSON object.")
 @click.pass_context
-def demo(ctx: click.Context, queries: int | None, seed: int | None, store: str | None,
-         phoenix: bool, llm_base_url: str | None, as_json: bool) -> None:
+def demo(
+    ctx: click.Context,
+    queries: int | None,
+    seed: int | None,
+    store: str | None,
+    phoenix: bool,
+    llm_base_url: str | None,
+    as_json: bool,
+) -> None:
     """Run a bilingual RAG app with planted failures through collector and job; score detection.
 
     Exit 1 when the planted-failure scorecard is below the floors in the [demo] settings.
@@ -91,8 +115,10 @@ def demo(ctx: click.Context, queries: int | None, seed: int | None, store: str |
     if phoenix:
         exe = find_executable(settings.phoenix.executable)
         if exe is None:
-            _echo_err("no Phoenix found (set phoenix.executable or create .phoenix-venv);"
-                      " continuing without it")
+            _echo_err(
+                "no Phoenix found (set phoenix.executable or create .phoenix-venv);"
+                " continuing without it"
+            )
         else:
             _echo_err(f"starting Phoenix from {exe}")
             try:
@@ -102,7 +128,8 @@ def demo(ctx: click.Context, queries: int | None, seed: int | None, store: str |
                 local = None
     if local is not None:
         settings = settings.model_copy(
-            update={"phoenix": settings.phoenix.model_copy(update={"base_url": local.url})})
+            update={"phoenix": settings.phoenix.model_copy(update={"base_url": local.url})}
+        )
     try:
         with temp_workdir() as tmp:
             result = run_demo(
@@ -117,9 +144,14 @@ def demo(ctx: click.Context, queries: int | None, seed: int | None, store: str |
             )
         if as_json:
             out = result.scorecard.to_json()
-            out.update(runtime_s=result.timings.get("total_s"), timings=result.timings,
-                       run_id=result.report.get("run_id"), floors=result.floors.model_dump(),
-                       passed=not result.failures, phoenix_url=result.phoenix_url)
+            out.update(
+                runtime_s=result.timings.get("total_s"),
+                timings=result.timings,
+                run_id=result.report.get("run_id"),
+                floors=result.floors.model_dump(),
+                passed=not result.failures,
+                phoenix_url=result.phoenix_url,
+            )
             click.echo(json.dumps(out, ensure_ascii=False))
         else:
             _print_human(result)

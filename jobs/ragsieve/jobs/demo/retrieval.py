@@ -13,11 +13,11 @@ from functools import lru_cache
 import bm25s
 import numpy as np
 
-# bm25s pins its logger to DEBUG on import; let it follow the application's level again.
-logging.getLogger("bm25s").setLevel(logging.NOTSET)
-
 from ragsieve.evaluators.embeddings import embed
 from ragsieve.jobs.demo.kb import Chunk, KnowledgeBase
+
+# bm25s pins its logger to DEBUG on import; let it follow the application's level again.
+logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 _STOP = frozenset(
     """a an and are as at be by can do does for from how i in is it its my of on or the to what when

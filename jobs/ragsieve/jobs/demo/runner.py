@@ -72,7 +72,7 @@ def _pending(store: Any) -> int:
 def _wait_outbox(
     store: Any, max_wait_s: float, progress: Progress, deliver_annotations: Any = None
 ) -> None:
-    """Wait until the outbox (forwarded spans, annotations) is delivered or ``max_wait_s`` passes."""
+    """Wait until the outbox (forwarded spans, annotations) is delivered or ``max_wait_s`` ends."""
     import asyncio
 
     from ragsieve.jobs import annotations
@@ -98,7 +98,7 @@ def run_demo(
     progress: Progress = lambda msg: None,
     traffic_progress: Callable[[int, int], None] | None = None,
 ) -> DemoResult:
-    """Run the demo end to end inside ``workdir`` and score the job's flags against the app's log."""
+    """Run the demo end to end inside ``workdir``; score the job's flags against the app's log."""
     from ragsieve.jobs.run import run_once
 
     demo = settings.demo
@@ -154,8 +154,16 @@ def run_demo(
     flagged = {c.interaction.trace_id: c.root_cause for c in outcome.flagged}
     card = score(planted, flagged)
     timings["total_s"] = round(time.monotonic() - t0, 2)
-    return DemoResult(card, outcome.report, outcome.flagged, planted, floors_from(settings), url,
-                      timings, phoenix_url)
+    return DemoResult(
+        card,
+        outcome.report,
+        outcome.flagged,
+        planted,
+        floors_from(settings),
+        url,
+        timings,
+        phoenix_url,
+    )
 
 
 def temp_workdir() -> tempfile.TemporaryDirectory[str]:

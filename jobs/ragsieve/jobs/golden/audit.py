@@ -53,8 +53,16 @@ def route(store: Any, audits: Sequence[FlaggedCase], settings: Any) -> dict[str,
         body = _new_body(f, query, scrub, now)
         body["audit"] = True
         body["judge_verdict"] = "pass"
-        fresh.append(Candidate(id=cid, status=OPEN, norm_query=normalize_text(query),
-                               category=None, root_cause=None, body=body))
+        fresh.append(
+            Candidate(
+                id=cid,
+                status=OPEN,
+                norm_query=normalize_text(query),
+                category=None,
+                root_cause=None,
+                body=body,
+            )
+        )
     repo.save(fresh, now=now.timestamp())
     if fresh:
         log.info("routed %d audited passes to review", len(fresh))

@@ -23,8 +23,16 @@ import numpy as np
 
 from ragsieve.collector.store import Store
 
-STATUSES = ("candidate", "accepted", "rejected", "covered", "golden", "audit", "audit_pass",
-            "audit_fail")
+STATUSES = (
+    "candidate",
+    "accepted",
+    "rejected",
+    "covered",
+    "golden",
+    "audit",
+    "audit_pass",
+    "audit_fail",
+)
 REVIEWABLE = ("candidate", "accepted", "rejected")
 _COLUMNS = "id, status, category, root_cause, norm_query, seen, created_at, updated_at, body"
 

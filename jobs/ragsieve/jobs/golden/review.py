@@ -219,8 +219,9 @@ def _review_audit(
                 report.accepted.append(c.id)
             decide(repo, c, status, reviewer, "missed_failure", verdict="fail")
             report.audit_misses.append(c.id)
-            click.echo(f"missed failure {c.id}" + (" (accepted as a case)" if status ==
-                                                   "accepted" else ""))
+            click.echo(
+                f"missed failure {c.id}" + (" (accepted as a case)" if status == "accepted" else "")
+            )
         elif action == "s":
             report.skipped.append(c.id)
         else:
