@@ -16,12 +16,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import GoldenCase, utcnow
+
+M = TypeVar("M", bound=BaseModel)
 
 _VERSION = re.compile(r"^(?P<stem>.*?)_v(?P<n>\d+)$")
 
@@ -103,23 +105,35 @@ def read_jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]
         yield lineno, obj
 
 
-def load_golden(path: str | Path) -> GoldenSet:
-    """Load and validate a golden JSONL; the first bad line raises ``path:line: field: message``."""
+def load_models(path: str | Path, model: type[M]) -> list[tuple[int, M]]:
+    """Validate every line of a JSONL file as ``model``; ids must be unique.
+
+    Raises:
+        ConfigError: ``path:line: field: message`` for the first bad line.
+    """
     p = Path(path)
-    cases: list[GoldenCase] = []
+    rows: list[tuple[int, M]] = []
     seen: dict[str, int] = {}
     for lineno, obj in read_jsonl_objects(p):
         try:
-            case = GoldenCase.model_validate(obj)
+            row = model.model_validate(obj)
         except ValidationError as exc:
             field, msg = first_error(exc)
             raise ConfigError(f"{p}:{lineno}: {field}: {msg}") from None
-        if case.id in seen:
+        row_id = str(getattr(row, "id", ""))
+        if row_id in seen:
             raise ConfigError(
-                f"{p}:{lineno}: id: duplicate {case.id!r} (first on line {seen[case.id]})"
+                f"{p}:{lineno}: id: duplicate {row_id!r} (first on line {seen[row_id]})"
             )
-        seen[case.id] = lineno
-        cases.append(case)
+        seen[row_id] = lineno
+        rows.append((lineno, row))
+    return rows
+
+
+def load_golden(path: str | Path) -> GoldenSet:
+    """Load and validate a golden JSONL; the first bad line raises ``path:line: field: message``."""
+    p = Path(path)
+    cases = [case for _, case in load_models(p, GoldenCase)]
     return GoldenSet(path=p, version=parse_version(p), cases=cases)
 
 

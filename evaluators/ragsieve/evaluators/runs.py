@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.golden import first_error, read_jsonl_objects
+from ragsieve.evaluators.golden import load_models, read_jsonl_objects
 from ragsieve.evaluators.records import GoldenCase
 
 log = logging.getLogger(__name__)
@@ -50,21 +50,7 @@ class RunLine(BaseModel):
 
 def load_run(path: str | Path) -> dict[str, list[str]]:
     """Load a run file into ``query id → chunk ids in rank order``; errors name ``path:line``."""
-    p = Path(path)
-    run: dict[str, list[str]] = {}
-    lines: dict[str, int] = {}
-    for lineno, obj in read_jsonl_objects(p):
-        try:
-            row = RunLine.model_validate(obj)
-        except ValidationError as exc:
-            loc, msg = first_error(exc)
-            raise ConfigError(f"{p}:{lineno}: {loc}: {msg}") from None
-        if row.id in run:
-            raise ConfigError(
-                f"{p}:{lineno}: id: duplicate {row.id!r} (first on line {lines[row.id]})"
-            )
-        run[row.id], lines[row.id] = row.retrieved_ids, lineno
-    return run
+    return {row.id: row.retrieved_ids for _, row in load_models(path, RunLine)}
 
 
 def write_run(path: str | Path, run: Mapping[str, Sequence[str]]) -> Path:

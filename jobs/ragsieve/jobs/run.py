@@ -25,6 +25,7 @@ from typing import Any
 from ragsieve.collector.settle import settle
 from ragsieve.collector.store import Store
 from ragsieve.collector.timeutil import parse_duration
+from ragsieve.evaluators.judges import safe_evaluate
 from ragsieve.evaluators.records import EvalResult, RagInteraction, utcnow
 from ragsieve.jobs import annotations as phoenix
 from ragsieve.jobs import resultstore
@@ -103,18 +104,6 @@ class _Spend:
             self.cascade_saved += r.metadata.get("escalated") is False
 
 
-def _error_result(judge: Any, it: RagInteraction, why: str) -> EvalResult:
-    return EvalResult(
-        trace_id=it.trace_id,
-        span_id=it.span_id,
-        evaluator=judge.name,
-        label="error",
-        score=None,
-        explanation=why,
-        judge_version=str(judge.version),
-    )
-
-
 async def _judge_all(
     store: Store,
     run_id: str,
@@ -150,12 +139,7 @@ async def _judge_all(
             if failure or should_stop() or spend.over():
                 spend.deferred.add(it.trace_id)
                 return
-            try:
-                results = list(await asyncio.wait_for(judge.evaluate(it), JUDGE_TIMEOUT_S))
-            except Exception as exc:  # the protocol says never raise; guard anyway
-                results = [_error_result(judge, it, f"judge raised {type(exc).__name__}: {exc}")]
-            if not results:
-                results = [_error_result(judge, it, "judge returned no result")]
+            results = await safe_evaluate(judge, it, timeout_s=JUDGE_TIMEOUT_S)
             spend.add(results)
             spend.judged.add(it.trace_id)
             ok = all(r.label != "error" for r in results)

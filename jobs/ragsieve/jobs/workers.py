@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.judges import safe_evaluate
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
 log = logging.getLogger(__name__)
@@ -222,23 +223,6 @@ def _trace_lock(trace_id: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-async def _run_judge(judge: Any, record: RagInteraction) -> list[EvalResult]:
-    try:
-        return list(await judge.evaluate(record))
-    except Exception as exc:  # a judge must not raise; if one does, record an error verdict
-        log.warning("judge %s raised on %s: %s", judge.name, record.trace_id, exc)
-        return [
-            EvalResult(
-                trace_id=record.trace_id,
-                span_id=record.span_id,
-                evaluator=judge.name,
-                label="error",
-                explanation=f"judge raised: {exc}",
-                judge_version=str(judge.version),
-            )
-        ]
-
-
 async def judge_batch(
     store: Store,
     trace_ids: Iterable[str],
@@ -283,7 +267,7 @@ async def judge_batch(
                 report.over_budget.extend(pending_ids[i:])
                 break
             record = RagInteraction.model_validate_json(row[0])
-            verdicts = [(j, await _run_judge(j, record)) for j in todo]
+            verdicts = [(j, await safe_evaluate(j, record)) for j in todo]
             now, cost = clock(), 0.0
             for judge, results in verdicts:
                 for res in results:

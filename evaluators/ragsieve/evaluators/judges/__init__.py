@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -28,4 +30,44 @@ class Judge(Protocol):
         ...
 
 
-__all__ = ["Judge", "LLMConfig", "available_judges", "build_judges", "get_judge"]
+_log = logging.getLogger(__name__)
+
+
+def error_result(judge: Judge, interaction: RagInteraction, why: str) -> EvalResult:
+    """A ``label="error"`` verdict: the judge could not decide, and says why."""
+    return EvalResult(
+        trace_id=interaction.trace_id,
+        span_id=interaction.span_id,
+        evaluator=judge.name,
+        label="error",
+        score=None,
+        explanation=why,
+        judge_version=str(judge.version),
+    )
+
+
+async def safe_evaluate(
+    judge: Judge, interaction: RagInteraction, *, timeout_s: float | None = None
+) -> list[EvalResult]:
+    """Run one judge and hold it to the protocol: never raises, never returns nothing.
+
+    A judge that raises, times out or returns no result yields one ``label="error"`` result.
+    """
+    try:
+        call = judge.evaluate(interaction)
+        results = list(await (asyncio.wait_for(call, timeout_s) if timeout_s else call))
+    except Exception as exc:  # the protocol says never raise; callers rely on this guard
+        _log.warning("judge %s raised on %s: %r", judge.name, interaction.trace_id, exc)
+        return [error_result(judge, interaction, f"judge raised {type(exc).__name__}: {exc}")]
+    return results or [error_result(judge, interaction, "judge returned no result")]
+
+
+__all__ = [
+    "Judge",
+    "LLMConfig",
+    "available_judges",
+    "build_judges",
+    "error_result",
+    "get_judge",
+    "safe_evaluate",
+]

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.judges import safe_evaluate
 from ragsieve.evaluators.records import (
     EvalResult,
     GoldenCase,
@@ -63,22 +64,6 @@ async def _answer(answerer: Callable[..., Any], query: str, texts: list[str]) ->
     return out
 
 
-async def _judge_one(judge: Any, interaction: RagInteraction) -> list[EvalResult]:
-    try:
-        return list(await judge.evaluate(interaction))
-    except Exception as exc:  # the protocol says judges never raise; stay safe anyway
-        log.warning("judge %s raised on %s: %s", judge.name, interaction.trace_id, exc)
-        return [
-            EvalResult(
-                trace_id=interaction.trace_id,
-                span_id=interaction.span_id,
-                evaluator=judge.name,
-                label="error",
-                explanation=str(exc),
-            )
-        ]
-
-
 def _summary(results: Sequence[EvalResult]) -> dict[str, Any]:
     scores = [r.score for r in results if r.score is not None]
     return {
@@ -121,7 +106,7 @@ async def generation_metrics(
                 answer_errors[case.id] = f"{type(exc).__name__}: {exc}"
                 return case.id, []
             interaction = make_interaction(case, answer, chunks, stamp)
-            results = [r for j in which for r in await _judge_one(j, interaction)]
+            results = [r for j in which for r in await safe_evaluate(j, interaction)]
         return case.id, results
 
     picked = sample_cases(answerable, sample, seed)
