@@ -77,15 +77,27 @@ def test_quota_and_slow_quantile() -> None:
     assert all(int(t, 16) >= 190 for t in slow_ids)
 
 
-def test_budget_is_spent_in_priority_order_and_judged_traces_are_free() -> None:
+def test_budget_covers_every_stratum_then_goes_in_priority_order() -> None:
     items = population()
     sel = StratifiedSampler().sample(
         items, sample_size=50, budget_calls=30, calls_needed=lambda t: 2
     )
     assert sel.budget_exhausted
-    assert sel.strata["error"].sampled == 10
-    assert sel.strata["negative_feedback"].sampled == 5
-    assert sel.strata["uniform"].sampled == 0
+    # 15 picks: 2 per stratum first (uniform before the priority strata), the other 7 to error.
+    got = {k: v.sampled for k, v in sel.strata.items()}
+    assert got == {"error": 9, "negative_feedback": 2, "tiny_context": 2, "uniform": 2}
+    full = StratifiedSampler().sample(items, sample_size=50)
+    for name in got:  # every stratum's sample is still a prefix of its hash order
+        want = [p.trace_id for p in full.picks if p.stratum == name][: got[name]]
+        assert [p.trace_id for p in sel.picks if p.stratum == name] == want
+    tight = StratifiedSampler().sample(items, sample_size=50, budget_calls=5)
+    # Too little for every floor: the remainder (most of the traffic) is covered first.
+    assert {k: v.sampled for k, v in tight.strata.items()}["uniform"] == 2
+    assert tight.strata["error"].sampled == 2 and tight.strata["tiny_context"].sampled == 0
+
+
+def test_judged_traces_are_free() -> None:
+    items = population()
     judged = {p.trace_id for p in StratifiedSampler().sample(items, sample_size=50).picks}
     free = StratifiedSampler().sample(
         items, sample_size=50, budget_calls=1, calls_needed=lambda t: 0 if t in judged else 1

@@ -76,7 +76,12 @@ def test_failure_rate_weights_by_inverse_upstream_probability() -> None:
     rate = failure_rate(decided, {"a": 10, "b": 5})
     assert rate["estimate"] == round(50 / 60, 6)
     assert rate["traffic_estimate"] == 60.0
-    assert rate["n_effective"] == round(60 * 60 / (2 * 625 + 2 * 6.25 + 25), 2)
+    # Stratified variance: a has share 55/60, weighted rate 20/22, Kish size 22^2/202; b has share
+    # 5/60, rate 0 on 1 pick, so it adds the Wilson-consistent guard (z^2/(2(1+z^2)))^2/z^2.
+    z2 = 1.959963984540054**2
+    p_a, m_a = 20 / 22, 22**2 / 202
+    var = (55 / 60) ** 2 * p_a * (1 - p_a) / m_a + (5 / 60) ** 2 * (z2 / (2 * (1 + z2))) ** 2 / z2
+    assert rate["n_effective"] == round((50 / 60) * (10 / 60) / var, 2)  # 4.75
     with pytest.raises(ValueError):
         failure_rate([("a", True, 0.0)], {"a": 1})
 

@@ -7,6 +7,7 @@ import contextlib
 import hmac
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -30,9 +31,15 @@ log = logging.getLogger(__name__)
 FORWARD_TOPIC = "otlp"
 
 
+class _Busy(Exception):
+    """Too many decoded bytes held by requests in flight (429)."""
+
+
 class _Counters:
     def __init__(self) -> None:
         self.inflight = 0
+        self.inflight_bytes = 0
+        self.lock = threading.Lock()
         self.accepted_spans = 0
         self.rejected_spans = 0
         self.requests = 0
@@ -98,14 +105,29 @@ def create_app(
         if counters.inflight >= cfg.max_inflight_requests:
             return _overloaded(encoding, 429, "too many requests in flight")
         counters.inflight += 1
+        held = 0
         try:
             raw = await _read_body(request)
             enc_header = request.headers.get("content-encoding")
 
             def decode() -> tuple[WriteJob, int, str]:
+                nonlocal held
                 body = otlp.decompress(raw, enc_header, cfg.max_body_bytes)
+                # Decoded spans cost several times their wire size: bound what is held at once
+                # (one request alone may always use the whole allowance).
+                with counters.lock:
+                    busy = counters.inflight_bytes
+                    if busy and busy + len(body) > cfg.max_inflight_bytes:
+                        raise _Busy()
+                    held = len(body)
+                    counters.inflight_bytes += held
                 if kind == "traces":
                     dec = otlp.decode_traces(body, encoding)
+                    if len(dec.spans) > cfg.max_spans_per_request:
+                        raise PayloadTooLarge(
+                            f"{len(dec.spans)} spans in one request; the limit is"
+                            f" {cfg.max_spans_per_request}: send smaller batches"
+                        )
                     job = WriteJob(spans=dec.spans, bodies=[span_body(s) for s in dec.spans])
                     if cfg.forward_otlp and dec.spans and dec.request is not None:
                         as_received = encoding == "protobuf" and not dec.rejected
@@ -120,6 +142,8 @@ def create_app(
 
             try:
                 job, rejected, message = await run_in_threadpool(decode)
+            except _Busy:
+                return _overloaded(encoding, 429, "too many bytes in flight")
             except BadPayload as exc:
                 log.info("rejected %s request: %s", kind, exc)
                 return _error(encoding, exc.status_code, str(exc))
@@ -132,6 +156,9 @@ def create_app(
                     await asyncio.wrap_future(future)
                 except StoreError as exc:
                     return _overloaded(encoding, 503, f"store unavailable: {exc}")
+                except (ValueError, OverflowError, UnicodeError) as exc:
+                    # Data the store cannot hold: permanent, so the client must not retry it.
+                    return _error(encoding, 400, f"cannot store this data: {exc}"[:300])
                 except Exception as exc:  # never a 500: the client must keep the data and retry
                     log.exception("store write failed")
                     return _overloaded(encoding, 503, f"store write failed: {type(exc).__name__}")
@@ -150,6 +177,8 @@ def create_app(
             return _error(encoding, 413, str(exc))
         finally:
             counters.inflight -= 1
+            with counters.lock:
+                counters.inflight_bytes -= held
 
     async def traces(request: Request) -> Response:
         return await _ingest(request, "traces")
@@ -172,8 +201,8 @@ def create_app(
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "body"
             return JSONResponse({"error": f"{where}: {first['msg']}"}, status_code=400)
-        except ValueError as exc:
-            return JSONResponse({"error": f"invalid JSON: {exc}"}, status_code=400)
+        except (ValueError, RecursionError) as exc:
+            return JSONResponse({"error": f"invalid JSON: {exc}"[:300]}, status_code=400)
         try:
             trace_id = await run_in_threadpool(store.write_feedback, fb)
         except StoreError as exc:

@@ -35,6 +35,7 @@ PROTOBUF_TYPES = {"application/x-protobuf", "application/protobuf"}
 JSON_TYPES = {"application/json"}
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
+MAX_TIME_NS = 2**63 - 1  # fixed64 on the wire; stores keep signed 64-bit integers
 
 
 def media_encoding(content_type: str | None) -> Encoding:
@@ -64,19 +65,27 @@ def decompress(body: bytes, content_encoding: str | None, limit: int) -> bytes:
         raise UnsupportedMediaType(
             f"unsupported Content-Encoding {content_encoding!r}; use gzip, deflate or identity"
         )
-    d = zlib.decompressobj(wbits)
-    try:
-        out = d.decompress(body, limit + 1)
-        if len(out) > limit or d.unconsumed_tail:
+    out = bytearray()
+    data = body
+    while True:
+        d = zlib.decompressobj(wbits)
+        try:
+            out += d.decompress(data, limit + 1 - len(out))
+            if len(out) > limit or d.unconsumed_tail:
+                raise PayloadTooLarge(f"decompressed body is over the {limit}-byte limit")
+            out += d.flush()
+        except zlib.error as exc:
+            raise BadPayload(f"cannot decompress {enc} body: {exc}") from exc
+        if not d.eof:
+            raise BadPayload(f"truncated {enc} body")
+        if len(out) > limit:
             raise PayloadTooLarge(f"decompressed body is over the {limit}-byte limit")
-        out += d.flush()
-    except zlib.error as exc:
-        raise BadPayload(f"cannot decompress {enc} body: {exc}") from exc
-    if not d.eof:
-        raise BadPayload(f"truncated {enc} body")
-    if len(out) > limit:
-        raise PayloadTooLarge(f"decompressed body is over the {limit}-byte limit")
-    return out
+        data = d.unused_data
+        if not data:
+            return bytes(out)
+        # Concatenated gzip members are one valid gzip stream; anything else is trailing junk.
+        if enc != "gzip" or data[:2] != b"\x1f\x8b":
+            raise BadPayload(f"trailing data after the {enc} stream")
 
 
 # -- JSON --------------------------------------------------------------------------------------
@@ -120,13 +129,13 @@ def _hex_id_to_b64(value: str, size: int) -> str:
 def _parse_json(data: bytes, message: Message) -> None:
     try:
         obj = json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BadPayload(f"cannot decode OTLP/JSON: {exc}") from exc
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise BadPayload(f"cannot decode OTLP/JSON: {type(exc).__name__}: {exc}"[:300]) from exc
     if not isinstance(obj, dict):
         raise BadPayload("cannot decode OTLP/JSON: top level must be an object")
     try:
         json_format.ParseDict(_fix_ids(obj), message, ignore_unknown_fields=True)
-    except (json_format.ParseError, TypeError, ValueError) as exc:
+    except (json_format.ParseError, TypeError, ValueError, RecursionError) as exc:
         raise BadPayload(f"cannot decode OTLP/JSON: {exc}") from exc
 
 
@@ -194,6 +203,8 @@ def decode_traces(data: bytes, encoding: Encoding) -> DecodedTraces:
                     reason = "invalid span_id"
                 elif s.parent_span_id and len(s.parent_span_id) != 8:
                     reason = "invalid parent_span_id"
+                elif max(s.start_time_unix_nano, s.end_time_unix_nano) > MAX_TIME_NS:
+                    reason = "timestamp out of range"
                 if reason:
                     out.rejected += 1
                     bad.append((ss.spans, index))
@@ -208,7 +219,7 @@ def decode_traces(data: bytes, encoding: Encoding) -> DecodedTraces:
                         trace_id=trace_id,
                         span_id=span_id,
                         parent_span_id=parent,
-                        name=s.name,
+                        name=s.name.replace("\x00", "\ufffd"),
                         kind=int(s.kind),
                         start_ns=int(s.start_time_unix_nano),
                         end_ns=int(s.end_time_unix_nano),

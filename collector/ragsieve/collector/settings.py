@@ -21,6 +21,14 @@ class CollectorSettings(BaseModel):
     max_body_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="Largest request body, compressed or not (413)."
     )
+    max_inflight_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1024,
+        description="Decompressed bytes held by requests in flight before answering 429.",
+    )
+    max_spans_per_request: int = Field(
+        200_000, ge=1, description="Spans in one request before answering 413."
+    )
     max_queued_writes: int = Field(
         256, ge=1, description="Requests waiting for the store before answering 503."
     )

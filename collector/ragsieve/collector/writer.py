@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ragsieve.collector.spans import LogEvent, SpanRecord
 from ragsieve.collector.store import SpanWrite, Store
+from ragsieve.evaluators.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -83,17 +84,59 @@ class SpanWriter:
             self._write(batch)
 
     def _write(self, batch: list[WriteJob]) -> None:
+        if len(batch) == 1 and len(batch[0].spans) > self.max_batch_spans:
+            self._write_large(batch[0])
+            return
         try:
-            result = self.store.write_spans(
-                [s for job in batch for s in job.spans],
-                bodies=[b for job in batch for b in job.bodies] or None,
-                forward=[f for job in batch for f in job.forward],
-                log_events=[e for job in batch for e in job.log_events],
-            )
-        except Exception as exc:  # every waiting request learns the write failed
+            result = self._commit(batch)
+        except StoreError as exc:  # transient: every waiting request answers 503
             log.error("store write failed for %d requests: %s", len(batch), exc)
             for job in batch:
                 job.done.set_exception(exc)
             return
+        except Exception as exc:
+            if len(batch) == 1:
+                log.error("store refused a request: %r", exc)
+                batch[0].done.set_exception(exc)
+                return
+            # One request's data broke the shared transaction: retry each on its own so only
+            # the guilty request fails.
+            log.warning("batch write failed (%r); retrying %d requests one by one", exc, len(batch))
+            for job in batch:
+                self._write([job])
+            return
         for job in batch:
             job.done.set_result(result)
+
+    def _write_large(self, job: WriteJob) -> None:
+        """A request bigger than one batch: several transactions, acknowledged after the last."""
+        step = self.max_batch_spans
+        total = SpanWrite(0, 0, ())
+        try:
+            for start in range(0, len(job.spans), step):
+                last = start + step >= len(job.spans)
+                part = WriteJob(
+                    spans=job.spans[start : start + step],
+                    bodies=job.bodies[start : start + step],
+                    forward=job.forward if last else [],
+                    log_events=job.log_events if last else [],
+                )
+                done = self._commit([part])
+                total = SpanWrite(
+                    total.written + done.written,
+                    total.duplicates + done.duplicates,
+                    tuple(dict.fromkeys((*total.traces, *done.traces))),
+                )
+        except Exception as exc:
+            log.error("store write failed for a large request: %r", exc)
+            job.done.set_exception(exc)
+            return
+        job.done.set_result(total)
+
+    def _commit(self, batch: list[WriteJob]) -> SpanWrite:
+        return self.store.write_spans(
+            [s for job in batch for s in job.spans],
+            bodies=[b for job in batch for b in job.bodies] or None,
+            forward=[f for job in batch for f in job.forward],
+            log_events=[e for job in batch for e in job.log_events],
+        )

@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 JSONScalar = str | int | float | bool
 
@@ -128,6 +135,17 @@ class Feedback(_Record):
     comment: str | None = None
     source: str = "api"
     created_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("trace_id", "span_id")
+    @classmethod
+    def _hex_id(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return None
+        size = 32 if info.field_name == "trace_id" else 16
+        low = v.strip().lower()
+        if len(low) != size or any(c not in "0123456789abcdef" for c in low):
+            raise ValueError(f"must be {size} hex characters (got {v[:40]!r})")
+        return low
 
     @model_validator(mode="after")
     def _needs_target(self) -> Feedback:

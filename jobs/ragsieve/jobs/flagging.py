@@ -3,8 +3,12 @@
 A metric fails when its score is below its threshold (or, without a score or threshold, when its
 label is a failing one). ``error`` and ``skipped`` results are unknown, never failures. An
 abstention is judged by the context it had: it fails only when a relevant chunk reached the
-prompt, or when the golden set says the question is answerable (see :mod:`rootcause`). An answer
+prompt, or when the golden set says the question is answerable (see :mod:`rootcause`); it passes
+only when the context judge found no relevant chunk (or no chunk reached the prompt at all). With
+context relevance unknown (not judged, judge error) an abstention stays ``unjudged``. An answer
 given when the context judge found no relevant chunk at all fails as well, whatever its score.
+Whether every configured judge answered is the job's business (``run._decide_all``): a pass from
+only some judges is partial, never final.
 """
 
 from __future__ import annotations
@@ -82,7 +86,12 @@ def decide(
     ctx_rel, rel_ids, n_chunks = _context_signals(ctx)
     abstained = is_abstention(faith)
     failed = tuple(sorted(m for m, v in decided.items() if v))
+    if abstained and ctx_rel is None and not interaction.context:
+        ctx_rel = False  # nothing reached the prompt: nothing relevant could have
     if abstained:
+        if ctx_rel is None and expected != "answerable":
+            why = "abstained; context relevance unknown"
+            return Verdict("unjudged", evidence=why, abstained=True)
         if not ctx_rel and expected != "answerable":
             why = "correct abstention: no relevant context"
             return Verdict("pass", evidence=why, abstained=True)

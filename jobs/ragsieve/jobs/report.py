@@ -7,9 +7,21 @@ the trace at all (1 without such a tier; see ``ragsieve.jobs.sampling``). The es
 inverse-probability-weighted (Hajek) mean with weights ``N_h / (m_h * u_i)``; with every
 ``u_i = 1`` it is the stratified estimate ``sum_h N_h/N * x_h/m_h``. Oversampling failure-prone
 strata, or a tier that keeps every error, does not inflate it: it estimates the full traffic.
-Strata with no decided pick are left out (reported as ``coverage``). The 95% interval is Wilson's
-at Kish's effective sample size ``(sum w)^2 / sum w^2``; it ignores the finite-population
-correction, so it is conservative.
+
+Its variance is the stratified one, ``sum_h W_h^2 p_h (1 - p_h) / m_h`` (W_h the stratum's share
+of the weight, p_h its weighted rate, m_h its Kish effective size, which is its pick count when
+every ``u_i = 1``). A stratum with p_h of 0 or 1 would add no variance, so it adds
+``(z^2 / (2 (m_h + z^2)))^2 / z^2`` instead: the variance whose 95% half-width is the Wilson
+interval's at that p_h (a small-sample guard). The 95% interval is Wilson's at the effective size
+``n_eff = p (1 - p) / var`` (at Kish's ``(sum w)^2 / sum w^2`` when p is 0 or 1). It ignores the
+finite-population correction, so it is conservative.
+
+Coverage. A stratum with no decided pick (the budget ran out) says nothing about its traffic.
+With every stratum covered, ``estimate`` / ``ci_low`` / ``ci_high`` are the whole traffic's. With
+coverage c < 1 (share of stored traces in covered strata) the whole-traffic rate is not
+estimable: ``estimate`` is None and ``ci_low = lo * c``, ``ci_high = hi * c + (1 - c)`` are
+worst-case bounds (uncovered traffic all passing / all failing) around the covered strata's 95%
+interval [lo, hi]; the covered strata's own estimate is reported apart under ``covered``.
 
 Judge quality. People review flagged traces (accepted = a real failure; rejected as a false
 alarm = the judge's false positive; duplicate / out-of-scope / other rejections say nothing about
@@ -45,6 +57,14 @@ def wilson(p: float, n: float, z: float = Z95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def _stratum_variance(p: float, m: float, z: float = Z95) -> float:
+    """``p (1 - p) / m``, or the Wilson-consistent guard when ``p`` is 0 or 1 (module docstring)."""
+    if 0.0 < p < 1.0:
+        return p * (1 - p) / m
+    half = z * z / (2 * (m + z * z))
+    return half * half / (z * z)
+
+
 def failure_rate(
     decided: Iterable[tuple[Any, ...]], populations: Mapping[str, int]
 ) -> dict[str, Any]:
@@ -58,14 +78,17 @@ def failure_rate(
     covered = {h: populations[h] for h in picks if populations.get(h)}
     total = sum(covered.values())
     all_pop = sum(populations.values())
+    uncovered = sorted(h for h, n in populations.items() if n and h not in covered)
     if not total:
         return {
             "estimate": None,
-            "ci_low": None,
-            "ci_high": None,
+            "ci_low": 0.0 if all_pop else None,
+            "ci_high": 1.0 if all_pop else None,
             "n": 0,
             "n_effective": 0.0,
             "coverage": 0.0,
+            "uncovered_strata": uncovered,
+            "covered": None,
             "raw": None,
             "traffic_estimate": 0.0,
         }
@@ -74,16 +97,38 @@ def failure_rate(
     ]
     sum_w = sum(w for w, _ in weighted)
     est = sum(w for w, failed in weighted if failed) / sum_w
-    n_eff = sum_w * sum_w / sum(w * w for w, _ in weighted)
+    var = 0.0
+    for h in covered:
+        inv = [1.0 / up for _, up in picks[h]]
+        w_h = covered[h] / len(inv) * sum(inv) / sum_w
+        p_h = sum(i for i, (failed, _) in zip(inv, picks[h], strict=True) if failed) / sum(inv)
+        m_h = sum(inv) ** 2 / sum(i * i for i in inv)
+        var += w_h * w_h * _stratum_variance(p_h, m_h)
+    if 0.0 < est < 1.0:
+        n_eff = est * (1 - est) / var
+    else:
+        n_eff = sum_w * sum_w / sum(w * w for w, _ in weighted)
     lo, hi = wilson(est, n_eff)
+    lo, hi = min(lo, est), max(hi, est)
     n = len(weighted)
-    return {
+    c = total / all_pop if all_pop else 0.0
+    part = {
         "estimate": round(est, 6),
-        "ci_low": round(min(lo, est), 6),
-        "ci_high": round(max(hi, est), 6),
+        "ci_low": round(lo, 6),
+        "ci_high": round(hi, 6),
+        "coverage": round(c, 6),
+        "strata": sorted(covered),
+    }
+    whole = c >= 1.0
+    return {
+        "estimate": part["estimate"] if whole else None,
+        "ci_low": part["ci_low"] if whole else round(lo * c, 6),
+        "ci_high": part["ci_high"] if whole else round(hi * c + (1 - c), 6),
         "n": n,
         "n_effective": round(n_eff, 2),
-        "coverage": round(total / all_pop, 6) if all_pop else 0.0,
+        "coverage": round(c, 6),
+        "uncovered_strata": uncovered,
+        "covered": part,
         "raw": round(sum(failed for _, failed in weighted) / n, 6),
         "traffic_estimate": round(sum_w, 3),
     }
@@ -191,11 +236,7 @@ def render_table(report: Mapping[str, Any]) -> str:
         ("flagged", str(report["flagged"])),
         ("by root cause", _kv(report["flagged_by_root_cause"]) or "-"),
         ("by category", _kv(report["flagged_by_category"]) or "-"),
-        (
-            "failure rate",
-            f"{_pct(fr.get('estimate'))} (95% CI {_pct(fr.get('ci_low'))}"
-            f" - {_pct(fr.get('ci_high'))}, n={fr.get('n', 0)})",
-        ),
+        ("failure rate", _rate_line(fr)),
         (
             "calls / tokens / USD",
             f"{cost.get('calls', 0)} / {cost.get('tokens', 0)} / {cost.get('usd', 0.0):.4f}",
@@ -236,6 +277,22 @@ def render_table(report: Mapping[str, Any]) -> str:
         rows.append(("dry run", "nothing judged or written"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _rate_line(fr: Mapping[str, Any]) -> str:
+    """The whole traffic's rate, or, with strata left uncovered, bounds and the covered part."""
+    ci = f"{_pct(fr.get('ci_low'))} - {_pct(fr.get('ci_high'))}"
+    if fr.get("estimate") is not None:
+        return f"{_pct(fr.get('estimate'))} (95% CI {ci}, n={fr.get('n', 0)})"
+    part = fr.get("covered")
+    if not part:
+        return f"- (nothing decided; whole traffic {ci})"
+    return (
+        f"- (strata {', '.join(fr.get('uncovered_strata') or ())} not sampled; whole traffic"
+        f" between {ci}; covered strata ({_pct(part['coverage'])} of traffic):"
+        f" {_pct(part['estimate'])} (95% CI {_pct(part['ci_low'])} - {_pct(part['ci_high'])},"
+        f" n={fr.get('n', 0)}))"
+    )
 
 
 def _kv(d: Mapping[str, Any]) -> str:

@@ -3,7 +3,9 @@
 Tables (migration ``005_jobs``): ``checkpoints`` (trace, judge, judge version) marks a judgement
 as done; ``results`` holds one row per (trace, evaluator, judge version), body = the EvalResult
 JSON; ``samples`` holds one row per (run, trace) with the stratum, inclusion probability and the
-verdict, body = ``{"key", "audit", "evidence", "failed_metrics", "category", "upstream_p"}``;
+verdict, body = ``{"key", "complete", "missing", "audit", "evidence", "failed_metrics",
+"category", "upstream_p", "recovered"}``; ``complete`` says every judge of the set ``key`` had a
+usable result (a checkpoint) when the verdict was taken;
 ``runs`` holds each run's report. A judgement's result rows and its checkpoint commit in one
 transaction. Reviewed labels are read from the golden package's ``candidates`` rows.
 """
@@ -170,18 +172,44 @@ def stored_results(
     return out
 
 
+def _final(verdict: str, body: str, key: str) -> bool:
+    """A recorded verdict that no later run revisits: a fail, or a pass from the whole judge set.
+
+    A pass recorded while some judge of the set had no usable result (``complete`` false, or
+    missing: rows written before the flag existed) is re-decided by the next run.
+    """
+    data = json.loads(body)
+    if data.get("key") != key:
+        return False
+    return verdict == "fail" or data.get("complete") is True
+
+
 def decided_traces(store: Store, trace_ids: Sequence[str], key: str) -> set[str]:
-    """Traces whose verdict for this judge set (``key``) was already recorded by some run."""
+    """Traces whose final verdict for this judge set (``key``) was already recorded by some run."""
     found: set[str] = set()
     for part in _chunks(list(trace_ids)):
         marks = ",".join("?" * len(part))
-        for tid, body in store.query(
-            f"SELECT trace_id, body FROM samples WHERE verdict IN ('pass', 'fail')"
+        for tid, verdict, body in store.query(
+            f"SELECT trace_id, verdict, body FROM samples WHERE verdict IN ('pass', 'fail')"
             f" AND trace_id IN ({marks})",
             tuple(part),
         ):
-            if json.loads(body).get("key") == key:
+            if _final(verdict, body, key):
                 found.add(tid)
+    return found
+
+
+def decided_in_window(store: Store, start: datetime, end: datetime, key: str) -> set[str]:
+    """Like :func:`decided_traces` for every trace started in ``[start, end)``, in one query."""
+    found: set[str] = set()
+    for tid, verdict, body in store.query(
+        "SELECT s.trace_id, s.verdict, s.body FROM interactions i JOIN samples s"
+        " ON s.trace_id = i.trace_id WHERE i.started_at >= ? AND i.started_at < ?"
+        " AND s.verdict IN ('pass', 'fail')",
+        (start.timestamp(), end.timestamp()),
+    ):
+        if _final(verdict, body, key):
+            found.add(tid)
     return found
 
 
@@ -393,6 +421,7 @@ __all__ = [
     "Judgement",
     "SampleRow",
     "begin_run",
+    "decided_in_window",
     "decided_traces",
     "done_in_window",
     "done_judges",

@@ -1,24 +1,27 @@
 """Root cause of a failing interaction, with the evidence that decided it.
 
-The rule reads the judges' verdicts of one failing interaction and applies the first match:
+The rule reads the judges' verdicts of one failing interaction and applies the first match.
+A query is *short* when it has fewer than ``MIN_QUERY_WORDS`` words and no chat history to
+resolve it; shortness alone never overrides what the context and faithfulness judges found.
 
-1. ``ambiguous_query`` — the query has fewer than ``MIN_QUERY_WORDS`` words and no chat history
-   to resolve it: neither retrieval nor generation can be blamed for an underspecified question.
-2. The answer is an abstention (faithfulness label ``abstained``):
+1. The answer is an abstention (faithfulness label ``abstained``):
    - a chunk judged relevant reached the prompt → ``abstained_wrongly``;
    - otherwise the golden set says the question is answerable → ``retrieval``.
    (An abstention with no relevant context and no such evidence is a pass, not a failure.)
-3. No chunk judged relevant reached the prompt:
+2. No chunk judged relevant reached the prompt:
    - the answer makes claims the context does not support (unfaithful) and the golden set says
      the question is answerable → ``both``;
    - the answer is unfaithful otherwise → ``no_answer_expected``: with nothing relevant in
      context the system should have abstained instead of answering;
    - the answer stays with the (irrelevant) context → ``retrieval``.
-4. A relevant chunk reached the prompt:
-   - the answer is unfaithful or off the question → ``generation``;
-   - the answer is fine and only the context precision failed → ``retrieval``.
-5. Context relevance unknown (not judged or judge error) → ``generation`` when faithfulness or
-   answer relevance failed, else ``retrieval``.
+3. The answer is unfaithful (context relevant or unknown) → ``generation``.
+4. A relevant chunk reached the prompt and the answer is faithful:
+   - the answer is off the question → ``ambiguous_query`` for a short query (nothing else to
+     blame: the question was underspecified), else ``generation``;
+   - only the context precision failed → ``retrieval``.
+5. Context relevance unknown (not judged or judge error), answer not unfaithful:
+   - a short query → ``ambiguous_query``;
+   - the answer is off the question → ``generation``, else ``retrieval``.
 
 "Golden says" means the nearest golden query has cosine >= the near-duplicate threshold: a case
 with relevant chunks makes the question ``answerable``, one without makes it ``no_answer``.
@@ -78,8 +81,8 @@ def query_words(query: str | None) -> int:
 def assign(s: Signals) -> RootCause:
     """Apply the documented rule to a failing interaction."""
     n_words = query_words(s.query)
-    if n_words < MIN_QUERY_WORDS and not s.has_history:
-        return RootCause("ambiguous_query", f"query has {n_words} word(s) and no chat history")
+    short = n_words < MIN_QUERY_WORDS and not s.has_history
+    vague = RootCause("ambiguous_query", f"query has {n_words} word(s) and no chat history")
     golden = {"answerable": "; golden set: answerable", "no_answer": "; golden set: no answer"}
     gnote = golden.get(s.expected or "", "")
     if s.abstained:
@@ -102,14 +105,19 @@ def assign(s: Signals) -> RootCause:
         if s.faithful is False:
             return RootCause("generation", f"{chunks} reached the prompt; the answer is unfaithful")
         if s.answer_relevant is False:
+            if short:
+                return vague
             return RootCause(
                 "generation", f"{chunks} reached the prompt; the answer is off the question"
             )
         prec = "" if s.context_precision is None else f" ({s.context_precision:.2f})"
         return RootCause("retrieval", f"context precision below threshold{prec}")
-    if s.faithful is False or s.answer_relevant is False:
-        what = "unfaithful" if s.faithful is False else "off the question"
-        return RootCause("generation", f"answer is {what}; context relevance unknown")
+    if s.faithful is False:
+        return RootCause("generation", "answer is unfaithful; context relevance unknown")
+    if short:
+        return vague
+    if s.answer_relevant is False:
+        return RootCause("generation", "answer is off the question; context relevance unknown")
     return RootCause("retrieval", "only the retrieval metrics failed")
 
 

@@ -4,7 +4,12 @@
 results and its checkpoint commit together, so a rerun or a crash mid-run never judges a trace
 twice for the same judge version and never skips one. A judge ``error`` is stored but not
 checkpointed: the next run retries it. Verdicts are recorded per run in ``samples``; a trace is
-"decided" once, so flagged cases and Phoenix annotations are emitted once per judge set. Flagged
+"decided" once, so flagged cases and Phoenix annotations are emitted once per judge set. A pass
+is final only when every configured judge has a usable result (a checkpoint) for its current
+version; until then the trace is ``unjudged`` (partial) and a later run decides it. A fail is
+kept as soon as one decided metric fails. Each run also decides every trace of the window whose
+judgements are complete but whose verdict was never recorded (a crash before the verdicts were
+saved), at no judge cost, even when the sample no longer draws it. Flagged
 traces grow the golden candidates; an audit share of passes is queued for a person
 (``golden/audit.py``); people's verdicts on both give the report's ``judge_quality``.
 """
@@ -166,6 +171,7 @@ class _Decision:
     results: list[EvalResult]
     verdict: Verdict
     category: str
+    missing: tuple[str, ...] = ()  # configured judges without a usable current-version result
 
 
 async def run_once_async(
@@ -221,6 +227,9 @@ async def run_once_async(
     cands = await asyncio.to_thread(resultstore.window_candidates, store, lo, hi)
     done = await asyncio.to_thread(resultstore.done_in_window, store, lo, hi, versions)
     need = {c.trace_id: len(judges) - len(done.get(c.trace_id, ())) for c in cands}
+    complete = {t for t, js in done.items() if len(js) == len(versions)}
+    if complete:
+        complete -= await asyncio.to_thread(resultstore.decided_in_window, store, lo, hi, key)
     calls_budget = budget_calls if budget_calls is not None else job.budget_calls
     sel = sampler.sample(
         cands,
@@ -228,12 +237,14 @@ async def run_once_async(
         take_all=take_all,
         budget_calls=calls_budget,
         calls_needed=lambda t: need.get(t, 0),
+        recover=complete,
     )
     select_s = time.monotonic() - t_sel
     already = [p for p in sel.picks if need.get(p.trace_id, 0) == 0]
     spend = _Spend(budget_usd if budget_usd is not None else job.budget_usd)
+    picks = [*sel.picks, *sel.recovered]
     records = await asyncio.to_thread(
-        resultstore.load_interactions, store, [p.trace_id for p in sel.picks]
+        resultstore.load_interactions, store, [p.trace_id for p in picks]
     )
     decisions: list[_Decision] = []
     flagged: list[FlaggedCase] = []
@@ -254,7 +265,7 @@ async def run_once_async(
             store, run_id, work, concurrency=concurrency, spend=spend, should_stop=stop
         )
         decisions = await asyncio.to_thread(
-            _decide_all, store, sel.picks, records, versions, job.thresholds, golden
+            _decide_all, store, picks, records, versions, job.thresholds, golden
         )
         before = await asyncio.to_thread(
             resultstore.decided_traces, store, [d.pick.trace_id for d in decisions], key
@@ -313,6 +324,9 @@ async def run_once_async(
                 d.verdict.root_cause,
                 {
                     "key": key,
+                    "complete": not d.missing,
+                    "missing": list(d.missing),
+                    "recovered": d.pick.recovered,
                     "audit": d.pick.trace_id in audit_ids,
                     "evidence": d.verdict.evidence,
                     "failed_metrics": list(d.verdict.failed_metrics),
@@ -378,7 +392,9 @@ def _decide_all(
     thresholds: dict[str, float],
     golden: GoldenIndex | None,
 ) -> list[_Decision]:
-    stored = resultstore.stored_results(store, [p.trace_id for p in picks], versions)
+    ids = [p.trace_id for p in picks]
+    stored = resultstore.stored_results(store, ids, versions)
+    done = resultstore.done_judges(store, ids, versions)
     out: list[_Decision] = []
     for p in picks:
         it = records.get(p.trace_id)
@@ -391,14 +407,15 @@ def _decide_all(
         ]
         verdict = decide(it, results, thresholds)
         category = "uncategorized"
-        if (
-            golden is not None
-            and verdict.outcome != "unjudged"
-            and (verdict.outcome == "fail" or verdict.abstained)
-        ):
+        if golden is not None and (verdict.outcome == "fail" or verdict.abstained):
             expected, category = golden.lookup(it.query or "")
             verdict = decide(it, results, thresholds, expected=expected)
-        out.append(_Decision(p, it, results, verdict, category))
+        missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))
+        if missing and verdict.outcome != "fail":
+            # Only a failure is safe to keep before every judge has answered.
+            why = f"partial: no usable result yet from {', '.join(missing)}"
+            verdict = Verdict("unjudged", evidence=why, abstained=verdict.abstained)
+        out.append(_Decision(p, it, results, verdict, category, missing))
     return out
 
 
@@ -444,7 +461,7 @@ def _report(
         (
             (d.pick.stratum, d.verdict.outcome == "fail", d.pick.upstream_p)
             for d in decisions
-            if d.verdict.outcome in ("pass", "fail")
+            if d.verdict.outcome in ("pass", "fail") and not d.pick.recovered
         ),
         {k: v.population for k, v in sel.strata.items()},
     )
@@ -491,6 +508,8 @@ def _report(
         "skipped": spend.skipped,
         "deferred": len(spend.deferred - spend.judged),
         "unjudged": sum(d.verdict.outcome == "unjudged" for d in decisions),
+        "partial": sum(bool(d.missing) and d.verdict.outcome == "unjudged" for d in decisions),
+        "recovered": sum(d.pick.recovered for d in decisions),
         "flagged": len(flagged),
         "flagged_in_sample": len(fails),
         "flagged_by_root_cause": dict(Counter(c.root_cause for c in flagged)),

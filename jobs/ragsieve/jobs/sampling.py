@@ -6,8 +6,22 @@ in priority order: ``error``, ``negative_feedback``, ``low_retrieval``, ``tiny_c
 configured attributes, or ``uniform`` when none are configured. Within a stratum, candidates are
 ordered by a salted hash of the trace id (the same order on every replica and rerun) and the
 sample is a prefix of that order, so it is a simple random sample of the stratum and each pick's
-inclusion probability is ``sampled / population`` of its stratum. The judge budget is spent in
-priority order; traces already judged cost nothing, so a rerun picks the same traces for free.
+inclusion probability is ``sampled / population`` of its stratum. Traces already judged cost
+nothing, so a rerun picks the same traces for free.
+
+Budget rule. A call budget is spent in two passes, each extending every stratum's hash-order
+prefix (a stratum whose next trace does not fit stops there, so it stays a prefix): first every
+stratum gets up to ``MIN_PER_STRATUM`` (2) picks, the remainder strata (``uniform`` / attribute cells)
+before the priority strata, so the strata that carry most of the traffic are covered before any
+budget goes to seeking failures; then the rest of the budget extends the strata in priority order
+up to their quotas. Every stratum is therefore covered whenever the budget allows
+``MIN_PER_STRATUM`` picks of each; a stratum left uncovered is reported (``coverage``) and the
+run report bounds the whole-traffic rate instead of pretending (see ``ragsieve.jobs.report``).
+
+Recovery. ``sample(..., recover=ids)`` also returns, as ``Selection.recovered`` picks marked
+``recovered``, the given traces the sample did not choose (the job passes traces fully judged by
+an earlier run that never recorded their verdict). They get their stratum's inclusion
+probability, which approximates the draw that once chose them, and are left out of rates.
 
 Upstream sampling. Behind a tail-sampling Collector tier (``deploy/otelcol/sampler.yaml``) the
 store holds only the kept traces. The tier stamps ``rag.sampling.baseline_percentage`` on every
@@ -27,7 +41,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +49,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 PRIORITY = ("error", "negative_feedback", "low_retrieval", "tiny_context", "slow", "novel")
+MIN_PER_STRATUM = 2  # picks every stratum gets from a call budget before priority spending
 
 
 class StratumRule(BaseModel):
@@ -141,6 +156,7 @@ class Pick:
     stratum: str
     inclusion_p: float
     upstream_p: float = 1.0
+    recovered: bool = False  # decided for an earlier run's sample; not part of this one
 
 
 @dataclass
@@ -167,6 +183,7 @@ class Selection:
     budget_exhausted: bool = False
     novelty_checked: int = 0
     upstream: dict[str, int] = field(default_factory=dict)  # picks per upstream keep rule
+    recovered: list[Pick] = field(default_factory=list)
 
 
 def unit_hash(trace_id: str, salt: str, seed: int = 0) -> float:
@@ -343,8 +360,12 @@ class StratifiedSampler:
         take_all: bool = False,
         budget_calls: int | None = None,
         calls_needed: Callable[[str], int] | None = None,
+        recover: Collection[str] = (),
     ) -> Selection:
-        """Draw the sample of ``items``; ``calls_needed(trace_id)`` is 0 for judged traces."""
+        """Draw the sample of ``items``; ``calls_needed(trace_id)`` is 0 for judged traces.
+
+        ``recover``: traces to return as ``Selection.recovered`` when not drawn (module docstring).
+        """
         reasons: dict[str, int] = {}
         eligible: list[Candidate] = []
         for c in items:
@@ -365,30 +386,51 @@ class StratifiedSampler:
         left = budget_calls
         exhausted = False
         strata: dict[str, StratumStat] = {}
-        picks: list[Pick] = []
+        plan: dict[str, tuple[list[Candidate], int]] = {}
         for name, members in groups.items():
-            stat = StratumStat(population=len(members))
-            strata[name] = stat
+            strata[name] = StratumStat(population=len(members))
             want = len(members) if take_all else self._want(name, len(members), uniform_rate)
             keys = {c.trace_id: unit_hash(c.trace_id, name, self.seed) for c in members}
-            ordered = sorted(members, key=lambda c: keys[c.trace_id])
-            chosen: list[tuple[str, float]] = []
-            for c in ordered[:want]:
+            plan[name] = (sorted(members, key=lambda c: keys[c.trace_id]), want)
+        chosen: dict[str, list[tuple[str, float]]] = {name: [] for name in groups}
+        closed: set[str] = set()
+        floor = MIN_PER_STRATUM if left is not None else 0
+        rest_first = [n for n in groups if n not in PRIORITY] + [n for n in groups if n in PRIORITY]
+        passes = [(n, floor) for n in rest_first] + [(n, None) for n in groups]
+        for name, cap in passes:
+            ordered, want = plan[name]
+            limit = want if cap is None else min(want, cap)
+            got = chosen[name]
+            while name not in closed and len(got) < limit:
+                c = ordered[len(got)]
                 cost = need(c.trace_id)
                 if left is not None and cost > left:
                     exhausted = True
-                    break  # keep the sample a prefix of the hash order
+                    closed.add(name)  # keep the sample a prefix of the hash order
+                    break
                 if left is not None:
                     left -= cost
                 up, rule = upstream_keep(c.attributes, probabilistic)  # picks only: cheap
                 how[rule] += 1
-                chosen.append((c.trace_id, up))
-            stat.sampled = len(chosen)
-            picks.extend(Pick(t, name, stat.inclusion_p * up, up) for t, up in chosen)
-        return Selection(len(items), reasons, strata, picks, exhausted, checked, dict(how))
+                got.append((c.trace_id, up))
+        picks: list[Pick] = []
+        extra: list[Pick] = []
+        for name, got in chosen.items():
+            stat = strata[name]
+            stat.sampled = len(got)
+            picks.extend(Pick(t, name, stat.inclusion_p * up, up) for t, up in got)
+            if recover:
+                taken = {t for t, _ in got}
+                for c in plan[name][0]:
+                    if c.trace_id in recover and c.trace_id not in taken:
+                        up, _ = upstream_keep(c.attributes, probabilistic)
+                        p = max(stat.inclusion_p, 1.0 / stat.population) * up
+                        extra.append(Pick(c.trace_id, name, p, up, recovered=True))
+        return Selection(len(items), reasons, strata, picks, exhausted, checked, dict(how), extra)
 
 
 __all__ = [
+    "MIN_PER_STRATUM",
     "PRIORITY",
     "Candidate",
     "GoldenIndex",

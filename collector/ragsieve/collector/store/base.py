@@ -6,6 +6,7 @@ as ``?`` and rewritten for drivers that use ``%s``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -52,6 +53,10 @@ class SpanWrite:
 
 def _now() -> float:
     return time.time()
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def span_body(span: SpanRecord) -> str:
@@ -217,36 +222,36 @@ class SQLStore:
                 changed.append(trace_id)
                 self._touch_trace(cur, trace_id, len(rows), has_root, now)
             for topic, payload, content_type, n_items in forward:
+                # A client retry re-sends the same payload: queue it for forwarding only once.
                 cur.execute(
                     self.sql(
-                        "INSERT INTO outbox (topic, payload, content_type, items, created_at,"
-                        " next_attempt_at) VALUES (?,?,?,?,?,?)"
+                        "INSERT INTO outbox (topic, dedup_key, payload, content_type, items,"
+                        " created_at, next_attempt_at) VALUES (?,?,?,?,?,?,?)"
+                        " ON CONFLICT (topic, dedup_key) DO NOTHING"
                     ),
-                    (topic, payload, content_type, n_items, now, now),
+                    (topic, _digest(payload), payload, content_type, n_items, now, now),
                 )
             for ev in log_events:
+                body = json.dumps(
+                    {
+                        "event_name": ev.event_name,
+                        "time_ns": ev.time_ns,
+                        "attributes": dict(ev.attributes),
+                        "body": ev.body,
+                    },
+                    ensure_ascii=False,
+                    sort_keys=True,
+                )
                 cur.execute(
                     self.sql(
-                        "INSERT INTO log_events (trace_id, span_id, body, received_at)"
-                        " VALUES (?,?,?,?)"
+                        "INSERT INTO log_events (trace_id, span_id, body, received_at, dedup)"
+                        " VALUES (?,?,?,?,?) ON CONFLICT (trace_id, dedup) DO NOTHING"
                     ),
-                    (
-                        ev.trace_id,
-                        ev.span_id,
-                        json.dumps(
-                            {
-                                "event_name": ev.event_name,
-                                "time_ns": ev.time_ns,
-                                "attributes": dict(ev.attributes),
-                                "body": ev.body,
-                            },
-                            ensure_ascii=False,
-                        ),
-                        now,
-                    ),
+                    (ev.trace_id, ev.span_id, body, now, _digest(f"{ev.span_id}|{body}".encode())),
                 )
-                self._touch_trace(cur, ev.trace_id, 0, False, now)
-                changed.append(ev.trace_id)
+                if getattr(cur, "rowcount", 1):  # a re-sent event changes nothing
+                    self._touch_trace(cur, ev.trace_id, 0, False, now)
+                    changed.append(ev.trace_id)
         return SpanWrite(written, duplicates, tuple(dict.fromkeys(changed)))
 
     def _touch_trace(self, cur: Cursor, trace_id: str, n_new: int, root: bool, now: float) -> None:

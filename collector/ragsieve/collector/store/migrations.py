@@ -173,4 +173,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "008_log_event_dedup",
+        """
+        ALTER TABLE log_events ADD COLUMN dedup TEXT;
+        CREATE UNIQUE INDEX log_events_dedup ON log_events (trace_id, dedup);
+        """,
+    ),
 ]

@@ -7,6 +7,8 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -19,7 +21,7 @@ from ragsieve.evaluators.records import RagInteraction
 
 log = logging.getLogger(__name__)
 
-# Fixed advisory-lock keys (any int64 not produced by ``lock_key`` for a real trace is fine).
+# Fixed advisory-lock keys (any int64 not produced by ``lock_key`` for a real name is fine).
 MIGRATION_LOCK = 0x72616773_6D696772  # "ragsmigr"
 SEQ_LOCK = 0x72616773_73657120  # "ragsseq "
 
@@ -40,13 +42,68 @@ def _conninfo(url: str) -> str:
     return url
 
 
+@dataclass(frozen=True, slots=True)
+class LeasedOutboxItem(OutboxItem):
+    """An outbox row claimed by this process until ``lease_until`` (the claim's fencing token)."""
+
+    lease_until: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _LockPlan:
+    """Locks the next ``transaction()`` on this thread takes before running anything else."""
+
+    traces: tuple[str, ...] = ()  # ``traces`` rows locked FOR UPDATE, in key order
+    create_at: float | None = None  # first create missing ``traces`` rows with this time
+    advisory: tuple[int, ...] = ()  # then these transaction-level advisory locks, in key order
+
+
+class SessionLock:
+    """A session-level advisory lock held on one pooled connection, idle between transactions.
+
+    The lock lives as long as the connection's session: ``release()`` unlocks and returns the
+    connection; a process that dies loses its connection, and the server drops the lock with it.
+    ``transaction()`` runs short transactions on the same connection, so a caller holding the
+    lock never waits for a second pooled connection.
+    """
+
+    def __init__(self, store: PostgresStore, conn: Any, key: int) -> None:
+        self.store, self.key, self._conn = store, key, conn
+
+    @contextmanager
+    def transaction(self, write: bool = True) -> Iterator[Cursor]:
+        """A cursor in one transaction on the lock's connection: committed on exit."""
+        if self._conn is None:
+            raise StoreError(f"advisory lock {self.key} was released")
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                yield cur
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"{_safe(self.store.url)}: {exc}") from exc
+
+    def release(self) -> None:
+        """Unlock and give the connection back (a broken connection is simply discarded)."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
+            conn.commit()
+        except psycopg.Error as exc:  # the session is gone, and the lock with it
+            log.warning("advisory unlock %d failed (%s); dropping the connection", self.key, exc)
+            conn.close()
+        self.store._pool.putconn(conn)
+
+
 class PostgresStore(SQLStore):
     """A store in one PostgreSQL database, safe to share between processes.
 
     Cross-process rules that SQLite gets from its single writer lock are made explicit here:
-    writes to a trace hold a per-trace advisory lock (so the read-then-upsert of duplicate spans
-    and the settle bookkeeping stay atomic), derived records take a global lock so ``seq`` follows
-    commit order, migrations run under one advisory lock, and outbox rows are claimed with
+    writes to a trace hold its ``traces`` row lock (created first when missing, taken in key order,
+    so the read-then-upsert of duplicate spans and the settle bookkeeping stay atomic; row locks
+    live in the rows, not in the server's fixed-size lock table, so one request may touch any
+    number of traces), derived records take a global lock so ``seq`` follows commit order,
+    migrations run under one advisory lock, and outbox rows are claimed with
     ``FOR UPDATE SKIP LOCKED`` plus a lease so several forwarders never send the same row at once.
 
     Example:
@@ -97,19 +154,15 @@ class PostgresStore(SQLStore):
     def transaction(self, write: bool = True) -> Iterator[Cursor]:
         """A cursor in one transaction on a pooled connection: committed on exit.
 
-        Advisory locks requested by the calling method (see ``_locking``) are taken first, in key
-        order, so concurrent writers never deadlock on them.
+        Locks requested by the calling method (see ``_locking``) are taken first, each kind in
+        key order and row locks before advisory ones, so concurrent writers never deadlock.
         """
-        locks: list[int] = getattr(self._local, "locks", None) or []
-        self._local.locks = None
+        plan: _LockPlan | None = getattr(self._local, "plan", None)
+        self._local.plan = None
         try:
             with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                if locks:
-                    cur.execute(
-                        "SELECT count(pg_advisory_xact_lock(k)) FROM"
-                        " (SELECT DISTINCT k FROM unnest(%s::bigint[]) AS k ORDER BY k) AS s",
-                        (sorted(set(locks)),),
-                    )
+                if plan is not None:
+                    _take_locks(cur, plan)
                 yield cur
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise StoreError(f"{_safe(self.url)}: {exc}") from exc
@@ -119,13 +172,33 @@ class PostgresStore(SQLStore):
         self._pool.close()
 
     @contextmanager
-    def _locking(self, keys: Sequence[int]) -> Iterator[None]:
-        """Ask the next ``transaction()`` on this thread to take these advisory locks first."""
-        self._local.locks = list(keys)
+    def _locking(self, plan: _LockPlan) -> Iterator[None]:
+        """Ask the next ``transaction()`` on this thread to take these locks first."""
+        self._local.plan = plan
         try:
             yield
         finally:
-            self._local.locks = None
+            self._local.plan = None
+
+    def try_session_lock(self, key: int) -> SessionLock | None:
+        """Take a session-level advisory lock without waiting; None when another session has it.
+
+        The lock holds one pooled connection (outside any transaction) until ``release()``.
+        """
+        try:
+            conn = self._pool.getconn()
+        except PoolTimeout as exc:
+            raise StoreError(f"{_safe(self.url)}: {exc}") from exc
+        try:
+            got = bool(conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0])
+            conn.commit()
+        except psycopg.Error as exc:
+            self._pool.putconn(conn)
+            raise StoreError(f"{_safe(self.url)}: {exc}") from exc
+        if not got:
+            self._pool.putconn(conn)
+            return None
+        return SessionLock(self, conn, key)
 
     # -- migrations ----------------------------------------------------------------------------
     def migrate(self) -> list[str]:
@@ -163,9 +236,14 @@ class PostgresStore(SQLStore):
         log_events: Sequence[LogEvent] = (),
         now: float | None = None,
     ) -> SpanWrite:
-        """Upsert spans like every store, holding each touched trace's lock for the transaction."""
+        """Upsert spans like every store, holding each touched trace's row lock for the transaction.
+
+        Missing ``traces`` rows are created first (as an open trace without spans yet), so every
+        touched trace has a row to lock; the shared write then counts the spans into it.
+        """
+        now = _now() if now is None else now
         traces = {s.trace_id for s in spans} | {e.trace_id for e in log_events}
-        with self._locking([lock_key("trace", t) for t in traces]):
+        with self._locking(_LockPlan(traces=tuple(sorted(traces)), create_at=now)):
             return super().write_spans(
                 spans, bodies=bodies, forward=forward, log_events=log_events, now=now
             )
@@ -173,14 +251,14 @@ class PostgresStore(SQLStore):
     def save_interaction(
         self, interaction: RagInteraction, *, seen_at: float, now: float | None = None
     ) -> bool:
-        """Store a derived record; ``seq`` is assigned under a global lock, so in commit order."""
-        with self._locking([lock_key("trace", interaction.trace_id), SEQ_LOCK]):
-            return super().save_interaction(interaction, seen_at=seen_at, now=now)
+        """Store a derived record; ``seq`` is assigned under a global lock, so in commit order.
 
-    def mark_finalized(self, trace_id: str, *, seen_at: float, now: float | None = None) -> None:
-        """Finalize a record-less trace under its trace lock."""
-        with self._locking([lock_key("trace", trace_id)]):
-            super().mark_finalized(trace_id, seen_at=seen_at, now=now)
+        The trace row is locked before the global lock, so a settler waiting for a large span write
+        does not hold up every other settler.
+        """
+        plan = _LockPlan(traces=(interaction.trace_id,), advisory=(SEQ_LOCK,))
+        with self._locking(plan):
+            return super().save_interaction(interaction, seen_at=seen_at, now=now)
 
     # -- outbox --------------------------------------------------------------------------------
     def due_outbox(
@@ -189,7 +267,8 @@ class PostgresStore(SQLStore):
         """Claim due items for ``outbox_lease_s`` seconds; other processes skip claimed rows.
 
         A claimed item that is neither delivered nor retried (its process died) is due again when
-        the lease runs out.
+        the lease runs out. Each item carries its lease end, the token ``renew_outbox_lease``
+        checks before a slow sender starts on it.
         """
         now = _now() if now is None else now
         with self.transaction() as cur:
@@ -201,7 +280,56 @@ class PostgresStore(SQLStore):
                 (now + self.outbox_lease_s, topic, now, limit),
             )
             rows = sorted(cur.fetchall(), key=lambda r: r[0])
-        return [OutboxItem(r[0], r[1], r[2], bytes(r[3]), r[4], r[5], r[6]) for r in rows]
+        until = now + self.outbox_lease_s
+        return [
+            LeasedOutboxItem(r[0], r[1], r[2], bytes(r[3]), r[4], r[5], r[6], until) for r in rows
+        ]
+
+    def renew_outbox_lease(
+        self, item: OutboxItem, *, now: float | None = None
+    ) -> LeasedOutboxItem | None:
+        """Extend this process's claim on ``item`` to ``now + outbox_lease_s`` before sending it.
+
+        Returns the item with its new lease, or None when the claim was lost: the lease ran out
+        and another process claimed the row, or the row was delivered or retried meanwhile.
+        Call it right before each send, so a long paced batch never sends a row it no longer owns.
+        """
+        token = getattr(item, "lease_until", None)
+        if token is None:
+            raise StoreError(f"outbox item {item.id} was not claimed by due_outbox on this store")
+        now = _now() if now is None else now
+        until = now + self.outbox_lease_s
+        with self.transaction() as cur:
+            cur.execute(
+                "UPDATE outbox SET next_attempt_at = %s WHERE id = %s AND next_attempt_at = %s"
+                " AND delivered_at IS NULL RETURNING id",
+                (until, item.id, token),
+            )
+            kept = cur.fetchone() is not None
+        return replace(item, lease_until=until) if kept else None  # type: ignore[type-var]
+
+
+def _take_locks(cur: Cursor, plan: _LockPlan) -> None:
+    """Row locks on ``traces`` (created when asked), then advisory locks; each in key order."""
+    traces = sorted(set(plan.traces))
+    if traces and plan.create_at is not None:
+        cur.execute(
+            "INSERT INTO traces (trace_id, first_seen_at, last_seen_at) SELECT t, %s, %s"
+            " FROM unnest(%s::text[]) AS t ORDER BY t ON CONFLICT (trace_id) DO NOTHING",
+            (plan.create_at, plan.create_at, traces),
+        )
+    if traces:
+        cur.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM traces WHERE trace_id = ANY(%s)"
+            " ORDER BY trace_id FOR UPDATE) AS locked",
+            (traces,),
+        )
+    if plan.advisory:
+        cur.execute(
+            "SELECT count(pg_advisory_xact_lock(k)) FROM"
+            " (SELECT DISTINCT k FROM unnest(%s::bigint[]) AS k ORDER BY k) AS s",
+            (sorted(set(plan.advisory)),),
+        )
 
 
 def _safe(url: str) -> str:
@@ -213,4 +341,4 @@ def _safe(url: str) -> str:
     return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"
 
 
-__all__ = ["PostgresStore", "lock_key"]
+__all__ = ["LeasedOutboxItem", "PostgresStore", "SessionLock", "lock_key"]

@@ -152,7 +152,9 @@ def promote(
     result.negatives_path = negatives_path(out) if rejected else None
     if dry_run:
         return result
-    write_golden(out, [*current.cases, *result.added])
+    if result.negatives_path is not None and result.negatives_path.exists():
+        # Checked before anything is written: a refusal leaves no half-made version behind.
+        raise ConfigError(f"{result.negatives_path}: exists; never overwritten")
     if result.negatives_path is not None:
         try:
             with result.negatives_path.open("x", encoding="utf-8") as fh:
@@ -160,6 +162,12 @@ def promote(
                     fh.write(json.dumps(negative_label(c), ensure_ascii=False) + "\n")
         except FileExistsError:
             raise ConfigError(f"{result.negatives_path}: exists; never overwritten") from None
+    try:
+        write_golden(out, [*current.cases, *result.added])
+    except BaseException:
+        if result.negatives_path is not None:
+            result.negatives_path.unlink(missing_ok=True)  # ours: written just above
+        raise
     result.changelog = append_changelog(
         out, _entry(result, fresh, summaries, by, len(current.cases))
     )
