@@ -21,8 +21,9 @@ class ServerThread:
         config = uvicorn.Config(
             app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
         )
+        # uvicorn installs signal handlers only on the main thread, so this thread leaves the
+        # host process's handlers alone.
         self.server = uvicorn.Server(config)
-        self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         self.host = host
         self.port = port
         self._thread = threading.Thread(target=self.server.run, name="ragsieve-http", daemon=True)

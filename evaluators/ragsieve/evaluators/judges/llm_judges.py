@@ -159,7 +159,7 @@ class LLMJudge:
             suspicious = [s for v in raw.values() for s in find_injections(v)]
             if suspicious:
                 meta["suspicious_instructions"] = suspicious[:5]
-            fields, redactions = dict(raw), {}
+            fields, redactions = dict(raw), dict[str, int]()
             if self.config.redact_pii:
                 for k, v in raw.items():
                     fields[k], counts = redact(v, self.config.extra_pii_patterns)

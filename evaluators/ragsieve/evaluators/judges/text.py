@@ -6,6 +6,7 @@ import math
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
 _STOP_EN = """
 a about above after again against all also am an and any are as at be because been before
@@ -167,7 +168,7 @@ def language(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _piece_scores() -> tuple[object, object] | None:
+def _piece_scores() -> tuple[Any, Any] | None:
     """The sentencepiece vocabulary of the embedded encoder: unigram log-probabilities."""
     try:
         import os
@@ -196,9 +197,9 @@ def rarity(word: str) -> float:
     if loaded is None:
         return min(3.0, 0.4 + 0.25 * len(word))
     tok, scores = loaded
-    ids = tok.encode(word, add_bos=False, add_eos=False)  # type: ignore[attr-defined]
-    n = len(scores)  # type: ignore[arg-type]
-    logp = sum(scores[i] if i < n else -20.0 for i in ids)  # type: ignore[index]
+    ids = tok.encode(word, add_bos=False, add_eos=False)
+    n = len(scores)
+    logp = sum(float(scores[i]) if i < n else -20.0 for i in ids)
     return max(0.2, min(3.0, (-logp - 6.0) / 4.0))
 
 

@@ -142,8 +142,8 @@ class OpenAIGenerator:
         messages = tuple(build_messages(question, hits))
         resp = self._client.chat.completions.create(
             model=self.model,
-            messages=list(messages),
-            temperature=0,  # type: ignore[arg-type]
+            messages=list(messages),  # type: ignore[arg-type]
+            temperature=0,
         )
         answer = (resp.choices[0].message.content or "").strip()
         usage = resp.usage
