@@ -346,3 +346,95 @@ def test_prune_outbox_deletes_only_old_delivered_rows(any_store: Any) -> None:
     any_store.mark_delivered([second.id], now=T0 + 500)
     assert any_store.prune_outbox(100, now=T0 + 550) == 1
     assert any_store.outbox_stats()["t"] == {"pending": 1, "dead": 0, "delivered": 1}
+
+
+@pytest.mark.postgres
+def test_postgres_span_write_lock_footprint_does_not_grow_with_traces(pg_store: Any) -> None:
+    # The server's lock table is fixed-size and shared: a write that took one lock per trace
+    # failed with "out of shared memory" for a request of ~60,000 one-span traces.
+    import psycopg
+
+    n_traces = 2_000
+    blocker = psycopg.connect(pg_store.url)
+    blocker.execute("LOCK TABLE outbox IN EXCLUSIVE MODE")  # the write stalls at its outbox row
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            pg_store.write_spans(
+                [span(5_000 + n, 1) for n in range(n_traces)],
+                forward=[("otlp", b"pb", "application/x-protobuf", n_traces)],
+                now=T0,
+            )
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        held = None
+        for _ in range(300):
+            rows = blocker.execute(
+                "SELECT a.pid, (SELECT count(*) FROM pg_locks l WHERE l.pid = a.pid)"
+                " FROM pg_stat_activity a WHERE a.datname = current_database()"
+                " AND a.wait_event_type = 'Lock' AND a.pid <> pg_backend_pid()"
+            ).fetchall()
+            if rows:
+                held = rows[0][1]
+                break
+            threading.Event().wait(0.05)
+    finally:
+        blocker.rollback()
+        blocker.close()
+        writer.join()
+    assert held is not None, "the span write never reached the outbox"
+    assert held < 50, f"{held} lock-table entries for one write of {n_traces} traces"
+    assert errors == []
+    assert pg_store.count_spans() == n_traces
+    assert pg_store.trace_state(tid(5_000))["span_count"] == 1
+
+
+@pytest.mark.postgres
+def test_postgres_paced_forwarders_never_send_a_row_twice(pg_database: str) -> None:
+    # A paced batch outlasts the claim lease: rows must be renewed before sending, so a second
+    # forwarder that claims the expired rows never re-sends what the first already sent.
+    import asyncio
+
+    from ragsieve.collector.outbox import Outcome, OutboxWorker
+    from ragsieve.collector.store.postgres import PostgresStore
+
+    stores = [PostgresStore(pg_database, outbox_lease_s=1.0) for _ in range(2)]
+    try:
+        for n in range(8):
+            stores[0].enqueue("otlp", f"p{n}".encode(), "application/x-protobuf", items=10)
+        sent: list[tuple[str, int]] = []
+
+        def sender(name: str) -> Any:
+            async def send(item: Any) -> Outcome:
+                sent.append((name, item.id))
+                return Outcome(delivered=True)
+
+            return send
+
+        async def main() -> None:
+            stop = asyncio.Event()
+            workers = [
+                OutboxWorker(s, "otlp", sender(f"w{i}"), max_items_per_s=25, poll_interval_s=0.05)
+                for i, s in enumerate(stores)
+            ]  # 0.4 s a row: one claimed batch of 8 rows takes 3.2 s against a 1 s lease
+            tasks = [asyncio.create_task(w.run(stop)) for w in workers]
+            for _ in range(300):
+                stats = await asyncio.to_thread(stores[0].outbox_stats)
+                if stats["otlp"]["delivered"] == 8:
+                    break
+                await asyncio.sleep(0.05)
+            stop.set()
+            await asyncio.gather(*tasks)
+
+        asyncio.run(main())
+        ids = [i for _, i in sent]
+        assert sorted(ids) == sorted(set(ids)) and len(ids) == 8, sent
+        assert stores[0].outbox_stats()["otlp"] == {"pending": 0, "dead": 0, "delivered": 8}
+    finally:
+        for s in stores:
+            s.close()

@@ -101,3 +101,17 @@ def test_answer_from_irrelevant_context_fails_as_retrieval_even_above_threshold(
     )
     assert (v.outcome, v.root_cause) == ("fail", "retrieval")
     assert v.failed_metrics == ("context_relevance",)
+
+
+def test_abstention_with_context_relevance_unknown_is_not_a_pass() -> None:
+    abst = res("faithfulness", "abstained", None, abstained=True)
+    ok = res("answer_relevance", "relevant", 0.9)
+    unknown = res("context_relevance", "error", None)
+    v = decide(IT, [abst, ok, unknown], TH)
+    assert v.outcome == "unjudged" and v.abstained and "unknown" in v.evidence
+    assert decide(IT, [abst, ok], TH).outcome == "unjudged"  # context judge missing
+    v = decide(IT, [abst, ok, unknown], TH, expected="answerable")
+    assert (v.outcome, v.root_cause) == ("fail", "retrieval")
+    bare = IT.model_copy(update={"documents": ()})  # nothing reached the prompt
+    skipped = res("context_relevance", "skipped", None)
+    assert decide(bare, [abst, ok, skipped], TH).outcome == "pass"

@@ -175,6 +175,23 @@ def test_promotion_writes_a_valid_next_version_and_never_overwrites(grown) -> No
     assert after["new_categories"] == []
 
 
+def test_promotion_refused_for_an_existing_negatives_file_writes_nothing(grown) -> None:  # type: ignore[no-untyped-def]
+    repo, v3, _ = grown
+    decide(repo, _by_query(repo, PORTS_EN), "accepted", "alice", None)
+    decide(repo, _by_query(repo, PORTS_ES), "rejected", "alice", "false_alarm: the judge was wrong")
+    taken = v3.parent / "golden_v4.rejected.jsonl"
+    taken.write_text("someone else's labels\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="never overwritten"):
+        promote(repo, v3, _summaries(repo, v3), by="bob")
+    v4 = v3.parent / "golden_v4.jsonl"
+    assert not v4.exists() and not changelog_path(v4).exists()
+    assert taken.read_text(encoding="utf-8") == "someone else's labels\n"
+    assert not _by_query(repo, PORTS_EN).body.get("promoted_in")
+    taken.unlink()
+    res = promote(repo, v3, _summaries(repo, v3), by="bob")  # the same promotion, once free
+    assert res.path == v4 and v4.exists() and res.negatives == 1
+
+
 def test_near_duplicate_of_a_golden_case_is_covered(store: Store, tmp_path: Path) -> None:
     from golden_plant import flagged
 

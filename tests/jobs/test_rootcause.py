@@ -13,6 +13,34 @@ Q = "How long does a refund take for a returned reader?"
     ("signals", "label"),
     [
         (Signals(query="refund?"), "ambiguous_query"),
+        # A short keyword query does not hide what the judges found.
+        (
+            Signals(
+                query="refund policy",
+                context_relevant=True,
+                relevant_chunks=("c1",),
+                faithful=False,
+            ),
+            "generation",
+        ),
+        (
+            Signals(query="refund policy", context_relevant=False, faithful=False),
+            "no_answer_expected",
+        ),
+        (Signals(query="refund policy", context_relevant=None, faithful=False), "generation"),
+        (
+            Signals(query="refund policy", abstained=True, context_relevant=True),
+            "abstained_wrongly",
+        ),
+        # ... but when the only failure is an off-question answer, the vague query is the cause.
+        (
+            Signals(
+                query="refund policy", context_relevant=True, faithful=True, answer_relevant=False
+            ),
+            "ambiguous_query",
+        ),
+        (Signals(query="refund policy", answer_relevant=False), "ambiguous_query"),
+        (Signals(query=Q, answer_relevant=False), "generation"),
         (
             Signals(query="refund?", has_history=True, context_relevant=True, faithful=False),
             "generation",

@@ -112,13 +112,14 @@ def test_partial_pass_recorded_before_the_fix_is_decided_again(store: Store) -> 
     s = settings(store=store.url)
     judges = [get_judge(n) for n in JUDGES]
     first = run_once(store, s, take_all=True, deliver=False, judges=judges).report
-    assert first["passed"] == 2 and first["annotations"]["queued"] == 6
+    emitted = first["annotations"]["queued"]
+    assert first["passed"] == 2 and emitted >= 6  # at least one per (trace, judge)
     again = run_once(store, s, take_all=True, deliver=False, judges=judges).report
     assert again["annotations"]["queued"] == 0  # final verdicts are not emitted twice
     # A pass row without the completeness flag (written by an older version) is not final.
     store.execute("UPDATE samples SET body = json_remove(body, '$.complete')")
     third = run_once(store, s, take_all=True, deliver=False, judges=judges).report
-    assert third["judge_calls"] == 0 and third["annotations"]["queued"] == 6
+    assert third["judge_calls"] == 0 and third["annotations"]["queued"] == emitted
     last = run_once(store, s, take_all=True, deliver=False, judges=judges).report
     assert last["annotations"]["queued"] == 0
 

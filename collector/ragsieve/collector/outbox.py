@@ -56,6 +56,11 @@ class OutboxWorker:
     ``max_items_per_s`` (a public attribute the caller may tune while running). Store calls run in
     worker threads, so the event loop that serves ingest is never blocked on the database.
 
+    On a store whose claims are leases shared with other processes (Postgres: ``due_outbox``
+    claims rows for ``outbox_lease_s``, and a paced batch can outlast that), each row's lease is
+    renewed right before it is sent (a row whose claim was lost to another forwarder is skipped)
+    and the row is marked delivered at once, so no row is sent by two forwarders.
+
     Example:
         >>> async def send(item: OutboxItem) -> Outcome:  # doctest: +SKIP
         ...     return Outcome(delivered=True)
@@ -129,15 +134,27 @@ class OutboxWorker:
         items = await asyncio.to_thread(
             self.store.due_outbox, self.topic, now=self.clock(), limit=self.batch
         )
+        renew = getattr(self.store, "renew_outbox_lease", None)  # only leased (shared) stores
         delivered: list[int] = []
         try:
             for item in items:
                 if time.monotonic() < self._paused_until:
                     break
                 await self._pace(item.items)
+                if renew is not None:
+                    kept = await asyncio.to_thread(renew, item, now=self.clock())
+                    if kept is None:
+                        log.info("outbox %s: item %d claimed elsewhere, skipped", self.topic, item.id)
+                        continue
+                    item = kept
                 outcome = await self._attempt(item)
                 if outcome.delivered:
-                    delivered.append(item.id)
+                    if renew is not None:  # record it before the renewed lease can run out
+                        await asyncio.to_thread(
+                            self.store.mark_delivered, [item.id], now=self.clock()
+                        )
+                    else:
+                        delivered.append(item.id)
                     self.stats.delivered += 1
                     self.stats.delivered_items += item.items
                     if self._failures:

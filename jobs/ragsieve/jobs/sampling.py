@@ -11,10 +11,10 @@ nothing, so a rerun picks the same traces for free.
 
 Budget rule. A call budget is spent in two passes, each extending every stratum's hash-order
 prefix (a stratum whose next trace does not fit stops there, so it stays a prefix): first every
-stratum gets up to ``MIN_PER_STRATUM`` (2) picks, the remainder strata (``uniform`` / attribute cells)
-before the priority strata, so the strata that carry most of the traffic are covered before any
-budget goes to seeking failures; then the rest of the budget extends the strata in priority order
-up to their quotas. Every stratum is therefore covered whenever the budget allows
+stratum gets up to ``MIN_PER_STRATUM`` (2) picks, the remainder strata (``uniform`` / attribute
+cells) before the priority strata, so the strata that carry most of the traffic are covered
+before any budget goes to seeking failures; then the rest of the budget extends the strata in
+priority order up to their quotas. Every stratum is therefore covered whenever the budget allows
 ``MIN_PER_STRATUM`` picks of each; a stratum left uncovered is reported (``coverage``) and the
 run report bounds the whole-traffic rate instead of pretending (see ``ragsieve.jobs.report``).
 

@@ -4,9 +4,11 @@ Scale-out mode only (a ``postgresql://`` store); the embedded single-process mod
 ``ragsieve up`` and needs no queue. The scheduler (``ragsieve workers schedule``) finds settled
 interactions that lack a checkpoint for some judge and enqueues them in batches (one queueing lock
 per batch); any worker (``ragsieve workers worker``) runs a batch. Per trace, a worker takes a
-non-blocking advisory lock, re-reads the checkpoints, reserves budget, judges, and commits results
-and checkpoints in the same transaction: a worker killed mid-trace rolls back and its job is
-retried elsewhere once its heartbeat is stale, and no trace is judged twice for a judge version.
+non-blocking session-level advisory lock, re-reads the checkpoints, reserves budget, judges with
+no transaction open, then commits results and checkpoints in one short transaction and unlocks.
+A worker killed mid-trace drops its lock with its connection and its job is retried elsewhere
+once its heartbeat is stale: the trace may be judged (and its budget reserved) twice, but its
+results are written at most once per judge version.
 The budget (calls and USD per window) is one row per window in ``budgets``, reserved with an
 atomic ``UPDATE ... WHERE spent + n <= limit RETURNING``, so it is global, not per process.
 """
@@ -34,6 +36,7 @@ log = logging.getLogger(__name__)
 JUDGE_TASK = "ragsieve.judge_batch"
 RECOVER_TASK = "ragsieve.recover_stalled"
 BUDGET_NAME = "judge"
+USD_EPSILON = 1e-9  # float sums of USD amounts: 3 x 0.10 must fit a 0.30 limit
 
 
 class WorkerSettings(BaseModel):
@@ -54,19 +57,40 @@ class WorkerSettings(BaseModel):
         3600.0, gt=0, description="Window the global judge budget (jobs.budget_*) applies to."
     )
     usd_per_call_estimate: float = Field(
-        0.0, ge=0, description="USD reserved per judge call before the real cost is known."
+        0.0,
+        ge=0,
+        description="USD reserved per judge call before its real cost is known: the most one"
+        " call can cost. Required (> 0) when jobs.budget_usd is set.",
     )
 
 
 # -- budget -----------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class BudgetLimits:
-    """Most judge calls and USD per window, shared by every worker (None: unlimited)."""
+    """Most judge calls and USD per window, shared by every worker (None: unlimited).
+
+    A USD limit needs ``usd_per_call_estimate`` > 0: concurrent batches reserve it per call before
+    judging, and only that reservation keeps them under the limit (the real cost is known after
+    the calls). The limit holds exactly when no call costs more than the estimate; otherwise the
+    window can overrun by at most the excess of the calls in flight, and no reservation is granted
+    once the spend reaches the limit.
+    """
 
     calls: int | None = None
     usd: float | None = None
     window_s: float = 3600.0
     usd_per_call_estimate: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.usd_per_call_estimate < 0:
+            raise ConfigError(
+                f"workers.usd_per_call_estimate: must be >= 0 (got {self.usd_per_call_estimate})"
+            )
+        if self.usd is not None and self.usd_per_call_estimate <= 0:
+            raise ConfigError(
+                "workers.usd_per_call_estimate: must be > 0 when jobs.budget_usd is set"
+                f" (got {self.usd_per_call_estimate}); set it to the most one judge call can cost"
+            )
 
     def as_args(self) -> dict[str, Any]:
         """JSON form carried in job arguments, so every worker applies the scheduler's limits."""
@@ -97,11 +121,15 @@ class GlobalBudget:
         """Start of the current window (windows are aligned to the epoch)."""
         return math.floor(self.clock() / self.limits.window_s) * self.limits.window_s
 
-    def reserve(self, calls: int) -> float | None:
-        """Reserve ``calls`` judge calls; returns the USD reserved, or None when over budget."""
+    def reserve(self, calls: int, *, via: Any = None) -> float | None:
+        """Reserve ``calls`` judge calls; returns the USD reserved, or None when over budget.
+
+        ``via`` is anything with the store's ``transaction()`` (e.g. a held ``SessionLock``), so
+        a caller holding a pooled connection never waits for a second one.
+        """
         est = calls * self.limits.usd_per_call_estimate
         start, lim = self.window_start(), self.limits
-        with self.store.transaction() as cur:
+        with (via or self.store).transaction() as cur:
             cur.execute(
                 self.store.sql(
                     "INSERT INTO budgets (name, window_start, calls_limit, usd_limit, updated_at)"
@@ -113,9 +141,9 @@ class GlobalBudget:
             if lim.calls is not None:
                 fits += " AND calls_spent + ? <= ?"
                 params += [calls, lim.calls]
-            if lim.usd is not None:
-                fits += " AND usd_spent + ? <= ?"
-                params += [est, lim.usd]
+            if lim.usd is not None:  # spent can pass the limit when calls cost over the estimate
+                fits += " AND usd_spent < ? AND usd_spent + ? <= ?"
+                params += [lim.usd - USD_EPSILON, est, lim.usd + USD_EPSILON]
             cur.execute(
                 self.store.sql(
                     "UPDATE budgets SET calls_spent = calls_spent + ?, usd_spent = usd_spent + ?,"
@@ -127,11 +155,16 @@ class GlobalBudget:
             ok = cur.fetchone() is not None
         return est if ok else None
 
-    def settle(self, reserved_usd: float, actual_usd: float) -> None:
+    def settle(self, reserved_usd: float, actual_usd: float, *, via: Any = None) -> None:
         """Replace the USD estimate of a reservation with the real cost."""
-        if actual_usd != reserved_usd:
-            self.store.execute(
-                "UPDATE budgets SET usd_spent = usd_spent + ? WHERE name = ? AND window_start = ?",
+        if actual_usd == reserved_usd:
+            return
+        with (via or self.store).transaction() as cur:
+            cur.execute(
+                self.store.sql(
+                    "UPDATE budgets SET usd_spent = usd_spent + ? WHERE name = ?"
+                    " AND window_start = ?"
+                ),
                 (actual_usd - reserved_usd, self.name, self.window_start()),
             )
 
@@ -235,73 +268,134 @@ async def judge_batch(
 ) -> BatchReport:
     """Judge each trace with every judge it has no checkpoint for, at most once per version.
 
-    Each trace is one transaction holding a non-blocking per-trace advisory lock: a trace another
-    worker is judging is skipped (``busy``); results and checkpoints commit together, so a crash
-    leaves the trace unjudged and retryable. Stops at the first trace the budget cannot cover.
+    Per trace: a non-blocking session-level advisory lock (a trace another worker holds is
+    ``busy``), a re-read of its checkpoints, a budget reservation in its own short transaction,
+    the judge calls with no transaction open, then results and checkpoints in one short
+    transaction, then unlock. All of it runs on the lock's connection, so a batch never waits for
+    a second pooled connection while holding one, and every store call runs in a thread, so the
+    event loop (and the worker's heartbeat) never blocks on the database. Stops at the first
+    trace the budget cannot cover.
+
+    A worker that dies between judging and writing loses only the work: its lock goes with its
+    connection, the retry judges the trace again (its budget is reserved twice) and the write
+    stays at most once: a judge's checkpoint is inserted first (``ON CONFLICT DO NOTHING``) and
+    only a checkpoint this write created gets its results stored.
     """
     if store.dialect != "postgres":
         raise ConfigError(f"store {store.url}: queue workers need a postgresql:// store")
     report, thresholds = BatchReport(), thresholds or {}
     pending_ids = list(dict.fromkeys(trace_ids))
     for i, trace_id in enumerate(pending_ids):
-        with store.transaction() as cur:
-            cur.execute("SELECT pg_try_advisory_xact_lock(%s)", (_trace_lock(trace_id),))
-            if not cur.fetchone()[0]:
-                report.busy.append(trace_id)
-                continue
-            cur.execute(
-                "SELECT judge, judge_version FROM checkpoints WHERE trace_id = %s", (trace_id,)
+        lock = await asyncio.to_thread(store.try_session_lock, _trace_lock(trace_id))  # type: ignore[attr-defined]
+        if lock is None:
+            report.busy.append(trace_id)
+            continue
+        try:
+            fits = await _judge_locked(
+                lock, trace_id, judges, run_id, budget, thresholds, clock, report
             )
-            done = {(r[0], r[1]) for r in cur.fetchall()}
-            todo = [j for j in judges if (j.name, str(j.version)) not in done]
-            if not todo:
-                report.already_done.append(trace_id)
-                continue
-            cur.execute("SELECT body FROM interactions WHERE trace_id = %s", (trace_id,))
-            row = cur.fetchone()
-            if row is None:
-                report.missing.append(trace_id)
-                continue
-            reserved = budget.reserve(len(todo)) if budget is not None else 0.0
-            if reserved is None:
-                report.over_budget.extend(pending_ids[i:])
-                break
-            record = RagInteraction.model_validate_json(row[0])
-            verdicts = [(j, await safe_evaluate(j, record)) for j in todo]
-            now, cost = clock(), 0.0
-            for judge, results in verdicts:
-                for res in results:
-                    cost += res.cost_usd
-                    report.errors += res.is_error
-                    limit = thresholds.get(res.evaluator)
-                    flagged = int(res.score is not None and limit is not None and res.score < limit)
-                    cur.execute(
-                        "INSERT INTO results (trace_id, evaluator, judge_version, run_id, label,"
-                        " score, flagged, root_cause, created_at, body) VALUES"
-                        " (%s,%s,%s,%s,%s,%s,%s,NULL,%s,%s) ON CONFLICT DO NOTHING",
-                        (
-                            trace_id,
-                            res.evaluator,
-                            res.judge_version,
-                            run_id,
-                            res.label,
-                            res.score,
-                            flagged,
-                            now,
-                            res.model_dump_json(),
-                        ),
-                    )
-                cur.execute(
-                    "INSERT INTO checkpoints (trace_id, judge, judge_version, run_id, done_at)"
-                    " VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-                    (trace_id, judge.name, str(judge.version), run_id, now),
-                )
-            report.calls += len(todo)
-            report.cost_usd += cost
-            report.judged.append(trace_id)
-        if budget is not None:
-            budget.settle(reserved, cost)
+        finally:  # shielded: a second cancellation must not leak the lock and its connection
+            await asyncio.shield(asyncio.to_thread(lock.release))
+        if not fits:
+            report.over_budget.extend(pending_ids[i:])
+            break
     return report
+
+
+async def _judge_locked(
+    lock: Any,
+    trace_id: str,
+    judges: Sequence[Any],
+    run_id: str,
+    budget: GlobalBudget | None,
+    thresholds: dict[str, float],
+    clock: Callable[[], float],
+    report: BatchReport,
+) -> bool:
+    """Judge one locked trace; False when the budget cannot cover it."""
+    todo, body = await asyncio.to_thread(_pending_judges, lock, trace_id, judges)
+    if not todo:
+        report.already_done.append(trace_id)
+        return True
+    if body is None:
+        report.missing.append(trace_id)
+        return True
+    reserved = 0.0
+    if budget is not None:
+        granted = await asyncio.to_thread(budget.reserve, len(todo), via=lock)
+        if granted is None:
+            return False
+        reserved = granted
+    record = RagInteraction.model_validate_json(body)
+    verdicts = [(j, list(await safe_evaluate(j, record))) for j in todo]
+    cost = sum(res.cost_usd for _, results in verdicts for res in results)
+    report.calls += len(todo)
+    report.cost_usd += cost
+    report.errors += sum(res.is_error for _, results in verdicts for res in results)
+    written = await asyncio.to_thread(
+        _write_verdicts, lock, trace_id, verdicts, run_id, thresholds, clock()
+    )
+    if budget is not None:
+        await asyncio.to_thread(budget.settle, reserved, cost, via=lock)
+    (report.judged if written else report.already_done).append(trace_id)
+    return True
+
+
+def _pending_judges(
+    lock: Any, trace_id: str, judges: Sequence[Any]
+) -> tuple[list[Any], str | None]:
+    """Judges with no checkpoint for the trace, and the interaction body (None: not stored)."""
+    with lock.transaction(write=False) as cur:
+        cur.execute("SELECT judge, judge_version FROM checkpoints WHERE trace_id = %s", (trace_id,))
+        done = {(r[0], r[1]) for r in cur.fetchall()}
+        todo = [j for j in judges if (j.name, str(j.version)) not in done]
+        if not todo:
+            return [], None
+        cur.execute("SELECT body FROM interactions WHERE trace_id = %s", (trace_id,))
+        row = cur.fetchone()
+    return todo, (row[0] if row is not None else None)
+
+
+def _write_verdicts(
+    lock: Any,
+    trace_id: str,
+    verdicts: Sequence[tuple[Any, Sequence[EvalResult]]],
+    run_id: str,
+    thresholds: dict[str, float],
+    now: float,
+) -> int:
+    """Checkpoints, then results of the judges whose checkpoint is new; returns how many."""
+    written = 0
+    with lock.transaction() as cur:
+        for judge, results in verdicts:
+            cur.execute(
+                "INSERT INTO checkpoints (trace_id, judge, judge_version, run_id, done_at)"
+                " VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING RETURNING judge",
+                (trace_id, judge.name, str(judge.version), run_id, now),
+            )
+            if cur.fetchone() is None:  # judged and written by another run already
+                continue
+            written += 1
+            for res in results:
+                limit = thresholds.get(res.evaluator)
+                flagged = int(res.score is not None and limit is not None and res.score < limit)
+                cur.execute(
+                    "INSERT INTO results (trace_id, evaluator, judge_version, run_id, label,"
+                    " score, flagged, root_cause, created_at, body) VALUES"
+                    " (%s,%s,%s,%s,%s,%s,%s,NULL,%s,%s) ON CONFLICT DO NOTHING",
+                    (
+                        trace_id,
+                        res.evaluator,
+                        res.judge_version,
+                        run_id,
+                        res.label,
+                        res.score,
+                        flagged,
+                        now,
+                        res.model_dump_json(),
+                    ),
+                )
+    return written
 
 
 # -- scheduling -------------------------------------------------------------------------------
@@ -346,6 +440,17 @@ def ensure_queue_schema(store: Store) -> bool:
             return False
         cur.execute(SchemaManager.get_schema())  # no parameters: sent as one script
     return True
+
+
+def open_worker_store(url: str, concurrency: int) -> Store:
+    """The worker's store, its pool sized so ``concurrency`` batches never wait for a connection.
+
+    A batch holds one connection per trace (its lock) and briefly needs another for bookkeeping
+    outside ``judge_batch``; ``2 * concurrency + 1`` leaves one spare for the process itself.
+    """
+    from ragsieve.collector.store.postgres import PostgresStore
+
+    return PostgresStore(url, max_connections=max(8, 2 * concurrency + 1))
 
 
 @dataclass
@@ -459,8 +564,10 @@ async def schedule_once(
     from procrastinate.exceptions import AlreadyEnqueued
 
     recovered = 0 if dry_run else await recover_stalled(app, stalled_after_s)
-    pending = pending_traces(store, judges, settled_before=clock() - settle_s)
-    busy = in_flight_traces(store)
+    pending = await asyncio.to_thread(
+        pending_traces, store, judges, settled_before=clock() - settle_s
+    )
+    busy = await asyncio.to_thread(in_flight_traces, store)
     todo = [t for t in pending if t not in busy]
     names = [j.name for j in judges]
     batches = already = 0
@@ -506,6 +613,7 @@ __all__ = [
     "ensure_queue_schema",
     "in_flight_traces",
     "judge_batch",
+    "open_worker_store",
     "pending_traces",
     "recover_stalled",
     "schedule_once",

@@ -80,8 +80,12 @@ def worker_cmd(
     burst: bool,
 ) -> None:
     """Run judge batches from the queue until stopped (SIGINT/SIGTERM finish the current batch)."""
-    from ragsieve.collector.store import open_store
-    from ragsieve.jobs.workers import WorkerRuntime, create_app, ensure_queue_schema
+    from ragsieve.jobs.workers import (
+        WorkerRuntime,
+        create_app,
+        ensure_queue_schema,
+        open_worker_store,
+    )
 
     settings = _settings(
         obj,
@@ -94,7 +98,7 @@ def worker_cmd(
         },
     )
     cfg = _worker_settings(settings)
-    st = open_store(settings.store)
+    st = open_worker_store(settings.store, cfg.concurrency)
     ensure_queue_schema(st)
     runtime = WorkerRuntime(st, latency_ms=judge_latency_ms, judge_options=_judge_options(settings))
     app = create_app(settings.store, cfg, runtime)
@@ -141,6 +145,12 @@ def worker_cmd(
     default=None,
     help="Most judge USD per window, over all workers (default jobs.budget_usd).",
 )
+@click.option(
+    "--usd-per-call-estimate",
+    type=float,
+    default=None,
+    help="USD reserved per judge call: the most one call can cost (needed with --budget-usd).",
+)
 @click.option("--budget-window-s", type=float, default=None, help="Budget window (default 3600).")
 @click.option(
     "--stalled-after-s",
@@ -163,6 +173,7 @@ def schedule_cmd(
     queue: str | None,
     budget_calls: int | None,
     budget_usd: float | None,
+    usd_per_call_estimate: float | None,
     budget_window_s: float | None,
     stalled_after_s: float | None,
     every_s: float | None,
@@ -192,6 +203,7 @@ def schedule_cmd(
             "workers.queue": queue,
             "workers.batch_size": batch_size,
             "workers.budget_window_s": budget_window_s,
+            "workers.usd_per_call_estimate": usd_per_call_estimate,
             "workers.stalled_after_s": stalled_after_s,
             "workers.schedule_every_s": every_s,
         },
