@@ -67,10 +67,7 @@ async def test_more_batches_than_pooled_connections_all_finish_and_never_block_t
     stop = asyncio.Event()
     tick = asyncio.create_task(ticker(stop))
     reports = await asyncio.gather(
-        *[
-            judge_batch(store, ids[i::5], judges, run_id=f"r{i}", budget=budget)
-            for i in range(5)
-        ],
+        *[judge_batch(store, ids[i::5], judges, run_id=f"r{i}", budget=budget) for i in range(5)],
         return_exceptions=True,
     )
     stop.set()

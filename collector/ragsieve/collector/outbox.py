@@ -144,7 +144,9 @@ class OutboxWorker:
                 if renew is not None:
                     kept = await asyncio.to_thread(renew, item, now=self.clock())
                     if kept is None:
-                        log.info("outbox %s: item %d claimed elsewhere, skipped", self.topic, item.id)
+                        log.info(
+                            "outbox %s: item %d claimed elsewhere, skipped", self.topic, item.id
+                        )
                         continue
                     item = kept
                 outcome = await self._attempt(item)

@@ -57,10 +57,7 @@ class WorkerSettings(BaseModel):
         3600.0, gt=0, description="Window the global judge budget (jobs.budget_*) applies to."
     )
     usd_per_call_estimate: float = Field(
-        0.0,
-        ge=0,
-        description="USD reserved per judge call before its real cost is known: the most one"
-        " call can cost. Required (> 0) when jobs.budget_usd is set.",
+        0.0, ge=0, description="USD reserved per judge call before the real cost is known."
     )
 
 

@@ -7,7 +7,7 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -190,8 +190,9 @@ class PostgresStore(SQLStore):
         except PoolTimeout as exc:
             raise StoreError(f"{_safe(self.url)}: {exc}") from exc
         try:
-            got = bool(conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0])
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             conn.commit()
+            got = bool(row and row[0])
         except psycopg.Error as exc:
             self._pool.putconn(conn)
             raise StoreError(f"{_safe(self.url)}: {exc}") from exc
@@ -306,7 +307,12 @@ class PostgresStore(SQLStore):
                 (until, item.id, token),
             )
             kept = cur.fetchone() is not None
-        return replace(item, lease_until=until) if kept else None  # type: ignore[type-var]
+        if not kept:
+            return None
+        i = item
+        return LeasedOutboxItem(
+            i.id, i.topic, i.dedup_key, i.payload, i.content_type, i.items, i.attempts, until
+        )
 
 
 def _take_locks(cur: Cursor, plan: _LockPlan) -> None:
