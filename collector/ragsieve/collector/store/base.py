@@ -55,6 +55,13 @@ def _now() -> float:
     return time.time()
 
 
+_TRACE_UPDATE = (
+    "UPDATE traces SET last_seen_at = ?, span_count = span_count + ?,"
+    " has_root = CASE WHEN has_root = 1 OR ? = 1 THEN 1 ELSE 0 END,"
+    " late_spans = late_spans + ?, state = ? WHERE trace_id = ?"
+)
+
+
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -179,9 +186,11 @@ class SQLStore:
                 )
                 for t, sid, end_ns, n_attr in cur.fetchall():
                     known[t][sid] = (end_ns, n_attr)
+            rows: list[tuple[Any, ...]] = []
+            touched: dict[str, tuple[int, bool]] = {}
             for trace_id, group in by_trace.items():
                 existing = known[trace_id]
-                rows = []
+                n_new = 0
                 has_root = False
                 for span, body in group:
                     n_attr = len(span.attributes)
@@ -191,6 +200,7 @@ class SQLStore:
                         continue
                     existing[span.span_id] = (span.end_ns, n_attr)
                     has_root = has_root or not span.parent_span_id or span.parent_is_remote
+                    n_new += 1
                     rows.append(
                         (
                             span.trace_id,
@@ -204,8 +214,9 @@ class SQLStore:
                             now,
                         )
                     )
-                if not rows:
-                    continue
+                if n_new:
+                    touched[trace_id] = (n_new, has_root)
+            if rows:
                 cur.executemany(
                     self.sql(
                         "INSERT INTO spans (trace_id, span_id, parent_span_id, name, start_ns,"
@@ -218,9 +229,9 @@ class SQLStore:
                     ),
                     rows,
                 )
-                written += len(rows)
-                changed.append(trace_id)
-                self._touch_trace(cur, trace_id, len(rows), has_root, now)
+                written = len(rows)
+                changed.extend(touched)
+                self._touch_traces(cur, touched, now)
             for topic, payload, content_type, n_items in forward:
                 # A client retry re-sends the same payload: queue it for forwarding only once.
                 cur.execute(
@@ -250,35 +261,47 @@ class SQLStore:
                     (ev.trace_id, ev.span_id, body, now, _digest(f"{ev.span_id}|{body}".encode())),
                 )
                 if getattr(cur, "rowcount", 1):  # a re-sent event changes nothing
-                    self._touch_trace(cur, ev.trace_id, 0, False, now)
+                    self._touch_traces(cur, {ev.trace_id: (0, False)}, now)
                     changed.append(ev.trace_id)
         return SpanWrite(written, duplicates, tuple(dict.fromkeys(changed)))
 
-    def _touch_trace(self, cur: Cursor, trace_id: str, n_new: int, root: bool, now: float) -> None:
-        cur.execute(
-            self.sql("SELECT state, finalized_at FROM traces WHERE trace_id = ?"), (trace_id,)
-        )
-        row = cur.fetchone()
-        if row is None:
+    def _touch_traces(self, cur: Cursor, touched: dict[str, tuple[int, bool]], now: float) -> None:
+        """Trace bookkeeping for a whole batch: one read per 500 traces, then bulk writes."""
+        ids = list(touched)
+        states: dict[str, tuple[str, float | None]] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
             cur.execute(
+                self.sql(
+                    "SELECT trace_id, state, finalized_at FROM traces WHERE trace_id IN"
+                    f" ({','.join('?' * len(chunk))})"
+                ),
+                tuple(chunk),
+            )
+            states.update({r[0]: (r[1], r[2]) for r in cur.fetchall()})
+        inserts, updates = [], []
+        for trace_id, (n_new, root) in touched.items():
+            if trace_id not in states:
+                inserts.append((trace_id, now, now, n_new, int(root)))
+                continue
+            state, finalized_at = states[trace_id]
+            late = state == "finalized"
+            reopen = not late or (
+                finalized_at is not None and now - finalized_at <= self.late_window_s
+            )
+            updates.append(
+                (now, n_new, int(root), n_new if late else 0, "open" if reopen else state, trace_id)
+            )
+        if inserts:
+            cur.executemany(
                 self.sql(
                     "INSERT INTO traces (trace_id, first_seen_at, last_seen_at, span_count,"
                     " has_root, state) VALUES (?,?,?,?,?, 'open')"
                 ),
-                (trace_id, now, now, n_new, int(root)),
+                inserts,
             )
-            return
-        state, finalized_at = row
-        late = state == "finalized"
-        reopen = not late or (finalized_at is not None and now - finalized_at <= self.late_window_s)
-        cur.execute(
-            self.sql(
-                "UPDATE traces SET last_seen_at = ?, span_count = span_count + ?,"
-                " has_root = CASE WHEN has_root = 1 OR ? = 1 THEN 1 ELSE 0 END,"
-                " late_spans = late_spans + ?, state = ? WHERE trace_id = ?"
-            ),
-            (now, n_new, int(root), n_new if late else 0, "open" if reopen else state, trace_id),
-        )
+        if updates:
+            cur.executemany(self.sql(_TRACE_UPDATE), updates)
 
     def spans_for_trace(self, trace_id: str) -> list[SpanRecord]:
         """Every stored span of one trace, in start order."""
