@@ -33,14 +33,15 @@ class Contradiction:
     reason: str
 
 
-def _options(question: str) -> tuple[str, str] | None:
+def options_or(question: str) -> tuple[str, str] | None:
+    """The two options of an "X or Y?" question (capitalised names), or None."""
     q = question.strip().rstrip("?").strip()
     if q.count(" or ") != 1:
         return None
     left, right = q.split(" or ")
     right = re.sub(r"^(?:the|a|an|el|la|los|las)\s+", "", re.split(r"[,;]", right)[0].strip())
     m = _LEFT.search(left.split(",")[-1].strip())
-    if not m or not right or not right[:1].isupper():
+    if not m or not right or not (right[:1].isupper() or right[:1].isdigit()):
         return None
     return m.group(1), right
 
@@ -75,7 +76,8 @@ def _year(option: str, other: str, sents: list[str]) -> int | None:
     return None
 
 
-def _picked(answer: str, options: tuple[str, str]) -> str | None:
+def picked_option(answer: str, options: tuple[str, str]) -> str | None:
+    """The option the answer names first (full name, else last word), or None."""
     text = fold(answer)
     found = [(text.find(fold(o)), o) for o in options if fold(o) in text]
     if not found:  # answers often shorten names: "Davis was born first"
@@ -87,7 +89,7 @@ def _picked(answer: str, options: tuple[str, str]) -> str | None:
 
 def check_comparison(question: str, answer: str, context: str) -> Contradiction | None:
     """A contradiction when the answer picks the option the context's years rule out."""
-    options = _options(question)
+    options = options_or(question)
     if options is None:
         return None
     direction = _direction(question, options)
@@ -97,7 +99,7 @@ def check_comparison(question: str, answer: str, context: str) -> Contradiction 
     years = [_year(options[0], options[1], sents), _year(options[1], options[0], sents)]
     if years[0] is None or years[1] is None or years[0] == years[1]:
         return None
-    pick = _picked(answer, options)
+    pick = picked_option(answer, options)
     if pick is None:
         return None
     first = options[0] if years[0] < years[1] else options[1]

@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 
 from ragsieve.evaluators.embeddings import embed
+from ragsieve.evaluators.judges.choice import check_choice
 from ragsieve.evaluators.judges.claims import find_injections, parse_answer
 from ragsieve.evaluators.judges.compare import check_comparison
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
+from ragsieve.evaluators.judges.spans import broken_spans
 from ragsieve.evaluators.judges.text import (
     NEGATIONS,
     content_words,
@@ -33,6 +35,7 @@ RESTATEMENT_SUPPORT = (
 )
 MAX_CONTEXT_SENTENCES = 400
 MAX_CROSS_LINGUAL_SENTENCES = 60
+BROKEN_SPAN_SUPPORT = 0.25  # a name the context never writes in one piece is not evidence
 SUPPORT_POWER = 2.0  # one unsupported rare word in a short claim should cost more than its share
 _YES_NO = frozenset({"yes", "no", "si", "yeah", "nope", "true", "false", "correct"})
 
@@ -135,6 +138,17 @@ def _cross_lingual(claims: list[str], ctx: _Context) -> list[dict[str, Any]]:
     return out
 
 
+def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: list[str]) -> None:
+    """A name the sources never write in one piece ("Amy Johnson" for "Amy Jo Johnson")
+    makes the claim that states it unsupported, whatever its word-level support."""
+    for broken in broken_spans(answer, sources):
+        for v in verdicts:
+            if broken.span in v["claim"] or len(verdicts) == 1:
+                v["support"] = min(v["support"], BROKEN_SPAN_SUPPORT)
+                known = v["reason"] if v["reason"] != "content words found in the context" else ""
+                v["reason"] = "; ".join(r for r in (broken.reason, known) if r)
+
+
 class FaithfulnessJudge(OfflineJudge):
     """Is every claim of the answer supported by the retrieved context? (deterministic heuristic)
 
@@ -149,7 +163,7 @@ class FaithfulnessJudge(OfflineJudge):
 
     def __init__(self, threshold: float = FAITHFUL_THRESHOLD) -> None:
         self.threshold = threshold
-        self.version = f"offline-3:t{threshold}"
+        self.version = f"offline-4:t{threshold}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         chunks = [c for _, _, c in chunk_texts(interaction)]
@@ -194,8 +208,14 @@ class FaithfulnessJudge(OfflineJudge):
         else:
             q_nums = numbers(interaction.query or "")
             verdicts = [_claim_verdict(c, ctx, stems(q_words), q_nums) for c in parsed.claims]
-            clash = check_comparison(interaction.query or "", answer, " ".join(chunks))
-            if clash is not None:  # "X or Y, which came first?" answered against the years
+            _mark_broken_spans(verdicts, answer, [*chunks, interaction.query or ""])
+            question, context = interaction.query or "", " ".join(chunks)
+            # "X or Y, which came first?" answered against the years; "X or Y?" / "are both
+            # X and Y …?" answered against what the context says about each option
+            clash = check_comparison(question, answer, context) or check_choice(
+                question, answer, context
+            )
+            if clash is not None:
                 for v in verdicts:
                     if fold(clash.picked) in fold(v["claim"]) or len(verdicts) == 1:
                         v["support"] = min(v["support"], 0.25)

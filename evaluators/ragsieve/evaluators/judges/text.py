@@ -48,6 +48,8 @@ _MONTHS = frozenset(
 
 def fold(text: str) -> str:
     """Lowercase and strip accents so that 'Pérez' and 'perez' compare equal."""
+    if text.isascii():  # nothing to decompose: the common case, and much faster
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
