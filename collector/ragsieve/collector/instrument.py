@@ -273,7 +273,7 @@ def reranker_span(
 @contextmanager
 def llm_span(
     model: str,
-    messages: Sequence[Mapping[str, str]],
+    messages: Sequence[Mapping[str, Any]],
     provider: str | None = None,
     *,
     invocation_parameters: Mapping[str, Any] | None = None,
@@ -282,7 +282,8 @@ def llm_span(
     name: str = "generate",
     tracer_provider: trace.TracerProvider | None = None,
 ) -> Iterator[LLMSpan]:
-    """An LLM call with chat ``messages`` (role/content dicts); call ``.record(answer, ...)``."""
+    """An LLM call with chat ``messages`` (role/content dicts; a missing or None content, as in
+    tool-call messages, is left out); call ``.record(answer, ...)``."""
     attrs: dict[str, Any] = {
         "llm.model_name": model,
         "llm.provider": provider,
@@ -291,9 +292,10 @@ def llm_span(
         "llm.prompt_template.variables": template_variables,
     }
     for i, msg in enumerate(messages):
-        attrs[f"llm.input_messages.{i}.message.role"] = msg["role"]
-        attrs[f"llm.input_messages.{i}.message.content"] = msg["content"]
+        # tool-call and tool-result messages may carry no "content" (or None): keep the rest
+        attrs[f"llm.input_messages.{i}.message.role"] = msg.get("role")
+        attrs[f"llm.input_messages.{i}.message.content"] = msg.get("content")
     if messages:
-        attrs["input.value"] = messages[-1]["content"]
+        attrs["input.value"] = messages[-1].get("content")
     with _span(name, "LLM", attrs, LLMSpan, tracer_provider) as handle:
         yield handle

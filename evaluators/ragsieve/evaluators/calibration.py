@@ -43,25 +43,47 @@ class LabelledRow(BaseModel):
     pair_id: str | None = None
 
 
+def _lines(path: str | Path) -> list[str]:
+    """The file's lines, decoded as UTF-8; a bad byte is a ConfigError naming its line."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM is harmless
+        data = data[3:]
+    out = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            out.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}:{lineno}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                f"{exc.start + 1}); re-save the file as UTF-8"
+            ) from exc
+    return out
+
+
 def read_rows(path: str | Path) -> list[LabelledRow]:
     """Read and validate a labelled JSONL file; a bad line raises ``ConfigError`` (path:line)."""
     rows: list[LabelledRow] = []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in enumerate(_lines(path), 1):
         if not line.strip():
             continue
         try:
-            rows.append(LabelledRow.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, ValidationError) as exc:
-            msg = (
-                str(exc).splitlines()[0]
-                if isinstance(exc, json.JSONDecodeError)
-                else (f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}")
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{lineno}: {str(exc).splitlines()[0]}") from exc
+        if not isinstance(obj, dict):
+            kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+                type(obj), "a number"
             )
-            raise ConfigError(f"{path}:{lineno}: {msg}") from exc
+            raise ConfigError(f"{path}:{lineno}: row: expected a JSON object, got {kind}")
+        try:
+            rows.append(LabelledRow.model_validate(obj))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(map(str, err["loc"])) or "row"
+            raise ConfigError(f"{path}:{lineno}: {where}: {err['msg']}") from exc
     return rows
 
 
@@ -193,6 +215,13 @@ async def judge_rows(
     if field is None:
         raise ConfigError(f"judge {judge.name!r}: no human label to compare with")
     todo = [r for r in rows if getattr(r, field) is not None]
+    if not rows:
+        raise ConfigError("--data: the file holds no rows")
+    if not todo:
+        raise ConfigError(
+            f"--data: {field}: no row carries this label, so judge {judge.name!r} has nothing "
+            "to be compared with"
+        )
     sem = asyncio.Semaphore(concurrency)
 
     async def one(row: LabelledRow) -> Scored:

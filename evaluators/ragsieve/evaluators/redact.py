@@ -21,6 +21,11 @@ _PHONE = re.compile(
     r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?!\w)"
 )
 
+# phone numbers without separators: "+" and 9-15 digits (E.164), or a bare run of 9-12 digits.
+# Bare runs of 13+ digits are left alone (order numbers, millisecond timestamps); card-like
+# runs were already handled by the Luhn-checked pattern.
+_PHONE_PLAIN = re.compile(r"(?<![\w+.,])(?:\+\d{9,15}|\d{9,12})(?![\w.,]?\d)(?!\w)")
+
 
 def _luhn_ok(digits: str) -> bool:
     total, alt = 0, False
@@ -47,7 +52,8 @@ def _compile(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 def redact(text: str, extra_patterns: Iterable[str] = ()) -> tuple[str, dict[str, int]]:
     """Replace PII in ``text`` with ``[EMAIL]``-style tags; return the text and counts per kind.
 
-    Kinds: ``email``, ``card``, ``id``, ``phone`` and ``custom`` (the user's ``extra_patterns``,
+    Kinds: ``email``, ``card``, ``id``, ``phone`` (with separators, or 9-12 bare digits, or
+    ``+`` and 9-15 digits) and ``custom`` (the user's ``extra_patterns``,
     regular expressions applied first). A card-like number is only redacted when it passes the
     Luhn check, so long order numbers and timestamps survive.
 
@@ -74,4 +80,5 @@ def redact(text: str, extra_patterns: Iterable[str] = ()) -> tuple[str, dict[str
     text = sub(
         _PHONE, "[PHONE]", "phone", text, check=lambda s: 9 <= len(re.sub(r"\D", "", s)) <= 15
     )
+    text = sub(_PHONE_PLAIN, "[PHONE]", "phone", text)
     return text, counts

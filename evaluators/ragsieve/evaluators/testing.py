@@ -7,7 +7,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
@@ -49,11 +49,13 @@ def make_interaction(
 @dataclass(slots=True)
 class Fault:
     """A scripted failure: an HTTP status, a ``delay_s`` longer than the client's timeout, or
-    ``malformed`` (200 with content that is not JSON)."""
+    ``malformed`` (200 with content that is not JSON); ``headers`` are added to the response
+    (e.g. ``{"Retry-After": "1"}`` on a 429)."""
 
     status: int | None = None
     delay_s: float = 0.0
     malformed: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 Reply = str | dict[str, Any] | Fault
@@ -68,7 +70,8 @@ class FakeOpenAIServer:
         ...     config = LLMConfig(base_url=server.base_url, model="judge-1")
 
     Replies are served in order; when the queue is empty ``default`` (a callable receiving the
-    request body) answers. Every request body is kept in ``requests`` for assertions.
+    request body) answers. Every request body is kept in ``requests`` for assertions, and the
+    ``time.monotonic()`` of its arrival in ``request_times``.
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class FakeOpenAIServer:
         self.default = default
         self.usage = usage
         self.requests: list[dict[str, Any]] = []
+        self.request_times: list[float] = []
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -92,6 +96,7 @@ class FakeOpenAIServer:
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
+            self.request_times.append(time.monotonic())
             if self._queue:
                 return self._queue.popleft()
         if self.default is None:
@@ -127,6 +132,7 @@ class FakeOpenAIServer:
                         self._send(
                             reply.status,
                             {"error": {"message": f"scripted {reply.status}", "type": "scripted"}},
+                            reply.headers,
                         )
                         return
                     content = "this is {not json" if reply.malformed else "{}"
@@ -155,10 +161,14 @@ class FakeOpenAIServer:
                     },
                 )
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()

@@ -106,7 +106,8 @@ class _Spend:
             self.errors += r.label == "error"
             self.skipped += r.label == "skipped"
             self.cached += bool(r.cached)
-            self.cascade_saved += r.metadata.get("escalated") is False
+            # an LLM call was saved only when one would have been made: not for skipped items
+            self.cascade_saved += r.metadata.get("escalated") is False and r.label != "skipped"
 
 
 async def _judge_all(

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
@@ -27,12 +31,18 @@ class LLMConfig(BaseModel):
     model: str = Field("gpt-4o-mini", description="Judge model name sent to the endpoint.")
     api_key: SecretStr | None = Field(None, description="API key; read from the env by the CLI.")
     timeout_s: float = Field(60.0, gt=0, description="Per-request timeout in seconds.")
-    max_retries: int = Field(3, ge=0, description="Retries on 429, 5xx, timeouts, bad JSON.")
+    max_retries: int = Field(
+        3, ge=0, description="Retries on 429, 5xx, timeouts and replies that fail to parse."
+    )
     backoff_s: float = Field(1.0, ge=0, description="First retry delay; doubles each retry.")
     concurrency: int = Field(4, ge=1, description="Simultaneous requests at most.")
     n_runs: int = Field(1, ge=1, le=10, description="Runs averaged per verdict.")
-    temperature: float = Field(0.0, ge=0, le=2)
-    max_tokens: int = Field(1024, ge=16)
+    temperature: float = Field(
+        0.0, ge=0, le=2, description="Not sent to o-series models (o1, o3, o4...): they reject it."
+    )
+    max_tokens: int = Field(
+        1024, ge=16, description="Sent as max_completion_tokens to o-series models."
+    )
     price_per_1k_prompt: float = Field(0.0, ge=0, description="USD per 1k prompt tokens.")
     price_per_1k_completion: float = Field(0.0, ge=0, description="USD per 1k completion tokens.")
     redact_pii: bool = Field(True, description="Redact emails, phones, card/ID numbers first.")
@@ -58,55 +68,112 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     latency_ms: float
+    value: Any = None  # what ``parse`` made of ``text``, when a parser was given
 
 
-_FAMILIES = (
-    "gpt",
-    "o1",
-    "o3",
-    "o4",
-    "claude",
-    "gemini",
-    "gemma",
-    "llama",
-    "mistral",
-    "mixtral",
-    "qwen",
-    "deepseek",
-    "phi",
-    "command",
-    "granite",
-    "yi",
-    "falcon",
+# Known model families: (pattern matched at the start of a name segment, family). A segment is a
+# piece of the name between ``/``, ``.`` and ``:`` ("bedrock/anthropic.claude-3-haiku-v1:0").
+# The negative lookahead keeps "phind" out of phi and "yinyang" out of yi.
+_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(rf"(?:{pat})(?![a-z])"), fam)
+    for pat, fam in (
+        (r"chatgpt|gpt", "gpt"),
+        (r"o[1-9](?![0-9])", "gpt"),
+        (r"claude", "claude"),
+        (r"gemini", "gemini"),
+        (r"gemma", "gemma"),
+        (r"(?:meta-)?llama", "llama"),
+        (r"mistral|ministral|mixtral|codestral|magistral|pixtral|devstral", "mistral"),
+        (r"qwen|qwq", "qwen"),
+        (r"deepseek", "deepseek"),
+        (r"phi", "phi"),
+        (r"command|c4ai-command", "command"),
+        (r"granite", "granite"),
+        (r"yi", "yi"),
+        (r"falcon", "falcon"),
+    )
 )
+_O_SERIES = re.compile(r"(?:^|[/.:])o[1-9](?![0-9a-z])")
 
 
 def model_family(model: str | None) -> str | None:
-    """The vendor family of a model name ('openai/gpt-4o-mini' -> 'gpt'), or None if unknown."""
+    """The vendor family of a model name ('openai/gpt-4o-mini' -> 'gpt'), or None if unknown.
+
+    Only known families are recognised, on ``/ . :``-separated segments; an unknown name gives
+    None so that two in-house names ("judge-1", "judge-2") never count as one family.
+    """
     if not model:
         return None
-    name = model.lower().rsplit("/", 1)[-1]
-    for fam in _FAMILIES:
-        if re.match(rf"{fam}(?![a-z])", name) or re.match(rf"(?:meta-)?{fam}", name):
-            return {"mixtral": "mistral", "o1": "gpt", "o3": "gpt", "o4": "gpt"}.get(fam, fam)
-    m = re.match(r"[a-z]+", name)
-    return m.group(0) if m else None
+    for segment in re.split(r"[/.:]", model.lower()):
+        for pattern, fam in _FAMILIES:
+            if pattern.match(segment):
+                return fam
+    return None
+
+
+def is_reasoning_model(model: str) -> bool:
+    """OpenAI o-series names (o1, o3-mini, openai/o4-mini...): no temperature, other token field."""
+    return bool(_O_SERIES.search(model.lower()))
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
-    """Parse the first JSON object in a reply (tolerates code fences); raise JudgeError if none."""
-    cleaned = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
-    try:
-        obj = json.loads(cleaned)
-    except json.JSONDecodeError:
-        start, end = cleaned.find("{"), cleaned.rfind("}")
+    """The first JSON object in a reply (code fences and prose around it are tolerated).
+
+    Decoding is tried from every ``{`` in turn, so "I think {maybe} {...}" still finds the
+    object; the first complete object wins. Raises JudgeError when there is none.
+    """
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start >= 0:
         try:
-            obj = json.loads(cleaned[start : end + 1]) if start >= 0 < end else None
+            obj, _ = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
             obj = None
-    if not isinstance(obj, dict):
-        raise JudgeError(f"reply is not a JSON object: {text[:80]!r}")
-    return obj
+        if isinstance(obj, dict):
+            return obj
+        start = text.find("{", start + 1)
+    raise JudgeError(f"reply is not a JSON object: {text[:80]!r}")
+
+
+class LLMCallError(JudgeError):
+    """A judge call that failed for good, with the tokens its attempts consumed."""
+
+    def __init__(self, message: str, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+
+
+MAX_RETRY_AFTER_S = 60.0
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms``, ``retry-after`` in seconds or as
+    an HTTP date), capped at ``MAX_RETRY_AFTER_S``; None when absent or unreadable."""
+    if headers is None:
+        return None
+    wait: float | None = None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            wait = float(ms) / 1000.0
+        except ValueError:
+            wait = None
+    raw = headers.get("retry-after")
+    if wait is None and raw:
+        try:
+            wait = float(raw)
+        except ValueError:
+            try:
+                when = parsedate_to_datetime(raw)
+            except (TypeError, ValueError):
+                return None
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+            wait = (when - datetime.now(UTC)).total_seconds()
+    if wait is None or not math.isfinite(wait):
+        return None
+    return min(max(wait, 0.0), MAX_RETRY_AFTER_S)
 
 
 class LLMClient:
@@ -136,26 +203,46 @@ class LLMClient:
             self._loop = loop
         return self._client, self._sem  # type: ignore[return-value]
 
-    async def complete(self, messages: list[dict[str, str]]) -> Completion:
-        """Send ``messages``; retry on rate limits, 5xx, timeouts; raise JudgeError at the end."""
+    def request_kwargs(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        """The chat.completions arguments; o-series models get ``max_completion_tokens`` and no
+        ``temperature`` (they reject both ``temperature`` other than 1 and ``max_tokens``)."""
+        cfg = self.config
+        kwargs: dict[str, Any] = {"model": cfg.model, "messages": messages}
+        if is_reasoning_model(cfg.model):
+            kwargs["max_completion_tokens"] = cfg.max_tokens
+        else:
+            kwargs["temperature"] = cfg.temperature
+            kwargs["max_tokens"] = cfg.max_tokens
+        if cfg.json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        return kwargs
+
+    def _delay(self, attempt: int, asked: float | None) -> float:
+        backoff = self.config.backoff_s * 2 ** (attempt - 1) * (0.75 + random.random() / 2)
+        return max(backoff, asked or 0.0)
+
+    async def complete(
+        self, messages: list[dict[str, str]], parse: Callable[[str], Any] | None = None
+    ) -> Completion:
+        """Send ``messages`` and return the reply with the usage of every attempt.
+
+        Retries (``max_retries``, exponential backoff, at least the server's ``Retry-After``) on
+        429, 5xx, timeouts, connection errors and, when ``parse`` is given, on replies that
+        ``parse`` rejects with JudgeError. A final failure raises LLMCallError carrying the tokens
+        already paid for.
+        """
         import openai
 
         client, sem = self._ensure()
-        cfg = self.config
+        kwargs = self.request_kwargs(messages)
+        used = [0, 0]
+        latency = 0.0
         last: Exception | None = None
-        for attempt in range(cfg.max_retries + 1):
+        asked: float | None = None
+        for attempt in range(self.config.max_retries + 1):
             if attempt:
-                await asyncio.sleep(
-                    cfg.backoff_s * 2 ** (attempt - 1) * (0.75 + random.random() / 2)
-                )
-            kwargs: dict[str, Any] = {
-                "model": cfg.model,
-                "messages": messages,
-                "temperature": cfg.temperature,
-                "max_tokens": cfg.max_tokens,
-            }
-            if cfg.json_mode:
-                kwargs["response_format"] = {"type": "json_object"}
+                await asyncio.sleep(self._delay(attempt, asked))
+            asked = None
             t0 = time.perf_counter()
             try:
                 async with sem:
@@ -167,22 +254,32 @@ class LLMClient:
                 openai.APIConnectionError,
             ) as exc:
                 last = exc
+                response = getattr(exc, "response", None)
+                asked = retry_after_s(getattr(response, "headers", None))
                 log.debug("judge call failed (attempt %d): %s", attempt + 1, exc)
                 continue
             except openai.APIStatusError as exc:  # 4xx other than 429: retrying will not help
-                raise JudgeError(
-                    f"judge endpoint answered {exc.status_code}: {exc.message}"
+                raise LLMCallError(
+                    f"judge endpoint answered {exc.status_code}: {exc.message}", *used
                 ) from exc
-            latency = (time.perf_counter() - t0) * 1000
+            latency += (time.perf_counter() - t0) * 1000
             text = (resp.choices[0].message.content or "") if resp.choices else ""
             usage = resp.usage
-            return Completion(
-                text,
-                getattr(usage, "prompt_tokens", 0) or 0,
-                getattr(usage, "completion_tokens", 0) or 0,
-                latency,
-            )
-        raise JudgeError(f"judge endpoint failed after {cfg.max_retries + 1} attempts: {last}")
+            used[0] += getattr(usage, "prompt_tokens", 0) or 0
+            used[1] += getattr(usage, "completion_tokens", 0) or 0
+            value = None
+            if parse is not None:
+                try:
+                    value = parse(text)
+                except JudgeError as exc:
+                    last = exc
+                    log.debug("judge reply rejected (attempt %d): %s", attempt + 1, exc)
+                    continue
+            return Completion(text, used[0], used[1], latency, value)
+        attempts = self.config.max_retries + 1
+        if isinstance(last, JudgeError):
+            raise LLMCallError(f"{last} (after {attempts} attempt(s))", *used)
+        raise LLMCallError(f"judge endpoint failed after {attempts} attempts: {last}", *used)
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """USD cost of a call at the configured prices."""

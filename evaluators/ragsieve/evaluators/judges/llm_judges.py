@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import re
+import secrets
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -16,7 +19,13 @@ from ragsieve.evaluators.errors import JudgeError
 from ragsieve.evaluators.judges.cache import ResultCache, input_hash
 from ragsieve.evaluators.judges.claims import find_injections
 from ragsieve.evaluators.judges.context import context_precision
-from ragsieve.evaluators.judges.llm import LLMClient, LLMConfig, model_family, parse_json_object
+from ragsieve.evaluators.judges.llm import (
+    LLMCallError,
+    LLMClient,
+    LLMConfig,
+    model_family,
+    parse_json_object,
+)
 from ragsieve.evaluators.judges.offline import chunk_texts
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.evaluators.redact import redact
@@ -73,6 +82,22 @@ class ContextRelevanceVerdict(BaseModel):
 
 def _squash(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+_PLACEHOLDER = re.compile(r"\{(question|context|answer|chunks|n_questions|fence)\}")
+_MARKER = re.compile(r"<{3,}|>{3,}")
+CACHE_FORMAT = 2  # bump when the cached payload changes shape
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    """Fill the known ``{placeholders}`` in ONE pass, so a ``{answer}`` inside traced text stays
+    literal instead of receiving the answer."""
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def neutralise(text: str) -> tuple[str, int]:
+    """Replace ``<<<``/``>>>`` runs in traced text with guillemets so it cannot look like a fence."""
+    return _MARKER.subn(lambda m: "\u00ab" if m.group(0)[0] == "<" else "\u00bb", text)
 
 
 class LLMJudge:
@@ -146,10 +171,72 @@ class LLMJudge:
                     x.model,
                 )
 
+    def layout(self, sent: dict[str, str], fence: str) -> dict[str, str]:
+        """Template values from the redacted, neutralised fields (hook for per-chunk fences)."""
+        return sent
+
+    def settings_digest(self) -> str:
+        """Hash of every setting that can change a verdict for the same prompt and model."""
+        c = self.config
+        knobs = {
+            "base_url": c.base_url.rstrip("/"),
+            "n_runs": c.n_runs,
+            "temperature": c.temperature,
+            "max_tokens": c.max_tokens,
+            "json_mode": c.json_mode,
+            "redact_pii": c.redact_pii,
+            "extra_pii_patterns": list(c.extra_pii_patterns),
+        }
+        return hashlib.sha256(json.dumps(knobs, sort_keys=True).encode()).hexdigest()[:16]
+
+    def _sent_fields(
+        self, raw: dict[str, str], meta: dict[str, Any]
+    ) -> dict[str, str]:
+        """What leaves the machine: PII redacted (counted) and fence-like markers neutralised."""
+        sent, redactions, neutralised = dict(raw), dict[str, int](), 0
+        for k, v in raw.items():
+            if self.config.redact_pii:
+                v, counts = redact(v, self.config.extra_pii_patterns)
+                for kind, n in counts.items():
+                    redactions[kind] = redactions.get(kind, 0) + n
+            sent[k], n_markers = neutralise(v)
+            neutralised += n_markers
+        if self.config.redact_pii:
+            meta["pii_redactions"] = redactions
+        if neutralised:
+            meta["fence_markers_neutralised"] = neutralised
+        return sent
+
+    def _aggregate(
+        self, runs: list[tuple[str, float | None, str, dict[str, Any]]]
+    ) -> tuple[str, float | None, str, dict[str, Any]]:
+        label, score, explanation, extra = runs[0]
+        scores = [r[1] for r in runs if r[1] is not None]
+        if len(runs) > 1 and scores:
+            score = float(np.mean(scores))
+            extra["run_scores"] = scores
+            label = self.relabel(score, [r[0] for r in runs])
+        return label, score, explanation, extra
+
+    def _validate(self, text: str) -> BaseModel:
+        try:
+            return self.verdict_model.model_validate(parse_json_object(text))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise JudgeError(
+                f"reply does not match the verdict schema: {err['loc']}: {err['msg']}"
+            ) from exc
+
     async def evaluate(self, interaction: RagInteraction) -> list[EvalResult]:
-        """Judge one interaction; any failure becomes ``label="error"``."""
+        """Judge one interaction; any failure becomes ``label="error"`` (with the tokens spent).
+
+        Only the validated verdicts and their token usage are cached; everything specific to the
+        trace (PII counts, suspicious text, self-preference, per-chunk ids, scores) is recomputed
+        from the current interaction, so a hit never carries another trace's data.
+        """
         x = interaction
         meta: dict[str, Any] = {}
+        usage = [0, 0]
         try:
             why = self.skip_reason(x)
             if why:
@@ -159,52 +246,42 @@ class LLMJudge:
             suspicious = [s for v in raw.values() for s in find_injections(v)]
             if suspicious:
                 meta["suspicious_instructions"] = suspicious[:5]
-            fields, redactions = dict(raw), dict[str, int]()
-            if self.config.redact_pii:
-                for k, v in raw.items():
-                    fields[k], counts = redact(v, self.config.extra_pii_patterns)
-                    for kind, n in counts.items():
-                        redactions[kind] = redactions.get(kind, 0) + n
-                meta["pii_redactions"] = redactions
-            prompt = self.template
-            for k, v in fields.items():
-                prompt = prompt.replace("{" + k + "}", v)
-            key = input_hash(prompt)
+            sent = self._sent_fields(raw, meta)
+            key = input_hash(
+                f"format={CACHE_FORMAT}",
+                self.version,
+                self.settings_digest(),
+                *(f"{k}={v}" for k, v in sorted(sent.items())),
+            )
             if self.cache is not None:
                 hit = self.cache.get(self.name, self.prompt_version, self.config.model, key)
-                if hit is not None:
-                    meta.update(hit["metadata"], cache="hit")
-                    return [
-                        self._result(
-                            x,
-                            hit["label"],
-                            hit["score"],
-                            hit["explanation"],
-                            meta,
-                            (hit["prompt_tokens"], hit["completion_tokens"]),
-                            cached=True,
-                        )
+                if hit is not None and isinstance(hit.get("verdicts"), list):
+                    runs = [
+                        self.score(self.verdict_model.model_validate(v), x, sent)
+                        for v in hit["verdicts"]
                     ]
-            runs, usage, latency = [], [0, 0], 0.0
+                    label, score, explanation, extra = self._aggregate(runs)
+                    meta.update(extra, cache="hit")
+                    tokens = (int(hit["prompt_tokens"]), int(hit["completion_tokens"]))
+                    return [self._result(x, label, score, explanation, meta, tokens, True)]
+            fence = secrets.token_hex(6)
+            prompt = fill(self.template, {**self.layout(sent, fence), "fence": fence})
+            runs, verdicts, latency = [], [], 0.0
             for _ in range(self.config.n_runs):
-                reply = await self.client.complete([{"role": "user", "content": prompt}])
+                try:
+                    reply = await self.client.complete(
+                        [{"role": "user", "content": prompt}], parse=self._validate
+                    )
+                except LLMCallError as exc:
+                    usage[0] += exc.prompt_tokens
+                    usage[1] += exc.completion_tokens
+                    raise
                 usage[0] += reply.prompt_tokens
                 usage[1] += reply.completion_tokens
                 latency += reply.latency_ms
-                try:
-                    verdict = self.verdict_model.model_validate(parse_json_object(reply.text))
-                except ValidationError as exc:
-                    raise JudgeError(
-                        f"reply does not match the verdict schema: "
-                        f"{exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
-                    ) from exc
-                runs.append(self.score(verdict, x, raw))
-            label, score, explanation, extra = runs[0]
-            scores = [r[1] for r in runs if r[1] is not None]
-            if len(runs) > 1 and scores:
-                score = float(np.mean(scores))
-                extra["run_scores"] = scores
-                label = self.relabel(score, [r[0] for r in runs])
+                verdicts.append(reply.value.model_dump(mode="json"))
+                runs.append(self.score(reply.value, x, sent))
+            label, score, explanation, extra = self._aggregate(runs)
             meta.update(extra, llm_latency_ms=round(latency, 3))
             if self.cache is not None:
                 self.cache.put(
@@ -212,19 +289,14 @@ class LLMJudge:
                     self.prompt_version,
                     self.config.model,
                     key,
-                    {
-                        "label": label,
-                        "score": score,
-                        "explanation": explanation,
-                        "metadata": {k: v for k, v in meta.items() if k != "self_preference_risk"},
-                        "prompt_tokens": usage[0],
-                        "completion_tokens": usage[1],
-                    },
+                    {"verdicts": verdicts, "prompt_tokens": usage[0], "completion_tokens": usage[1]},
                 )
             return [self._result(x, label, score, explanation, meta, (usage[0], usage[1]))]
         except Exception as exc:  # never raise into the job: the error is a result
             log.warning("%s failed on trace %s: %s", self.name, x.trace_id, exc)
-            return [self._result(x, "error", None, f"LLM judge failed: {exc}", meta)]
+            return [
+                self._result(x, "error", None, f"LLM judge failed: {exc}", meta, (usage[0], usage[1]))
+            ]
 
     def relabel(self, score: float, labels: list[str]) -> str:
         """Label of an n-run average (majority of the per-run labels on ties)."""
@@ -331,11 +403,16 @@ class LLMContextRelevanceJudge(LLMJudge):
         return None if chunk_texts(x) else "no context"
 
     def fields(self, x: RagInteraction) -> dict[str, str]:
+        chunks = {f"chunk:{i}": c for i, (_, _, c) in enumerate(chunk_texts(x))}
+        return {"question": x.query or "", **chunks}
+
+    def layout(self, sent: dict[str, str], fence: str) -> dict[str, str]:
+        n = len(sent) - 1
         blocks = [
-            f"<<<BEGIN CHUNK {i}>>>\n{c}\n<<<END CHUNK {i}>>>"
-            for i, (_, _, c) in enumerate(chunk_texts(x))
+            f"<<<BEGIN CHUNK {i} {fence}>>>\n{sent[f'chunk:{i}']}\n<<<END CHUNK {i} {fence}>>>"
+            for i in range(n)
         ]
-        return {"question": x.query or "", "chunks": "\n".join(blocks)}
+        return {"question": sent["question"], "chunks": "\n".join(blocks)}
 
     def score(
         self, v: Any, x: RagInteraction, f: dict[str, str]

@@ -53,12 +53,26 @@ def floors_from(settings: Any) -> Floors:
     )
 
 
-def _wait_settled(store: Any, expected: int, max_wait_s: float, progress: Progress) -> int:
-    """Settle until every trace of the traffic has its interaction (or ``max_wait_s`` passes)."""
+def _settled_count(store: Any, trace_ids: list[str]) -> int:
+    """How many of ``trace_ids`` already have their interaction row (queried in batches)."""
+    have = 0
+    for i in range(0, len(trace_ids), 500):
+        batch = trace_ids[i : i + 500]
+        marks = ",".join("?" * len(batch))
+        sql = f"SELECT COUNT(*) FROM interactions WHERE trace_id IN ({marks})"  # noqa: S608
+        have += int(store.query(sql, batch)[0][0])
+    return have
+
+
+def _wait_settled(store: Any, trace_ids: list[str], max_wait_s: float, progress: Progress) -> int:
+    """Settle until every trace of THIS run's traffic has its interaction (or ``max_wait_s``
+    passes); rows already in a reused store do not count."""
     deadline = time.monotonic() + max_wait_s
+    expected = len(set(trace_ids))
+    wanted = sorted(set(trace_ids))
     while True:
         settle(store, quiet_s=QUIET_S, max_wait_s=max_wait_s)
-        have = int(store.query("SELECT COUNT(*) FROM interactions")[0][0])
+        have = _settled_count(store, wanted)
         if have >= expected or time.monotonic() > deadline:
             progress(f"settled {have}/{expected} traces")
             return have
@@ -130,7 +144,9 @@ def run_demo(
             )
             timings["traffic_s"] = round(time.monotonic() - t0, 2)
             t1 = time.monotonic()
-            _wait_settled(store, len(planted), settings.collector.max_wait_s, progress)
+            _wait_settled(
+                store, [p.trace_id for p in planted], settings.collector.max_wait_s, progress
+            )
             timings["settle_s"] = round(time.monotonic() - t1, 2)
             if forward_otlp:  # spans must reach Phoenix before the annotations that point at them
                 _wait_outbox(store, 120.0, progress)
