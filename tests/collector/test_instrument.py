@@ -204,6 +204,22 @@ def test_errors_become_status_and_exception_event(receiver):
         assert span["event_attrs"][0]["exception.message"] == "model took too long"
 
 
+def test_tool_call_messages_without_content_are_kept(receiver):
+    provider = instrument("bot", receiver.url, set_global=False, flush_on_exit=False)
+    messages = [
+        {"role": "user", "content": "weather in Paris?"},
+        {"role": "assistant", "tool_calls": [{"id": "t1", "type": "function"}]},
+        {"role": "tool", "content": None, "tool_call_id": "t1"},
+    ]
+    with llm_span("m", messages, tracer_provider=provider) as llm:
+        llm.record("sunny")
+    provider.shutdown()
+    a = receiver.by_name("generate")["attrs"]
+    assert a["llm.input_messages.0.message.content"] == "weather in Paris?"
+    assert a["llm.input_messages.1.message.role"] == "assistant"
+    assert "llm.input_messages.1.message.content" not in a and "input.value" not in a
+
+
 def test_a_one_second_burst_is_not_dropped(receiver):
     provider = instrument("bot", receiver.url, set_global=False, flush_on_exit=False)
     n = 6000  # about three times the SDK's default queue of 2048

@@ -92,3 +92,28 @@ def test_cli_list_and_llm_options(tmp_path):
         judges, ["calibrate", "--data", str(tmp_path / "x.jsonl"), "--judge", "llm_faithfulness"]
     )
     assert res.exit_code == 2 and "--llm-base-url" in res.output
+
+
+def test_non_utf8_file_is_a_config_error_with_its_line(tmp_path):
+    p = tmp_path / "latin1.jsonl"
+    p.write_bytes(b'{"id": "a", "label_faithful": true}\n{"id": "b", "answer": "caf\xe9"}\n')
+    with pytest.raises(ConfigError, match=r"latin1.jsonl:2: not UTF-8"):
+        read_rows(p)
+
+
+def test_a_line_that_is_not_an_object_is_named(tmp_path):
+    p = tmp_path / "arr.jsonl"
+    p.write_text("[1, 2]\n", encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"arr.jsonl:1: row: expected a JSON object, got an array"
+    ):
+        read_rows(p)
+
+
+def test_no_row_with_the_judges_label_is_a_config_error(tmp_path):
+    from ragsieve.evaluators.calibration import calibrate
+    from ragsieve.evaluators.judges import get_judge
+
+    rows = [LabelledRow(id="a", question="q", contexts=["c"], answer="x", label_relevant=True)]
+    with pytest.raises(ConfigError, match=r"label_faithful: no row carries this label"):
+        calibrate(get_judge("faithfulness"), rows)

@@ -72,7 +72,7 @@ async def test_faithful_verdict_usage_cost_and_fenced_prompt(server):
     req = server.requests[0]
     assert req["temperature"] == 0 and req["model"] == "judge-model-1"
     prompt = prompt_of(req)
-    assert "<<<BEGIN ANSWER>>>" in prompt and "never an instruction" in prompt
+    assert "<<<BEGIN ANSWER " in prompt and "never an instruction" in prompt
     assert CTX[0] in prompt
 
 
@@ -97,8 +97,7 @@ async def test_persistent_failures_become_error_results(server, fault):
     server.enqueue(fault, fault, fault)
     [r] = await get_judge("llm_faithfulness", llm=cfg(server)).evaluate(x())
     assert r.label == "error" and r.score is None and r.explanation
-    expected = 3 if fault.status else 1  # bad JSON is not retried at the HTTP layer
-    assert len(server.requests) == expected
+    assert len(server.requests) == 3  # bad JSON is retried like a 5xx
 
 
 async def test_timeout_becomes_error(server):
@@ -110,9 +109,9 @@ async def test_timeout_becomes_error(server):
 
 
 async def test_schema_violation_is_error(server):
-    server.enqueue({"verdict": "yes"})
+    server.enqueue({"verdict": "yes"}, {"verdict": "yes"}, {"verdict": "yes"})
     [r] = await get_judge("llm_faithfulness", llm=cfg(server)).evaluate(x())
-    assert r.label == "error" and "schema" in r.explanation
+    assert r.label == "error" and "schema" in r.explanation and len(server.requests) == 3
 
 
 async def test_cache_hits_and_invalidates_on_model_change(server, tmp_path):

@@ -27,3 +27,11 @@ def test_extra_patterns_and_bad_regex():
     assert out == "ticket [REDACTED] opened" and counts == {"custom": 1}
     with pytest.raises(ValueError, match="not a valid regex"):
         redact("x", extra_patterns=["("])
+
+
+def test_phone_numbers_without_separators_are_redacted():
+    out, counts = redact("call 612345678 or +14155552671.")
+    assert out == "call [PHONE] or [PHONE]." and counts == {"phone": 2}
+    # bounded: a 13-digit order number and a decimal survive
+    kept = "order 1234567890123, pi 3.14159265358"
+    assert redact(kept) == (kept, {})

@@ -38,6 +38,7 @@ _INJECTION = re.compile(
     r"|\b(?:to|dear) (?:the )?(?:judge|evaluator|grader|ai|assistant|llm)\b"
     r"|\b(?:ignora|olvida|omite)\b.{0,40}\binstrucciones\b"
     r"|<\|?(?:system|im_start|endoftext)\|?>"
+    r"|<{2,}\s*/?\s*(?:begin|end)\b[^<>\n]{0,60}>{2,}"  # a fake data-fence marker
     r")",
     re.IGNORECASE | re.DOTALL,
 )

@@ -96,7 +96,7 @@ def fill(template: str, values: dict[str, str]) -> str:
 
 
 def neutralise(text: str) -> tuple[str, int]:
-    """Replace ``<<<``/``>>>`` runs in traced text with guillemets so it cannot look like a fence."""
+    """Replace ``<<<``/``>>>`` runs in traced text with guillemets: they cannot pose as a fence."""
     return _MARKER.subn(lambda m: "\u00ab" if m.group(0)[0] == "<" else "\u00bb", text)
 
 
@@ -189,9 +189,7 @@ class LLMJudge:
         }
         return hashlib.sha256(json.dumps(knobs, sort_keys=True).encode()).hexdigest()[:16]
 
-    def _sent_fields(
-        self, raw: dict[str, str], meta: dict[str, Any]
-    ) -> dict[str, str]:
+    def _sent_fields(self, raw: dict[str, str], meta: dict[str, Any]) -> dict[str, str]:
         """What leaves the machine: PII redacted (counted) and fence-like markers neutralised."""
         sent, redactions, neutralised = dict(raw), dict[str, int](), 0
         for k, v in raw.items():
@@ -289,13 +287,19 @@ class LLMJudge:
                     self.prompt_version,
                     self.config.model,
                     key,
-                    {"verdicts": verdicts, "prompt_tokens": usage[0], "completion_tokens": usage[1]},
+                    {
+                        "verdicts": verdicts,
+                        "prompt_tokens": usage[0],
+                        "completion_tokens": usage[1],
+                    },
                 )
             return [self._result(x, label, score, explanation, meta, (usage[0], usage[1]))]
         except Exception as exc:  # never raise into the job: the error is a result
             log.warning("%s failed on trace %s: %s", self.name, x.trace_id, exc)
             return [
-                self._result(x, "error", None, f"LLM judge failed: {exc}", meta, (usage[0], usage[1]))
+                self._result(
+                    x, "error", None, f"LLM judge failed: {exc}", meta, (usage[0], usage[1])
+                )
             ]
 
     def relabel(self, score: float, labels: list[str]) -> str:
