@@ -7,7 +7,7 @@ prompt, or when the golden set says the question is answerable (see :mod:`rootca
 only when the context judge found no relevant chunk (or no chunk reached the prompt at all). With
 context relevance unknown (not judged, judge error) an abstention stays ``unjudged``. An answer
 given when the context judge found no relevant chunk at all fails as well, whatever its score.
-Whether every configured judge answered is the job's business (``run._decide_all``): a pass from
+Whether every configured judge answered is the job's business (``verdicts.decide_all``): a pass from
 only some judges is partial, never final.
 """
 

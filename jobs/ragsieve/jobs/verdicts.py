@@ -1,0 +1,161 @@
+"""Verdict decisions for a run's picks, and what a fresh decision emits: flags, audits, rows.
+
+A pass is final only when every configured judge has a usable result (a checkpoint) for its
+current version; until then the trace is ``unjudged`` (partial) and a later run decides it. A
+fail is kept as soon as one decided metric fails. A fresh pass or fail (one not decided before
+for the judge set) emits Phoenix annotations once; a fail becomes a flagged case and a
+hash-chosen share of passes becomes an audit case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragsieve.collector.store import Store
+from ragsieve.evaluators.records import EvalResult, RagInteraction
+from ragsieve.jobs import annotations as phoenix
+from ragsieve.jobs import resultstore
+from ragsieve.jobs.flagged import FlaggedCase
+from ragsieve.jobs.flagging import Verdict, decide
+from ragsieve.jobs.golden_index import GoldenIndex
+from ragsieve.jobs.sampling import Pick
+from ragsieve.jobs.strata import unit_hash
+
+
+@dataclass
+class Decision:
+    """The verdict on one pick, with the results it was decided from."""
+
+    pick: Pick
+    interaction: RagInteraction
+    results: list[EvalResult]
+    verdict: Verdict
+    category: str
+    missing: tuple[str, ...] = ()  # configured judges without a usable current-version result
+
+
+def decide_all(
+    store: Store,
+    picks: Sequence[Pick],
+    records: dict[str, RagInteraction],
+    versions: dict[str, str],
+    thresholds: dict[str, float],
+    golden: GoldenIndex | None,
+) -> list[Decision]:
+    """Decide every pick with a stored record from its current-version results."""
+    ids = [p.trace_id for p in picks]
+    stored = resultstore.stored_results(store, ids, versions)
+    done = resultstore.done_judges(store, ids, versions)
+    out: list[Decision] = []
+    for p in picks:
+        it = records.get(p.trace_id)
+        if it is None:
+            continue
+        results = [
+            r
+            for r in stored.get(p.trace_id, [])
+            if versions.get(r.evaluator) == r.judge_version or r.evaluator not in versions
+        ]
+        verdict = decide(it, results, thresholds)
+        category = "uncategorized"
+        if golden is not None and (verdict.outcome == "fail" or verdict.abstained):
+            expected, category = golden.lookup(it.query or "")
+            verdict = decide(it, results, thresholds, expected=expected)
+        missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))
+        if missing and verdict.outcome != "fail":
+            # Only a failure is safe to keep before every judge has answered.
+            why = f"partial: no usable result yet from {', '.join(missing)}"
+            verdict = Verdict("unjudged", evidence=why, abstained=verdict.abstained)
+        out.append(Decision(p, it, results, verdict, category, missing))
+    return out
+
+
+def emit_fresh(
+    decisions: Sequence[Decision],
+    before: set[str],
+    run_id: str,
+    *,
+    seed: int,
+    audit_share: float,
+) -> tuple[list[FlaggedCase], list[FlaggedCase], list[dict[str, Any]]]:
+    """``(flagged, audit, annotations)`` from the passes and fails not in ``before``."""
+    flagged: list[FlaggedCase] = []
+    audit: list[FlaggedCase] = []
+    queued: list[dict[str, Any]] = []
+    fresh = [
+        d
+        for d in decisions
+        if d.pick.trace_id not in before and d.verdict.outcome in ("pass", "fail")
+    ]
+    for d in fresh:
+        meta = {"category": d.category, "failed_metrics": list(d.verdict.failed_metrics)}
+        case = FlaggedCase(
+            d.interaction,
+            d.results,
+            d.verdict.root_cause or "",
+            d.verdict.evidence,
+            run_id,
+            d.pick.stratum,
+            d.pick.inclusion_p,
+            dict(meta),
+        )
+        if d.verdict.outcome == "fail":
+            flagged.append(case)
+        elif unit_hash(d.pick.trace_id, "audit", seed) < audit_share:
+            audit.append(
+                FlaggedCase(
+                    d.interaction,
+                    d.results,
+                    "none",
+                    "audit of a pass",
+                    run_id,
+                    d.pick.stratum,
+                    d.pick.inclusion_p,
+                    {"audit": True, "category": d.category},
+                )
+            )
+        queued += phoenix.build_annotations(
+            d.interaction.span_id,
+            d.results,
+            verdict=d.verdict.outcome,
+            root_cause=d.verdict.root_cause,
+            evidence=d.verdict.evidence,
+            run_id=run_id,
+        )
+    return flagged, audit, queued
+
+
+def sample_rows(
+    decisions: Sequence[Decision],
+    key: str,
+    versions: dict[str, str],
+    audit_ids: set[str],
+) -> list[resultstore.SampleRow]:
+    """One ``samples`` row per decision, recording the verdict under the judge set ``key``."""
+    return [
+        resultstore.SampleRow(
+            d.pick.trace_id,
+            d.pick.stratum,
+            d.pick.inclusion_p,
+            d.verdict.outcome,
+            d.verdict.root_cause,
+            {
+                "key": key,
+                "complete": not d.missing,
+                "missing": list(d.missing),
+                "recovered": d.pick.recovered,
+                "audit": d.pick.trace_id in audit_ids,
+                "evidence": d.verdict.evidence,
+                "failed_metrics": list(d.verdict.failed_metrics),
+                "category": d.category,
+                "upstream_p": d.pick.upstream_p,
+            },
+            versions,
+        )
+        for d in decisions
+    ]
+
+
+__all__ = ["Decision", "decide_all", "emit_fresh", "sample_rows"]
