@@ -7,7 +7,6 @@ import json
 import logging
 import math
 import random
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from ragsieve.evaluators.errors import JudgeError
+from ragsieve.evaluators.judges.families import is_reasoning_model
+from ragsieve.evaluators.judges.families import model_family as model_family  # re-export
 
 log = logging.getLogger(__name__)
 
@@ -69,51 +70,6 @@ class Completion:
     completion_tokens: int
     latency_ms: float
     value: Any = None  # what ``parse`` made of ``text``, when a parser was given
-
-
-# Known model families: (pattern matched at the start of a name segment, family). A segment is a
-# piece of the name between ``/``, ``.`` and ``:`` ("bedrock/anthropic.claude-3-haiku-v1:0").
-# The negative lookahead keeps "phind" out of phi and "yinyang" out of yi.
-_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(rf"(?:{pat})(?![a-z])"), fam)
-    for pat, fam in (
-        (r"chatgpt|gpt", "gpt"),
-        (r"o[1-9](?![0-9])", "gpt"),
-        (r"claude", "claude"),
-        (r"gemini", "gemini"),
-        (r"gemma", "gemma"),
-        (r"(?:meta-)?llama", "llama"),
-        (r"mistral|ministral|mixtral|codestral|magistral|pixtral|devstral", "mistral"),
-        (r"qwen|qwq", "qwen"),
-        (r"deepseek", "deepseek"),
-        (r"phi", "phi"),
-        (r"command|c4ai-command", "command"),
-        (r"granite", "granite"),
-        (r"yi", "yi"),
-        (r"falcon", "falcon"),
-    )
-)
-_O_SERIES = re.compile(r"(?:^|[/.:])o[1-9](?![0-9a-z])")
-
-
-def model_family(model: str | None) -> str | None:
-    """The vendor family of a model name ('openai/gpt-4o-mini' -> 'gpt'), or None if unknown.
-
-    Only known families are recognised, on ``/ . :``-separated segments; an unknown name gives
-    None so that two in-house names ("judge-1", "judge-2") never count as one family.
-    """
-    if not model:
-        return None
-    for segment in re.split(r"[/.:]", model.lower()):
-        for pattern, fam in _FAMILIES:
-            if pattern.match(segment):
-                return fam
-    return None
-
-
-def is_reasoning_model(model: str) -> bool:
-    """OpenAI o-series names (o1, o3-mini, openai/o4-mini...): no temperature, other token field."""
-    return bool(_O_SERIES.search(model.lower()))
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
