@@ -86,6 +86,13 @@ def _print_human(result: Any) -> None:
 @click.option("--store", default=None, help="Store URL (default: a temporary SQLite file).")
 @click.option("--phoenix", is_flag=True, help="Start a local Phoenix (if installed) and annotate.")
 @click.option(
+    "--phoenix-url",
+    default=None,
+    metavar="URL",
+    help="Use the Phoenix already running at URL instead of starting one (implies --phoenix);"
+    " it keeps the traces and annotations after the demo exits.",
+)
+@click.option(
     "--llm-base-url",
     default=None,
     help="OpenAI-compatible endpoint for the app's generator (judges stay as configured).",
@@ -98,6 +105,7 @@ def demo(
     seed: int | None,
     store: str | None,
     phoenix: bool,
+    phoenix_url: str | None,
     llm_base_url: str | None,
     as_json: bool,
 ) -> None:
@@ -105,14 +113,21 @@ def demo(
 
     Exit 1 when the planted-failure scorecard is below the floors in the [demo] settings.
     """
-    from ragsieve.jobs.demo.phoenix import LocalPhoenix, find_executable
+    from ragsieve.jobs.demo.phoenix import LocalPhoenix, check_running, find_executable
     from ragsieve.jobs.demo.runner import run_demo, temp_workdir
 
     obj = ctx.obj
     flags: dict[str, Any] = {"store": store, "demo.queries": queries, "demo.seed": seed}
     settings = obj.settings(**flags) if obj is not None else _settings(flags)
     local: LocalPhoenix | None = None
-    if phoenix:
+    target: str | None = None  # Phoenix base URL the collector forwards to and annotations go to
+    if phoenix_url is not None:
+        try:
+            target = check_running(phoenix_url)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--phoenix-url") from exc
+        _echo_err(f"using the Phoenix running at {target}")
+    elif phoenix:
         exe = find_executable(settings.phoenix.executable)
         if exe is None:
             _echo_err(
@@ -126,9 +141,11 @@ def demo(
             except RuntimeError as exc:
                 _echo_err(f"Phoenix did not start ({exc}); continuing without it")
                 local = None
-    if local is not None:
+            else:
+                target = local.url
+    if target is not None:
         settings = settings.model_copy(
-            update={"phoenix": settings.phoenix.model_copy(update={"base_url": local.url})}
+            update={"phoenix": settings.phoenix.model_copy(update={"base_url": target})}
         )
     try:
         with temp_workdir() as tmp:
@@ -137,8 +154,8 @@ def demo(
                 workdir=Path(tmp),
                 store_url=store,
                 llm_base_url=llm_base_url,
-                forward_otlp=local.traces_endpoint if local else None,
-                phoenix_url=local.url if local else None,
+                forward_otlp=f"{target}/v1/traces" if target else None,
+                phoenix_url=target,
                 progress=_echo_err,
                 traffic_progress=_traffic_bar,
             )
@@ -155,11 +172,11 @@ def demo(
             click.echo(json.dumps(out, ensure_ascii=False))
         else:
             _print_human(result)
-        if local is not None:
-            _echo_err(f"Phoenix with the annotated traces: {local.url}")
-            if sys.stdin.isatty() and not as_json:
-                _echo_err("press Enter to stop Phoenix and exit")
-                sys.stdin.readline()
+        if target is not None:
+            _echo_err(f"Phoenix with the annotated traces: {target}")
+        if local is not None and sys.stdin.isatty() and not as_json:
+            _echo_err("press Enter to stop Phoenix and exit")
+            sys.stdin.readline()
     finally:
         if local is not None:
             local.stop()

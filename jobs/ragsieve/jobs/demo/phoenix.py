@@ -1,4 +1,4 @@
-"""A throwaway local Phoenix for ``ragsieve demo --phoenix``: loopback only, temp working dir."""
+"""Phoenix for ``ragsieve demo``: a throwaway local one (loopback, temp dir) or a running one."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -26,6 +27,22 @@ def find_executable(configured: str | None, checkout: Path | None = None) -> Pat
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+def check_running(url: str, *, timeout_s: float = 5.0) -> str:
+    """``url`` without a trailing slash once its ``/healthz`` answers 200 (ValueError otherwise)."""
+    base = url.strip().rstrip("/")
+    parts = urllib.parse.urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{url!r} is not an http(s) URL such as http://127.0.0.1:6006")
+    try:
+        with urllib.request.urlopen(f"{base}/healthz", timeout=timeout_s) as resp:  # noqa: S310
+            status = resp.status
+    except OSError as exc:  # refused, timed out, or an HTTP error status
+        raise ValueError(f"no Phoenix answering at {base} ({exc})") from exc
+    if status != 200:
+        raise ValueError(f"{base}/healthz answered {status}, expected 200")
+    return base
 
 
 def _free_port() -> int:
