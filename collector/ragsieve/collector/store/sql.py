@@ -1,0 +1,102 @@
+"""SQLBase: dialect hooks, placeholders, generic queries and migrations of every SQL store."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from ragsieve.collector.store.migrations import MIGRATIONS
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the store uses."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...  # noqa: D102
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> Any: ...  # noqa: D102
+    def fetchall(self) -> list[Any]: ...  # noqa: D102
+    def fetchone(self) -> Any: ...  # noqa: D102
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class SQLBase:
+    """Connections and SQL dialect; subclasses provide ``transaction()`` and ``close()``."""
+
+    url: str = ""
+    placeholder = "?"
+    dialect = "sqlite"
+    late_window_s: float = 24 * 3600.0
+
+    # -- dialect hooks -------------------------------------------------------------------------
+    def transaction(self, write: bool = True) -> AbstractContextManager[Cursor]:  # pragma: no cover
+        """A cursor inside one transaction: committed on exit, rolled back on error."""
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - abstract
+        """Release connections."""
+        raise NotImplementedError
+
+    def sql(self, text: str) -> str:
+        """Rewrite ``?`` placeholders for this driver (literal ``%`` escaped for ``%s`` drivers)."""
+        if self.placeholder == "?":
+            return text
+        return text.replace("%", "%%").replace("?", self.placeholder)
+
+    def _ddl(self, text: str) -> str:
+        subs = {
+            "sqlite": {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "blob": "BLOB", "real": "REAL"},
+            "postgres": {
+                "id": "BIGSERIAL PRIMARY KEY",
+                "blob": "BYTEA",
+                "real": "DOUBLE PRECISION",
+            },
+        }[self.dialect]
+        return text.format(**subs)
+
+    # -- generic access for repositories in other layers ------------------------------------------
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement in its own transaction; returns the affected row count."""
+        with self.transaction() as cur:
+            cur.execute(self.sql(sql), tuple(params))
+            return int(getattr(cur, "rowcount", 0) or 0)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one query and return all rows as tuples."""
+        with self.transaction(write=False) as cur:
+            cur.execute(self.sql(sql), tuple(params))
+            return [tuple(r) for r in cur.fetchall()]
+
+    # -- migrations ----------------------------------------------------------------------------
+    def migrate(self) -> list[str]:
+        """Apply pending migrations in order; returns the names applied."""
+        applied: list[str] = []
+        with self.transaction() as cur:
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at "
+                + self._ddl("{real}")
+                + " NOT NULL)"
+            )
+            cur.execute("SELECT name FROM _migrations")
+            done = {r[0] for r in cur.fetchall()}
+        for name, ddl in MIGRATIONS:
+            if name in done:
+                continue
+            with self.transaction() as cur:
+                for statement in self._ddl(ddl).split(";"):
+                    if statement.strip():
+                        cur.execute(statement)
+                cur.execute(
+                    self.sql("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)"),
+                    (name, _now()),
+                )
+            applied.append(name)
+        return applied
