@@ -1,0 +1,116 @@
+"""Reading back: stored results as ``results list`` prints them, reviewed labels, open audits.
+
+Reviewed labels are read from the golden package's ``candidates`` rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ragsieve.collector.store import Store
+from ragsieve.jobs.report import ReviewLabel
+from ragsieve.jobs.resultstore_judgements import chunked
+
+
+def list_results(
+    store: Store, *, since: float | None = None, flagged: bool = False, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Stored results, newest first, as the flat dicts ``results list`` prints."""
+    sql = (
+        "SELECT trace_id, evaluator, judge_version, run_id, label, score, flagged, root_cause,"
+        " created_at, body FROM results WHERE created_at >= ?"
+    )
+    params: list[Any] = [since if since is not None else -1e18]
+    if flagged:
+        sql += " AND flagged = 1"
+    sql += " ORDER BY created_at DESC, trace_id, evaluator"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(int(limit))
+    out = []
+    for tid, ev, ver, run, label, score, flag, cause, created, body in store.query(sql, params):
+        data = json.loads(body)
+        out.append(
+            {
+                "trace_id": tid,
+                "span_id": data.get("span_id"),
+                "evaluator": ev,
+                "label": label,
+                "score": score,
+                "explanation": data.get("explanation"),
+                "flagged": bool(flag),
+                "root_cause": cause,
+                "judge_version": ver,
+                "judge_model": data.get("judge_model"),
+                "annotator_kind": data.get("annotator_kind"),
+                "run_id": run,
+                "created_at": created,
+            }
+        )
+    return out
+
+
+AUDIT_PREFIX = "audit:"
+FALSE_ALARM = ("false_alarm", "false alarm")
+
+
+def _outcome(cid: str, status: str, body: Mapping[str, Any]) -> str | None:
+    """A reviewed row's label: tp / fp / excluded for flagged candidates, tn / fn for audits."""
+    if cid.startswith(AUDIT_PREFIX) or body.get("audit") is True:
+        return {"audit_pass": "tn", "audit_fail": "fn", "accepted": "fn"}.get(status)
+    if status == "accepted":
+        return "tp"
+    if status == "rejected":
+        reason = str((body.get("review") or {}).get("reason") or "").strip().lower()
+        return "fp" if reason.startswith(FALSE_ALARM) else "excluded"
+    return None
+
+
+def review_labels(store: Store, key: str) -> list[ReviewLabel]:
+    """People's verdicts on the current judge set's decisions (``key``), weighted for the report.
+
+    A reviewed candidate labels the trace its screen showed (its first source trace); it counts
+    only while that trace's latest verdict under ``key`` is the one reviewed (``fail`` for a
+    flagged candidate, ``pass`` for an audit), and weighs ``1 / inclusion probability``.
+    """
+    wanted: dict[str, tuple[str, str]] = {}
+    for cid, status, body in store.query(
+        "SELECT id, status, body FROM candidates"
+        " WHERE status IN ('accepted', 'rejected', 'audit_pass', 'audit_fail')"
+    ):
+        try:
+            data = json.loads(body)
+        except ValueError:
+            continue
+        outcome = _outcome(str(cid), str(status), data)
+        traces = data.get("source_trace_ids") or []
+        if outcome is not None and traces and isinstance(traces[0], str):
+            kind = "pass" if outcome in ("tn", "fn") else "fail"
+            wanted[traces[0]] = (outcome, kind)
+    latest: dict[str, tuple[str, float]] = {}
+    for part in chunked(sorted(wanted)):
+        marks = ",".join("?" * len(part))
+        for tid, verdict, p, body in store.query(
+            f"SELECT s.trace_id, s.verdict, s.inclusion_p, s.body FROM samples s"
+            f" JOIN runs r ON r.run_id = s.run_id WHERE s.trace_id IN ({marks})"
+            f" AND s.verdict IN ('pass', 'fail') ORDER BY r.started_at",
+            tuple(part),
+        ):
+            if json.loads(body).get("key") == key:
+                latest[tid] = (verdict, float(p or 0.0))
+    out: list[ReviewLabel] = []
+    for tid, (outcome, kind) in sorted(wanted.items()):
+        verdict, p = latest.get(tid, ("", 0.0))
+        if verdict == kind:
+            out.append(ReviewLabel(tid, outcome, 1.0 / p if p > 0 else 1.0))
+    return out
+
+
+def open_audits(store: Store) -> int:
+    """Audited passes still waiting for a person."""
+    return int(store.query("SELECT COUNT(*) FROM candidates WHERE status = 'audit'")[0][0])
+
+
+__all__ = ["AUDIT_PREFIX", "FALSE_ALARM", "list_results", "open_audits", "review_labels"]
