@@ -36,11 +36,12 @@ def store(make_store: Callable[..., Store]) -> Store:
 
 
 class LiveCollector:
-    """A running collector: its URL, store and the server thread."""
+    """A running collector: its URL, store, the server thread and the app (for its counters)."""
 
-    def __init__(self, server: ServerThread, store: Store) -> None:
+    def __init__(self, server: ServerThread, store: Store, app: Any) -> None:
         self.server = server
         self.store = store
+        self.app = app
 
     @property
     def url(self) -> str:
@@ -63,7 +64,7 @@ def start_collector(
         app = create_app(store, settings, token=token, run_settler=run_settler)
         server = ServerThread(app, port=0).start()
         running.append(server)
-        return LiveCollector(server, store)
+        return LiveCollector(server, store, app)
 
     yield _start
     for server in running:

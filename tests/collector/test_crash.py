@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -16,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from console_script import ragsieve_script
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -46,13 +45,7 @@ class AckRecordingExporter(OTLPSpanExporter):
 
 
 def _ragsieve_cmd() -> list[str]:
-    beside = Path(sys.executable).with_name("ragsieve")
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("ragsieve")
-    if found is None:
-        pytest.skip("the ragsieve console script is not installed (pip install -e .)")
-    return [found]
+    return [str(ragsieve_script())]
 
 
 def _free_port() -> int:
@@ -112,6 +105,15 @@ class CollectorProcess:
                 self.kill()
 
 
+def _wait_acked(exporter: AckRecordingExporter, n: int, timeout: float, what: str) -> None:
+    """Block until the collector has acknowledged ``n`` spans; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while len(exporter.acked) < n:
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: {len(exporter.acked)} of {n} spans acknowledged")
+        time.sleep(0.01)
+
+
 def test_sigkill_during_sustained_ingest_keeps_every_acknowledged_span_once(
     tmp_path: Path,
 ) -> None:
@@ -155,13 +157,11 @@ def test_sigkill_during_sustained_ingest_keeps_every_acknowledged_span_once(
         producer.start()
         acked_at_kill = []
         for threshold in (1500, 3000):  # two kills, each during sustained export traffic
-            deadline = time.monotonic() + 10
-            while len(exporter.acked) < threshold and time.monotonic() < deadline:
-                time.sleep(0.01)
+            _wait_acked(exporter, threshold, 30, "ingest stalled before the kill")
             acked_at_kill.append(len(exporter.acked))
             collector.kill()  # SIGKILL: no shutdown hooks, mid-request
             collector.start()
-        time.sleep(1.5)
+        _wait_acked(exporter, acked_at_kill[-1] + 600, 30, "ingest did not resume after restart")
         stop.set()
         producer.join(5)
         assert provider.force_flush(20_000)

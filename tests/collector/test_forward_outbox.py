@@ -78,11 +78,14 @@ def test_backoff_grows_exponentially_and_is_capped(store: Store) -> None:
     worker = OutboxWorker(
         store, "t", Recorder(), base_backoff_s=0.5, max_backoff_s=8.0, rng=random.Random(1)
     )
-    for attempts, full in [(0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (10, 8.0)]:
-        for _ in range(20):
-            assert full / 2 <= worker.backoff_s(attempts) <= full
-    delays = {round(worker.backoff_s(3), 6) for _ in range(20)}
-    assert len(delays) > 1  # jittered
+    # equal jitter: half the capped exponential delay is fixed, the other half drawn uniformly
+    same_seed = random.Random(1)
+    for attempts, full in [(0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (10, 8.0), (99, 8.0)]:
+        for _ in range(5):
+            expected = full / 2 + same_seed.uniform(0, full / 2)
+            assert worker.backoff_s(attempts) == pytest.approx(expected, abs=1e-12)
+    delays = [worker.backoff_s(3) for _ in range(200)]
+    assert 2.0 <= min(delays) < 2.2 and 3.8 < max(delays) <= 4.0  # the whole jitter range
 
 
 async def test_retry_after_is_honoured(store: Store) -> None:

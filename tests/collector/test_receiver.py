@@ -294,7 +294,10 @@ def test_overload_answers_503_with_retry_after(start_collector: Any) -> None:
         )
     )
     t.start()
-    time.sleep(0.3)
+    deadline = time.monotonic() + 10
+    while live.app.state.counters.inflight < 1:  # the slow request holds the only slot
+        assert time.monotonic() < deadline, "the slow request never reached the receiver"
+        time.sleep(0.01)
     r = httpx.post(live.traces_url, json={})
     release.set()
     t.join()

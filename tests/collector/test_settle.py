@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import pytest
 from click.testing import CliRunner
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from ragsieve.evaluators.records import RagInteraction
@@ -21,6 +23,11 @@ from ragsieve.jobs.cli import cli
 
 def send_rag_trace(url: str, question: str, answer: str) -> str:
     """One hand-instrumented OpenInference RAG trace through the real exporter; returns trace id."""
+    return format(send_rag_root(url, question, answer).get_span_context().trace_id, "032x")
+
+
+def send_rag_root(url: str, question: str, answer: str) -> ReadableSpan:
+    """Like :func:`send_rag_trace`, returning the ended root span as the SDK recorded it."""
     provider = TracerProvider(resource=Resource.create({"service.name": "shop-rag"}))
     provider.add_span_processor(
         BatchSpanProcessor(OTLPSpanExporter(endpoint=url, compression=Compression.Gzip))
@@ -63,7 +70,8 @@ def send_rag_trace(url: str, question: str, answer: str) -> str:
             pass
         root.set_attribute("output.value", answer)
     provider.shutdown()
-    return format(root.get_span_context().trace_id, "032x")
+    assert isinstance(root, ReadableSpan)
+    return root
 
 
 def wait_for(pred: Callable[[], Any], timeout: float = 15.0) -> Any:
@@ -77,9 +85,8 @@ def wait_for(pred: Callable[[], Any], timeout: float = 15.0) -> Any:
 
 
 def test_trace_settles_into_one_interaction(collector: Any) -> None:
-    trace_id = send_rag_trace(
-        collector.traces_url, "How long do refunds take?", "Refunds take 14 days."
-    )
+    root = send_rag_root(collector.traces_url, "How long do refunds take?", "Refunds take 14 days.")
+    trace_id = format(root.get_span_context().trace_id, "032x")
     rec: RagInteraction = wait_for(lambda: collector.store.get_interaction(trace_id))
     assert rec.query == "How long do refunds take?"
     assert rec.answer == "Refunds take 14 days."
@@ -92,7 +99,11 @@ def test_trace_settles_into_one_interaction(collector: Any) -> None:
     assert rec.documents[0].score == 0.91
     assert rec.tokens.prompt == 40 and rec.tokens.completion == 9
     assert rec.status == "ok" and rec.revision == 1
-    assert rec.latency_ms is not None and rec.latency_ms >= 0
+    assert root.start_time is not None and root.end_time is not None
+    assert rec.latency_ms == pytest.approx((root.end_time - root.start_time) / 1e6, abs=1e-3)
+    assert rec.latency_is_estimate is False
+    started = datetime.fromtimestamp(root.start_time / 1e9, UTC)
+    assert abs((rec.started_at - started).total_seconds()) < 1e-5
 
 
 def test_late_span_and_feedback_raise_revision(collector: Any) -> None:

@@ -26,7 +26,9 @@ def _empty_vector_cache():
 
 def test_word_cached_tokenizer_matches_the_stock_tokenizer():
     model = embeddings._model()
-    stock = model._sp._inner if hasattr(model._sp, "_inner") else model._sp
+    assert isinstance(model._sp, embeddings._WordCachedTokenizer)
+    stock = model._sp._inner
+    assert not isinstance(stock, embeddings._WordCachedTokenizer)
     for text in [*TEXTS, "Limits are counted over a sliding window of 60 seconds." * 3]:
         assert model._sp.encode(text, out_type=int) == stock.encode(text, out_type=int)
 

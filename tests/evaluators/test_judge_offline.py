@@ -111,24 +111,65 @@ async def test_cross_lingual_answer_uses_the_encoder():
     assert bad.label == "unfaithful" and "1925 is not in the context" in bad.explanation
 
 
-@pytest.mark.parametrize("name", ["faithfulness", "answer_relevance", "context_relevance"])
-@pytest.mark.parametrize(
-    "kw", [dict(answer=None), dict(context=()), dict(query=None), dict(answer="", context=("",))]
-)
-async def test_contract_never_raises_and_skips_missing_input(name, kw):
+MISSING = {
+    "no_answer": dict(answer=None),
+    "no_context": dict(context=()),
+    "no_query": dict(query=None),
+    "blank_answer_and_context": dict(answer="", context=("",)),
+}
+# the reason each judge skips, or None when it has what it needs and must give a verdict
+SKIPS = {
+    "faithfulness": {
+        "no_answer": "no answer",
+        "no_context": "no context reached the prompt",
+        "no_query": None,
+        "blank_answer_and_context": "no answer",
+    },
+    "answer_relevance": {
+        "no_answer": "no answer",
+        "no_context": None,
+        "no_query": "no question",
+        "blank_answer_and_context": "no answer",
+    },
+    "context_relevance": {
+        "no_answer": None,
+        "no_context": "no context",
+        "no_query": "no question",
+        "blank_answer_and_context": "no context",
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(SKIPS))
+@pytest.mark.parametrize("case", sorted(MISSING))
+async def test_contract_never_raises_and_skips_missing_input(name, case):
     j = get_judge(name)
     assert isinstance(j, Judge) and j.name == name and j.version
-    results = await j.evaluate(make_interaction(**kw))
+    results = await j.evaluate(make_interaction(**MISSING[case]))
     assert [r.evaluator for r in results] == [name]
-    assert results[0].label in {
-        "skipped",
-        "faithful",
-        "unfaithful",
-        "relevant",
-        "irrelevant",
-        "abstained",
-        "error",
+    [r] = results
+    reason = SKIPS[name][case]
+    if reason is None:
+        assert r.label not in {"skipped", "error"} and r.score is not None, r
+    else:
+        assert (r.label, r.score, r.explanation) == ("skipped", None, reason)
+
+
+async def test_answer_relevance_does_not_depend_on_the_context():
+    q, a = "What is the capital of France?", "The capital of France is Paris."
+    verdicts = [
+        await judge("answer_relevance", query=q, context=ctx, answer=a)
+        for ctx in [(), ("Paris is the capital of France.",), ("Bananas grow in the tropics.",)]
+    ]
+    assert {(r.label, r.score, r.explanation) for r in verdicts} == {
+        ("relevant", verdicts[0].score, "covers 100% of the question's key terms")
     }
+    # "what is the capital of ..." asks for a name, not for a definition
+    assert verdicts[0].metadata["expected_type"] == "name" and verdicts[0].score >= 0.85
+    defn = await judge(
+        "answer_relevance", query="What is photosynthesis?", context=(), answer="Green."
+    )
+    assert defn.metadata["expected_type"] == "definition" and defn.metadata["type_found"] is False
 
 
 async def test_answer_relevance_prefers_direct_answers():

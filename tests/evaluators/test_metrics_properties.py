@@ -23,6 +23,10 @@ def _as_inputs(cases: list[tuple[dict[str, int], list[str]]]) -> tuple[dict, dic
     return qrels, run
 
 
+def _answerable(qrels: dict[str, dict[str, int]]) -> list[str]:
+    return [q for q, grades in qrels.items() if any(g > 0 for g in grades.values())]
+
+
 def _reference(grades: dict[str, int], ids: list[str], name: str, k: int | None) -> float:
     ranked = list(dict.fromkeys(ids))
     top = ranked if k is None else ranked[:k]
@@ -49,7 +53,12 @@ def _reference(grades: dict[str, int], ids: list[str], name: str, k: int | None)
 @given(case_st)
 def test_scores_are_in_unit_interval(cases: list) -> None:
     qrels, run = _as_inputs(cases)
-    for values in evaluate(qrels, run, ALL).values.values():
+    scores = evaluate(qrels, run, ALL)
+    n = len(_answerable(qrels))
+    assert list(scores.query_ids) == _answerable(qrels)
+    assert set(scores.values) == {str(s) for s in expand_metrics(ALL, [])}
+    for values in scores.values.values():
+        assert values.shape == (n,)
         assert ((values >= 0) & (values <= 1 + 1e-12)).all()
 
 
@@ -58,6 +67,9 @@ def test_scores_are_in_unit_interval(cases: list) -> None:
 def test_vectorised_metrics_match_the_naive_reference(cases: list) -> None:
     qrels, run = _as_inputs(cases)
     per_query = evaluate(qrels, run, ALL).per_query()
+    assert list(per_query) == _answerable(qrels)
+    specs = {str(s) for s in expand_metrics(ALL, [])}
+    assert all(set(row) == specs for row in per_query.values())
     for qid, row in per_query.items():
         for spec in expand_metrics(ALL, []):
             expected = _reference(qrels[qid], run[qid], spec.name, spec.k)
@@ -69,7 +81,10 @@ def test_vectorised_metrics_match_the_naive_reference(cases: list) -> None:
 def test_ideal_ranking_gives_ndcg_one(grades: dict[str, int], noise: list[str]) -> None:
     ideal = sorted((c for c, g in grades.items() if g > 0), key=lambda c: -grades[c])
     ranking = ideal + [c for c in noise if grades.get(c, 0) == 0]
-    means = evaluate({"q": grades}, {"q": ranking}, ["ndcg@1", "ndcg@5", "ndcg@20", "mrr"]).mean()
+    scores = evaluate({"q": grades}, {"q": ranking}, ["ndcg@1", "ndcg@5", "ndcg@20", "mrr"])
+    assert scores.query_ids == ("q",)
+    means = scores.mean()
+    assert set(means) == {"ndcg@1", "ndcg@5", "ndcg@20", "mrr"}
     assert all(math.isclose(v, 1.0) for v in means.values())
 
 
@@ -79,5 +94,7 @@ def test_recall_never_decreases_with_k(cases: list) -> None:
     qrels, run = _as_inputs(cases)
     names = [f"recall@{k}" for k in range(1, 17)]
     values = evaluate(qrels, run, names).values
+    assert set(values) == set(names)
+    assert all(v.shape == (len(_answerable(qrels)),) for v in values.values())
     for a, b in zip(names, names[1:], strict=False):
         assert (values[b] >= values[a]).all()

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pexpect
 import pytest
 from click.testing import CliRunner
+from console_script import ragsieve_script
 from test_run_support import KINDS, send, wait_stored
 
 from ragsieve.collector.store import Store
@@ -21,7 +21,6 @@ from ragsieve.jobs.golden.audit import audit_id
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
 from ragsieve.jobs.report import ReviewLabel, judge_quality, wilson
 
-RAGSIEVE = Path(sys.executable).with_name("ragsieve")
 KEY = "faithfulness=1"
 
 
@@ -130,10 +129,10 @@ def _jobs_run(store: Store, *args: str) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.skipif(not RAGSIEVE.exists(), reason=f"{RAGSIEVE} missing: run pip install -e .")
 def test_audit_through_the_terminal_then_rates_in_the_report(
     collector: Any, tmp_path: Path
 ) -> None:
+    exe = ragsieve_script()
     store = collector.store
     kinds = ("good", "good_refund", "unfaithful", "missing_abstention")
     send(collector.traces_url, [KINDS[k][0] for k in kinds])
@@ -158,7 +157,7 @@ def test_audit_through_the_terminal_then_rates_in_the_report(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSIEVE_", "OTEL_"))}
     env.update(RAGSIEVE_STORE=store.url, COLUMNS="120")
     child = pexpect.spawn(
-        str(RAGSIEVE),
+        str(exe),
         ["golden", "review", "--reviewer", "carol"],
         env=env,
         cwd=str(tmp_path),

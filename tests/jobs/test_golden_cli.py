@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from console_script import ragsieve_script
 from golden_plant import PORTS_EN, STREAM, stream, write_golden_v3
 
 from ragsieve.collector.store import Store
@@ -76,15 +76,13 @@ def test_import_spanish_aliases_makes_novelty_work_from_day_one(
     assert again["new"] == 0 and again["updated"] == 4
     report = grow(store, stream(), Settings(golden=GoldenSettings(path=None)))  # no file configured
     assert report["covered_by_golden"] == 1
-    assert len(report["new_categories"]) == 1 and "ports" in report["new_categories"][0]["terms"]
+    assert [c["terms"] for c in report["new_categories"]] == [["on-prem", "agent", "ports"]]
 
 
 def test_import_bad_file_exits_2_with_path_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "golden.jsonl"
     bad.write_text('{"pregunta": "ok?"}\n{"pregunta": ""}\n', encoding="utf-8")
-    exe = Path(sys.executable).with_name("ragsieve")
-    if not exe.exists():
-        pytest.skip(f"{exe} missing: run pip install -e .")
+    exe = ragsieve_script()
     out = subprocess.run(
         [str(exe), "golden", "import", str(bad), "--store", f"sqlite:///{tmp_path / 'x.db'}"],
         capture_output=True,

@@ -74,10 +74,10 @@ def test_new_category_detected_and_named_known_ones_not(grown) -> None:  # type:
     repo, v3, report = grown
     new = report["new_categories"]
     assert [c["category"] for c in new] == [_by_query(repo, PORTS_EN).category]
-    assert {"ports", "agent"} <= set(new[0]["terms"]) or {"puertos"} & set(new[0]["terms"])
-    assert new[0]["examples"][0] == PORTS_EN  # most seen first
-    assert PORTS_ES in new[0]["examples"]
-    assert new[0]["failures_seen"] == 6
+    assert new[0]["terms"] == ["on-prem", "agent", "ports"]
+    assert new[0]["name"] == "on-prem / agent / ports"
+    assert new[0]["examples"] == [PORTS_EN, PORTS_ES]  # most seen first
+    assert (new[0]["root_cause"], new[0]["failures_seen"]) == ("retrieval", 6)
     sums = _summaries(repo, v3)
     refund = sums[_by_query(repo, "Can I get a refund on my annual plan?").category]
     assert not refund.new and refund.golden_category == "billing"
@@ -85,7 +85,8 @@ def test_new_category_detected_and_named_known_ones_not(grown) -> None:  # type:
         _by_query(repo, "¿Me devuelven el dinero si cancelo el plan anual?").category == refund.id
     )
     sso = sums[_by_query(repo, "¿Cómo configuro el inicio de sesión único SAML?").category]
-    assert not sso.new and sso.root_cause == "generation" and sso.golden_cases >= 1
+    assert not sso.new and sso.root_cause == "generation" and sso.golden_cases == 1
+    assert sso.golden_category == "sso"
     assert sums[new[0]["category"]].golden_cases == 0
 
 
@@ -108,8 +109,7 @@ def test_pii_is_scrubbed_before_anything_is_written(store: Store, tmp_path: Path
     raw = json.dumps(store.query("SELECT * FROM candidates"))
     for secret in ("4111", "ACME-99812", "@example.com", "612 345 678"):
         assert secret not in raw
-    assert rep["pii_scrubbed"]["card"] == 1 and rep["pii_scrubbed"]["custom"] == 1
-    assert rep["pii_scrubbed"]["email"] >= 1
+    assert rep["pii_scrubbed"] == {"card": 1, "custom": 1, "email": 1, "phone": 1}
     bad = _settings(v3, pii_patterns=["(unclosed"])
     with pytest.raises(ConfigError, match="golden.pii_patterns"):
         grow(store, [flagged("another question", "retrieval", 78)], bad)

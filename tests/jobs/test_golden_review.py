@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
-import pytest
+from console_script import ragsieve_script
 from golden_plant import PORTS_EN, PORTS_ES, stream, write_golden_v3
 
 from ragsieve.collector.store import Store
@@ -20,8 +19,6 @@ from ragsieve.jobs.golden.candidates import candidate_id
 from ragsieve.jobs.golden.repo import CandidateRepo
 from ragsieve.jobs.settings import GoldenSettings, Settings
 
-RAGSIEVE = Path(sys.executable).with_name("ragsieve")
-
 
 def _env(v3: Path, store: Store) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSIEVE_", "OTEL_"))}
@@ -29,13 +26,13 @@ def _env(v3: Path, store: Store) -> dict[str, str]:
     return env
 
 
-@pytest.mark.skipif(not RAGSIEVE.exists(), reason=f"{RAGSIEVE} missing: run pip install -e .")
 def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None:
+    exe = ragsieve_script()
     v3 = write_golden_v3(tmp_path)
     grow(store, stream(), Settings(golden=GoldenSettings(path=str(v3))))
     env = _env(v3, store)
     child = pexpect.spawn(
-        str(RAGSIEVE),
+        str(exe),
         ["golden", "review", "--reviewer", "alice"],
         env=env,
         cwd=str(tmp_path),
@@ -91,7 +88,7 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
     assert len(repo.select(["candidate"])) == 3
 
     out = subprocess.run(
-        [str(RAGSIEVE), "golden", "promote", "--golden", str(v3), "--by", "bob", "--json"],
+        [str(exe), "golden", "promote", "--golden", str(v3), "--by", "bob", "--json"],
         env=env,
         cwd=tmp_path,
         capture_output=True,

@@ -40,12 +40,17 @@ def test_small_budget_still_covers_the_remainder(store: Store) -> None:
     plant(store, 90, bad=False)  # the remainder, all pass
     out = run_once(store, settings(store=store.url), budget_calls=10, deliver=False)
     r = out.report
-    assert r["sampled"]["by_stratum"]["uniform"]["sampled"] >= 1
+    split = {k: (v["population"], v["sampled"]) for k, v in r["sampled"]["by_stratum"].items()}
+    assert split == {"negative_feedback": (10, 1), "uniform": (90, 2)}
+    assert r["sampled"]["total"] == 3
     fr = r["failure_rate"]
     assert fr["coverage"] == 1.0 and fr["estimate"] == 0.1  # the true rate, 10 / 100
+    assert fr["uncovered_strata"] == [] and fr["n"] == 3 and fr["raw"] == pytest.approx(1 / 3)
     tight = run_once(store, settings(store=store.url), budget_calls=3, deliver=False).report
     # The free rerun picks plus one new trace: still every stratum has a decided pick.
-    assert tight["failure_rate"]["coverage"] == 1.0
+    split = {k: (v["population"], v["sampled"]) for k, v in tight["sampled"]["by_stratum"].items()}
+    assert split == {"negative_feedback": (10, 2), "uniform": (90, 2)}
+    assert tight["failure_rate"]["coverage"] == 1.0 and tight["failure_rate"]["estimate"] == 0.1
 
 
 def test_table_labels_a_covered_strata_estimate() -> None:

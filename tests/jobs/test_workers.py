@@ -8,18 +8,17 @@ exactly once per judge, and the global budget holds across processes.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from console_script import ragsieve_script
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -32,6 +31,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 N_TRACES = 28
 JUDGES = ("faithfulness", "answer_relevance")
+SLOW_MS = 1500  # worker a's paced latency per judge call
 PHASE1_CALLS = 20  # budget of the first pass: 10 traces x 2 judges, then no more
 DOCS = [
     ("kb-1", "The Eiffel Tower is 330 metres tall and stands in Paris."),
@@ -46,13 +46,7 @@ def _free_port() -> int:
 
 
 def _ragsieve() -> list[str]:
-    beside = Path(sys.executable).with_name("ragsieve")
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("ragsieve")
-    if found is None:
-        pytest.skip("the ragsieve console script is not installed (pip install -e .)")
-    return [found]
+    return [str(ragsieve_script())]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -87,7 +81,7 @@ def procs() -> Iterator[dict[str, subprocess.Popen[bytes]]]:
             p.wait()
 
 
-def _worker(url: str, name: str) -> subprocess.Popen[bytes]:
+def _worker(url: str, name: str, latency_ms: int = 120) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -103,7 +97,7 @@ def _worker(url: str, name: str) -> subprocess.Popen[bytes]:
             "--stalled-after-s",
             "2",
             "--judge-latency-ms",
-            "120",
+            str(latency_ms),
         ],
         env=_env(),
         stdout=subprocess.DEVNULL,
@@ -228,7 +222,8 @@ def _run(url: str, store: Any, procs: dict[str, subprocess.Popen[bytes]]) -> Non
     stored = {tuple(r) for r in store.query("SELECT trace_id, span_id FROM spans")}
     assert stored == sent  # no span lost, duplicates stored once
 
-    procs["wa"] = _worker(url, "a")
+    # worker a is slow (>= 1.5 s a batch) so the SIGKILL below lands while it holds one
+    procs["wa"] = _worker(url, "a", latency_ms=SLOW_MS)
     worker_a = _wait(
         lambda: store.query("SELECT min(id) FROM procrastinate_workers")[0][0],
         30,
@@ -268,10 +263,13 @@ def _run(url: str, store: Any, procs: dict[str, subprocess.Popen[bytes]]) -> Non
         40,
         "worker a to take a batch",
     )
-    time.sleep(0.15)  # let it get into the batch
     procs["wa"].send_signal(signal.SIGKILL)
     procs["wa"].wait()
     killed_job = held[0][0]
+    # the kill landed mid-batch: the dead worker never finished the job it held
+    assert store.query("SELECT status FROM procrastinate_jobs WHERE id = ?", (killed_job,)) == [
+        ("doing",)
+    ]
 
     _wait(lambda: _all_judged(store) and _queue_idle(store), 60, "every trace judged")
     status = store.query("SELECT status FROM procrastinate_jobs WHERE id = ?", (killed_job,))

@@ -23,6 +23,17 @@ _HEDGE = re.compile(
     r"|specific (?:details|region|date|information)|not (?:sure|aware|certain)|unclear|depends"
     r"|probablemente|quizas|quiza|depende|varios|algunos)\b"
 )
+# "what is the capital of France?" asks for the value of an attribute, not for a definition
+_ATTRIBUTE_OF = re.compile(
+    r"^\W*(?:what|which|que|cual)\s+(?:is|was|are|were|es|son|era|fue)\s+(?:the|el|la|los|las)\s+"
+    r"(?:\w+\s+){0,2}\w+\s+(?:of|de|del)\s"
+)
+
+
+def _answer_type(question: str) -> str | None:
+    """The answer type to look for: attribute questions want a name, not a definition."""
+    kind = expected_type(question)
+    return "name" if kind == "definition" and _ATTRIBUTE_OF.search(fold(question)) else kind
 
 
 class AnswerRelevanceJudge(OfflineJudge):
@@ -32,7 +43,7 @@ class AnswerRelevanceJudge(OfflineJudge):
 
     def __init__(self, threshold: float = 0.85) -> None:
         self.threshold = threshold
-        self.version = f"offline-3:t{threshold}"
+        self.version = f"offline-4:t{threshold}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question, answer = interaction.query or "", interaction.answer or ""
@@ -54,7 +65,7 @@ class AnswerRelevanceJudge(OfflineJudge):
             float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
         )
         evasive = sum(is_abstention(s) or bool(_HEDGE.search(fold(s))) for s in sents) / len(sents)
-        kind = expected_type(question)
+        kind = _answer_type(question)
         type_ok = 1.0 if kind is None else float(has_type(answer, kind))
         score = 0.3 * coverage + 0.3 * specificity + 0.2 * type_ok + 0.2 * (1.0 - evasive)
         if parsed.abstained:
