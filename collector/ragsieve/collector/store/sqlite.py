@@ -29,7 +29,7 @@ class SQLiteStore(SQLStore):
         self.busy_timeout_s = busy_timeout_s
         self._local = threading.local()
         self._write_lock = threading.Lock()
-        self._all: list[sqlite3.Connection] = []
+        self._all: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._all_lock = threading.Lock()
         if path != ":memory:":
             parent = Path(path).expanduser().resolve().parent
@@ -54,7 +54,7 @@ class SQLiteStore(SQLStore):
                 raise StoreError(f"{self.url}: cannot open: {exc}") from exc
             self._local.conn = conn
             with self._all_lock:
-                self._all.append(conn)
+                self._all.append((threading.current_thread(), conn))
         return conn
 
     @contextmanager
@@ -83,12 +83,19 @@ class SQLiteStore(SQLStore):
                 lock.release()
 
     def close(self) -> None:
-        """Close every connection this store opened."""
+        """Close the connections no other live thread is using.
+
+        Closing a connection while another thread runs a query on it crashes the interpreter,
+        so a connection owned by a thread that is still alive is only released: it closes when
+        that thread's last reference to it goes (after its current transaction at the latest).
+        """
+        me = threading.current_thread()
         with self._all_lock:
-            for conn in self._all:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
+            for owner, conn in self._all:
+                if owner is me or not owner.is_alive():
+                    try:
+                        conn.close()
+                    except sqlite3.Error:
+                        pass
             self._all.clear()
         self._local = threading.local()
