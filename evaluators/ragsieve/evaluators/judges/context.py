@@ -84,7 +84,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.skip_unrelated = skip_unrelated
         self.min_overlap = min_overlap
         self.version = (
-            f"offline-3:t{threshold}:e{use_embeddings}:c{relevant_cosine}"
+            f"offline-4:t{threshold}:e{use_embeddings}:c{relevant_cosine}"
             f":m{max_embed_chars}:o{min_overlap}:s{max_sentences}:u{skip_unrelated}"
         )
 

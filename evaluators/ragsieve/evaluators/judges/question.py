@@ -28,6 +28,12 @@ _ASKS_WHEN = re.compile(
 )
 
 
+_ATTRIBUTE_OF = re.compile(
+    r"^\W*(?:what|which|que|cual)\s+(?:is|was|are|were|es|son|era|fue)\s+(?:the|el|la|los|las)\s+"
+    r"(?:\w+\s+){0,2}\w+\s+(?:of|de|del)\s"
+)
+
+
 def expected_type(question: str) -> str | None:
     """What kind of answer the question asks for: 'date', 'number', 'definition', 'name' or None."""
     q = fold(question)
@@ -40,6 +46,8 @@ def expected_type(question: str) -> str | None:
         q,
     ):
         return "number"
+    if _ATTRIBUTE_OF.search(q):  # "what is the capital of France?" wants a value, not a definition
+        return "name"
     if re.match(r"\s*(what|who|que|quien)\s+(is|are|was|were|es|son|era|fue)\s", q):
         return "definition"
     if re.search(r"\b(who|whom|quien|quienes)\b", q) or re.search(r"\b(where|donde)\b", q):

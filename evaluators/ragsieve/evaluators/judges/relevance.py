@@ -23,17 +23,6 @@ _HEDGE = re.compile(
     r"|specific (?:details|region|date|information)|not (?:sure|aware|certain)|unclear|depends"
     r"|probablemente|quizas|quiza|depende|varios|algunos)\b"
 )
-# "what is the capital of France?" asks for the value of an attribute, not for a definition
-_ATTRIBUTE_OF = re.compile(
-    r"^\W*(?:what|which|que|cual)\s+(?:is|was|are|were|es|son|era|fue)\s+(?:the|el|la|los|las)\s+"
-    r"(?:\w+\s+){0,2}\w+\s+(?:of|de|del)\s"
-)
-
-
-def _answer_type(question: str) -> str | None:
-    """The answer type to look for: attribute questions want a name, not a definition."""
-    kind = expected_type(question)
-    return "name" if kind == "definition" and _ATTRIBUTE_OF.search(fold(question)) else kind
 
 
 class AnswerRelevanceJudge(OfflineJudge):
@@ -65,7 +54,7 @@ class AnswerRelevanceJudge(OfflineJudge):
             float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
         )
         evasive = sum(is_abstention(s) or bool(_HEDGE.search(fold(s))) for s in sents) / len(sents)
-        kind = _answer_type(question)
+        kind = expected_type(question)
         type_ok = 1.0 if kind is None else float(has_type(answer, kind))
         score = 0.3 * coverage + 0.3 * specificity + 0.2 * type_ok + 0.2 * (1.0 - evasive)
         if parsed.abstained:
