@@ -438,3 +438,19 @@ def test_postgres_paced_forwarders_never_send_a_row_twice(pg_database: str) -> N
     finally:
         for s in stores:
             s.close()
+
+
+def test_query_in_spans_many_slices_and_appends_params(any_store: Any) -> None:
+    ids = [f"{i:032x}" for i in range(1, 1201)]
+    any_store.write_spans(
+        [
+            SpanRecord(trace_id=t, span_id="00000000000000a1", parent_span_id=None, name="s")
+            for t in ids[::2]
+        ],
+        now=T0,
+    )
+    rows = any_store.query_in(
+        "SELECT trace_id FROM spans WHERE trace_id IN ({ids}) AND name = ?", ids, ("s",)
+    )
+    assert sorted(r[0] for r in rows) == ids[::2]
+    assert any_store.query_in("SELECT trace_id FROM spans WHERE trace_id IN ({ids})", []) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragsieve.evaluators.judges import LLMConfig, get_judge
-from ragsieve.evaluators.testing import FakeOpenAIServer, Fault, make_interaction, prompt_of
+from ragsieve.evaluators.testing import Fault, make_interaction, prompt_of
 
 CTX = ("GPT-4 was released by OpenAI on March 14, 2023.",)
 GOOD = {
@@ -31,12 +31,6 @@ BAD = {
         }
     ],
 }
-
-
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as s:
-        yield s
 
 
 def cfg(server, **kw):

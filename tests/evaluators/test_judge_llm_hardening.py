@@ -13,19 +13,13 @@ import pytest
 from ragsieve.evaluators.errors import JudgeError
 from ragsieve.evaluators.judges import LLMConfig, get_judge
 from ragsieve.evaluators.judges.llm import model_family, parse_json_object, retry_after_s
-from ragsieve.evaluators.testing import FakeOpenAIServer, Fault, make_interaction, prompt_of
+from ragsieve.evaluators.testing import Fault, make_interaction, prompt_of
 
 GOOD = {
     "reasoning": "ok",
     "abstained": False,
     "claims": [{"claim": "c", "supported": True, "evidence": "Paris is the capital", "reason": ""}],
 }
-
-
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as s:
-        yield s
 
 
 def cfg(server, **kw):

@@ -21,7 +21,6 @@ from datetime import datetime
 from typing import Any
 
 from ragsieve.collector.store import Store
-from ragsieve.jobs.resultstore_judgements import CHUNK as CHUNK
 from ragsieve.jobs.resultstore_judgements import (
     Judgement,
     done_in_window,

@@ -7,20 +7,12 @@ its checkpoint commit in one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.records import EvalResult, RagInteraction
-
-CHUNK = 500
-
-
-def chunked(items: Sequence[str]) -> Iterator[Sequence[str]]:
-    """Slices of at most ``CHUNK`` ids, one per ``IN (...)`` query."""
-    for i in range(0, len(items), CHUNK):
-        yield items[i : i + CHUNK]
 
 
 def done_judges(
@@ -28,14 +20,12 @@ def done_judges(
 ) -> dict[str, set[str]]:
     """For each trace, the judges whose current version has a checkpoint."""
     done: dict[str, set[str]] = {}
-    for part in chunked(list(trace_ids)):
-        marks = ",".join("?" * len(part))
-        for tid, judge, version in store.query(
-            f"SELECT trace_id, judge, judge_version FROM checkpoints WHERE trace_id IN ({marks})",
-            tuple(part),
-        ):
-            if versions.get(judge) == version:
-                done.setdefault(tid, set()).add(judge)
+    for tid, judge, version in store.query_in(
+        "SELECT trace_id, judge, judge_version FROM checkpoints WHERE trace_id IN ({ids})",
+        trace_ids,
+    ):
+        if versions.get(judge) == version:
+            done.setdefault(tid, set()).add(judge)
     return done
 
 
@@ -57,12 +47,10 @@ def done_in_window(
 def load_interactions(store: Store, trace_ids: Sequence[str]) -> dict[str, RagInteraction]:
     """Full records of the given traces."""
     out: dict[str, RagInteraction] = {}
-    for part in chunked(list(trace_ids)):
-        marks = ",".join("?" * len(part))
-        for tid, body in store.query(
-            f"SELECT trace_id, body FROM interactions WHERE trace_id IN ({marks})", tuple(part)
-        ):
-            out[tid] = RagInteraction.model_validate_json(body)
+    for tid, body in store.query_in(
+        "SELECT trace_id, body FROM interactions WHERE trace_id IN ({ids})", trace_ids
+    ):
+        out[tid] = RagInteraction.model_validate_json(body)
     return out
 
 
@@ -72,14 +60,11 @@ def stored_results(
     """Stored results of the current judge versions, per trace."""
     wanted = set(versions.values())
     out: dict[str, list[EvalResult]] = {}
-    for part in chunked(list(trace_ids)):
-        marks = ",".join("?" * len(part))
-        for tid, version, body in store.query(
-            f"SELECT trace_id, judge_version, body FROM results WHERE trace_id IN ({marks})",
-            tuple(part),
-        ):
-            if version in wanted:
-                out.setdefault(tid, []).append(EvalResult.model_validate_json(body))
+    for tid, version, body in store.query_in(
+        "SELECT trace_id, judge_version, body FROM results WHERE trace_id IN ({ids})", trace_ids
+    ):
+        if version in wanted:
+            out.setdefault(tid, []).append(EvalResult.model_validate_json(body))
     return out
 
 
@@ -131,9 +116,7 @@ def save_judgements(store: Store, run_id: str, items: Iterable[Judgement], now: 
 
 
 __all__ = [
-    "CHUNK",
     "Judgement",
-    "chunked",
     "done_in_window",
     "done_judges",
     "load_interactions",

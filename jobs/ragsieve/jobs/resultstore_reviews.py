@@ -11,7 +11,6 @@ from typing import Any
 
 from ragsieve.collector.store import Store
 from ragsieve.jobs.report import ReviewLabel
-from ragsieve.jobs.resultstore_judgements import chunked
 
 
 def list_results(
@@ -90,16 +89,15 @@ def review_labels(store: Store, key: str) -> list[ReviewLabel]:
             kind = "pass" if outcome in ("tn", "fn") else "fail"
             wanted[traces[0]] = (outcome, kind)
     latest: dict[str, tuple[str, float]] = {}
-    for part in chunked(sorted(wanted)):
-        marks = ",".join("?" * len(part))
-        for tid, verdict, p, body in store.query(
-            f"SELECT s.trace_id, s.verdict, s.inclusion_p, s.body FROM samples s"
-            f" JOIN runs r ON r.run_id = s.run_id WHERE s.trace_id IN ({marks})"
-            f" AND s.verdict IN ('pass', 'fail') ORDER BY r.started_at",
-            tuple(part),
-        ):
-            if json.loads(body).get("key") == key:
-                latest[tid] = (verdict, float(p or 0.0))
+    # All rows of one trace fall in the same slice, so each slice's order is the trace's order.
+    for tid, verdict, p, body in store.query_in(
+        "SELECT s.trace_id, s.verdict, s.inclusion_p, s.body FROM samples s"
+        " JOIN runs r ON r.run_id = s.run_id WHERE s.trace_id IN ({ids})"
+        " AND s.verdict IN ('pass', 'fail') ORDER BY r.started_at",
+        sorted(wanted),
+    ):
+        if json.loads(body).get("key") == key:
+            latest[tid] = (verdict, float(p or 0.0))
     out: list[ReviewLabel] = []
     for tid, (outcome, kind) in sorted(wanted.items()):
         verdict, p = latest.get(tid, ("", 0.0))

@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 from ragsieve.collector.store import Store
-from ragsieve.jobs.resultstore_judgements import chunked
 
 
 def _final(verdict: str, body: str, key: str) -> bool:
@@ -33,15 +32,13 @@ def _final(verdict: str, body: str, key: str) -> bool:
 def decided_traces(store: Store, trace_ids: Sequence[str], key: str) -> set[str]:
     """Traces whose final verdict for this judge set (``key``) was already recorded by some run."""
     found: set[str] = set()
-    for part in chunked(list(trace_ids)):
-        marks = ",".join("?" * len(part))
-        for tid, verdict, body in store.query(
-            f"SELECT trace_id, verdict, body FROM samples WHERE verdict IN ('pass', 'fail')"
-            f" AND trace_id IN ({marks})",
-            tuple(part),
-        ):
-            if _final(verdict, body, key):
-                found.add(tid)
+    for tid, verdict, body in store.query_in(
+        "SELECT trace_id, verdict, body FROM samples WHERE verdict IN ('pass', 'fail')"
+        " AND trace_id IN ({ids})",
+        trace_ids,
+    ):
+        if _final(verdict, body, key):
+            found.add(tid)
     return found
 
 

@@ -75,6 +75,22 @@ class SQLBase:
             cur.execute(self.sql(sql), tuple(params))
             return [tuple(r) for r in cur.fetchall()]
 
+    def query_in(
+        self, sql: str, ids: Iterable[str], params: Sequence[Any] = (), *, chunk: int = 500
+    ) -> list[tuple[Any, ...]]:
+        """Run ``sql`` once per slice of ``ids``, ``{ids}`` standing for the ``IN (...)`` list.
+
+        Example: ``store.query_in("SELECT * FROM spans WHERE trace_id IN ({ids})", trace_ids)``.
+        ``params`` come after the ids. Slices keep each statement under driver limits.
+        """
+        items = list(ids)
+        rows: list[tuple[Any, ...]] = []
+        for i in range(0, len(items), chunk):
+            part = items[i : i + chunk]
+            marks = ",".join("?" * len(part))
+            rows.extend(self.query(sql.format(ids=marks), (*part, *params)))
+        return rows
+
     # -- migrations ----------------------------------------------------------------------------
     def migrate(self) -> list[str]:
         """Apply pending migrations in order; returns the names applied."""

@@ -156,10 +156,7 @@ def review(
                 show_choices=False,
             )
             if action == "e":
-                _edit(c)
-                c.body.setdefault("review", {})["edited_by"] = reviewer
-                repo.save([c])
-                report.edited.append(c.id)
+                _record_edit(repo, c, reviewer, report)
                 continue
             if action == "a":
                 if not c.body.get("relevant_chunks") and not click.confirm(
@@ -183,6 +180,14 @@ def review(
     return report
 
 
+def _record_edit(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> None:
+    """Let the reviewer edit the reference answer and chunks, and save who did it."""
+    _edit(c)
+    c.body.setdefault("review", {})["edited_by"] = reviewer
+    repo.save([c])
+    report.edited.append(c.id)
+
+
 def _review_audit(
     repo: CandidateRepo, c: Candidate, where: str, reviewer: str, report: ReviewReport
 ) -> bool:
@@ -197,10 +202,7 @@ def _review_audit(
             show_choices=False,
         )
         if action == "e":
-            _edit(c)
-            c.body.setdefault("review", {})["edited_by"] = reviewer
-            repo.save([c])
-            report.edited.append(c.id)
+            _record_edit(repo, c, reviewer, report)
             continue
         if action == "y":
             decide(repo, c, PASSED, reviewer, "confirmed_pass", verdict="pass")
