@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 TRACE = "5b8efff798038103d269b633813fc60c"
 SPAN_A = "eee19b7ec3c1b174"
 SPAN_B = "eee19b7ec3c1b173"
+JSON_TYPE = {"content-type": "application/json"}
 
 
 def otlp_json(spans: list[dict[str, Any]], service: str = "rag-app") -> dict[str, Any]:
@@ -318,7 +319,8 @@ def test_feedback_by_span_id(collector: Any) -> None:
     bad = httpx.post(f"{collector.url}/v1/feedback", json={"span_id": SPAN_A})
     assert bad.status_code == 400
     assert "score or label" in bad.json()["error"]
-    assert httpx.post(f"{collector.url}/v1/feedback", content=b"{").status_code == 400
+    broken = httpx.post(f"{collector.url}/v1/feedback", content=b"{", headers=JSON_TYPE)
+    assert broken.status_code == 400 and broken.json()["error"].startswith("body: invalid JSON")
 
 
 def test_logs_endpoint_keeps_genai_events(collector: Any) -> None:

@@ -5,13 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -19,13 +17,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ragsieve.collector import otlp
+from ragsieve.collector.feedback import parse_feedback, require_json
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.settle import settle
 from ragsieve.collector.store import Store
 from ragsieve.collector.store.base import span_body
 from ragsieve.collector.writer import Overloaded, SpanWriter, WriteJob
-from ragsieve.evaluators.errors import BadPayload, PayloadTooLarge, StoreError
-from ragsieve.evaluators.records import Feedback
+from ragsieve.evaluators.errors import (
+    BadPayload,
+    PayloadTooLarge,
+    StoreError,
+)
 
 log = logging.getLogger(__name__)
 FORWARD_TOPIC = "otlp"
@@ -190,19 +192,10 @@ def create_app(
         if _unauthorized(request):
             return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
         try:
-            raw = await _read_body(request)
-            data = json.loads(raw)
-            if not isinstance(data, dict):
-                raise ValueError("body must be a JSON object")
-            fb = Feedback.model_validate(data)
-        except PayloadTooLarge as exc:
-            return JSONResponse({"error": str(exc)}, status_code=413)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "body"
-            return JSONResponse({"error": f"{where}: {first['msg']}"}, status_code=400)
-        except (ValueError, RecursionError) as exc:
-            return JSONResponse({"error": f"invalid JSON: {exc}"[:300]}, status_code=400)
+            require_json(request.headers.get("content-type"))
+            fb = parse_feedback(await _read_body(request))
+        except BadPayload as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status_code)
         try:
             trace_id = await run_in_threadpool(store.write_feedback, fb)
         except StoreError as exc:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from ragsieve.collector.feedback import load_stored
 from ragsieve.collector.store.sql import SQLBase, _now
 from ragsieve.evaluators.records import Feedback, RagInteraction
 
@@ -41,11 +42,12 @@ class InteractionsMixin(SQLBase):
     def feedback_for_trace(self, trace_id: str) -> list[Feedback]:
         """Feedback given by trace id, or by the id of any span of the trace."""
         rows = self.query(
-            "SELECT body FROM feedback WHERE trace_id = ? OR (trace_id IS NULL AND span_id IN"
+            "SELECT id, body FROM feedback WHERE trace_id = ? OR (trace_id IS NULL AND span_id IN"
             " (SELECT span_id FROM spans WHERE trace_id = ?)) ORDER BY id",
             (trace_id, trace_id),
         )
-        return [Feedback.model_validate_json(r[0]) for r in rows]
+        loaded = (load_stored(r[1], r[0]) for r in rows)
+        return [fb for fb in loaded if fb is not None]
 
     # -- settling and interactions -------------------------------------------------------------
     def due_traces(
