@@ -31,7 +31,8 @@ _ABSTAIN = re.compile(
 _INJECTION = re.compile(
     r"("
     r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|above|previous)"
-    r"|\b(?:you are now|act as|pretend to be|new instructions?|system prompt)\b"
+    r"|\b(?:you are now|pretend to be|new instructions?|system prompt)\b"
+    r"|(?:^\W*|\byou (?:must |should |will |shall )?)act as\b"
     r"|\b(?:answer|respond|reply|output|return|say|grade|rate|score|mark)\b.{0,30}"
     r"\b(?:yes|faithful|relevant|supported|correct|1\.0|10/10|true|pass)\b.{0,20}"
     r"(?:regardless|no matter|always|judge|evaluator|grader)"
@@ -41,6 +42,29 @@ _INJECTION = re.compile(
     r"|<{2,}\s*/?\s*(?:begin|end)\b[^<>\n]{0,60}>{2,}"  # a fake data-fence marker
     r")",
     re.IGNORECASE | re.DOTALL,
+)
+# Lead-ins that cite the source instead of stating a fact ("According to the context, ...",
+# "The documents say that ...", "Según el texto, ..."): the claim is what follows them.
+_SOURCE = (
+    r"(?:provided |given |available |retrieved |above |following )?"
+    r"(?:text|context|documents?|passages?|sources?|information|articles?|excerpts?|records?"
+    r"|texto|contexto|documentos?|fuentes?|informaci[oó]n|art[ií]culos?|pasajes?|datos)"
+)
+_ATTRIBUTION = re.compile(
+    r"^\W*(?:"
+    rf"(?:according to|based on|as (?:stated|mentioned|described|noted|shown) in|per|from)"
+    rf" (?:the |these |this )?{_SOURCE}\b[,:]?"
+    rf"|(?:the |these |this )?{_SOURCE} (?:says?|states?|indicates?|mentions?|notes?|shows?"
+    r"|explains?|reports?|suggests?)(?: that)?\b[,:]?"
+    r"|(?:the )?(?:short |final |correct )?answer (?:is|would be)\b:?"
+    r"|(?:seg[uú]n|de acuerdo con|con base en) (?:el |la |los |las |este |esta |estos )?"
+    rf"{_SOURCE}\b[,:]?"
+    rf"|(?:el |la |los |las )?{_SOURCE}"
+    r" (?:dice|indica|menciona|señala|afirma|explica|muestra)n?"
+    r"(?: que)?\b[,:]?"
+    r"|la respuesta (?:es|ser[ií]a)\b:?"
+    r")\s*",
+    re.IGNORECASE,
 )
 _SPLIT_CONJ = re.compile(r";\s+|,?\s+\b(?:and also|but also|while|whereas|mientras que)\b\s+")
 
@@ -69,6 +93,16 @@ def find_injections(text: str) -> list[str]:
     return [s for s in sentences(text) if _INJECTION.search(s)]
 
 
+def strip_attribution(sentence: str) -> str:
+    """``sentence`` without a lead-in that only cites the source ("According to the text, ")."""
+    for _ in range(2):
+        rest = _ATTRIBUTION.sub("", sentence, count=1)
+        if rest == sentence or not rest.strip():
+            break
+        sentence = rest[:1].upper() + rest[1:] if rest[:1].islower() else rest
+    return sentence
+
+
 def split_claims(sentence: str) -> list[str]:
     """Break one sentence into atomic-ish claims at semicolons and contrastive conjunctions."""
     parts = [p.strip(" ,") for p in _SPLIT_CONJ.split(sentence)]
@@ -81,10 +115,14 @@ def parse_answer(answer: str) -> ParsedAnswer:
     for sent in sentences(answer):
         if _INJECTION.search(sent):
             parsed.suspicious.append(sent)
-        elif is_abstention(sent):
+            # the instruction is set aside; what the rest of the sentence states is still a claim
+            sent = re.sub(r"\s+([,.;:])", r"\1", _INJECTION.sub(" ", sent)).strip(" ,;:-")
+            if len(sent.split()) < 2:
+                continue
+        if is_abstention(sent):
             parsed.abstentions.append(sent)
         else:
-            parsed.claims.extend(split_claims(sent))
+            parsed.claims.extend(split_claims(strip_attribution(sent)))
     if not parsed.claims and not parsed.abstentions and not parsed.suspicious and answer.strip():
         parsed.claims.append(answer.strip())  # a bare number or symbol is still a claim
     return parsed

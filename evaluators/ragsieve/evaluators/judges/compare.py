@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from ragsieve.evaluators.judges.text import fold, sentences
 
-# a year, also when a lost dash glued it to the next day ("26 September 188926 May 1976")
-_YEAR = re.compile(r"(?<![\d.,])(1[5-9]\d\d|20\d\d)(?:\d\d)?(?![\d,])")
+_YEAR = re.compile(r"(?<![\d.,])(1[5-9]\d\d|20\d\d)(?![\d,])")
 _EARLIEST = re.compile(r"\b(first|earlier|earliest|older|oldest|before|sooner|primero|antes)\b")
 _LATEST = re.compile(
     r"\b(second|later|latest|last|younger|youngest|after|more recent(?:ly)?|newer|newest"

@@ -1,7 +1,9 @@
-"""Offline context relevance: lexical evidence per chunk first, the encoder where it falls short."""
+"""Offline context relevance: does a chunk hold what answers the question, not only its topic?"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -9,30 +11,30 @@ import numpy as np
 from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.judges.claims import find_injections
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
-from ragsieve.evaluators.judges.question import coverage, expected_type, has_type, key_terms
-from ragsieve.evaluators.judges.text import content_words, language, sentences, stems
+from ragsieve.evaluators.judges.question import expected_type, has_type
+from ragsieve.evaluators.judges.terms import TermIndex, key, tokens
+from ragsieve.evaluators.judges.text import STOPWORDS, language, rarity, sentences
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
-RELEVANT_COSINE = 0.32  # question-sentence cosine that makes a chunk relevant
-LEXICAL_BOOST = 0.2  # cosine credit for a sentence holding all the question's key terms
-NOISE_ONLY_FACTOR = 0.5  # context precision is scaled by this when no chunk is relevant
+RELEVANT_COSINE = 0.32  # kept for the constructor's signature (version strings of old configs)
 # encoder cost grows with tokens: a sentence's first ~25 words carry its gist for the cosine
 MAX_EMBED_CHARS = 150
+MAX_SENTENCES = 12  # sentences of a chunk read for the answer (long chunks: their start)
+DENSITY_WEIGHT = 0.15  # share of the score that rewards chunks focused on the question
+SEMANTIC_FLOOR = 0.25  # question-sentence cosine below this adds nothing
+SEMANTIC_SPAN = 0.4  # ... and at floor + span, full credit
 
 
-def _lexical_score(covs: list[float], typed: float) -> float:
-    return _with_density(0.6 * max(covs) + 0.4 * typed, covs)
+@dataclass(frozen=True, slots=True)
+class ChunkEvidence:
+    """How well one chunk answers a question: the graded score and what it rests on."""
 
-
-def _semantic_score(covs: list[float], typed: float, cosine: float) -> float:
-    sim = float(np.clip((cosine - 0.1) / 0.5, 0.0, 1.0))
-    return _with_density(0.4 * max(covs) + 0.3 * typed + 0.3 * sim, covs)
-
-
-def _with_density(score: float, covs: list[float]) -> float:
-    if len(covs) > 1:  # RAGAS-style: a chunk mostly about other things is partly noise
-        return 0.6 * score + 0.4 * sum(covs) / len(covs)
-    return score
+    score: float
+    terms: float  # weighted share of the question's key terms in the chunk's best window
+    typed: bool | None  # the answer type the question asks for is in that window (None: no type)
+    cosine: float | None  # closest sentence in meaning (None: not encoded)
+    window: str  # the best window's text (evidence)
 
 
 def _head(text: str, limit: int) -> str:
@@ -41,6 +43,100 @@ def _head(text: str, limit: int) -> str:
         return text
     cut = text.rfind(" ", 0, limit + 1)
     return text[: cut if cut > limit // 2 else limit]
+
+
+def question_terms(question: str) -> dict[str, tuple[str, float]]:
+    """key -> (a word of the question, rarity weight) for the question's content words."""
+    out: dict[str, tuple[str, float]] = {}
+    for t in tokens(question):
+        if t in STOPWORDS or len(t) < 2 or t in _QUESTION_WORDS:
+            continue
+        w = 2.5 if t[0].isdigit() else rarity(t)
+        if key(t) not in out or out[key(t)][1] < w:
+            out[key(t)] = (t, w)
+    return out
+
+
+_QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how que cual cuales quien quienes cuando donde"
+    " como cuanto cuanta cuantos cuantas por".split()
+)
+
+
+def chunk_evidence(
+    question: str,
+    chunks: Sequence[str],
+    *,
+    use_embeddings: bool | None = True,
+    max_sentences: int = MAX_SENTENCES,
+    max_embed_chars: int = MAX_EMBED_CHARS,
+) -> list[ChunkEvidence]:
+    """Score each chunk by whether it holds what answers ``question``.
+
+    The best window (two adjacent sentences) must hold the question's key terms, found exactly,
+    misspelt or (for a chunk in the other language) translated, and, when the question asks for
+    a date, a number or a name, a value of that type; the encoder's closest sentence in meaning
+    adds credit where words fall short (paraphrase, another language). Topic alone (a chunk
+    that shares the subject but not what is asked about it) stays below the threshold.
+    """
+    terms = question_terms(question)
+    total = sum(w for _, w in terms.values()) or 1.0
+    kind = expected_type(question)
+    qlang = language(question)
+    out: list[ChunkEvidence] = []
+    pending: list[tuple[int, list[str]]] = []
+    partial: list[tuple[float, bool | None, str, float]] = []
+    for n, chunk in enumerate(chunks):
+        sents = (sentences(chunk) or [chunk])[:max_sentences]
+        clang = language(chunk)
+        other = qlang != "unknown" and clang not in ("unknown", qlang)
+        index = TermIndex(sents, cross_lingual=other)
+        per_sent = [0.0] * len(sents)
+        for word, w in terms.values():
+            m = index.find(word)
+            for i in m.sentences:
+                per_sent[i] += w * m.strength
+        best_cov, best_i = 0.0, 0
+        for i in range(len(sents)):
+            window = per_sent[i] + (per_sent[i + 1] if i + 1 < len(sents) else 0.0)
+            both = min(1.0, window / total)
+            if both > best_cov:
+                best_cov, best_i = both, i
+        window_text = " ".join(sents[best_i : best_i + 2])
+        typed = None if kind is None else has_type(window_text, kind)
+        # RAGAS-style density: a chunk mostly about other things is partly noise
+        density = sum(min(1.0, c / total) for c in per_sent) / len(sents)
+        partial.append((best_cov, typed, window_text, density))
+        lexical = _combine(best_cov, typed, None)
+        want = use_embeddings is True or (use_embeddings is None and other)
+        if want and (other or lexical < 0.9):
+            pending.append((n, sents))
+    cosines: dict[int, float] = {}
+    if pending:
+        texts = [_head(s, max_embed_chars) for _, ss in pending for s in ss]
+        vecs = embed([question, *texts])
+        flat, at = vecs[1:] @ vecs[0], 0
+        for n, ss in pending:
+            cosines[n] = float(flat[at : at + len(ss)].max())
+            at += len(ss)
+    for n, (cov, typed, text, density) in enumerate(partial):
+        cos = cosines.get(n)
+        graded = _combine(cov, typed, cos) * (1.0 - DENSITY_WEIGHT + DENSITY_WEIGHT * density)
+        out.append(ChunkEvidence(round(graded, 4), round(cov, 4), typed, cos, text))
+    return out
+
+
+def _combine(terms: float, typed: bool | None, cosine: float | None) -> float:
+    """Graded relevance from term coverage, answer type and meaning."""
+    type_credit = 0.5 if typed is None else float(typed)
+    lexical = 0.7 * terms + 0.3 * type_credit
+    if typed is False:
+        lexical = min(lexical, 0.6 * terms + 0.1)  # the window holds no value of the asked type
+    if cosine is None:
+        return lexical
+    meaning = float(np.clip((cosine - SEMANTIC_FLOOR) / SEMANTIC_SPAN, 0.0, 1.0))
+    blended = 0.55 * lexical + 0.45 * meaning * (0.5 + 0.5 * type_credit)
+    return max(lexical, blended)
 
 
 def context_precision(rels: list[float]) -> float:
@@ -55,82 +151,34 @@ def context_precision(rels: list[float]) -> float:
 
 
 class ContextRelevanceJudge(OfflineJudge):
-    """Is each retrieved chunk relevant to the question? Reports rank-aware context precision@k.
+    """Does a retrieved chunk hold what answers the question? (deterministic heuristic)
 
-    A chunk is relevant when its lexical/type score reaches ``threshold``; such a chunk is never
-    encoded. Otherwise, with embeddings, it is relevant when one of its sentences is within
-    ``relevant_cosine`` of the question in meaning (this is what catches paraphrases, synonyms
-    and answers in the other language), and its closest sentence joins its graded score.
+    Each chunk gets a graded score (:func:`chunk_evidence`); a chunk is relevant when its score
+    reaches ``threshold``, and the result's score is the best chunk's, so the label and the job's
+    flag are one decision. Rank-aware context precision over the graded scores is reported in
+    ``metadata["context_precision"]``.
     """
 
     name = "context_relevance"
 
     def __init__(
         self,
-        threshold: float = 0.65,
+        threshold: float = DEFAULT_THRESHOLDS["context_relevance"],
         use_embeddings: bool | None = True,
         max_embed_chars: int = MAX_EMBED_CHARS,
         relevant_cosine: float = RELEVANT_COSINE,
-        max_sentences: int = 12,
+        max_sentences: int = MAX_SENTENCES,
         skip_unrelated: bool = True,
         min_overlap: float = 0.0,
     ) -> None:
-        """``use_embeddings=None`` (auto): encode only when a chunk's language differs."""
+        """``use_embeddings=None`` (auto): encode only chunks in another language."""
         self.threshold = threshold
         self.use_embeddings = use_embeddings
         self.max_embed_chars = max_embed_chars
-        self.relevant_cosine = relevant_cosine
         self.max_sentences = max_sentences
-        self.skip_unrelated = skip_unrelated
-        self.min_overlap = min_overlap
         self.version = (
-            f"offline-4:t{threshold}:e{use_embeddings}:c{relevant_cosine}"
-            f":m{max_embed_chars}:o{min_overlap}:s{max_sentences}:u{skip_unrelated}"
+            f"offline-5:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         )
-
-    def _similarities(
-        self,
-        question: str,
-        chunks: list[tuple[str, int, str]],
-        split: list[list[str]],
-        covs: list[list[float]],
-        lexical: list[float],
-    ) -> list[np.ndarray | None]:
-        """Question-sentence cosines for the chunks lexical evidence could not call relevant.
-
-        Every sentence to encode goes into one batched encoder call (vectors are cached by
-        text, and chunks recur across traces); chunks already relevant on their words are
-        not encoded at all.
-        """
-        use = self.use_embeddings
-        need = [i for i, s in enumerate(lexical) if s < self.threshold] if use is not False else []
-        qlang = language(question) if need else "unknown"
-
-        def other_language(i: int) -> bool:
-            return qlang != "unknown" and language(chunks[i][2]) not in ("unknown", qlang)
-
-        if use is None:  # auto: only chunks in another language than the question
-            need = [i for i in need if other_language(i)]
-        # which sentences to encode; in the question's language a sentence sharing no question
-        # word is left out (lexical evidence already calls it unrelated): its cosine counts as 0
-        picked: dict[int, list[int]] = {}
-        for i in need:
-            top = range(min(len(split[i]), self.max_sentences))
-            every = not self.skip_unrelated or other_language(i)
-            keep = [j for j in top if every or covs[i][j] > self.min_overlap]
-            if keep:
-                picked[i] = keep
-        out: list[np.ndarray | None] = [None] * len(chunks)
-        if not picked:
-            return out
-        texts = [_head(split[i][j], self.max_embed_chars) for i, js in picked.items() for j in js]
-        vecs = embed([question, *texts])  # one batched encoder call per interaction
-        flat, at = vecs[1:] @ vecs[0], 0
-        for i, js in picked.items():
-            sims = np.zeros(len(split[i][: self.max_sentences]), dtype=np.float32)
-            sims[js], at = flat[at : at + len(js)], at + len(js)
-            out[i] = sims
-        return out
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question = interaction.query or ""
@@ -142,47 +190,43 @@ class ContextRelevanceJudge(OfflineJudge):
                 None,
                 "no question" if not question.strip() else "no context",
             )
-        terms = key_terms(question)
-        kind = expected_type(question)
-        split = [sentences(c) or [c] for _, _, c in chunks]
-        covs = [[coverage(terms, stems(content_words(s))) for s in ss] for ss in split]
-        typed = [0.5 if kind is None else float(has_type(" ".join(ss), kind)) for ss in split]
-        scores = [_lexical_score(c, t) for c, t in zip(covs, typed, strict=True)]
-        sims = self._similarities(question, chunks, split, covs, scores)
+        found = chunk_evidence(
+            question,
+            [c for _, _, c in chunks],
+            use_embeddings=self.use_embeddings,
+            max_sentences=self.max_sentences,
+            max_embed_chars=self.max_embed_chars,
+        )
         per_chunk: list[dict[str, Any]] = []
-        for i, (cid, rank, _) in enumerate(chunks):
-            close, sim = False, sims[i]
-            if sim is not None:  # lexical evidence was not enough: meaning decides
-                scores[i] = _semantic_score(covs[i], typed[i], float(sim.max()))
-                boosted = sim + LEXICAL_BOOST * np.asarray(covs[i][: len(sim)])
-                close = (
-                    float(sim.max()) >= self.relevant_cosine
-                    # a paraphrase that also shares the question's rare terms counts a little lower
-                    or float(boosted.max()) >= self.relevant_cosine + LEXICAL_BOOST / 2
-                )
+        for (cid, rank, _), ev in zip(chunks, found, strict=True):
             per_chunk.append(
                 {
                     "id": cid,
                     "rank": rank,
-                    "relevant": scores[i] >= self.threshold or close,
-                    "score": round(scores[i], 4),
+                    "relevant": ev.score >= self.threshold,
+                    "score": ev.score,
+                    "terms": ev.terms,
+                    "typed": ev.typed,
+                    "cosine": None if ev.cosine is None else round(ev.cosine, 4),
                 }
             )
         relevant = [c for c in per_chunk if c["relevant"]]
-        score = context_precision([c["score"] for c in per_chunk])
-        if not relevant and len(per_chunk) > 1:
-            # several chunks and none relevant: their graded scores average to a middling
-            # precision that would pass as "partly useful"; a lone chunk's score already says it
-            score *= NOISE_ONLY_FACTOR
-        meta: dict[str, Any] = {"chunks": per_chunk, "k": len(per_chunk)}
-        if any(x is not None for x in sims):  # closest sentence per encoded chunk
-            meta["cosines"] = [None if x is None else round(float(x.max()), 4) for x in sims]
+        score = max(c["score"] for c in per_chunk)
+        meta: dict[str, Any] = {
+            "chunks": per_chunk,
+            "k": len(per_chunk),
+            "context_precision": round(context_precision([c["score"] for c in per_chunk]), 4),
+            "expected_type": expected_type(question),
+        }
         injected = [s for _, _, c in chunks for s in find_injections(c)]
         if injected:
             meta["suspicious_instructions"] = injected[:5]
         noise = [c["id"] for c in per_chunk if not c["relevant"]]
-        explanation = f"{len(relevant)}/{len(per_chunk)} chunks relevant to the question"
+        explanation = f"{len(relevant)}/{len(per_chunk)} chunks hold what the question asks"
+        if relevant:
+            best = max(zip(per_chunk, found, strict=True), key=lambda p: p[0]["score"])
+            explanation += f"; best {best[0]['id']}: '{_head(best[1].window, 160)}'"
         if noise:
             explanation += f"; noise: {', '.join(noise[:5])}"
-        label = "relevant" if relevant else "irrelevant"
+        label = "relevant" if score >= self.threshold else "irrelevant"
         return self.result(interaction, label, score, explanation, meta)

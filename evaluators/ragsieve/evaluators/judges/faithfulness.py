@@ -13,129 +13,189 @@ from ragsieve.evaluators.judges.claims import find_injections, parse_answer
 from ragsieve.evaluators.judges.compare import check_comparison
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.spans import broken_spans
+from ragsieve.evaluators.judges.terms import (
+    Match,
+    TermIndex,
+    all_values,
+    key,
+    number_values,
+    tokens,
+)
 from ragsieve.evaluators.judges.text import (
     NEGATIONS,
-    content_words,
+    STOPWORDS,
     entities,
     fold,
     language,
-    numbers,
     rarity,
     sentences,
-    stem,
-    stems,
     words,
 )
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
 SUPPORT_THRESHOLD = 0.6  # a claim with soft support below this is "unsupported"
-FAITHFUL_THRESHOLD = 0.6  # answer-level score at or above this is "faithful"
-RESTATEMENT_SUPPORT = (
-    0.65  # a claim made only of question words can be neither confirmed nor refuted
-)
 MAX_CONTEXT_SENTENCES = 400
-MAX_CROSS_LINGUAL_SENTENCES = 60
 BROKEN_SPAN_SUPPORT = 0.25  # a name the context never writes in one piece is not evidence
-SUPPORT_POWER = 2.0  # one unsupported rare word in a short claim should cost more than its share
-_YES_NO = frozenset({"yes", "no", "si", "yeah", "nope", "true", "false", "correct"})
+VALUE_MISSING_SUPPORT = 0.25  # a number the context never states
+MAX_CROSS_LINGUAL_SENTENCES = 80
+XLING_SENT_FLOOR = 0.45  # claim-to-sentence cosine across languages below this: no support
+XLING_SENT_SPAN = 0.3  # ... and at floor + span: full support
+SUPPORT_POWER = 1.5  # one unsupported rare word in a short claim should cost more than its share
+_YES = frozenset({"yes", "si", "yeah", "yep", "true", "correct", "indeed", "cierto"})
+_NO = frozenset({"no", "nope", "false", "incorrect", "falso"})
 
 
 @dataclass(slots=True)
 class _Context:
     sents: list[str]
-    sent_stems: list[set[str]]
+    sent_chunk: list[str]
     sent_neg: list[bool]
-    stems: set[str]
-    numbers: set[str]
+    index: TermIndex
+    values: set[str]
+    value_sents: dict[str, frozenset[int]]
     lang: str
 
 
-def _context(chunks: list[str]) -> _Context:
-    sents = [s for c in chunks for s in sentences(c)][:MAX_CONTEXT_SENTENCES]
-    toks = [words(s) for s in sents]
-    sent_stems = [stems(t) for t in toks]
+def _context(chunks: list[tuple[str, str]], *, translate: bool) -> _Context:
+    pairs = [(cid, s) for cid, c in chunks for s in sentences(c)][:MAX_CONTEXT_SENTENCES]
+    sents = [s for _, s in pairs]
     return _Context(
         sents=sents,
-        sent_stems=sent_stems,
-        sent_neg=[any(w in NEGATIONS or w.endswith("n't") for w in t) for t in toks],
-        stems=set().union(*sent_stems) if sent_stems else set(),
-        numbers=set().union(*(numbers(c) for c in chunks)),
-        lang=language(" ".join(chunks)),
+        sent_chunk=[cid for cid, _ in pairs],
+        sent_neg=[_negated(s) for s in sents],
+        index=TermIndex(sents, cross_lingual=translate),
+        values=set().union(*(all_values(c) for _, c in chunks)),
+        value_sents=_value_sentences(sents),
+        lang=language(" ".join(c for _, c in chunks)),
     )
+
+
+def _value_sentences(sents: list[str]) -> dict[str, frozenset[int]]:
+    where: dict[str, set[int]] = {}
+    for i, sent in enumerate(sents):
+        for value in all_values(sent):
+            where.setdefault(value, set()).add(i)
+    return {v: frozenset(ix) for v, ix in where.items()}
+
+
+def _negated(text: str) -> bool:
+    return any(w in NEGATIONS or w.endswith("n't") for w in words(text))
+
+
+def _claim_terms(claim: str, q_keys: set[str]) -> list[str]:
+    """The claim's content words that the question did not already say."""
+    return [t for t in tokens(claim) if t not in STOPWORDS and len(t) > 1 and key(t) not in q_keys]
+
+
+def _coverage(toks: list[str], ctx: _Context) -> tuple[float, float, int, float, list[str]]:
+    """Weighted coverage of ``toks``: over the whole context, over the best window (two adjacent
+    sentences of one chunk); the best single sentence and its coverage; the words found nowhere."""
+    weights: dict[str, float] = {}
+    found: dict[str, Match] = {}
+    for t in toks:
+        k = key(t)
+        weights[k] = max(weights.get(k, 0.0), 2.5 if t[0].isdigit() else rarity(t))
+        if k not in found or found[k].strength < 1.0:
+            m = ctx.index.find(t)
+            if m.strength < 1.0 and all_values(t) & ctx.values:  # "seis" for "six-time"
+                m = Match(
+                    1.0,
+                    ctx.value_sents.get(next(iter(all_values(t) & ctx.values)), frozenset()),
+                    "value",
+                    t,
+                )
+            if k not in found or m.strength > found[k].strength:
+                found[k] = m
+    total = sum(weights.values())
+    glob = sum(w * found[k].strength for k, w in weights.items()) / total
+    per_sent = [0.0] * len(ctx.sents)
+    for k, w in weights.items():
+        for i in found[k].sentences:
+            per_sent[i] += w * found[k].strength
+    best_window = 0.0
+    for i, cov in enumerate(per_sent):
+        nxt = i + 1 < len(per_sent) and ctx.sent_chunk[i + 1] == ctx.sent_chunk[i]
+        window = {i, i + 1} if nxt else {i}
+        cov = sum(w * found[k].strength for k, w in weights.items() if found[k].sentences & window)
+        best_window = max(best_window, cov)
+    best_i = max(range(len(per_sent)), key=per_sent.__getitem__) if per_sent else -1
+    best_single = per_sent[best_i] / total if best_i >= 0 else 0.0
+    missing = [t for t in toks if found[key(t)].strength == 0.0]
+    return glob, best_window / total, best_i, best_single, missing
 
 
 def _claim_verdict(
-    claim: str, ctx: _Context, q_stems: set[str], q_nums: set[str]
+    claim: str, ctx: _Context, q_keys: set[str], q_values: set[str], polarity: bool | None
 ) -> dict[str, Any]:
-    toks = [t for t in content_words(claim) if stem(t) not in q_stems]
-    claim_stems = {stem(t) for t in toks}
-    if not claim_stems or claim_stems <= _YES_NO:
+    toks = _claim_terms(claim, q_keys)
+    restates = not toks or {key(t) for t in toks} <= _YES | _NO
+    if restates:  # only the question's words: the claim is the question's proposition
+        toks = _claim_terms(claim, set()) or [t for t in tokens(claim) if t not in STOPWORDS]
+        toks = [t for t in toks if t not in _YES | _NO]
+    if not toks:
         return {
             "claim": claim,
-            "support": RESTATEMENT_SUPPORT,
+            "support": 1.0,
             "evidence": None,
+            "chunk": None,
             "reason": "only restates the question",
         }
-    weights = {s: rarity(t) for t, s in zip(toks, (stem(t) for t in toks), strict=True)}
-    total = sum(weights.values())
-    global_cov = sum(w for s, w in weights.items() if s in ctx.stems) / total
-    best_i, best_cov = -1, 0.0
-    for i, ss in enumerate(ctx.sent_stems):
-        cov = sum(w for s, w in weights.items() if s in ss)
-        if cov > best_cov:
-            best_i, best_cov = i, cov
-    local_cov = best_cov / total
-    support = (0.5 * global_cov + 0.5 * local_cov) ** SUPPORT_POWER
+    glob, local, best_i, single, missing_words = _coverage(toks, ctx)
+    support = (0.5 * glob + 0.5 * local) ** SUPPORT_POWER
+    if ctx.index.cross_lingual and not restates:  # word by word misses idiom; meaning does not
+        cos, j = _closest_sentence(claim, ctx)
+        meaning = float(np.clip((cos - XLING_SENT_FLOOR) / XLING_SENT_SPAN, 0.0, 1.0))
+        if meaning > support:
+            support, best_i, single = meaning, j, 1.0
     problems: list[str] = []
-    missing_nums = sorted(n for n in numbers(claim) - ctx.numbers - q_nums)
+    missing_nums = sorted(
+        raw for raw, vals in number_values(claim).items() if not vals & (ctx.values | q_values)
+    )
     if missing_nums:
         problems.append(f"{', '.join(missing_nums)} is not in the context")
-        support = min(support, 0.25)
+        support = min(support, VALUE_MISSING_SUPPORT)
     missing_ents = sorted(
-        e for e in entities(claim) if stem(e) not in ctx.stems and stem(e) not in q_stems
+        e for e in entities(claim) if key(e) not in q_keys and ctx.index.find(e).strength < 0.6
     )
     if missing_ents:
         problems.append(f"{', '.join(missing_ents[:3])} not found in the context")
-        support *= 0.7
-    claim_neg = any(w in NEGATIONS or w.endswith("n't") for w in words(claim))
-    long_claim = len(claim.split()) >= 4
-    if long_claim and best_i >= 0 and local_cov >= 0.5 and claim_neg != ctx.sent_neg[best_i]:
+        # names are sometimes translated ("Luther"/"Lutero", "Academy Award"/"Óscar")
+        support *= 0.85 if ctx.index.cross_lingual else 0.7
+    claim_neg = _negated(claim) if polarity is None else not polarity
+    aligned = (len(toks) >= 2 or polarity is not None) and single >= 0.6
+    if aligned and claim_neg != ctx.sent_neg[best_i]:
         problems.append("negation differs from the closest context sentence")
-        support *= 0.6
-    missing_words = [t for t in toks if stem(t) not in ctx.stems]
+        support *= 0.6 if polarity is None else 0.3
     if not problems and support < SUPPORT_THRESHOLD and missing_words:
         problems.append(f"'{' '.join(missing_words[:4])}' not supported by the context")
+    reason = "; ".join(problems) or "content words found in the context"
+    if restates and not problems:
+        reason = "the question's own proposition, found in the context"
     return {
         "claim": claim,
         "support": round(support, 4),
-        "evidence": ctx.sents[best_i] if best_i >= 0 and local_cov > 0 else None,
-        "reason": "; ".join(problems) or "content words found in the context",
+        "evidence": ctx.sents[best_i] if best_i >= 0 and single > 0 else None,
+        "chunk": ctx.sent_chunk[best_i] if best_i >= 0 and single > 0 else None,
+        "reason": reason,
     }
 
 
-def _cross_lingual(claims: list[str], ctx: _Context) -> list[dict[str, Any]]:
-    """Claims in another language than the context: compare meaning with the encoder."""
+def _closest_sentence(claim: str, ctx: _Context) -> tuple[float, int]:
+    """The cosine of the context sentence closest in meaning to ``claim``, and its index."""
     sents = ctx.sents[:MAX_CROSS_LINGUAL_SENTENCES]
-    vecs = embed([*claims, *sents])  # one batched encoder call
-    sims = vecs[: len(claims)] @ vecs[len(claims) :].T
-    out = []
-    for claim, row in zip(claims, sims, strict=True):
-        j = int(np.argmax(row))
-        support = float(np.clip((row[j] - 0.35) / 0.35, 0.0, 1.0))
-        missing = sorted(numbers(claim) - ctx.numbers)
-        reason = f"cross-lingual similarity {row[j]:.2f}"
-        if missing:
-            support = min(support, 0.25)
-            reason = f"{', '.join(missing)} is not in the context"
-        out.append(
-            {
-                "claim": claim,
-                "support": round(support, 4),
-                "evidence": ctx.sents[j] if support > 0 else None,
-                "reason": reason,
-            }
-        )
-    return out
+    vecs = embed([claim, *sents])
+    sims = vecs[1:] @ vecs[0]
+    j = int(np.argmax(sims))
+    return float(sims[j]), j
+
+
+def yes_no(answer: str) -> bool | None:
+    """True for an answer that opens with yes, False for no, None otherwise."""
+    first = words(answer[:40])[:1]
+    if not first:
+        return None
+    return True if first[0] in _YES else False if first[0] in _NO else None
 
 
 def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: list[str]) -> None:
@@ -161,20 +221,21 @@ class FaithfulnessJudge(OfflineJudge):
 
     name = "faithfulness"
 
-    def __init__(self, threshold: float = FAITHFUL_THRESHOLD) -> None:
+    def __init__(self, threshold: float = DEFAULT_THRESHOLDS["faithfulness"]) -> None:
         self.threshold = threshold
-        self.version = f"offline-4:t{threshold}"
+        self.version = f"offline-5:t{threshold}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
-        chunks = [c for _, _, c in chunk_texts(interaction)]
+        pairs = [(cid, c) for cid, _, c in chunk_texts(interaction)]
+        chunks = [c for _, c in pairs]
         answer = interaction.answer or ""
         if not answer.strip():
             return self.result(interaction, "skipped", None, "no answer")
         parsed = parse_answer(answer)
         meta: dict[str, Any] = {"abstained": parsed.abstained}
+        if parsed.suspicious:
+            meta["suspicious_instructions"] = parsed.suspicious[:5]
         if not chunks:  # an abstention needs no context to be recognised (empty retrieval)
-            if parsed.suspicious:
-                meta["suspicious_instructions"] = parsed.suspicious[:5]
             if parsed.abstained:
                 meta.update(claims=[], context="none")
                 why = "the answer declines to answer (no context reached the prompt): "
@@ -199,17 +260,28 @@ class FaithfulnessJudge(OfflineJudge):
             return self.result(
                 interaction, "error", None, "no verifiable claim in the answer", meta
             )
-        ctx = _context(chunks)
-        q_words = content_words(interaction.query or "")
+        question = interaction.query or ""
         lang = language(answer)
-        if lang != "unknown" and ctx.lang != "unknown" and lang != ctx.lang:
-            verdicts = _cross_lingual(parsed.claims, ctx)
-            meta["cross_lingual"] = f"{lang} answer, {ctx.lang} context"
-        else:
-            q_nums = numbers(interaction.query or "")
-            verdicts = [_claim_verdict(c, ctx, stems(q_words), q_nums) for c in parsed.claims]
-            _mark_broken_spans(verdicts, answer, [*chunks, interaction.query or ""])
-            question, context = interaction.query or "", " ".join(chunks)
+        ctx_lang = language(" ".join(chunks))
+        translate = lang != "unknown" and ctx_lang != "unknown" and lang != ctx_lang
+        if translate:
+            meta["cross_lingual"] = f"{lang} answer, {ctx_lang} context"
+        ctx = _context(pairs, translate=translate)
+        q_keys = {key(t) for t in tokens(question) if t not in STOPWORDS}
+        q_values = all_values(question)
+        polarity = yes_no(answer)
+        verdicts = []
+        for claim in parsed.claims:
+            bare = not [t for t in tokens(claim) if t not in _YES | _NO and t not in STOPWORDS]
+            if polarity is not None and bare:  # "Yes." / "No.": the question's proposition
+                verdicts.append(
+                    {**_claim_verdict(question, ctx, set(), set(), polarity), "claim": claim}
+                )
+            else:
+                verdicts.append(_claim_verdict(claim, ctx, q_keys, q_values, None))
+        if not translate:
+            _mark_broken_spans(verdicts, answer, [*chunks, question])
+            context = " ".join(chunks)
             # "X or Y, which came first?" answered against the years; "X or Y?" / "are both
             # X and Y …?" answered against what the context says about each option
             clash = check_comparison(question, answer, context) or check_choice(
@@ -223,11 +295,14 @@ class FaithfulnessJudge(OfflineJudge):
         for v in verdicts:
             v["supported"] = v["support"] >= SUPPORT_THRESHOLD
             if not v["supported"]:
-                v["evidence"] = None
+                v["evidence"] = v["chunk"] = None
         informative = [v for v in verdicts if v["reason"] != "only restates the question"]
-        score = float(np.mean([v["support"] for v in (informative or verdicts)]))
+        supports = [v["support"] for v in (informative or verdicts)]
+        # one unsupported claim must show however many supported ones surround it
+        score = 0.5 * float(np.mean(supports)) + 0.5 * min(supports)
         n_ok = sum(v["supported"] for v in verdicts)
         meta.update(claims=verdicts, supported=n_ok, total=len(verdicts))
+        meta["evidence_chunks"] = sorted({v["chunk"] for v in verdicts if v["chunk"]})
         label = "faithful" if score >= self.threshold else "unfaithful"
         bad = [v["reason"] for v in verdicts if not v["supported"]]
         explanation = f"{n_ok}/{len(verdicts)} claims supported by the context"

@@ -42,7 +42,7 @@ def expected_type(question: str) -> str | None:
     if re.search(
         r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?|what(?:'s| is| was)"
         r" the (?:\w+ ){0,3}(?:size|height|population|elevation|number|length|area|weight"
-        r"|payload|limit|price|cost|fee)|unit number)\b",
+        r"|limit|price|cost|fee|amount|rate|percentage|age|distance|duration))\b",
         q,
     ):
         return "number"
@@ -58,7 +58,6 @@ def expected_type(question: str) -> str | None:
 _WHEN_ANSWER = re.compile(
     r"\b\d+(?:[.,]\d+)?\s*(?:business |working |calendar )?(?:second|minute|hour|day|week|month"
     r"|year|segundo|minuto|hora|dia|semana|mes|ano)s?\b"
-    r"|\b(?:immediately|instantly|right away|at once|de inmediato|inmediatamente|al instante)\b"
 )
 
 

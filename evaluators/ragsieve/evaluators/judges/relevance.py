@@ -10,19 +10,30 @@ from typing import Any
 
 import numpy as np
 
+from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.judges.claims import is_abstention, parse_answer
-from ragsieve.evaluators.judges.context import ContextRelevanceJudge, context_precision
+from ragsieve.evaluators.judges.context import (
+    ContextRelevanceJudge,
+    context_precision,
+    question_terms,
+)
 from ragsieve.evaluators.judges.offline import OfflineJudge
-from ragsieve.evaluators.judges.question import coverage as term_coverage
-from ragsieve.evaluators.judges.question import expected_type, has_type, key_terms
-from ragsieve.evaluators.judges.text import content_words, fold, rarity, sentences, stem, stems
+from ragsieve.evaluators.judges.question import expected_type, has_type
+from ragsieve.evaluators.judges.terms import TermIndex, key
+from ragsieve.evaluators.judges.text import content_words, fold, language, rarity, sentences
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
 _HEDGE = re.compile(
     r"\b(typically|generally|usually|various|several|some|may|might|could|possibly|perhaps"
-    r"|specific (?:details|region|date|information)|not (?:sure|aware|certain)|unclear|depends"
+    r"|not (?:sure|aware|certain)|unclear|depends"
     r"|probablemente|quizas|quiza|depende|varios|algunos)\b"
 )
+
+
+MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
+MEANING_FLOOR = 0.05  # question-answer cosine at or below this: about something else
+MEANING_SPAN = 0.25  # ... and at floor + span: clearly about the question
 
 
 class AnswerRelevanceJudge(OfflineJudge):
@@ -30,9 +41,9 @@ class AnswerRelevanceJudge(OfflineJudge):
 
     name = "answer_relevance"
 
-    def __init__(self, threshold: float = 0.85) -> None:
+    def __init__(self, threshold: float = DEFAULT_THRESHOLDS["answer_relevance"]) -> None:
         self.threshold = threshold
-        self.version = f"offline-4:t{threshold}"
+        self.version = f"offline-5:t{threshold}"
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question, answer = interaction.query or "", interaction.answer or ""
@@ -45,10 +56,20 @@ class AnswerRelevanceJudge(OfflineJudge):
         if parsed.suspicious:
             meta["suspicious_instructions"] = parsed.suspicious[:5]
         sents = [s for s in sentences(answer) if s not in parsed.suspicious] or [answer]
-        terms = key_terms(question)
-        sent_stems = [stems(content_words(s)) for s in sents]
-        coverage = term_coverage(terms, set().union(*sent_stems))
-        new = [t for s in sents for t in content_words(s) if stem(t) not in terms]
+        terms = question_terms(question)
+        qlang, alang = language(question), language(answer)
+        index = TermIndex(sents, cross_lingual=qlang != alang and "unknown" not in (qlang, alang))
+        total = sum(w for _, w in terms.values())
+        coverage = (
+            sum(w * index.find(word).strength for word, w in terms.values()) / total
+            if total
+            else 0.0
+        )
+        q_vec, a_vec = embed([question, " ".join(sents)[:MAX_ANSWER_CHARS]])
+        cosine = float(q_vec @ a_vec)
+        meaning = float(np.clip((cosine - MEANING_FLOOR) / MEANING_SPAN, 0.0, 1.0))
+        addressed = max(coverage, meaning)
+        new = [t for s in sents for t in content_words(s) if key(t) not in terms]
         # concrete answers name rare things; generic filler ("a popular destination") does not
         specificity = (
             float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
@@ -56,11 +77,13 @@ class AnswerRelevanceJudge(OfflineJudge):
         evasive = sum(is_abstention(s) or bool(_HEDGE.search(fold(s))) for s in sents) / len(sents)
         kind = expected_type(question)
         type_ok = 1.0 if kind is None else float(has_type(answer, kind))
-        score = 0.3 * coverage + 0.3 * specificity + 0.2 * type_ok + 0.2 * (1.0 - evasive)
+        # an answer that is about something else fails however concrete and confident it is
+        score = 0.55 * addressed + 0.2 * type_ok + 0.15 * (1.0 - evasive) + 0.1 * specificity
         if parsed.abstained:
             score = min(score, 0.2)  # noncommittal answers address nothing
         meta.update(
             coverage=round(coverage, 4),
+            cosine=round(cosine, 4),
             specificity=round(specificity, 4),
             evasive=round(evasive, 4),
             expected_type=kind,
@@ -68,6 +91,8 @@ class AnswerRelevanceJudge(OfflineJudge):
             abstained=parsed.abstained,
         )
         notes = []
+        if addressed < 0.3:
+            notes.append("the answer is about something else than the question")
         if kind and not type_ok:
             notes.append(f"the question asks for a {kind} and the answer gives none")
         if evasive:
