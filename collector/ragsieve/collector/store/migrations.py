@@ -180,4 +180,26 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE UNIQUE INDEX log_events_dedup ON log_events (trace_id, dedup);
         """,
     ),
+    (
+        "009_observed_corpus",
+        """
+        CREATE TABLE corpus_chunks (
+            chunk_id TEXT PRIMARY KEY,
+            content TEXT NOT NULL,
+            first_seen {real} NOT NULL,
+            traces BIGINT NOT NULL DEFAULT 0,
+            length BIGINT NOT NULL DEFAULT 0,
+            vector {blob}
+        );
+        CREATE TABLE corpus_terms (
+            term TEXT NOT NULL,
+            chunk_id TEXT NOT NULL,
+            tf INTEGER NOT NULL,
+            PRIMARY KEY (term, chunk_id)
+        );
+        CREATE TABLE corpus_traces (
+            trace_id TEXT PRIMARY KEY
+        );
+        """,
+    ),
 ]
