@@ -276,34 +276,36 @@ def test_bearer_token(start_collector: Any) -> None:
     assert live.store.count_spans() == 1
 
 
-def test_overload_answers_503_with_retry_after(start_collector: Any) -> None:
-    live = start_collector(max_inflight_requests=1)
-    # Hold one request open by streaming its body slowly, then send another.
+def test_overload_answers_429_with_retry_after(start_collector: Any) -> None:
+    """The in-flight cap counts requests being decoded or stored, not ones still being sent."""
+    import sqlite3
     import threading
     import time
 
-    release = threading.Event()
-
-    def slow_body() -> Any:
-        yield b'{"resourceSpans": []'
-        release.wait(5)
-        yield b"}"
-
+    live = start_collector(max_inflight_requests=1)
+    blocker = sqlite3.connect(live.store.path, timeout=30, check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")  # the first request waits for the store, holding its slot
+    first: list[int] = []
     t = threading.Thread(
-        target=lambda: httpx.post(
-            live.traces_url, content=slow_body(), headers={"content-type": "application/json"}
+        target=lambda: first.append(
+            httpx.post(live.traces_url, json=otlp_json([span_json(SPAN_A)])).status_code
         )
     )
     t.start()
-    deadline = time.monotonic() + 10
-    while live.app.state.counters.inflight < 1:  # the slow request holds the only slot
-        assert time.monotonic() < deadline, "the slow request never reached the receiver"
-        time.sleep(0.01)
-    r = httpx.post(live.traces_url, json={})
-    release.set()
-    t.join()
+    try:
+        deadline = time.monotonic() + 10
+        while live.app.state.counters.inflight < 1:
+            assert time.monotonic() < deadline, "the first request never reached the store"
+            time.sleep(0.01)
+        r = httpx.post(live.traces_url, json=otlp_json([span_json(SPAN_B)]))
+    finally:
+        blocker.rollback()
+        blocker.close()
+        t.join()
     assert r.status_code == 429
     assert r.headers["retry-after"] == "1"
+    assert first == [200]
+    assert [s.span_id for s in live.store.spans_for_trace(TRACE)] == [SPAN_A]
 
 
 def test_feedback_by_span_id(collector: Any) -> None:

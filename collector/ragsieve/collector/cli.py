@@ -40,6 +40,7 @@ def serve(
     import uvicorn
 
     from ragsieve.collector.app import create_app
+    from ragsieve.collector.server import uvicorn_config
     from ragsieve.collector.store import open_store
 
     settings = obj.settings(
@@ -59,7 +60,7 @@ def serve(
         f" (store {settings.store})",
         err=True,
     )
-    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning", access_log=False)
+    uvicorn.Server(uvicorn_config(app, cfg.host, cfg.port)).run()
 
 
 def resolve_token(token_env: str | None) -> str | None:

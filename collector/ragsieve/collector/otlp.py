@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -50,8 +51,21 @@ def media_encoding(content_type: str | None) -> Encoding:
     )
 
 
-def decompress(body: bytes, content_encoding: str | None, limit: int) -> bytes:
-    """Undo Content-Encoding, refusing output larger than ``limit`` bytes (zip bombs)."""
+DECOMPRESS_STEP = 1 << 20
+
+
+def decompress(
+    body: bytes,
+    content_encoding: str | None,
+    limit: int,
+    charge: Callable[[int], None] | None = None,
+) -> bytes:
+    """Undo Content-Encoding, refusing output larger than ``limit`` bytes (zip bombs).
+
+    Output is produced :data:`DECOMPRESS_STEP` bytes at a time, and each step is first passed to
+    ``charge`` (which may raise to refuse it), so memory is accounted before it is allocated.
+    Bytes charged but not produced are given back with a negative charge.
+    """
     enc = (content_encoding or "identity").strip().lower()
     if enc in ("", "identity"):
         if len(body) > limit:
@@ -65,24 +79,36 @@ def decompress(body: bytes, content_encoding: str | None, limit: int) -> bytes:
         raise UnsupportedMediaType(
             f"unsupported Content-Encoding {content_encoding!r}; use gzip, deflate or identity"
         )
+    pay = charge or (lambda n: None)
     out = bytearray()
     data = body
     while True:
         d = zlib.decompressobj(wbits)
+        pending = data
         try:
-            out += d.decompress(data, limit + 1 - len(out))
-            if len(out) > limit or d.unconsumed_tail:
-                raise PayloadTooLarge(f"decompressed body is over the {limit}-byte limit")
-            out += d.flush()
+            while not d.eof:
+                step = min(DECOMPRESS_STEP, limit + 1 - len(out))
+                pay(step)
+                piece = d.decompress(pending, step)
+                pay(len(piece) - step)
+                out += piece
+                if len(out) > limit:
+                    raise PayloadTooLarge(f"decompressed body is over the {limit}-byte limit")
+                pending = d.unconsumed_tail
+                if not piece and not pending:
+                    break  # all input used and the stream has not ended
         except zlib.error as exc:
             raise BadPayload(f"cannot decompress {enc} body: {exc}") from exc
         if not d.eof:
             raise BadPayload(f"truncated {enc} body")
-        if len(out) > limit:
-            raise PayloadTooLarge(f"decompressed body is over the {limit}-byte limit")
         data = d.unused_data
         if not data:
-            return bytes(out)
+            size = len(out)
+            pay(size)  # the bytes copy exists beside ``out`` for a moment
+            result = bytes(out)
+            out.clear()
+            pay(-size)
+            return result
         # Concatenated gzip members are one valid gzip stream; anything else is trailing junk.
         if enc != "gzip" or data[:2] != b"\x1f\x8b":
             raise BadPayload(f"trailing data after the {enc} stream")

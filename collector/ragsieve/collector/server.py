@@ -1,12 +1,95 @@
-"""Run the receiver with uvicorn, in the foreground or in a background thread."""
+"""Run the receiver with uvicorn, in the foreground or in a background thread.
+
+uvicorn drops idle keep-alive connections but has no deadline for a request's headers: a client
+that opens a socket and trickles half a request line holds it for ever. :func:`uvicorn_config`
+adds one (:data:`HEADER_TIMEOUT_S`) by wrapping uvicorn's HTTP/1.1 protocol class; the receiver
+itself bounds the time to read a body (:mod:`ragsieve.collector.intake`).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+log = logging.getLogger(__name__)
+
+HEADER_TIMEOUT_S = 10.0
+KEEP_ALIVE_S = 5
+
+
+def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asyncio.Protocol]:
+    """``base`` (a uvicorn HTTP/1.1 protocol) closing connections whose headers are late.
+
+    The deadline runs from the connection's start and from the end of each response, until the
+    next request's headers are complete (uvicorn then starts a new ``cycle``). A request being
+    served is never cut; after it, uvicorn's own keep-alive timeout applies as well.
+    """
+
+    class HeaderDeadline(base):  # type: ignore[valid-type,misc]
+        _deadline: asyncio.TimerHandle | None = None
+        _armed_for: object = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._armed_for = self.cycle
+            self._deadline = self.loop.call_later(seconds, self._expire)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expire(self) -> None:
+            self._deadline = None
+            cycle = self.cycle
+            done = cycle is None or bool(cycle.response_complete)
+            waiting = done and cycle is self._armed_for
+            if waiting and not self.transport.is_closing():
+                log.debug("closing %s: request headers not received in %g s", self.client, seconds)
+                self.transport.close()
+
+    HeaderDeadline.__name__ = f"HeaderDeadline{base.__name__}"
+    return HeaderDeadline
+
+
+def uvicorn_config(
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    keep_alive_s: int = KEEP_ALIVE_S,
+    **options: Any,
+) -> uvicorn.Config:
+    """The uvicorn settings every way of serving the receiver shares (timeouts, quiet logs)."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=header_deadline(AutoHTTPProtocol, header_timeout_s),
+        timeout_keep_alive=keep_alive_s,
+        log_level="warning",
+        access_log=False,
+        **options,
+    )
 
 
 class ServerThread:
@@ -17,10 +100,8 @@ class ServerThread:
         ...     print(server.url)
     """
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
-        config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
-        )
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
+        config = uvicorn_config(app, host, port, lifespan="on", **options)
         # uvicorn installs signal handlers only on the main thread, so this thread leaves the
         # host process's handlers alone.
         self.server = uvicorn.Server(config)

@@ -1,0 +1,105 @@
+"""Concurrent decompression bombs against a collector in its own process: peak RSS stays bounded."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/status").exists(), reason="reads peak RSS from /proc (Linux)"
+)
+
+SERVE = """
+import sys
+import uvicorn
+from ragsieve.collector.app import create_app
+from ragsieve.collector.server import uvicorn_config
+from ragsieve.collector.settings import CollectorSettings
+from ragsieve.collector.store import open_store
+
+app = create_app(open_store(sys.argv[1]), CollectorSettings(), run_settler=False)
+uvicorn.Server(uvicorn_config(app, "127.0.0.1", int(sys.argv[2]))).run()
+"""
+PEAK_LIMIT_KB = 500 * 1024  # defaults: 64 MiB body limit, 256 MiB in-flight byte budget
+
+
+def gzip_bomb(decompressed: int) -> bytes:
+    """Zeros, gzip'd: about 1 KB of body per MB decompressed."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zero = bytes(1 << 20)
+    parts = [comp.compress(zero) for _ in range(decompressed >> 20)]
+    return b"".join([*parts, comp.flush()])
+
+
+def status_kb(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"{key} not in /proc/{pid}/status")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    port = free_port()
+    store = f"sqlite:///{tmp_path / 'bombs.db'}"
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, store, str(port)])
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz").status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.1)
+    try:
+        yield proc, url
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_concurrent_gzip_bombs_keep_peak_rss_bounded(
+    server: tuple[subprocess.Popen[bytes], str],
+) -> None:
+    proc, url = server
+    bomb = gzip_bomb(256 << 20)  # 4x the body limit once inflated
+    before = status_kb(proc.pid, "VmRSS")
+    statuses: list[int] = []
+    headers = {"content-type": "application/x-protobuf", "content-encoding": "gzip"}
+
+    def fire() -> None:
+        r = httpx.post(f"{url}/v1/traces", content=bomb, headers=headers, timeout=120)
+        statuses.append(r.status_code)
+
+    threads = [threading.Thread(target=fire) for _ in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    peak = status_kb(proc.pid, "VmHWM")
+    assert len(statuses) == 24 and set(statuses) <= {413, 429}, statuses
+    assert 413 in statuses
+    assert peak < PEAK_LIMIT_KB, f"peak RSS {peak >> 10} MiB under 24 concurrent bombs"
+    # Memory is given back, and the server still takes good data.
+    assert status_kb(proc.pid, "VmRSS") < before + 64 * 1024
+    ok = httpx.post(f"{url}/v1/traces", json={"resourceSpans": []})
+    assert ok.status_code == 200
+    ready = httpx.get(f"{url}/readyz").json()
+    assert ready["inflight_bytes"] == 0 and ready["accepted_spans"] == 0
