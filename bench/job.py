@@ -26,9 +26,9 @@ from typing import Any
 
 from ragsieve.collector.store import open_store
 from ragsieve.evaluators.records import EvalResult, RagInteraction
-from ragsieve.jobs import resultstore
-from ragsieve.jobs.run import run_once_async
-from ragsieve.jobs.sampling import StratifiedSampler
+from ragsieve.jobs.results import resultstore
+from ragsieve.jobs.run.run import run_once_async
+from ragsieve.jobs.sampling.sampling import StratifiedSampler
 from ragsieve.jobs.settings import load_settings
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

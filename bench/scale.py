@@ -147,13 +147,13 @@ def seed_interactions(url: str, n: int) -> None:
 def bench_jobs(
     server: PostgresServer, n_workers: int, traces: int, latency_ms: float
 ) -> dict[str, float]:
-    from ragsieve.jobs.workers import ensure_queue_schema
+    from ragsieve.jobs.workers.queue import ensure_queue_schema
 
     url = server.create_database("jobs")
     seed_interactions(url, traces)
     store = open_store(url)
     ensure_queue_schema(store)
-    cli = [sys.executable, "-m", "ragsieve.jobs.workers_cli"]
+    cli = [sys.executable, "-m", "ragsieve.jobs.workers.cli"]
     procs = [
         subprocess.Popen(
             [*cli, "worker", "--store", url, "--judge-latency-ms", str(latency_ms)],

@@ -1,4 +1,5 @@
-"""Imports run one way: evaluators ← collector ← jobs, and the pure layer stays light."""
+"""Imports run one way: evaluators ← collector ← jobs, the job's stages in order, and the pure layer
+stays light."""
 
 from __future__ import annotations
 
@@ -87,3 +88,49 @@ def test_the_import_scan_sees_every_spelling(tmp_path: Path) -> None:
         "ragsieve.jobs.demo",
         "ragsieve.evaluators.records",
     } <= names
+
+
+# The job's packages, lower first: each imports only from packages before it (the top-level
+# modules, ``cli`` and ``settings``, are the edge and exempt). The stages come in pipeline order;
+# golden/ (fed by verdicts, run by a pass) and demo/ (drives a pass) sit where they are used.
+# So sampling and verdicts, in particular, import nothing from run, workers or sinks.
+LAYERS = ("sampling", "results", "judging", "verdicts", "sinks", "golden", "workers", "run", "demo")
+JOBS = Path(__file__).resolve().parents[1] / "jobs"
+
+
+def _layer_of(name: str) -> str | None:
+    parts = name.split(".")
+    if parts[:2] != ["ragsieve", "jobs"] or len(parts) < 3 or parts[2] not in LAYERS:
+        return None
+    return parts[2]
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_jobs_packages_import_only_lower_ones(layer: str) -> None:
+    files = sorted((JOBS / "ragsieve" / "jobs" / layer).rglob("*.py"))
+    assert len(files) >= 2, f"no sources found for {layer}"
+    allowed = set(LAYERS[: LAYERS.index(layer) + 1])
+    bad = []
+    for path in files:
+        module = ".".join(path.relative_to(JOBS).with_suffix("").parts)
+        for name in sorted(_imported(path, module)):
+            target = _layer_of(name)
+            if target is not None and target not in allowed:
+                bad.append((str(path.relative_to(JOBS)), name))
+    assert bad == []
+
+
+def test_every_jobs_package_has_its_place() -> None:
+    packages = {p.parent.name for p in (JOBS / "ragsieve" / "jobs").glob("*/__init__.py")}
+    assert packages == set(LAYERS)
+
+
+def test_sampling_and_verdicts_load_nothing_from_run_workers_or_sinks() -> None:
+    modules = [
+        ".".join(p.relative_to(JOBS).with_suffix("").parts).removesuffix(".__init__")
+        for stage in ("sampling", "verdicts")
+        for p in sorted((JOBS / "ragsieve" / "jobs" / stage).rglob("*.py"))
+    ]
+    mods = _modules_after("import " + ", ".join(modules))
+    for higher in ("run", "workers", "sinks"):
+        assert not any(m.startswith(f"ragsieve.jobs.{higher}") for m in mods), higher

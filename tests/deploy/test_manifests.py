@@ -58,7 +58,7 @@ def command(args: list[str]) -> click.Command:
     import importlib
 
     name = args[0]
-    target = COMMANDS.get(name) or {"workers": "ragsieve.jobs.workers_cli:workers"}.get(name)
+    target = COMMANDS.get(name) or {"workers": "ragsieve.jobs.workers.cli:workers"}.get(name)
     assert target, f"{name!r} is not a ragsieve command"
     module, _, attr = target.partition(":")
     cmd: click.Command = getattr(importlib.import_module(module), attr)

@@ -15,7 +15,7 @@ import pytest
 from fixtures_phoenix import PhoenixServer, find_phoenix, free_port
 
 from ragsieve.collector.store import open_store
-from ragsieve.jobs.rootcause import ROOT_CAUSES
+from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES
 
 PROJECT = "ragsieve-demo"  # resource attribute the demo app's exporter sets
 SPANS_PER_TRACE = 4  # CHAIN root -> RETRIEVER, RERANKER, LLM

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
-from ragsieve.jobs.flagged import FlaggedCase
+from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

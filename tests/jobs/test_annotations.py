@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from ragsieve.evaluators.records import EvalResult
-from ragsieve.jobs import annotations
+from ragsieve.jobs.sinks import annotations
 
 TRACE = "ab" * 16
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from test_run_support import KINDS, send, settings, wait_stored
 
-from ragsieve.jobs.run import run_once
+from ragsieve.jobs.run.run import run_once
 
 PROJECT = "ragsieve-job-annotations"
 
@@ -39,7 +39,7 @@ def test_verdicts_land_on_root_spans_in_phoenix(start_collector: Any, phoenix_se
         if out.report["annotations"].get("pending"):
             import asyncio
 
-            from ragsieve.jobs.annotations import deliver
+            from ragsieve.jobs.sinks.annotations import deliver
 
             asyncio.run(
                 deliver(col.store, phoenix_server.base_url, base_backoff_s=0.2, max_backoff_s=1.0)

@@ -15,11 +15,12 @@ from console_script import ragsieve_script
 from test_run_support import KINDS, send, wait_stored
 
 from ragsieve.collector.store import Store
-from ragsieve.jobs import resultstore
 from ragsieve.jobs.cli import cli
 from ragsieve.jobs.golden.audit import audit_id
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
-from ragsieve.jobs.report import ReviewLabel, judge_quality, wilson
+from ragsieve.jobs.results import resultstore
+from ragsieve.jobs.results.reviews import ReviewLabel
+from ragsieve.jobs.run.estimate import judge_quality, wilson
 
 KEY = "faithfulness=1"
 

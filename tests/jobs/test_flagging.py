@@ -6,7 +6,7 @@ from typing import Any
 
 from ragsieve.evaluators.records import EvalResult
 from ragsieve.evaluators.testing import make_interaction
-from ragsieve.jobs.flagging import decide, metric_failed
+from ragsieve.jobs.verdicts.flagging import decide, metric_failed
 
 TH = {"faithfulness": 0.7, "answer_relevance": 0.5, "context_relevance": 0.2}
 IT = make_interaction("What is the capital of France?")

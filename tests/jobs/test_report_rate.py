@@ -7,8 +7,9 @@ from test_run_partial import plant
 from test_run_support import settings
 
 from ragsieve.collector.store import Store
-from ragsieve.jobs.report import failure_rate, render_table, wilson
-from ragsieve.jobs.run import run_once
+from ragsieve.jobs.run.estimate import failure_rate, wilson
+from ragsieve.jobs.run.report import render_table
+from ragsieve.jobs.run.run import run_once
 
 
 def test_interval_uses_the_stratified_variance() -> None:

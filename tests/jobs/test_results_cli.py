@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from test_run_support import KINDS, send, settings, wait_stored
 
 from ragsieve.jobs.cli import cli
-from ragsieve.jobs.run import run_once
+from ragsieve.jobs.run.run import run_once
 
 
 def invoke(*args: str) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.jobs.rootcause import Signals, assign
+from ragsieve.jobs.verdicts.rootcause import Signals, assign
 
 Q = "How long does a refund take for a returned reader?"
 

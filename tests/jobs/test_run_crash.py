@@ -12,7 +12,7 @@ from typing import Any
 from test_run_support import Turn, send, settings, wait_stored
 
 from ragsieve.evaluators.testing import FakeOpenAIServer
-from ragsieve.jobs.run import run_once
+from ragsieve.jobs.run.run import run_once
 
 N = 30
 VERDICT = {"reasoning": "ok", "abstained": False, "claims": [{"claim": "a", "supported": True}]}

@@ -13,7 +13,7 @@ from test_run_support import KINDS, Turn, send, settings, wait_stored
 from ragsieve.collector.store.sqlite import SQLiteStore
 from ragsieve.evaluators.errors import StoreError
 from ragsieve.evaluators.testing import FakeOpenAIServer, Fault, prompt_of
-from ragsieve.jobs.run import run_once
+from ragsieve.jobs.run.run import run_once
 
 SPAIN = Turn(
     "What is the capital of Spain?",

@@ -10,7 +10,8 @@ from test_run_support import KINDS, Turn, send, settings, wait_stored
 
 from ragsieve.evaluators.judges import get_judge
 from ragsieve.jobs.cli import cli
-from ragsieve.jobs.run import make_judges, run_once
+from ragsieve.jobs.judging.judges import make_judges
+from ragsieve.jobs.run.run import run_once
 
 
 def traffic(collector: Any) -> list[str]:

@@ -12,8 +12,8 @@ from ragsieve.collector.store import Store
 from ragsieve.evaluators.judges.registry import get_judge
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.evaluators.testing import make_interaction
-from ragsieve.jobs import resultstore
-from ragsieve.jobs.run import run_once
+from ragsieve.jobs.results import resultstore
+from ragsieve.jobs.run.run import run_once
 
 BAD = "The capital of France is Marseille, the seat of government since 1850."
 GOOD = "The capital of France is Paris."

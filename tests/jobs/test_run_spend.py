@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragsieve.evaluators.records import EvalResult
-from ragsieve.jobs.judging import Spend as _Spend
+from ragsieve.jobs.judging.spend import Spend as _Spend
 
 
 def _result(label: str, escalated: bool) -> EvalResult:

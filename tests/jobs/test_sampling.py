@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragsieve.jobs.report import failure_rate
-from ragsieve.jobs.sampling import (
+from ragsieve.jobs.run.estimate import failure_rate
+from ragsieve.jobs.sampling.sampling import (
     Candidate,
     SamplingSettings,
     StratifiedSampler,

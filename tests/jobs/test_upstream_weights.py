@@ -10,9 +10,14 @@ from test_run_support import PARIS, settings
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.testing import make_interaction
-from ragsieve.jobs.report import failure_rate
-from ragsieve.jobs.run import run_once
-from ragsieve.jobs.sampling import Candidate, SamplingSettings, StratifiedSampler, upstream_keep
+from ragsieve.jobs.run.estimate import failure_rate
+from ragsieve.jobs.run.run import run_once
+from ragsieve.jobs.sampling.sampling import (
+    Candidate,
+    SamplingSettings,
+    StratifiedSampler,
+    upstream_keep,
+)
 
 TIER = {"rag.sampling.baseline_percentage": 10.0, "rag.sampling.config": "ragsieve-tail-v1"}
 BAD = "The capital of France is Marseille, the seat of government since 1850."

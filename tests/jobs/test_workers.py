@@ -86,7 +86,7 @@ def _worker(url: str, name: str, latency_ms: int = 120) -> subprocess.Popen[byte
         [
             sys.executable,
             "-m",
-            "ragsieve.jobs.workers_cli",
+            "ragsieve.jobs.workers.cli",
             "worker",
             "--store",
             url,
@@ -109,7 +109,7 @@ def _schedule(url: str, *extra: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "ragsieve.jobs.workers_cli",
+        "ragsieve.jobs.workers.cli",
         "schedule",
         "--store",
         url,
@@ -197,7 +197,7 @@ def test_two_collectors_two_workers_one_killed(
 
 
 def _run(url: str, store: Any, procs: dict[str, subprocess.Popen[bytes]]) -> None:
-    from ragsieve.jobs.workers import ensure_queue_schema
+    from ragsieve.jobs.workers.queue import ensure_queue_schema
 
     ensure_queue_schema(store)
     cenv = _env(

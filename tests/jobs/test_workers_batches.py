@@ -14,7 +14,9 @@ import pytest
 
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.testing import make_interaction
-from ragsieve.jobs.workers import BudgetLimits, GlobalBudget, build_judge_set, judge_batch
+from ragsieve.jobs.workers.batch import judge_batch
+from ragsieve.jobs.workers.budget import BudgetLimits, GlobalBudget
+from ragsieve.jobs.workers.judges import build_judge_set
 
 pytestmark = pytest.mark.postgres
 
@@ -113,7 +115,7 @@ def test_schedule_refuses_a_usd_budget_without_an_estimate(pg_database: str) -> 
         [
             sys.executable,
             "-m",
-            "ragsieve.jobs.workers_cli",
+            "ragsieve.jobs.workers.cli",
             "schedule",
             "--store",
             pg_database,

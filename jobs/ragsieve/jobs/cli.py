@@ -20,16 +20,16 @@ from ragsieve.evaluators.errors import ConfigError, RagsieveError
 COMMANDS: dict[str, str] = {
     "collector": "ragsieve.collector.cli:collector",
     "interactions": "ragsieve.collector.cli:interactions",
-    "jobs": "ragsieve.jobs.run_cli:jobs",
-    "up": "ragsieve.jobs.up:up",
-    "results": "ragsieve.jobs.results_cli:results",
+    "jobs": "ragsieve.jobs.run.cli:jobs",
+    "up": "ragsieve.jobs.run.up:up",
+    "results": "ragsieve.jobs.results.cli:results",
     "golden": "ragsieve.jobs.golden.cli:golden",
     "eval": "ragsieve.evaluators.cli:eval_command",
     "gate": "ragsieve.evaluators.cli:gate_command",
     "judges": "ragsieve.evaluators.judges.cli:judges",
     "demo": "ragsieve.jobs.demo.cli:demo",
     "config": "ragsieve.jobs.config_cli:config",
-    "workers": "ragsieve.jobs.workers_cli:workers",
+    "workers": "ragsieve.jobs.workers.cli:workers",
 }
 
 

@@ -25,8 +25,8 @@ from pydantic_settings import (
 
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.jobs.sampling import SamplingSettings
-from ragsieve.jobs.workers import WorkerSettings
+from ragsieve.jobs.sampling.sampling import SamplingSettings
+from ragsieve.jobs.workers.queue import WorkerSettings
 
 ENV_PREFIX = "RAGSIEVE_"
 

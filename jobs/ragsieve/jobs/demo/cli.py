@@ -20,7 +20,7 @@ def _traffic_bar(done: int, total: int) -> None:
 
 
 def _print_human(result: Any) -> None:
-    from ragsieve.jobs.report import render_table
+    from ragsieve.jobs.run.report import render_table
 
     click.echo("== run report")
     click.echo(render_table(result.report))

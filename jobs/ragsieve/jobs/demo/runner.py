@@ -89,7 +89,7 @@ def _wait_outbox(
     """Wait until the outbox (forwarded spans, annotations) is delivered or ``max_wait_s`` ends."""
     import asyncio
 
-    from ragsieve.jobs import annotations
+    from ragsieve.jobs.sinks import annotations
 
     deadline = time.monotonic() + max_wait_s
     while (left := _pending(store)) and time.monotonic() < deadline:
@@ -113,7 +113,7 @@ def run_demo(
     traffic_progress: Callable[[int, int], None] | None = None,
 ) -> DemoResult:
     """Run the demo end to end inside ``workdir``; score the job's flags against the app's log."""
-    from ragsieve.jobs.run import run_once
+    from ragsieve.jobs.run.run import run_once
 
     demo = settings.demo
     url = store_url or f"sqlite:///{workdir / 'demo.db'}"

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ragsieve.evaluators.records import normalize_text
-from ragsieve.jobs.flagged import FlaggedCase
 from ragsieve.jobs.golden.candidates import Scrubber, _new_body
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
+from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
 log = logging.getLogger(__name__)
 PREFIX = "audit:"

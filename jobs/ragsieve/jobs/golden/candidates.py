@@ -20,10 +20,10 @@ import numpy as np
 
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import normalize_text
-from ragsieve.jobs.flagged import FlaggedCase
 from ragsieve.jobs.golden.categories import assign, category_id, centroid_sums, summarize
 from ragsieve.jobs.golden.reference import Embed, load_reference
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo, encode_vector
+from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
 log = logging.getLogger(__name__)
 MAX_SOURCES = 50  # provenance rows kept per candidate; source_trace_ids keeps every trace id

@@ -22,7 +22,11 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Machine-read
 
 
 class _Context:
-    """Settings, store, repository and category summaries for one command."""
+    """Settings, store, repository and category summaries for one command.
+
+    Use it as ``with _Context(obj, store) as ctx:``: the store opens here and closes on exit,
+    whatever the command does.
+    """
 
     def __init__(self, obj: Any, store: str | None, **flags: Any) -> None:
         from ragsieve.collector.store import open_store
@@ -31,6 +35,12 @@ class _Context:
         self.store = open_store(self.settings.store)
         self.repo = CandidateRepo(self.store)
         self._summaries: dict[str, Any] | None = None
+
+    def __enter__(self) -> _Context:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def summaries(self) -> dict[str, Any]:
         if self._summaries is None:
@@ -116,8 +126,7 @@ def candidates_cmd(
     obj: Any, status: str | None, category: str | None, as_json: bool, store: str | None
 ) -> None:
     """List golden-set candidates, most seen first."""
-    ctx = _Context(obj, store)
-    try:
+    with _Context(obj, store) as ctx:
         cat = _resolve_category(ctx, category)
         statuses = [status] if status else [s for s in STATUSES if s != "golden"]
         rows = ctx.repo.select(statuses, category=cat)
@@ -133,8 +142,6 @@ def candidates_cmd(
                     f"{c.id}  {c.status:<9} seen {c.seen:<4} {c.root_cause or '-':<12}"
                     f" {new}{name[:30]:<30}  {c.query[:60]}"
                 )
-    finally:
-        ctx.close()
 
 
 @golden.command("review")
@@ -162,8 +169,7 @@ def review_cmd(
     from ragsieve.jobs.golden.audit import OPEN
     from ragsieve.jobs.golden.review import review
 
-    ctx = _Context(obj, store)
-    try:
+    with _Context(obj, store) as ctx:
         cat = _resolve_category(ctx, category)
         sums = ctx.summaries()
         rows = [] if kind == "audits" else ctx.repo.select(["candidate"], category=cat)
@@ -182,8 +188,6 @@ def review_cmd(
             f" audits: {len(rep.audit_passes)} confirmed passes,"
             f" {len(rep.audit_misses)} missed failures"
         )
-    finally:
-        ctx.close()
 
 
 def _phoenix(ctx: _Context) -> Any:
@@ -212,15 +216,14 @@ def push_cmd(
     """Append open candidates to a Phoenix dataset (examples linked to their spans)."""
     from ragsieve.jobs.golden.phoenix import push
 
-    ctx = _Context(obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url})
-    try:
+    with _Context(
+        obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url}
+    ) as ctx:
         with _phoenix(ctx) as client:
             out = push(
                 ctx.repo, client, ctx.settings.phoenix.dataset, ctx.summaries(), dry_run=dry_run
             )
         click.echo(json.dumps(out) if as_json else _kv(out))
-    finally:
-        ctx.close()
 
 
 @golden.command("pull")
@@ -235,13 +238,12 @@ def pull_cmd(
     """Read reviewers' edits and decisions back from the Phoenix dataset."""
     from ragsieve.jobs.golden.phoenix import pull
 
-    ctx = _Context(obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url})
-    try:
+    with _Context(
+        obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url}
+    ) as ctx:
         with _phoenix(ctx) as client:
             out = pull(ctx.repo, client, ctx.settings.phoenix.dataset)
         click.echo(json.dumps(out) if as_json else _kv(out))
-    finally:
-        ctx.close()
 
 
 @golden.command("promote")
@@ -263,8 +265,7 @@ def promote_cmd(
     """Write the next golden version with the accepted candidates, plus a changelog entry."""
     from ragsieve.jobs.golden.promote import promote
 
-    ctx = _Context(obj, store)
-    try:
+    with _Context(obj, store) as ctx:
         res = promote(
             ctx.repo, golden_file, ctx.summaries(), by=by or getpass.getuser(), dry_run=dry_run
         )
@@ -279,8 +280,6 @@ def promote_cmd(
                 click.echo(f"  {n:>3}  {name}")
             if res.negatives_path:
                 click.echo(f"{verb} {res.negatives_path} ({res.negatives} negative labels)")
-    finally:
-        ctx.close()
 
 
 @golden.command("import")
@@ -297,8 +296,7 @@ def import_cmd(obj: Any, file: Path, dry_run: bool, as_json: bool, store: str | 
     from ragsieve.jobs.golden.repo import encode_vector
 
     gs = load_golden(file)  # ConfigError path:line: field: message → exit 2
-    ctx = _Context(obj, store)
-    try:
+    with _Context(obj, store) as ctx:
         known = {r.id for r in ctx.repo.select(["golden"])}
         rows = [golden_row(c, None, origin=file.name) for c in gs.cases]
         fresh = [r for r in rows if r.id not in known]
@@ -315,8 +313,6 @@ def import_cmd(obj: Any, file: Path, dry_run: bool, as_json: bool, store: str | 
             "dry_run": dry_run,
         }
         click.echo(json.dumps(out) if as_json else _kv(out))
-    finally:
-        ctx.close()
 
 
 @golden.command("status")
@@ -325,8 +321,7 @@ def import_cmd(obj: Any, file: Path, dry_run: bool, as_json: bool, store: str | 
 @click.pass_obj
 def status_cmd(obj: Any, as_json: bool, store: str | None) -> None:
     """New failure categories first, then coverage per category and counts per status."""
-    ctx = _Context(obj, store)
-    try:
+    with _Context(obj, store) as ctx:
         sums = list(ctx.summaries().values())
         counts = ctx.repo.counts()
         if as_json:
@@ -370,8 +365,6 @@ def status_cmd(obj: Any, as_json: bool, store: str | None) -> None:
         click.echo(
             "candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=out
         )
-    finally:
-        ctx.close()
 
 
 def _kv(out: dict[str, Any]) -> str:

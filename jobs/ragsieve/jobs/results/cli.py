@@ -35,7 +35,7 @@ def _rows(
 ) -> list[dict[str, Any]]:
     from ragsieve.collector.store import open_store
     from ragsieve.collector.timeutil import parse_duration
-    from ragsieve.jobs.resultstore import list_results
+    from ragsieve.jobs.results.resultstore import list_results
 
     lo = (datetime.now(UTC) - parse_duration(since)).timestamp() if since else None
     st = open_store(obj.settings(store=store).store)

@@ -9,9 +9,9 @@ usable result (a checkpoint) when the verdict was taken;
 ``runs`` holds each run's report. A judgement's result rows and its checkpoint commit in one
 transaction. Reviewed labels are read from the golden package's ``candidates`` rows.
 
-The parts: ``resultstore_judgements`` (checkpoints and results), ``resultstore_samples``
-(verdicts, samples and runs) and ``resultstore_reviews`` (listing and reviewed labels); this
-module reads window candidates and re-exports the public names.
+The parts: ``judgements`` (checkpoints and results), ``samples`` (verdicts, samples and runs)
+and ``reviews`` (listing and reviewed labels); this module reads window candidates and
+re-exports the public names.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from ragsieve.collector.store import Store
-from ragsieve.jobs.resultstore_judgements import (
+from ragsieve.jobs.results.judgements import (
     Judgement,
     done_in_window,
     done_judges,
@@ -29,10 +29,10 @@ from ragsieve.jobs.resultstore_judgements import (
     save_judgements,
     stored_results,
 )
-from ragsieve.jobs.resultstore_reviews import AUDIT_PREFIX as AUDIT_PREFIX
-from ragsieve.jobs.resultstore_reviews import FALSE_ALARM as FALSE_ALARM
-from ragsieve.jobs.resultstore_reviews import list_results, open_audits, review_labels
-from ragsieve.jobs.resultstore_samples import (
+from ragsieve.jobs.results.reviews import AUDIT_PREFIX as AUDIT_PREFIX
+from ragsieve.jobs.results.reviews import FALSE_ALARM as FALSE_ALARM
+from ragsieve.jobs.results.reviews import list_results, open_audits, review_labels
+from ragsieve.jobs.results.samples import (
     SampleRow,
     begin_run,
     decided_in_window,
@@ -40,7 +40,7 @@ from ragsieve.jobs.resultstore_samples import (
     finish_run,
     save_samples,
 )
-from ragsieve.jobs.sampling import Candidate
+from ragsieve.jobs.sampling.sampling import Candidate
 
 _PATHS = (
     "$.completeness",

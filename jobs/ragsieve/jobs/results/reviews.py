@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ragsieve.collector.store import Store
-from ragsieve.jobs.report import ReviewLabel
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewLabel:
+    """One reviewed verdict: a flagged trace (tp / fp / excluded) or an audited pass (tn / fn)."""
+
+    trace_id: str
+    outcome: str
+    weight: float = 1.0
 
 
 def list_results(
@@ -111,4 +120,11 @@ def open_audits(store: Store) -> int:
     return int(store.query("SELECT COUNT(*) FROM candidates WHERE status = 'audit'")[0][0])
 
 
-__all__ = ["AUDIT_PREFIX", "FALSE_ALARM", "list_results", "open_audits", "review_labels"]
+__all__ = [
+    "AUDIT_PREFIX",
+    "FALSE_ALARM",
+    "ReviewLabel",
+    "list_results",
+    "open_audits",
+    "review_labels",
+]

@@ -59,8 +59,8 @@ def run_command(
     """
     from ragsieve.collector.store import open_store
     from ragsieve.collector.timeutil import parse_duration, parse_window
-    from ragsieve.jobs.report import render_table
-    from ragsieve.jobs.run import run_once
+    from ragsieve.jobs.run.report import render_table
+    from ragsieve.jobs.run.run import run_once
 
     if since and window:
         raise click.UsageError("--since and --window are mutually exclusive")

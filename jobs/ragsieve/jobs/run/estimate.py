@@ -1,10 +1,10 @@
-"""Run-report arithmetic: the weighted failure rate, its interval, the judge's measured quality.
+"""The run report's statistics: the weighted failure rate, its interval, the judge's quality.
 
 Failure rate. Strata partition the window and each is sampled at random, so pick i of stratum h
 (N_h stored traces, m_h of them decided by the judges) has inclusion probability
 ``u_i * m_h / N_h``, where ``u_i`` is the probability that the upstream tail-sampling tier kept
-the trace at all (1 without such a tier; see ``ragsieve.jobs.sampling``). The estimate is the
-inverse-probability-weighted (Hajek) mean with weights ``N_h / (m_h * u_i)``; with every
+the trace at all (1 without such a tier; see ``ragsieve.jobs.sampling.sampling``). The estimate
+is the inverse-probability-weighted (Hajek) mean with weights ``N_h / (m_h * u_i)``; with every
 ``u_i = 1`` it is the stratified estimate ``sum_h N_h/N * x_h/m_h``. Oversampling failure-prone
 strata, or a tier that keeps every error, does not inflate it: it estimates the full traffic.
 
@@ -41,8 +41,10 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragsieve.jobs.results.reviews import ReviewLabel
 
 Z95 = 1.959963984540054
 
@@ -138,15 +140,6 @@ OUTCOMES = ("tp", "fp", "excluded", "tn", "fn")
 CI_METHOD = "box over the 95% intervals of the raw rate, precision and false-omission rate"
 
 
-@dataclass(frozen=True, slots=True)
-class ReviewLabel:
-    """One reviewed verdict: a flagged trace (tp / fp / excluded) or an audited pass (tn / fn)."""
-
-    trace_id: str
-    outcome: str
-    weight: float = 1.0
-
-
 def _share(hit: Sequence[float], miss: Sequence[float]) -> tuple[float, tuple[float, float], float]:
     """Weighted share of ``hit``, its Wilson interval and the Kish effective size."""
     ws = [*hit, *miss]
@@ -212,91 +205,4 @@ def judge_quality(
     return out
 
 
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
-def render_table(report: Mapping[str, Any]) -> str:
-    """The human-readable run report printed on stdout."""
-    fr = report.get("failure_rate") or {}
-    cost = report.get("cost") or {}
-    rows: list[tuple[str, str]] = [
-        ("run", str(report.get("run_id"))),
-        ("window", f"{report['window']['start']} .. {report['window']['end']}"),
-        ("discovered", str(report["discovered"])),
-        ("not applicable", _kv(report["not_applicable"]["reasons"]) or "0"),
-        (
-            "sampled",
-            _kv({k: v["sampled"] for k, v in report["sampled"]["by_stratum"].items()}) or "0",
-        ),
-        ("already judged", str(report["already_judged"])),
-        ("judged", str(report["judged"])),
-        ("judge errors", str(report["judge_errors"])),
-        ("deferred (budget)", str(report["deferred"])),
-        ("flagged", str(report["flagged"])),
-        ("by root cause", _kv(report["flagged_by_root_cause"]) or "-"),
-        ("by category", _kv(report["flagged_by_category"]) or "-"),
-        ("failure rate", _rate_line(fr)),
-        (
-            "calls / tokens / USD",
-            f"{cost.get('calls', 0)} / {cost.get('tokens', 0)} / {cost.get('usd', 0.0):.4f}",
-        ),
-        (
-            "saved by cache / cascade",
-            f"{cost.get('saved_by_cache', 0)} / {cost.get('saved_by_cascade', 0)}",
-        ),
-        ("audit routed", str(report["audit"]["routed"])),
-    ]
-    q = report.get("judge_quality") or {}
-    rows.append(
-        (
-            "reviewed",
-            f"{q.get('reviewed_flagged', 0)} flagged"
-            f" ({q.get('false_alarms', 0)} false alarms), {q.get('reviewed_audits', 0)}"
-            f" audited passes ({q.get('missed_failures', 0)} missed failures)",
-        )
-    )
-    rows.append(
-        (
-            "judge precision / FOR",
-            f"{_pct(q.get('precision'))} / {_pct(q.get('false_omission_rate'))}",
-        )
-    )
-    rows.append(("judge TPR / FPR", f"{_pct(q.get('tpr'))} / {_pct(q.get('fpr'))}"))
-    c = q.get("corrected_failure_rate")
-    rows.append(
-        (
-            "corrected failure rate",
-            "- (needs reviewed flags and audits)"
-            if not c
-            else f"{_pct(c['estimate'])} (95% CI {_pct(c['ci_low'])} - {_pct(c['ci_high'])},"
-            " conservative box)",
-        )
-    )
-    if report.get("dry_run"):
-        rows.append(("dry run", "nothing judged or written"))
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
-
-
-def _rate_line(fr: Mapping[str, Any]) -> str:
-    """The whole traffic's rate, or, with strata left uncovered, bounds and the covered part."""
-    ci = f"{_pct(fr.get('ci_low'))} - {_pct(fr.get('ci_high'))}"
-    if fr.get("estimate") is not None:
-        return f"{_pct(fr.get('estimate'))} (95% CI {ci}, n={fr.get('n', 0)})"
-    part = fr.get("covered")
-    if not part:
-        return f"- (nothing decided; whole traffic {ci})"
-    return (
-        f"- (strata {', '.join(fr.get('uncovered_strata') or ())} not sampled; whole traffic"
-        f" between {ci}; covered strata ({_pct(part['coverage'])} of traffic):"
-        f" {_pct(part['estimate'])} (95% CI {_pct(part['ci_low'])} - {_pct(part['ci_high'])},"
-        f" n={fr.get('n', 0)}))"
-    )
-
-
-def _kv(d: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(d.items()))
-
-
-__all__ = ["ReviewLabel", "failure_rate", "judge_quality", "render_table", "wilson"]
+__all__ = ["failure_rate", "judge_quality", "wilson"]

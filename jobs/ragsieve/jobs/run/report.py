@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ragsieve.jobs.flagged import FlaggedCase
-from ragsieve.jobs.judging import Spend
-from ragsieve.jobs.report import ReviewLabel, failure_rate, judge_quality
-from ragsieve.jobs.sampling import Pick
-from ragsieve.jobs.verdicts import Decision
+from ragsieve.jobs.judging.spend import Spend
+from ragsieve.jobs.results.reviews import ReviewLabel
+from ragsieve.jobs.run.estimate import failure_rate, judge_quality
+from ragsieve.jobs.sampling.sampling import Pick
+from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
+from ragsieve.jobs.verdicts.verdicts import Decision
 
 
 def build_run_report(
@@ -123,4 +124,91 @@ def build_run_report(
     }
 
 
-__all__ = ["build_run_report"]
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def render_table(report: Mapping[str, Any]) -> str:
+    """The human-readable run report printed on stdout."""
+    fr = report.get("failure_rate") or {}
+    cost = report.get("cost") or {}
+    rows: list[tuple[str, str]] = [
+        ("run", str(report.get("run_id"))),
+        ("window", f"{report['window']['start']} .. {report['window']['end']}"),
+        ("discovered", str(report["discovered"])),
+        ("not applicable", _kv(report["not_applicable"]["reasons"]) or "0"),
+        (
+            "sampled",
+            _kv({k: v["sampled"] for k, v in report["sampled"]["by_stratum"].items()}) or "0",
+        ),
+        ("already judged", str(report["already_judged"])),
+        ("judged", str(report["judged"])),
+        ("judge errors", str(report["judge_errors"])),
+        ("deferred (budget)", str(report["deferred"])),
+        ("flagged", str(report["flagged"])),
+        ("by root cause", _kv(report["flagged_by_root_cause"]) or "-"),
+        ("by category", _kv(report["flagged_by_category"]) or "-"),
+        ("failure rate", _rate_line(fr)),
+        (
+            "calls / tokens / USD",
+            f"{cost.get('calls', 0)} / {cost.get('tokens', 0)} / {cost.get('usd', 0.0):.4f}",
+        ),
+        (
+            "saved by cache / cascade",
+            f"{cost.get('saved_by_cache', 0)} / {cost.get('saved_by_cascade', 0)}",
+        ),
+        ("audit routed", str(report["audit"]["routed"])),
+    ]
+    q = report.get("judge_quality") or {}
+    rows.append(
+        (
+            "reviewed",
+            f"{q.get('reviewed_flagged', 0)} flagged"
+            f" ({q.get('false_alarms', 0)} false alarms), {q.get('reviewed_audits', 0)}"
+            f" audited passes ({q.get('missed_failures', 0)} missed failures)",
+        )
+    )
+    rows.append(
+        (
+            "judge precision / FOR",
+            f"{_pct(q.get('precision'))} / {_pct(q.get('false_omission_rate'))}",
+        )
+    )
+    rows.append(("judge TPR / FPR", f"{_pct(q.get('tpr'))} / {_pct(q.get('fpr'))}"))
+    c = q.get("corrected_failure_rate")
+    rows.append(
+        (
+            "corrected failure rate",
+            "- (needs reviewed flags and audits)"
+            if not c
+            else f"{_pct(c['estimate'])} (95% CI {_pct(c['ci_low'])} - {_pct(c['ci_high'])},"
+            " conservative box)",
+        )
+    )
+    if report.get("dry_run"):
+        rows.append(("dry run", "nothing judged or written"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _rate_line(fr: Mapping[str, Any]) -> str:
+    """The whole traffic's rate, or, with strata left uncovered, bounds and the covered part."""
+    ci = f"{_pct(fr.get('ci_low'))} - {_pct(fr.get('ci_high'))}"
+    if fr.get("estimate") is not None:
+        return f"{_pct(fr.get('estimate'))} (95% CI {ci}, n={fr.get('n', 0)})"
+    part = fr.get("covered")
+    if not part:
+        return f"- (nothing decided; whole traffic {ci})"
+    return (
+        f"- (strata {', '.join(fr.get('uncovered_strata') or ())} not sampled; whole traffic"
+        f" between {ci}; covered strata ({_pct(part['coverage'])} of traffic):"
+        f" {_pct(part['estimate'])} (95% CI {_pct(part['ci_low'])} - {_pct(part['ci_high'])},"
+        f" n={fr.get('n', 0)}))"
+    )
+
+
+def _kv(d: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(d.items()))
+
+
+__all__ = ["build_run_report", "render_table"]

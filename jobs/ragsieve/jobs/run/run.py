@@ -12,8 +12,9 @@ judgements are complete but whose verdict was never recorded (a crash before the
 saved), at no judge cost, even when the sample no longer draws it. Flagged
 traces grow the golden candidates; an audit share of passes is queued for a person
 (``golden/audit.py``); people's verdicts on both give the report's ``judge_quality``.
-The parts live in ``judging`` (calls and writes), ``verdicts`` (decisions and what they emit)
-and ``run_report``; this module only orchestrates them.
+The parts live in the stage packages ``sampling``, ``judging`` (calls and writes), ``verdicts``
+(decisions and what they emit), ``results`` (the tables), ``sinks`` (Phoenix annotations) and
+``run.report``; this module only orchestrates them.
 """
 
 from __future__ import annotations
@@ -32,14 +33,16 @@ from ragsieve.collector.settle import settle
 from ragsieve.collector.store import Store
 from ragsieve.collector.timeutil import parse_duration
 from ragsieve.evaluators.records import utcnow
-from ragsieve.jobs import annotations as phoenix
-from ragsieve.jobs import resultstore
-from ragsieve.jobs.flagged import FlaggedCase
-from ragsieve.jobs.golden_index import GoldenIndex, load_golden_index
-from ragsieve.jobs.judging import Spend, judge_all
-from ragsieve.jobs.run_report import build_run_report
-from ragsieve.jobs.sampling import SamplingSettings, StratifiedSampler
-from ragsieve.jobs.verdicts import Decision, decide_all, emit_fresh, sample_rows
+from ragsieve.jobs.judging.judges import make_judges
+from ragsieve.jobs.judging.judging import judge_all
+from ragsieve.jobs.judging.spend import Spend
+from ragsieve.jobs.results import resultstore
+from ragsieve.jobs.run.report import build_run_report
+from ragsieve.jobs.sampling.golden_index import GoldenIndex, load_golden_index
+from ragsieve.jobs.sampling.sampling import SamplingSettings, StratifiedSampler
+from ragsieve.jobs.sinks import annotations as phoenix
+from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
+from ragsieve.jobs.verdicts.verdicts import Decision, decide_all, emit_fresh, sample_rows
 
 log = logging.getLogger(__name__)
 
@@ -57,19 +60,6 @@ class RunOutcome:
     def exit_code(self) -> int:
         """1 when the judge error rate went over budget, else 0."""
         return 1 if self.report.get("error_budget_exceeded") else 0
-
-
-def make_judges(settings: Any, names: Sequence[str] | None = None) -> list[Any]:
-    """Build the configured judges (backend, LLM endpoint, cache) from settings."""
-    from ragsieve.evaluators.judges import build_judges
-
-    llm = settings.llm.to_config(settings.golden.pii_patterns)
-    return build_judges(
-        list(names or settings.jobs.judges),
-        backend=settings.jobs.backend,
-        llm=llm,
-        cache_path=settings.jobs.cache_path,
-    )
 
 
 async def run_once_async(
@@ -166,9 +156,10 @@ async def run_once_async(
         before = await asyncio.to_thread(
             resultstore.decided_traces, store, [d.pick.trace_id for d in decisions], key
         )
-        flagged, audit, queued = emit_fresh(
+        flagged, audit, fresh = emit_fresh(
             decisions, before, run_id, seed=job.seed, audit_share=job.audit_share
         )
+        queued = [a for d in fresh for a in _annotations(d, run_id)]
         annotation_info["queued"] = await asyncio.to_thread(phoenix.queue, store, queued)
         golden_report = await asyncio.to_thread(_grow, store, flagged, settings)
         audit_info = await asyncio.to_thread(_route_audits, store, audit, settings)
@@ -221,6 +212,18 @@ def run_once(store: Store, settings: Any, **kwargs: Any) -> RunOutcome:
     return asyncio.run(run_once_async(store, settings, **kwargs))
 
 
+def _annotations(d: Decision, run_id: str) -> list[dict[str, Any]]:
+    """The Phoenix annotations of one fresh decision: one per judge result, plus the verdict."""
+    return phoenix.build_annotations(
+        d.interaction.span_id,
+        d.results,
+        verdict=d.verdict.outcome,
+        root_cause=d.verdict.root_cause,
+        evidence=d.verdict.evidence,
+        run_id=run_id,
+    )
+
+
 def _grow(store: Store, flagged: list[FlaggedCase], settings: Any) -> dict[str, Any] | None:
     try:
         mod = importlib.import_module("ragsieve.jobs.golden.candidates")
@@ -240,4 +243,4 @@ def _route_audits(store: Store, audit: list[FlaggedCase], settings: Any) -> dict
     return dict(route(store, audit, settings))
 
 
-__all__ = ["RunOutcome", "make_judges", "run_once", "run_once_async"]
+__all__ = ["RunOutcome", "run_once", "run_once_async"]

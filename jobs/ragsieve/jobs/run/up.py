@@ -26,7 +26,7 @@ def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | Non
     from ragsieve.collector.app import create_app
     from ragsieve.collector.server import ServerThread
     from ragsieve.collector.store import open_store
-    from ragsieve.jobs.run import run_once
+    from ragsieve.jobs.run.run import run_once
 
     store = open_store(settings.store)
     cfg = settings.collector

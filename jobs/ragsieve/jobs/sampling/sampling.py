@@ -1,11 +1,10 @@
 """The stratified sampler: quotas, the call budget and recovery over hash-ordered strata.
 
-Every applicable interaction of the window falls into exactly one stratum
-(``ragsieve.jobs.strata``). Within a stratum, candidates are ordered by a salted hash of the trace
-id (the same order on every replica and rerun) and the sample is a prefix of that order, so it is
-a simple random sample of the stratum and each pick's inclusion probability is
-``sampled / population`` of its stratum. Traces already judged cost nothing, so a rerun picks
-the same traces for free.
+Every applicable interaction of the window falls into exactly one stratum (``strata``). Within a
+stratum, candidates are ordered by a salted hash of the trace id (the same order on every replica
+and rerun) and the sample is a prefix of that order, so it is a simple random sample of the
+stratum and each pick's inclusion probability is ``sampled / population`` of its stratum.
+Traces already judged cost nothing, so a rerun picks the same traces for free.
 
 Budget rule. A call budget is spent in two passes, each extending every stratum's hash-order
 prefix (a stratum whose next trace does not fit stops there, so it stays a prefix): first every
@@ -14,7 +13,7 @@ cells) before the priority strata, so the strata that carry most of the traffic 
 before any budget goes to seeking failures; then the rest of the budget extends the strata in
 priority order up to their quotas. Every stratum is therefore covered whenever the budget allows
 ``MIN_PER_STRATUM`` picks of each; a stratum left uncovered is reported (``coverage``) and the
-run report bounds the whole-traffic rate instead of pretending (see ``ragsieve.jobs.report``).
+run report bounds the whole-traffic rate instead of pretending (see ``ragsieve.jobs.run.estimate``).
 
 Recovery. ``sample(..., recover=ids)`` also returns, as ``Selection.recovered`` picks marked
 ``recovered``, the given traces the sample did not choose (the job passes traces fully judged by
@@ -22,7 +21,7 @@ an earlier run that never recorded their verdict). They get their stratum's incl
 probability, which approximates the draw that once chose them, and are left out of rates.
 
 Upstream sampling. Behind a tail-sampling Collector tier a pick's inclusion probability is the
-upstream keep probability (``ragsieve.jobs.upstream``) times the job's own share.
+upstream keep probability (``ragsieve.jobs.sampling.upstream``) times the job's own share.
 """
 
 from __future__ import annotations
@@ -34,8 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragsieve.jobs.golden_index import GoldenIndex, load_golden_index
-from ragsieve.jobs.strata import (
+from ragsieve.jobs.sampling.golden_index import GoldenIndex, load_golden_index
+from ragsieve.jobs.sampling.strata import (
     PRIORITY,
     Candidate,
     SamplingSettings,
@@ -43,7 +42,7 @@ from ragsieve.jobs.strata import (
     assign_strata,
     unit_hash,
 )
-from ragsieve.jobs.upstream import BASELINE_PCT, POLICY, upstream_keep
+from ragsieve.jobs.sampling.upstream import BASELINE_PCT, POLICY, upstream_keep
 
 MIN_PER_STRATUM = 2  # picks every stratum gets from a call budget before priority spending
 

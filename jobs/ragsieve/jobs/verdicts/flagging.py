@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ragsieve.evaluators.records import EvalResult, RagInteraction
-from ragsieve.jobs.rootcause import Expectation, RootCause, Signals, assign
+from ragsieve.jobs.verdicts.rootcause import Expectation, RootCause, Signals, assign
 
 FAILING_LABELS = frozenset({"unfaithful", "irrelevant", "fail", "incorrect", "hallucinated"})
 UNKNOWN_LABELS = frozenset({"error", "skipped"})

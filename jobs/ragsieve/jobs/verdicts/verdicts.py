@@ -3,25 +3,23 @@
 A pass is final only when every configured judge has a usable result (a checkpoint) for its
 current version; until then the trace is ``unjudged`` (partial) and a later run decides it. A
 fail is kept as soon as one decided metric fails. A fresh pass or fail (one not decided before
-for the judge set) emits Phoenix annotations once; a fail becomes a flagged case and a
-hash-chosen share of passes becomes an audit case.
+for the judge set) is emitted once: a fail becomes a flagged case, a hash-chosen share of
+passes becomes an audit case, and the run annotates every fresh decision in Phoenix.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.records import EvalResult, RagInteraction
-from ragsieve.jobs import annotations as phoenix
-from ragsieve.jobs import resultstore
-from ragsieve.jobs.flagged import FlaggedCase
-from ragsieve.jobs.flagging import Verdict, decide
-from ragsieve.jobs.golden_index import GoldenIndex
-from ragsieve.jobs.sampling import Pick
-from ragsieve.jobs.strata import unit_hash
+from ragsieve.jobs.results import resultstore
+from ragsieve.jobs.sampling.golden_index import GoldenIndex
+from ragsieve.jobs.sampling.sampling import Pick
+from ragsieve.jobs.sampling.strata import unit_hash
+from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
+from ragsieve.jobs.verdicts.flagging import Verdict, decide
 
 
 @dataclass
@@ -79,11 +77,10 @@ def emit_fresh(
     *,
     seed: int,
     audit_share: float,
-) -> tuple[list[FlaggedCase], list[FlaggedCase], list[dict[str, Any]]]:
-    """``(flagged, audit, annotations)`` from the passes and fails not in ``before``."""
+) -> tuple[list[FlaggedCase], list[FlaggedCase], list[Decision]]:
+    """``(flagged, audit, fresh)`` from the passes and fails not in ``before``."""
     flagged: list[FlaggedCase] = []
     audit: list[FlaggedCase] = []
-    queued: list[dict[str, Any]] = []
     fresh = [
         d
         for d in decisions
@@ -116,15 +113,7 @@ def emit_fresh(
                     {"audit": True, "category": d.category},
                 )
             )
-        queued += phoenix.build_annotations(
-            d.interaction.span_id,
-            d.results,
-            verdict=d.verdict.outcome,
-            root_cause=d.verdict.root_cause,
-            evidence=d.verdict.evidence,
-            run_id=run_id,
-        )
-    return flagged, audit, queued
+    return flagged, audit, fresh
 
 
 def sample_rows(

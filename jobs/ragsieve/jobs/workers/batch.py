@@ -18,7 +18,7 @@ from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.judges import safe_evaluate
 from ragsieve.evaluators.records import EvalResult, RagInteraction
-from ragsieve.jobs.workers_budget import GlobalBudget
+from ragsieve.jobs.workers.budget import GlobalBudget
 
 
 @dataclass

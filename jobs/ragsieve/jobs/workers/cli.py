@@ -17,7 +17,7 @@ STORE_HELP = "Store URL, postgresql://... (default: RAGSIEVE_STORE, then the con
 
 
 def _settings(obj: Any, **flags: Any) -> Any:
-    if obj is None:  # run as `python -m ragsieve.jobs.workers_cli` (before the root CLI has us)
+    if obj is None:  # run as `python -m ragsieve.jobs.workers.cli` (before the root CLI has us)
         from ragsieve.jobs.cli import AppContext
 
         obj = AppContext()
@@ -80,12 +80,8 @@ def worker_cmd(
     burst: bool,
 ) -> None:
     """Run judge batches from the queue until stopped (SIGINT/SIGTERM finish the current batch)."""
-    from ragsieve.jobs.workers import (
-        WorkerRuntime,
-        create_app,
-        ensure_queue_schema,
-        open_worker_store,
-    )
+    from ragsieve.jobs.workers.judges import WorkerRuntime
+    from ragsieve.jobs.workers.queue import create_app, ensure_queue_schema, open_worker_store
 
     settings = _settings(
         obj,
@@ -183,13 +179,10 @@ def schedule_cmd(
 ) -> None:
     """Enqueue settled, unjudged traces in batches; retry batches of crashed workers."""
     from ragsieve.collector.store import open_store
-    from ragsieve.jobs.workers import (
-        BudgetLimits,
-        build_judge_set,
-        create_app,
-        ensure_queue_schema,
-        schedule_once,
-    )
+    from ragsieve.jobs.workers.budget import BudgetLimits
+    from ragsieve.jobs.workers.judges import build_judge_set
+    from ragsieve.jobs.workers.queue import create_app, ensure_queue_schema
+    from ragsieve.jobs.workers.schedule import schedule_once
 
     settings = _settings(
         obj,
@@ -255,7 +248,7 @@ def schedule_cmd(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Standalone entry (``python -m ragsieve.jobs.workers_cli``); same exit codes as the root."""
+    """Standalone entry (``python -m ragsieve.jobs.workers.cli``); same exit codes as the root."""
     logging.basicConfig(
         level=logging.WARNING,
         stream=sys.stderr,

@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragsieve.collector.store import Store
-from ragsieve.jobs.workers_batch import judge_batch
-from ragsieve.jobs.workers_budget import BudgetLimits, GlobalBudget
-from ragsieve.jobs.workers_judges import WorkerRuntime
+from ragsieve.jobs.workers.batch import judge_batch
+from ragsieve.jobs.workers.budget import BudgetLimits, GlobalBudget
+from ragsieve.jobs.workers.judges import WorkerRuntime
 
 log = logging.getLogger("ragsieve.jobs.workers")  # the name operators filter worker logs by
 

@@ -1,20 +1,8 @@
-"""Job workers on procrastinate: judge settled traces once per judge version, on one budget.
+"""The scheduler's pass: find settled traces a judge has not checkpointed, enqueue them in batches.
 
-Scale-out mode only (a ``postgresql://`` store); the embedded single-process mode keeps
-``ragsieve up`` and needs no queue. The scheduler (``ragsieve workers schedule``) finds settled
-interactions that lack a checkpoint for some judge and enqueues them in batches (one queueing lock
-per batch); any worker (``ragsieve workers worker``) runs a batch. Per trace, a worker takes a
-non-blocking session-level advisory lock, re-reads the checkpoints, reserves budget, judges with
-no transaction open, then commits results and checkpoints in one short transaction and unlocks.
-A worker killed mid-trace drops its lock with its connection and its job is retried elsewhere
-once its heartbeat is stale: the trace may be judged (and its budget reserved) twice, but its
-results are written at most once per judge version.
-The budget (calls and USD per window) is one row per window in ``budgets``, reserved with an
-atomic ``UPDATE ... WHERE spent + n <= limit RETURNING``, so it is global, not per process.
-
-The parts: ``workers_budget`` (the global budget), ``workers_judges`` (judge sets),
-``workers_batch`` (judging one batch) and ``workers_queue`` (the procrastinate app and tasks);
-this module schedules batches and re-exports the public names.
+One batch per ``batch_size`` traces, each with a queueing lock over its traces and judges, so the
+same batch is never queued twice; traces already in a queued or running batch are left out, and
+batches of workers that stopped heartbeating are put back in the queue first.
 """
 
 from __future__ import annotations
@@ -26,25 +14,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragsieve.collector.store import Store
-from ragsieve.jobs.workers_batch import BatchReport, judge_batch
-from ragsieve.jobs.workers_budget import BUDGET_NAME as BUDGET_NAME
-from ragsieve.jobs.workers_budget import USD_EPSILON as USD_EPSILON
-from ragsieve.jobs.workers_budget import BudgetLimits, GlobalBudget
-from ragsieve.jobs.workers_judges import PacedJudge, WorkerRuntime, build_judge_set
-from ragsieve.jobs.workers_queue import (
-    JUDGE_TASK,
-    RECOVER_TASK,
-    WorkerSettings,
-    create_app,
-    ensure_queue_schema,
-    in_flight_traces,
-    open_worker_store,
-    recover_stalled,
-)
-from ragsieve.jobs.workers_queue import QUEUE_SCHEMA_LOCK as QUEUE_SCHEMA_LOCK
+from ragsieve.jobs.workers.budget import BudgetLimits
+from ragsieve.jobs.workers.queue import JUDGE_TASK, in_flight_traces, recover_stalled
 
 
-# -- scheduling -------------------------------------------------------------------------------
 def pending_traces(
     store: Store, judges: Sequence[Any], *, settled_before: float, limit: int = 10_000
 ) -> list[str]:
@@ -123,23 +96,4 @@ async def schedule_once(
     }
 
 
-__all__ = [
-    "BatchReport",
-    "BudgetLimits",
-    "GlobalBudget",
-    "JUDGE_TASK",
-    "PacedJudge",
-    "RECOVER_TASK",
-    "WorkerRuntime",
-    "WorkerSettings",
-    "batch_lock",
-    "build_judge_set",
-    "create_app",
-    "ensure_queue_schema",
-    "in_flight_traces",
-    "judge_batch",
-    "open_worker_store",
-    "pending_traces",
-    "recover_stalled",
-    "schedule_once",
-]
+__all__ = ["batch_lock", "pending_traces", "schedule_once"]
