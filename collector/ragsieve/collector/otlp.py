@@ -126,9 +126,15 @@ _ID_FIELDS = {
 
 
 def _fix_ids(node: Any) -> Any:
-    """OTLP/JSON ids are hex; protobuf's JSON mapping wants base64. Convert in place."""
+    """OTLP/JSON ids are hex; protobuf's JSON mapping wants base64. Convert in place.
+
+    Keys that are not Unicode text (a lone surrogate such as ``"\\ud800"``) are refused here:
+    protobuf's field lookup fails on them with a SystemError rather than a parse error.
+    """
     if isinstance(node, dict):
         for key, value in node.items():
+            if not key.isascii():
+                _text(key, "key")
             size = _ID_FIELDS.get(key)
             if size is not None and isinstance(value, str):
                 node[key] = _hex_id_to_b64(value, size)
@@ -138,6 +144,13 @@ def _fix_ids(node: Any) -> Any:
         for item in node:
             _fix_ids(item)
     return node
+
+
+def _text(value: str, what: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadPayload(f"cannot decode OTLP/JSON: a {what} is not valid Unicode text") from exc
 
 
 def _hex_id_to_b64(value: str, size: int) -> str:
@@ -160,9 +173,15 @@ def _parse_json(data: bytes, message: Message) -> None:
     if not isinstance(obj, dict):
         raise BadPayload("cannot decode OTLP/JSON: top level must be an object")
     try:
-        json_format.ParseDict(_fix_ids(obj), message, ignore_unknown_fields=True)
+        fixed = _fix_ids(obj)
+    except RecursionError as exc:
+        raise BadPayload("cannot decode OTLP/JSON: nested too deeply") from exc
+    try:
+        json_format.ParseDict(fixed, message, ignore_unknown_fields=True)
     except (json_format.ParseError, TypeError, ValueError, RecursionError) as exc:
         raise BadPayload(f"cannot decode OTLP/JSON: {exc}") from exc
+    except SystemError as exc:  # upb, on a lone surrogate where it expects an object
+        raise BadPayload("cannot decode OTLP/JSON: text that is not valid Unicode") from exc
 
 
 def _parse(data: bytes, encoding: Encoding, message: Message) -> None:
