@@ -153,7 +153,8 @@ def test_secrets_come_from_secret_refs_only() -> None:
             assert "value" not in env_of[name][var], (name, var)
     for name, env in env_of.items():
         for var, e in env.items():
-            if SECRET_NAME.search(var) or var in {"RAGSIEVE_STORE"}:
+            names_a_variable = var.endswith("_ENV")  # e.g. TOKEN_ENV holds a name, not a secret
+            if (SECRET_NAME.search(var) and not names_a_variable) or var in {"RAGSIEVE_STORE"}:
                 assert "value" not in e and "secretKeyRef" in e.get("valueFrom", {}), (name, var)
             assert "password" not in str(e.get("value", "")).lower(), (name, var)
 
@@ -299,3 +300,120 @@ def test_systemd_units_run_unprivileged() -> None:
         text = unit.read_text()
         assert re.search(r"^User=(?!root)\w+", text, re.M), unit
         assert "[Install]" in text and "ExecStart=" in text
+
+
+# -- the collector is never open to the network without a token ------------------------------
+TOKEN_ENV = "RAGSIEVE_COLLECTOR__TOKEN_ENV"
+
+
+def dockerfile_env() -> dict[str, str]:
+    text = (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ")
+    return dict(re.findall(r"(\w+)=(\S+)", " ".join(re.findall(r"^ENV (.+)$", text, re.M))))
+
+
+def test_every_deployed_collector_requires_a_token_from_a_secret() -> None:
+    image = dockerfile_env()
+    assert image["RAGSIEVE_COLLECTOR__HOST"] == "0.0.0.0"
+    token_var = image[TOKEN_ENV]
+    assert not token_var.startswith("RAGSIEVE_") and token_var not in image  # never baked in
+
+    k8s = {name: {e["name"]: e for e in c.get("env", [])} for name, c in containers()}
+    collector = k8s["ragsieve-collector"]
+    assert collector[TOKEN_ENV]["value"] == token_var
+    ref = collector[token_var]["valueFrom"]["secretKeyRef"]
+    assert ref == {"name": "ragsieve-secrets", "key": "collector-token"}  # not optional
+
+    services = compose()["services"]
+    env = services["ragsieve-collector"]["environment"]
+    assert env[TOKEN_ENV] == token_var
+    assert env[token_var] == f"${{{token_var}:?set {token_var}}}"  # compose refuses to start
+
+    # Whatever listens beyond loopback requires the token.
+    for name, c_env in k8s.items():
+        if c_env.get("RAGSIEVE_COLLECTOR__HOST", {}).get("value") == "0.0.0.0":
+            assert TOKEN_ENV in c_env, name
+    for name, svc in services.items():
+        if (svc.get("environment") or {}).get("RAGSIEVE_COLLECTOR__HOST") == "0.0.0.0":
+            assert TOKEN_ENV in svc["environment"], name
+
+
+def test_the_samplers_send_the_token_the_collectors_require() -> None:
+    token_var = dockerfile_env()[TOKEN_ENV]
+    sampler = docs(DEPLOY / "otelcol" / "sampler.yaml")[0]
+    headers = sampler["exporters"]["otlp_http/rag_collector"]["headers"]
+    assert headers == {"Authorization": f"Bearer ${{env:{token_var}}}"}
+    k8s = {name: {e["name"]: e for e in c.get("env", [])} for name, c in containers()}
+    ref = k8s["otelcol-sampler"][token_var]["valueFrom"]["secretKeyRef"]
+    assert ref == {"name": "ragsieve-secrets", "key": "collector-token"}
+    sampler_env = compose()["services"]["otelcol-sampler"]["environment"]
+    assert (
+        sampler_env[token_var]
+        == compose()["services"]["ragsieve-collector"]["environment"][token_var]
+    )
+
+
+def test_compose_publishes_ports_on_loopback_only() -> None:
+    for name, svc in compose()["services"].items():
+        for port in svc.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), (name, port)
+
+
+def test_the_image_settings_refuse_to_serve_without_the_token(
+    monkeypatch: pytest.MonkeyPatch, store: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The image's environment, the real CLI: no token, no server; with it, 401 without it."""
+    import threading
+    import time
+
+    import httpx
+    import uvicorn
+    from click.testing import CliRunner
+
+    from ragsieve.jobs.cli import cli, main
+
+    image = dockerfile_env()
+    token_var = image[TOKEN_ENV]
+    monkeypatch.setenv(TOKEN_ENV, token_var)
+    monkeypatch.delenv(token_var, raising=False)
+    with pytest.raises(SystemExit) as exited:
+        main(["collector", "serve", "--port", "0", "--store", store.url])
+    assert exited.value.code == 2
+    assert f"{token_var}: environment variable is not set" in capsys.readouterr().err
+
+    # With the token set, the same command serves and refuses requests without it.
+    servers: list[uvicorn.Server] = []
+    real_run = uvicorn.Server.run
+
+    def keep(server: uvicorn.Server, *args: Any, **kwargs: Any) -> None:
+        servers.append(server)
+        real_run(server, *args, **kwargs)
+
+    monkeypatch.setattr(uvicorn.Server, "run", keep)
+    monkeypatch.setenv(token_var, "s3cret")
+    port = _free_port()
+    args = ["collector", "serve", "--port", str(port), "--store", store.url]
+    thread = threading.Thread(target=CliRunner().invoke, args=(cli, args), daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while not (servers and servers[0].started):
+            assert time.monotonic() < deadline, "collector serve did not start"
+            time.sleep(0.05)
+        body = {"resourceSpans": []}
+        assert httpx.post(f"{url}/v1/traces", json=body).status_code == 401
+        ok = {"authorization": "Bearer s3cret"}
+        assert httpx.post(f"{url}/v1/traces", json=body, headers=ok).status_code == 200
+        assert httpx.get(f"{url}/healthz").status_code == 200  # probes need no token
+    finally:
+        if servers:
+            servers[0].should_exit = True
+        thread.join(30)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -11,6 +11,7 @@ import click
 
 from ragsieve.evaluators.errors import ConfigError
 
+LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 STORE_HELP = (
     "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
 )
@@ -54,6 +55,12 @@ def serve(
     )
     cfg = settings.collector
     token = resolve_token(cfg.token_env)
+    if token is None and cfg.host not in LOOPBACK:
+        click.echo(
+            f"warning: listening on {cfg.host} without a bearer token: anyone who can reach"
+            " this port can write spans and feedback (set --token-env)",
+            err=True,
+        )
     app = create_app(open_store(settings.store), cfg, token=token)
     click.echo(
         f"ragsieve collector listening on http://{cfg.host}:{cfg.port}/v1/traces"
