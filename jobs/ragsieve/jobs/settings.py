@@ -25,6 +25,7 @@ from pydantic_settings import (
 
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.jobs.sampling.sampling import SamplingSettings
 from ragsieve.jobs.workers.queue import WorkerSettings
 
@@ -99,12 +100,11 @@ class JobSettings(_Section):
     budget_usd: float | None = Field(None, gt=0, description="Most judge spend per run (USD).")
     sample_size: int = Field(200, ge=1, description="Traces judged per run (beyond the strata).")
     thresholds: dict[str, float] = Field(
-        default_factory=lambda: {
-            "faithfulness": 0.7,
-            "answer_relevance": 0.5,
-            "context_relevance": 0.2,
-        },
-        description="A score below its threshold fails the interaction.",
+        default_factory=lambda: dict(DEFAULT_THRESHOLDS),
+        description=(
+            "A score below its threshold fails the metric: the judges label with these and the"
+            " job flags with them (one decision per metric)."
+        ),
     )
     audit_share: float = Field(
         0.05, ge=0, le=1, description="Share of passing traces routed to review (audit)."

@@ -8,23 +8,29 @@ from dataclasses import dataclass, field
 from ragsieve.evaluators.judges.text import fold, sentences
 
 # Phrases that mean "I cannot answer": an abstention is honest, not a hallucination.
+_SRC = r"(?:context|passages?|documents?|text|sources?|information|data|articles?|excerpts?)"
+_SRC_ES = r"(?:contexto|documentos?|textos?|fuentes?|informaci[oó]n|datos|art[ií]culos?)"
 _ABSTAIN = re.compile(
     r"\b("
-    r"i (?:do not|don't|dont) (?:have|know|possess)"
-    r"|i (?:am|'m) (?:not sure|unable|not able|not aware|sorry)"
-    r"|i (?:cannot|can't|can not|could not|couldn't)"
-    r" (?:find|answer|provide|determine|say|tell|confirm)"
+    r"i (?:do not|don't|dont) (?:have|know|possess|see|find)"
+    r"|i(?: am|'m) (?:not sure|unable|not able|not aware|sorry)"
+    r"|i (?:cannot|can't|can not|could not|couldn't|was unable to|am unable to)"
+    r" (?:find|answer|provide|determine|say|tell|confirm|give|locate|know)"
     r"|(?:there is|there's) no (?:information|mention|data|record)"
     r"|(?:is|are|was|were) not (?:mentioned|provided|specified|stated|available|given|included)"
-    r" in the (?:context|passage|text|documents?|sources?|information)"
-    r"|(?:the )?(?:context|passage|documents?|text) (?:does|do) not (?:mention|say|specify|contain"
-    r"|include|provide|state)"
-    r"|no (?:tengo|dispongo de|cuento con) (?:esa |suficiente |la )?informaci[oó]n"
+    r" in the (?:\w+ )?"
+    + _SRC
+    + r"|"
+    + _SRC
+    + r"(?: \w+)? (?:does not|do not|did not|doesn't|don't|didn't) (?:mention|say|specify"
+    r"|contain|include|provide|state|give|cover|address)"
+    r"|no (?:tengo|dispongo de|cuento con|hay) (?:esa |suficiente |la |ninguna )?informaci[oó]n"
     r"|no (?:lo )?s[eé](?=\s*(?:[.,;:!?]|$)|\s+(?:la respuesta|si|cual|que|como|cuando|donde)\b)"
-    r"|no (?:puedo|pude) (?:responder|encontrar|determinar|confirmar|decir)"
+    r"|no (?:puedo|pude) (?:responder|encontrar|determinar|confirmar|decir|dar)"
     r"|no se (?:menciona|especifica|indica|proporciona)"
     r"|no (?:hay|existe) informaci[oó]n"
-    r"|(?:el|los) (?:contexto|documentos?|texto) no (?:menciona|incluye|contiene|dice)"
+    r"|" + _SRC_ES + r"(?: \w+)? no (?:menciona|incluye|contiene|dice|especifica|proporciona"
+    r"|indica)n?"
     r")",
 )
 # Text that addresses the judge instead of the user: content must stay data.
@@ -83,9 +89,21 @@ class ParsedAnswer:
         return bool(self.abstentions) and not self.claims
 
 
+MAX_WORDS_BESIDE_ABSTENTION = 10  # more than this beside the phrase: the sentence states facts
+
+
 def is_abstention(sentence: str) -> bool:
-    """True when a sentence declines to answer (English or Spanish)."""
-    return bool(_ABSTAIN.search(fold(sentence).replace("’", "'")))
+    """True when a sentence declines to answer (English or Spanish).
+
+    Bracketed asides ("[citation needed]") are not read, and a sentence that states much
+    besides the declining phrase is a claim, not an abstention.
+    """
+    text = re.sub(r"\[[^\]]*\]|\([^)]*\)", " ", fold(sentence).replace("’", "'"))
+    m = _ABSTAIN.search(text)
+    if m is None:
+        return False
+    rest = (text[: m.start()] + " " + text[m.end() :]).split()
+    return len(rest) <= MAX_WORDS_BESIDE_ABSTENTION
 
 
 def find_injections(text: str) -> list[str]:

@@ -20,7 +20,8 @@ from ragsieve.evaluators.records import EvalResult, RagInteraction
 RELEVANT_COSINE = 0.32  # kept for the constructor's signature (version strings of old configs)
 # encoder cost grows with tokens: a sentence's first ~25 words carry its gist for the cosine
 MAX_EMBED_CHARS = 150
-MAX_SENTENCES = 12  # sentences of a chunk read for the answer (long chunks: their start)
+MAX_SENTENCES = 12  # sentences of a chunk the encoder reads (long chunks: their start)
+MAX_LEXICAL_SENTENCES = 400  # sentences of a chunk searched for the question's terms
 DENSITY_WEIGHT = 0.15  # share of the score that rewards chunks focused on the question
 SEMANTIC_FLOOR = 0.25  # question-sentence cosine below this adds nothing
 SEMANTIC_SPAN = 0.4  # ... and at floor + span, full credit
@@ -87,7 +88,7 @@ def chunk_evidence(
     pending: list[tuple[int, list[str]]] = []
     partial: list[tuple[float, bool | None, str, float]] = []
     for n, chunk in enumerate(chunks):
-        sents = (sentences(chunk) or [chunk])[:max_sentences]
+        sents = (sentences(chunk) or [chunk])[:MAX_LEXICAL_SENTENCES]
         clang = language(chunk)
         other = qlang != "unknown" and clang not in ("unknown", qlang)
         index = TermIndex(sents, cross_lingual=other)
@@ -110,7 +111,7 @@ def chunk_evidence(
         lexical = _combine(best_cov, typed, None)
         want = use_embeddings is True or (use_embeddings is None and other)
         if want and (other or lexical < 0.9):
-            pending.append((n, sents))
+            pending.append((n, sents[:max_sentences]))
     cosines: dict[int, float] = {}
     if pending:
         texts = [_head(s, max_embed_chars) for _, ss in pending for s in ss]

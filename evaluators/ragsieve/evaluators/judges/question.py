@@ -34,6 +34,13 @@ _ATTRIBUTE_OF = re.compile(
 )
 
 
+# "what is another name for X?", "what is X called?", "X is known as what?" ask for a name
+_NAMED = re.compile(
+    r"\b(?:(?:another|other|alternative|former|official|full) name|called|known as"
+    r"|otro nombre|nombre (?:oficial|completo)|se llama|se conoce como|como se llamaba)\b"
+)
+
+
 def expected_type(question: str) -> str | None:
     """What kind of answer the question asks for: 'date', 'number', 'definition', 'name' or None."""
     q = fold(question)
@@ -46,7 +53,9 @@ def expected_type(question: str) -> str | None:
         q,
     ):
         return "number"
-    if _ATTRIBUTE_OF.search(q):  # "what is the capital of France?" wants a value, not a definition
+    if _NAMED.search(q) or _ATTRIBUTE_OF.search(
+        q
+    ):  # "what is the capital of France?" wants a value, not a definition
         return "name"
     if re.match(r"\s*(what|who|que|quien)\s+(is|are|was|were|es|son|era|fue)\s", q):
         return "definition"

@@ -106,8 +106,13 @@ def build_judges(
     backend: Backend = "offline",
     llm: LLMConfig | None = None,
     cache_path: str | None = None,
+    thresholds: Mapping[str, float] | None = None,
 ) -> list[Any]:
-    """Judges for metric ``names`` on one backend; an explicit registry name is used as is."""
+    """Judges for metric ``names`` on one backend; an explicit registry name is used as is.
+
+    ``thresholds`` (metric → score) are the job's decision thresholds: the offline judges (alone
+    or inside a cascade) label with them, so a judge's label and the job's flag are one decision.
+    """
     if backend not in ("offline", "llm", "cascade"):
         raise ConfigError(f"judges.backend: must be offline, llm or cascade (got {backend!r})")
     out = []
@@ -116,5 +121,9 @@ def build_judges(
         opts: dict[str, Any] = {}
         if key.startswith(("llm_", "cascade_")):
             opts = {"llm": llm, "cache_path": cache_path}
+        metric = key.removeprefix("cascade_")
+        if thresholds and metric in METRICS and metric in thresholds and key in BUILTINS:
+            if not key.startswith("llm_"):
+                opts["threshold"] = float(thresholds[metric])
         out.append(get_judge(key, **opts))
     return out

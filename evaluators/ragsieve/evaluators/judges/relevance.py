@@ -25,7 +25,8 @@ from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
 _HEDGE = re.compile(
-    r"\b(typically|generally|usually|various|several|some|may|might|could|possibly|perhaps"
+    r"\b(typically|generally|usually|various|several|some|(?<!\d )may(?! \d)|might|could|possibly"
+    r"|perhaps"
     r"|not (?:sure|aware|certain)|unclear|depends"
     r"|probablemente|quizas|quiza|depende|varios|algunos)\b"
 )
@@ -34,6 +35,9 @@ _HEDGE = re.compile(
 MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
 MEANING_FLOOR = 0.05  # question-answer cosine at or below this: about something else
 MEANING_SPAN = 0.25  # ... and at floor + span: clearly about the question
+MISSING_TYPE_FACTOR = 0.7
+SHORT_ANSWER_WORDS = 8  # a short answer holding the asked type addresses the question
+SHORT_TYPED_ADDRESSED = 0.6
 
 
 class AnswerRelevanceJudge(OfflineJudge):
@@ -70,15 +74,19 @@ class AnswerRelevanceJudge(OfflineJudge):
         meaning = float(np.clip((cosine - MEANING_FLOOR) / MEANING_SPAN, 0.0, 1.0))
         addressed = max(coverage, meaning)
         new = [t for s in sents for t in content_words(s) if key(t) not in terms]
+        kind = expected_type(question)
+        type_ok = 1.0 if kind is None else float(has_type(answer, kind))
+        if kind and type_ok and len(new) <= SHORT_ANSWER_WORDS:
+            addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
         # concrete answers name rare things; generic filler ("a popular destination") does not
         specificity = (
             float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
         )
         evasive = sum(is_abstention(s) or bool(_HEDGE.search(fold(s))) for s in sents) / len(sents)
-        kind = expected_type(question)
-        type_ok = 1.0 if kind is None else float(has_type(answer, kind))
         # an answer that is about something else fails however concrete and confident it is
         score = 0.55 * addressed + 0.2 * type_ok + 0.15 * (1.0 - evasive) + 0.1 * specificity
+        if not type_ok:
+            score *= MISSING_TYPE_FACTOR  # on topic, but without what was asked for
         if parsed.abstained:
             score = min(score, 0.2)  # noncommittal answers address nothing
         meta.update(

@@ -38,7 +38,7 @@ _ENGLISH_HINTS = frozenset("the of and is was are to in for with that by as it o
 _WORD_RE = re.compile(r"\w+(?:[.,]\d+)*", re.UNICODE)
 _NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
 _SENT_RE = re.compile(r"(?<=[.!?;])\s+|\n+|(?<=[a-z0-9)\]'\"])\.(?=[A-Z][a-z])")
-_YEAR_RE = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+_YEAR_RE = re.compile(r"\b(1\d\d\d|20\d\d)\b")
 _MONTHS = frozenset(
     "january february march april may june july august september october november december "
     "enero febrero marzo abril mayo junio julio agosto septiembre setiembre octubre noviembre "

@@ -89,11 +89,14 @@ def _new_body(f: FlaggedCase, query: str, scrub: Scrubber, now: datetime) -> dic
         }
         for d in sorted(it.documents, key=lambda d: d.rank)
     ]
+    missed = f.metadata.get("missed_chunk")
+    suggested = [str(missed), *it.retrieved_ids] if missed else list(it.retrieved_ids)
     return {
         "query": query,
         "answer": scrub(it.answer),
         "chunks": chunks,
-        "suggested_chunk_ids": it.retrieved_ids,
+        "suggested_chunk_ids": suggested,  # a chunk the retriever missed comes first
+        "missed_chunk": str(missed) if missed else None,
         "reference_answer": None,
         "relevant_chunks": {},
         "source_trace_ids": [it.trace_id],

@@ -16,6 +16,7 @@ def make_judges(settings: Any, names: Sequence[str] | None = None) -> list[Any]:
         backend=settings.jobs.backend,
         llm=llm,
         cache_path=settings.jobs.cache_path,
+        thresholds=settings.jobs.thresholds,
     )
 
 

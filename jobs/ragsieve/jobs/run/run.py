@@ -41,6 +41,7 @@ from ragsieve.jobs.run.report import build_run_report
 from ragsieve.jobs.sampling.golden_index import GoldenIndex, load_golden_index
 from ragsieve.jobs.sampling.sampling import SamplingSettings, StratifiedSampler
 from ragsieve.jobs.sinks import annotations as phoenix
+from ragsieve.jobs.verdicts.corpus import ObservedCorpus
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 from ragsieve.jobs.verdicts.verdicts import Decision, decide_all, emit_fresh, sample_rows
 
@@ -140,6 +141,7 @@ async def run_once_async(
     annotation_info: dict[str, Any] = {"queued": 0}
     golden_report: dict[str, Any] | None = None
     audit_info: dict[str, Any] = {"queued": 0, "already_queued": 0}
+    corpus_info: dict[str, Any] = {}
     if not dry_run:
         await asyncio.to_thread(resultstore.begin_run, store, run_id, now.timestamp())
         work = [
@@ -150,8 +152,13 @@ async def run_once_async(
             if j.name not in done.get(p.trace_id, ())
         ]
         await judge_all(store, run_id, work, concurrency=concurrency, spend=spend, should_stop=stop)
+        corpus = ObservedCorpus(store)
+        corpus_new = await asyncio.to_thread(
+            corpus.index_window, [c.trace_id for c in cands], records
+        )
+        corpus_info.update(new_chunks=corpus_new)
         decisions = await asyncio.to_thread(
-            decide_all, store, picks, records, versions, job.thresholds, golden
+            decide_all, store, picks, records, versions, job.thresholds, golden, corpus
         )
         before = await asyncio.to_thread(
             resultstore.decided_traces, store, [d.pick.trace_id for d in decisions], key
@@ -187,6 +194,9 @@ async def run_once_async(
         need,
     )
     report["audit"].update(audit_info)
+    if corpus_info:
+        corpus_info["chunks"] = await asyncio.to_thread(ObservedCorpus(store).size)
+        report["observed_corpus"] = corpus_info
     report["audit"]["open"] = await asyncio.to_thread(resultstore.open_audits, store)
     if golden_report is not None:
         report["golden"] = golden_report

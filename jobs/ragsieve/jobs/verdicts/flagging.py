@@ -1,14 +1,22 @@
 """Failure policy: per-metric thresholds turn one interaction's judge results into pass or fail.
 
 A metric fails when its score is below its threshold (or, without a score or threshold, when its
-label is a failing one). ``error`` and ``skipped`` results are unknown, never failures. An
-abstention is judged by the context it had: it fails only when a relevant chunk reached the
-prompt, or when the golden set says the question is answerable (see :mod:`rootcause`); it passes
-only when the context judge found no relevant chunk (or no chunk reached the prompt at all). With
-context relevance unknown (not judged, judge error) an abstention stays ``unjudged``. An answer
-given when the context judge found no relevant chunk at all fails as well, whatever its score.
-Whether every configured judge answered is the job's business (``verdicts.decide_all``): a pass from
-only some judges is partial, never final.
+label is a failing one); the judges label with the same thresholds, so a label and a flag never
+disagree. ``error`` and ``skipped`` results are unknown, never failures.
+
+The judges are made to agree before anything is decided: a chunk that supports a faithful claim
+of an answer that addresses the question is relevant, whatever the context judge scored it
+(the answer shows the chunk held what was asked). So a faithful, on-question answer is never a
+retrieval failure.
+
+When nothing relevant reached the prompt, what the job can see of the knowledge base (the
+observed corpus: chunks other traces retrieved, see :mod:`corpus`) says whether it could have
+answered. An abstention fails only when a relevant chunk reached the prompt
+(``abstained_wrongly``) or such a chunk exists elsewhere, in the corpus or per the golden set
+(``retrieval``); otherwise it is a correct abstention and passes. With context relevance unknown
+an abstention stays ``unjudged``. An answer given when nothing relevant reached the prompt fails.
+Whether every configured judge answered is the job's business (``verdicts.decide_all``): a pass
+from only some judges is partial, never final.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ragsieve.evaluators.records import EvalResult, RagInteraction
+from ragsieve.jobs.verdicts.corpus import CorpusHit
 from ragsieve.jobs.verdicts.rootcause import Expectation, RootCause, Signals, assign
 
 FAILING_LABELS = frozenset({"unfaithful", "irrelevant", "fail", "incorrect", "hallucinated"})
@@ -34,6 +43,16 @@ class Verdict:
     root_cause: str | None = None
     evidence: str = ""
     abstained: bool = False
+    context_relevant: bool | None = None  # after the judges were made to agree
+    missed_chunk: str | None = None  # a chunk of the observed corpus that would have answered
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusAnswer:
+    """What a search of the observed corpus found: the missed chunk, or none among ``searched``."""
+
+    hit: CorpusHit | None
+    searched: int
 
 
 def metric_failed(result: EvalResult, thresholds: Mapping[str, float]) -> bool | None:
@@ -68,14 +87,37 @@ def is_abstention(res: EvalResult | None) -> bool:
     return res.label == "abstained" or bool(meta.get("abstained"))
 
 
+def supporting_chunks(
+    faith: EvalResult | None, ans: EvalResult | None, thresholds: Mapping[str, float]
+) -> tuple[str, ...]:
+    """Chunks that back a faithful answer to the question (empty unless both judges pass)."""
+    if faith is None or ans is None:
+        return ()
+    if metric_failed(faith, thresholds) is not False or metric_failed(ans, thresholds) is not False:
+        return ()
+    meta = faith.metadata if isinstance(faith.metadata, Mapping) else {}
+    ids = meta.get("evidence_chunks")
+    return tuple(str(i) for i in ids) if isinstance(ids, Sequence) and ids else ()
+
+
+def needs_corpus(verdict: Verdict) -> bool:
+    """True when nothing relevant reached the prompt, so the observed corpus should be asked."""
+    return verdict.context_relevant is False
+
+
 def decide(
     interaction: RagInteraction,
     results: Sequence[EvalResult],
     thresholds: Mapping[str, float],
     *,
     expected: Expectation = None,
+    corpus: CorpusAnswer | None = None,
 ) -> Verdict:
-    """Pass, fail (with root cause and evidence) or unjudged for one interaction."""
+    """Pass, fail (with root cause and evidence) or unjudged for one interaction.
+
+    ``corpus`` is what a search of the observed corpus found for this question (a missed chunk,
+    or none among ``corpus.searched`` chunks); ``None`` when it was not searched.
+    """
     by_metric = {r.evaluator: r for r in results}
     faith = by_metric.get("faithfulness")
     ctx = by_metric.get("context_relevance")
@@ -85,23 +127,29 @@ def decide(
         return Verdict("unjudged", evidence="no judge could decide")
     ctx_rel, rel_ids, n_chunks = _context_signals(ctx)
     abstained = is_abstention(faith)
+    backing = () if abstained else supporting_chunks(faith, ans, thresholds)
+    if backing and not ctx_rel:  # the answer proves those chunks held what was asked
+        ctx_rel, rel_ids = True, backing
+        decided["context_relevance"] = False
     failed = tuple(sorted(m for m, v in decided.items() if v))
     if abstained and ctx_rel is None and not interaction.context:
         ctx_rel = False  # nothing reached the prompt: nothing relevant could have
+    missed = corpus.hit if corpus is not None else None
     if abstained:
         if ctx_rel is None and expected != "answerable":
             why = "abstained; context relevance unknown"
             return Verdict("unjudged", evidence=why, abstained=True)
-        if not ctx_rel and expected != "answerable":
+        if not ctx_rel and expected != "answerable" and missed is None:
             why = "correct abstention: no relevant context"
-            return Verdict("pass", evidence=why, abstained=True)
+            if corpus is not None:
+                why += f"; no chunk seen in {corpus.searched} answers this"
+            return Verdict("pass", evidence=why, abstained=True, context_relevant=False)
         failed = tuple(sorted({*failed, "faithfulness"}))
     elif ctx_rel is False and n_chunks:
-        # Nothing relevant reached the prompt yet the system answered: a retrieval failure even
-        # when the answer is faithful to that (irrelevant) context.
+        # Nothing relevant reached the prompt yet the system answered.
         failed = tuple(sorted({*failed, "context_relevance"}))
     elif not failed:
-        return Verdict("pass")
+        return Verdict("pass", context_relevant=ctx_rel)
     signals = Signals(
         query=interaction.query,
         has_history=bool(interaction.chat_history),
@@ -112,14 +160,32 @@ def decide(
         faithful=None if faith is None or abstained else _ok(decided.get("faithfulness")),
         answer_relevant=None if ans is None else _ok(decided.get("answer_relevance")),
         expected=expected,
-        context_precision=ctx.score if ctx is not None else None,
+        missed_chunk=missed.evidence() if missed is not None else None,
+        corpus_searched=corpus.searched if corpus is not None else None,
     )
     cause: RootCause = assign(signals)
-    return Verdict("fail", failed, cause.label, cause.evidence, abstained)
+    return Verdict(
+        "fail",
+        failed,
+        cause.label,
+        cause.evidence,
+        abstained,
+        context_relevant=ctx_rel,
+        missed_chunk=missed.chunk_id if missed is not None else None,
+    )
 
 
 def _ok(failed: bool | None) -> bool | None:
     return None if failed is None else not failed
 
 
-__all__ = ["FAILING_LABELS", "Verdict", "decide", "is_abstention", "metric_failed"]
+__all__ = [
+    "FAILING_LABELS",
+    "CorpusAnswer",
+    "Verdict",
+    "decide",
+    "is_abstention",
+    "metric_failed",
+    "needs_corpus",
+    "supporting_chunks",
+]

@@ -1,30 +1,32 @@
 """Root cause of a failing interaction, with the evidence that decided it.
 
-The rule reads the judges' verdicts of one failing interaction and applies the first match.
-A query is *short* when it has fewer than ``MIN_QUERY_WORDS`` words and no chat history to
-resolve it; shortness alone never overrides what the context and faithfulness judges found.
+The rule reads the judges' verdicts of one failing interaction (after the failure policy made
+them agree: a chunk backing a faithful, on-question answer counts as relevant) and applies the
+first match. A query is *short* when it has fewer than ``MIN_QUERY_WORDS`` words and no chat
+history to resolve it; shortness alone never overrides what the other judges found.
 
 1. The answer is an abstention (faithfulness label ``abstained``):
    - a chunk judged relevant reached the prompt → ``abstained_wrongly``;
-   - otherwise the golden set says the question is answerable → ``retrieval``.
+   - otherwise a chunk of the observed corpus answers the question, or the golden set says it
+     is answerable → ``retrieval`` (the evidence names the missed chunk).
    (An abstention with no relevant context and no such evidence is a pass, not a failure.)
 2. No chunk judged relevant reached the prompt:
-   - the answer makes claims the context does not support (unfaithful) and the golden set says
-     the question is answerable → ``both``;
-   - the answer is unfaithful otherwise → ``no_answer_expected``: with nothing relevant in
-     context the system should have abstained instead of answering;
-   - the answer stays with the (irrelevant) context → ``retrieval``.
+   - a chunk of the observed corpus answers the question, or the golden set says it is
+     answerable → ``retrieval``: the retriever missed it (the evidence names it, with its score
+     and how many traces retrieved it before);
+   - otherwise → ``no_answer_expected``: nothing the system has seen answers this ("no chunk
+     seen in N answers this"), so it should have abstained instead of answering.
 3. The answer is unfaithful (context relevant or unknown) → ``generation``.
-4. A relevant chunk reached the prompt and the answer is faithful:
-   - the answer is off the question → ``ambiguous_query`` for a short query (nothing else to
-     blame: the question was underspecified), else ``generation``;
-   - only the context precision failed → ``retrieval``.
+4. A relevant chunk reached the prompt and the answer is faithful, yet off the question →
+   ``ambiguous_query`` for a short query (nothing else to blame), else ``generation``.
 5. Context relevance unknown (not judged or judge error), answer not unfaithful:
    - a short query → ``ambiguous_query``;
    - the answer is off the question → ``generation``, else ``retrieval``.
 
 "Golden says" means the nearest golden query has cosine >= the near-duplicate threshold: a case
 with relevant chunks makes the question ``answerable``, one without makes it ``no_answer``.
+``both`` (retrieval missed and the answer is unsupported) is kept for reviewers' corrections;
+the rule does not assign it, since an unsupported answer without relevant context is expected.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ class Signals:
     faithful: bool | None = None
     answer_relevant: bool | None = None
     expected: Expectation = None
-    context_precision: float | None = None
+    missed_chunk: str | None = None  # evidence line naming a corpus chunk that answers
+    corpus_searched: int | None = None  # chunks of the observed corpus searched (None: not asked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,33 +88,35 @@ def assign(s: Signals) -> RootCause:
     vague = RootCause("ambiguous_query", f"query has {n_words} word(s) and no chat history")
     golden = {"answerable": "; golden set: answerable", "no_answer": "; golden set: no answer"}
     gnote = golden.get(s.expected or "", "")
+    could = s.missed_chunk is not None or s.expected == "answerable"
+    missed = s.missed_chunk or "the golden set says it is answerable"
     if s.abstained:
         if s.context_relevant:
             chunks = ", ".join(s.relevant_chunks[:3]) or "a chunk"
             return RootCause("abstained_wrongly", f"abstained although {chunks} was relevant")
-        return RootCause("retrieval", "abstained with no relevant chunk in the prompt" + gnote)
+        return RootCause("retrieval", f"abstained with no relevant chunk in the prompt; {missed}")
     if s.context_relevant is False:
         none = f"none of {s.n_chunks} chunk(s) in the prompt was relevant"
-        if s.faithful is False and s.expected == "answerable":
-            return RootCause("both", f"{none} and the answer is unsupported{gnote}")
-        if s.faithful is False:
-            return RootCause(
-                "no_answer_expected",
-                f"{none}; the answer made unsupported claims instead of abstaining{gnote}",
-            )
-        return RootCause("retrieval", f"{none}; the answer stayed with that context")
+        if could:
+            return RootCause("retrieval", f"{none}; {missed}")
+        seen = (
+            f"no chunk seen in {s.corpus_searched} answers this"
+            if s.corpus_searched is not None
+            else "nothing shows the question was answerable"
+        )
+        what = "made unsupported claims" if s.faithful is False else "answered"
+        return RootCause(
+            "no_answer_expected", f"{none}; {seen}; the system {what} instead of abstaining{gnote}"
+        )
     if s.context_relevant:
         chunks = ", ".join(s.relevant_chunks[:3]) or "a relevant chunk"
         if s.faithful is False:
             return RootCause("generation", f"{chunks} reached the prompt; the answer is unfaithful")
-        if s.answer_relevant is False:
-            if short:
-                return vague
-            return RootCause(
-                "generation", f"{chunks} reached the prompt; the answer is off the question"
-            )
-        prec = "" if s.context_precision is None else f" ({s.context_precision:.2f})"
-        return RootCause("retrieval", f"context precision below threshold{prec}")
+        if s.answer_relevant is False and short:
+            return vague
+        return RootCause(
+            "generation", f"{chunks} reached the prompt; the answer is off the question"
+        )
     if s.faithful is False:
         return RootCause("generation", "answer is unfaithful; context relevance unknown")
     if short:

@@ -13,13 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragsieve.collector.store import Store
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.sampling.sampling import Pick
 from ragsieve.jobs.sampling.strata import unit_hash
+from ragsieve.jobs.verdicts.corpus import ObservedCorpus
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
-from ragsieve.jobs.verdicts.flagging import Verdict, decide
+from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict, decide, needs_corpus
+from ragsieve.jobs.verdicts.rootcause import Expectation
 
 
 @dataclass
@@ -41,8 +44,16 @@ def decide_all(
     versions: dict[str, str],
     thresholds: dict[str, float],
     golden: GoldenIndex | None,
+    corpus: ObservedCorpus | None = None,
 ) -> list[Decision]:
-    """Decide every pick with a stored record from its current-version results."""
+    """Decide every pick with a stored record from its current-version results.
+
+    When nothing relevant reached a trace's prompt, ``corpus`` (the observed corpus) is searched
+    for a chunk that answers its question: found, the retriever missed it; not found, the system
+    should have abstained.
+    """
+    searched = corpus.size() if corpus is not None else 0
+    ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
     ids = [p.trace_id for p in picks]
     stored = resultstore.stored_results(store, ids, versions)
     done = resultstore.done_judges(store, ids, versions)
@@ -58,9 +69,15 @@ def decide_all(
         ]
         verdict = decide(it, results, thresholds)
         category = "uncategorized"
+        expected: Expectation = None
         if golden is not None and (verdict.outcome == "fail" or verdict.abstained):
             expected, category = golden.lookup(it.query or "")
             verdict = decide(it, results, thresholds, expected=expected)
+        if corpus is not None and needs_corpus(verdict) and (it.query or "").strip():
+            exclude = {d.id for d in it.documents}
+            hit = corpus.find_answer(it.query or "", exclude, ctx_threshold)
+            found = CorpusAnswer(hit, searched)
+            verdict = decide(it, results, thresholds, expected=expected, corpus=found)
         missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))
         if missing and verdict.outcome != "fail":
             # Only a failure is safe to keep before every judge has answered.
@@ -87,7 +104,12 @@ def emit_fresh(
         if d.pick.trace_id not in before and d.verdict.outcome in ("pass", "fail")
     ]
     for d in fresh:
-        meta = {"category": d.category, "failed_metrics": list(d.verdict.failed_metrics)}
+        meta: dict[str, object] = {
+            "category": d.category,
+            "failed_metrics": list(d.verdict.failed_metrics),
+        }
+        if d.verdict.missed_chunk:
+            meta["missed_chunk"] = d.verdict.missed_chunk
         case = FlaggedCase(
             d.interaction,
             d.results,
@@ -140,6 +162,7 @@ def sample_rows(
                 "failed_metrics": list(d.verdict.failed_metrics),
                 "category": d.category,
                 "upstream_p": d.pick.upstream_p,
+                "missed_chunk": d.verdict.missed_chunk,
             },
             versions,
         )

@@ -1,0 +1,241 @@
+"""The observed corpus: every chunk any stored trace retrieved, searchable for a missed answer.
+
+When nothing relevant reached the prompt, the job needs to know whether the knowledge base could
+have answered: if some chunk the retriever returned for *other* traces holds the answer, the
+retriever missed it (root cause ``retrieval``); if none does, the system should have abstained
+(``no_answer_expected``). ragsieve never sees the knowledge base itself, only what traces
+retrieved, plus the golden set's relevant chunks; that is the corpus here.
+
+Tables (written by the job only): ``corpus_chunks`` (one row per distinct chunk id: content, the
+encoder's vector of its head, how many traces retrieved it, token count) and ``corpus_terms``
+(an inverted index: term key → chunk id, term frequency) for BM25. ``update`` reads only traces
+not indexed before, so a run costs O(new chunks). ``find_answer`` takes the BM25 and the
+embedding top hits, fuses their ranks, and scores the candidates with the context judge's own
+per-chunk evidence (:func:`ragsieve.evaluators.judges.context.chunk_evidence`): a hit is a chunk
+whose score reaches the context-relevance threshold.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragsieve.collector.store import Store
+from ragsieve.evaluators.embeddings import DIM, embed
+from ragsieve.evaluators.judges.context import chunk_evidence
+from ragsieve.evaluators.judges.terms import key, tokens
+from ragsieve.evaluators.judges.text import STOPWORDS
+from ragsieve.evaluators.records import RagInteraction
+from ragsieve.jobs.results.resultstore import load_interactions
+
+HEAD_CHARS = 600  # the part of a chunk the encoder reads for search
+CANDIDATES = 8  # chunks scored by the context judge per search
+BM25_K1, BM25_B = 1.2, 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusHit:
+    """A chunk of the observed corpus that answers a question the prompt could not."""
+
+    chunk_id: str
+    score: float
+    traces: int  # traces that retrieved it
+    window: str  # the sentences that answer
+
+    def evidence(self) -> str:
+        """One line for the verdict: which chunk, how sure, how often it was retrieved."""
+        return (
+            f"the retriever missed {self.chunk_id} (answer score {self.score:.2f}, retrieved by"
+            f" {self.traces} other trace(s)): '{self.window[:160]}'"
+        )
+
+
+def _terms(text: str) -> Counter[str]:
+    return Counter(key(t) for t in tokens(text) if t not in STOPWORDS and len(t) > 1)
+
+
+class ObservedCorpus:
+    """Chunks seen in traces (and golden relevant chunks), with BM25 and embedding search."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._ids: list[str] | None = None
+        self._vecs: np.ndarray | None = None
+
+    def size(self) -> int:
+        """Distinct chunks indexed."""
+        return int(self.store.query("SELECT COUNT(*) FROM corpus_chunks")[0][0])
+
+    def update(self, interactions: Iterable[RagInteraction]) -> int:
+        """Index the chunks of traces not indexed before; returns how many chunks were new."""
+        items = list(interactions)
+        if not items:
+            return 0
+        seen = self._indexed([i.trace_id for i in items])
+        fresh = [i for i in items if i.trace_id not in seen]
+        if not fresh:
+            return 0
+        counts: Counter[str] = Counter()
+        content: dict[str, str] = {}
+        for it in fresh:
+            for doc in {d.id: d for d in it.documents if d.id and d.content}.values():
+                counts[doc.id] += 1
+                content.setdefault(doc.id, doc.content or "")
+        return self.add(content, counts, [i.trace_id for i in fresh])
+
+    def index_window(
+        self, trace_ids: Sequence[str], loaded: Mapping[str, RagInteraction], batch: int = 500
+    ) -> int:
+        """Index every trace of a run's window not indexed before (``loaded`` saves reloading
+        the sampled ones); returns how many chunks were new."""
+        new = 0
+        todo = [t for t in dict.fromkeys(trace_ids) if t not in self._indexed(trace_ids)]
+        for i in range(0, len(todo), batch):
+            part = todo[i : i + batch]
+            have = {t: loaded[t] for t in part if t in loaded}
+            missing = [t for t in part if t not in have]
+            if missing:
+                have.update(load_interactions(self.store, missing))
+            new += self.update(have.values())
+        return new
+
+    def _indexed(self, trace_ids: Sequence[str]) -> set[str]:
+        return {
+            r[0]
+            for r in self.store.query_in(
+                "SELECT trace_id FROM corpus_traces WHERE trace_id IN ({ids})", list(trace_ids)
+            )
+        }
+
+    def add(
+        self,
+        content: dict[str, str],
+        counts: Counter[str] | None = None,
+        traces: Sequence[str] = (),
+    ) -> int:
+        """Index chunks by id (new ids only; known ids get their trace counts raised)."""
+        counts = counts or Counter()
+        known = {
+            r[0]
+            for r in self.store.query_in(
+                "SELECT chunk_id FROM corpus_chunks WHERE chunk_id IN ({ids})", list(content)
+            )
+        }
+        new = [cid for cid in content if cid not in known]
+        vecs = embed([content[c][:HEAD_CHARS] for c in new]) if new else np.zeros((0, DIM))
+        now = time.time()
+        with self.store.transaction() as cur:
+            for cid, vec in zip(new, vecs, strict=True):
+                terms = _terms(content[cid])
+                cur.execute(
+                    self.store.sql(
+                        "INSERT INTO corpus_chunks (chunk_id, content, first_seen, traces, length,"
+                        " vector) VALUES (?, ?, ?, ?, ?, ?)"
+                    ),
+                    (
+                        cid,
+                        content[cid],
+                        now,
+                        counts[cid],
+                        sum(terms.values()),
+                        vec.astype(np.float32).tobytes(),
+                    ),
+                )
+                cur.executemany(
+                    self.store.sql(
+                        "INSERT INTO corpus_terms (term, chunk_id, tf) VALUES (?, ?, ?)"
+                    ),
+                    [(t, cid, n) for t, n in terms.items()],
+                )
+            for cid in known:
+                if counts[cid]:
+                    cur.execute(
+                        self.store.sql(
+                            "UPDATE corpus_chunks SET traces = traces + ? WHERE chunk_id = ?"
+                        ),
+                        (counts[cid], cid),
+                    )
+            cur.executemany(
+                self.store.sql("INSERT INTO corpus_traces (trace_id) VALUES (?)"),
+                [(t,) for t in traces],
+            )
+        if new:
+            self._ids = self._vecs = None  # reload the vectors on the next search
+        return len(new)
+
+    def _vectors(self) -> tuple[list[str], np.ndarray]:
+        if self._ids is None or self._vecs is None:
+            rows = self.store.query("SELECT chunk_id, vector FROM corpus_chunks")
+            self._ids = [r[0] for r in rows]
+            self._vecs = (
+                np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(
+                    len(rows), DIM
+                )
+                if rows
+                else np.zeros((0, DIM), dtype=np.float32)
+            )
+        return self._ids, self._vecs
+
+    def _bm25(self, question: str, limit: int) -> list[str]:
+        q = list(_terms(question))
+        if not q:
+            return []
+        n_docs, avg = self.store.query("SELECT COUNT(*), AVG(length) FROM corpus_chunks")[0]
+        if not n_docs:
+            return []
+        rows = self.store.query_in(
+            "SELECT t.term, t.chunk_id, t.tf, c.length FROM corpus_terms t JOIN corpus_chunks c"
+            " ON c.chunk_id = t.chunk_id WHERE t.term IN ({ids})",
+            q,
+        )
+        df = Counter(r[0] for r in rows)
+        scores: dict[str, float] = {}
+        for term, cid, tf, length in rows:
+            idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
+            norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * (length or 1) / (avg or 1))
+            scores[cid] = scores.get(cid, 0.0) + idf * tf * (BM25_K1 + 1) / norm
+        return sorted(scores, key=lambda c: -scores[c])[:limit]
+
+    def candidates(self, question: str, exclude: set[str], k: int = CANDIDATES) -> list[str]:
+        """Chunk ids most likely to answer ``question``: BM25 and embedding ranks fused (RRF)."""
+        ids, vecs = self._vectors()
+        fused: dict[str, float] = {}
+        for rank, cid in enumerate(c for c in self._bm25(question, 4 * k) if c not in exclude):
+            fused[cid] = fused.get(cid, 0.0) + 1.0 / (60 + rank)
+        if len(ids):
+            sims = vecs @ embed([question])[0]
+            order = np.argsort(-sims)[: 4 * k + len(exclude)]
+            dense = [ids[i] for i in order if ids[i] not in exclude]
+            for rank, cid in enumerate(dense):
+                fused[cid] = fused.get(cid, 0.0) + 1.0 / (60 + rank)
+        return sorted(fused, key=lambda c: -fused[c])[:k]
+
+    def find_answer(
+        self, question: str, exclude: Iterable[str], threshold: float
+    ) -> CorpusHit | None:
+        """The best chunk outside ``exclude`` that answers ``question``, or None."""
+        picked = self.candidates(question, set(exclude))
+        if not picked:
+            return None
+        rows = {
+            r[0]: (r[1], int(r[2]))
+            for r in self.store.query_in(
+                "SELECT chunk_id, content, traces FROM corpus_chunks WHERE chunk_id IN ({ids})",
+                picked,
+            )
+        }
+        order = [c for c in picked if c in rows]
+        scored = chunk_evidence(question, [rows[c][0] for c in order])
+        best = max(zip(order, scored, strict=True), key=lambda p: p[1].score, default=None)
+        if best is None or best[1].score < threshold:
+            return None
+        cid, ev = best
+        return CorpusHit(cid, ev.score, rows[cid][1], ev.window)
+
+
+__all__ = ["CorpusHit", "ObservedCorpus"]
