@@ -12,7 +12,7 @@ from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.judges.claims import find_injections
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.question import expected_type, has_type
-from ragsieve.evaluators.judges.terms import TermIndex, key, tokens
+from ragsieve.evaluators.judges.terms import Match, TermIndex, key, tokens
 from ragsieve.evaluators.judges.text import STOPWORDS, language, rarity, sentences
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
@@ -22,7 +22,9 @@ RELEVANT_COSINE = 0.32  # kept for the constructor's signature (version strings 
 MAX_EMBED_CHARS = 150
 MAX_SENTENCES = 12  # sentences of a chunk the encoder reads (long chunks: their start)
 MAX_LEXICAL_SENTENCES = 400  # sentences of a chunk searched for the question's terms
-DENSITY_WEIGHT = 0.15  # share of the score that rewards chunks focused on the question
+UNTYPED_CREDIT = 0.7  # a question that asks for no particular type: no evidence either way
+TOPIC_DISCOUNT = 0.6  # weight taken from a question term that every chunk holds
+DENSITY_WEIGHT = 0.05  # share of the score that rewards chunks focused on the question
 SEMANTIC_FLOOR = 0.25  # question-sentence cosine below this adds nothing
 SEMANTIC_SPAN = 0.4  # ... and at floor + span, full credit
 
@@ -81,20 +83,24 @@ def chunk_evidence(
     that shares the subject but not what is asked about it) stays below the threshold.
     """
     terms = question_terms(question)
-    total = sum(w for _, w in terms.values()) or 1.0
     kind = expected_type(question)
     qlang = language(question)
     out: list[ChunkEvidence] = []
     pending: list[tuple[int, list[str]]] = []
     partial: list[tuple[float, bool | None, str, float]] = []
-    for n, chunk in enumerate(chunks):
-        sents = (sentences(chunk) or [chunk])[:MAX_LEXICAL_SENTENCES]
+    split = [(sentences(chunk) or [chunk])[:MAX_LEXICAL_SENTENCES] for chunk in chunks]
+    found: list[dict[str, Match]] = []
+    for chunk, sents in zip(chunks, split, strict=True):
         clang = language(chunk)
         other = qlang != "unknown" and clang not in ("unknown", qlang)
         index = TermIndex(sents, cross_lingual=other)
+        found.append({k: index.find(word) for k, (word, _) in terms.items()})
+    weights = _discriminative(terms, found)
+    total = sum(weights.values()) or 1.0
+    for n, (chunk, sents) in enumerate(zip(chunks, split, strict=True)):
         per_sent = [0.0] * len(sents)
-        for word, w in terms.values():
-            m = index.find(word)
+        for k, w in weights.items():
+            m = found[n][k]
             for i in m.sentences:
                 per_sent[i] += w * m.strength
         best_cov, best_i = 0.0, 0
@@ -109,6 +115,7 @@ def chunk_evidence(
         density = sum(min(1.0, c / total) for c in per_sent) / len(sents)
         partial.append((best_cov, typed, window_text, density))
         lexical = _combine(best_cov, typed, None)
+        other = qlang != "unknown" and language(chunk) not in ("unknown", qlang)
         want = use_embeddings is True or (use_embeddings is None and other)
         if want and (other or lexical < 0.9):
             pending.append((n, sents[:max_sentences]))
@@ -127,9 +134,25 @@ def chunk_evidence(
     return out
 
 
+def _discriminative(
+    terms: dict[str, tuple[str, float]], found: list[dict[str, Match]]
+) -> dict[str, float]:
+    """Each question term's weight, lowered when most chunks hold it: a term every retrieved
+    chunk shares is the topic, not what the question asks about the topic."""
+    n = len(found)
+    out: dict[str, float] = {}
+    for k, (_, w) in terms.items():
+        if n < 2:
+            out[k] = w
+            continue
+        df = sum(1 for f in found if f[k].strength > 0)
+        out[k] = w * (1.0 - TOPIC_DISCOUNT * max(0, df - 1) / (n - 1))
+    return out
+
+
 def _combine(terms: float, typed: bool | None, cosine: float | None) -> float:
     """Graded relevance from term coverage, answer type and meaning."""
-    type_credit = 0.5 if typed is None else float(typed)
+    type_credit = UNTYPED_CREDIT if typed is None else float(typed)
     lexical = 0.7 * terms + 0.3 * type_credit
     if typed is False:
         lexical = min(lexical, 0.6 * terms + 0.1)  # the window holds no value of the asked type

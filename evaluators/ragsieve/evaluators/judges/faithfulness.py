@@ -41,6 +41,7 @@ VALUE_MISSING_SUPPORT = 0.25  # a number the context never states
 MAX_CROSS_LINGUAL_SENTENCES = 80
 XLING_SENT_FLOOR = 0.45  # claim-to-sentence cosine across languages below this: no support
 XLING_SENT_SPAN = 0.3  # ... and at floor + span: full support
+NEGATION_LENGTH_RATIO = 1.6  # negation is compared only with sentences of about the claim's size
 SUPPORT_POWER = 1.5  # one unsupported rare word in a short claim should cost more than its share
 _YES = frozenset({"yes", "si", "yeah", "yep", "true", "correct", "indeed", "cierto"})
 _NO = frozenset({"no", "nope", "false", "incorrect", "falso"})
@@ -164,6 +165,8 @@ def _claim_verdict(
         support *= 0.85 if ctx.index.cross_lingual else 0.7
     claim_neg = _negated(claim) if polarity is None else not polarity
     aligned = (len(toks) >= 2 or polarity is not None) and single >= 0.6
+    if aligned:  # a long sentence may negate another of its clauses: compare like with like
+        aligned = len(words(ctx.sents[best_i])) <= NEGATION_LENGTH_RATIO * len(words(claim)) + 3
     if aligned and claim_neg != ctx.sent_neg[best_i]:
         problems.append("negation differs from the closest context sentence")
         support *= 0.6 if polarity is None else 0.3

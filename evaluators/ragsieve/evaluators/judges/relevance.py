@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ragsieve.evaluators.embeddings import embed
-from ragsieve.evaluators.judges.claims import is_abstention, parse_answer
+from ragsieve.evaluators.judges.claims import is_abstention, parse_answer, strip_attribution
 from ragsieve.evaluators.judges.context import (
     ContextRelevanceJudge,
     context_precision,
@@ -20,7 +20,15 @@ from ragsieve.evaluators.judges.context import (
 from ragsieve.evaluators.judges.offline import OfflineJudge
 from ragsieve.evaluators.judges.question import expected_type, has_type
 from ragsieve.evaluators.judges.terms import TermIndex, key
-from ragsieve.evaluators.judges.text import content_words, fold, language, rarity, sentences
+from ragsieve.evaluators.judges.text import (
+    content_words,
+    entities,
+    fold,
+    language,
+    numbers,
+    rarity,
+    sentences,
+)
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
@@ -36,8 +44,22 @@ MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
 MEANING_FLOOR = 0.05  # question-answer cosine at or below this: about something else
 MEANING_SPAN = 0.25  # ... and at floor + span: clearly about the question
 MISSING_TYPE_FACTOR = 0.7
-SHORT_ANSWER_WORDS = 8  # a short answer holding the asked type addresses the question
+SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
 SHORT_TYPED_ADDRESSED = 0.6
+
+
+def _direct_answer(sents: list[str], kind: str | None) -> bool:
+    """A short sentence that gives a value of the asked type (any name or number when the
+    question asks for no particular type): "The answer is Marlee Matlin.", "In 1349."."""
+    for sent in sents:
+        claim = strip_attribution(sent)
+        if len(content_words(claim)) > SHORT_ANSWER_WORDS:
+            continue
+        if kind is not None and has_type(claim, kind):
+            return True
+        if kind is None and (entities(" x " + claim) or numbers(claim)):
+            return True
+    return False
 
 
 class AnswerRelevanceJudge(OfflineJudge):
@@ -69,14 +91,16 @@ class AnswerRelevanceJudge(OfflineJudge):
             if total
             else 0.0
         )
-        q_vec, a_vec = embed([question, " ".join(sents)[:MAX_ANSWER_CHARS]])
-        cosine = float(q_vec @ a_vec)
+        # the whole answer, and each sentence: a direct answer followed by a detail still answers
+        texts = [" ".join(sents)[:MAX_ANSWER_CHARS], *(s[:MAX_ANSWER_CHARS] for s in sents[:8])]
+        vecs = embed([question, *texts])
+        cosine = float((vecs[1:] @ vecs[0]).max())
         meaning = float(np.clip((cosine - MEANING_FLOOR) / MEANING_SPAN, 0.0, 1.0))
         addressed = max(coverage, meaning)
         new = [t for s in sents for t in content_words(s) if key(t) not in terms]
         kind = expected_type(question)
         type_ok = 1.0 if kind is None else float(has_type(answer, kind))
-        if kind and type_ok and len(new) <= SHORT_ANSWER_WORDS:
+        if _direct_answer(sents, kind):
             addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
         # concrete answers name rare things; generic filler ("a popular destination") does not
         specificity = (

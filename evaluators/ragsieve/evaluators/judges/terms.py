@@ -30,7 +30,7 @@ from ragsieve.evaluators.judges.text import STOPWORDS, fold, stem, words
 FUZZY_MIN_LEN = 5  # shorter words are too easy to confuse ("cat"/"car")
 FUZZY_CUTOFF = 84.0  # normalised Indel similarity (0-100) that counts as a misspelling
 FUZZY_STRENGTH = 0.9
-XLING_COSINE = 0.58  # word-to-word cosine that counts as a translation
+XLING_COSINE = 0.55  # word-to-word cosine that counts as a translation
 XLING_FULL = 0.8  # ... and at or above this, a full match
 
 # one canonical token per month, weekday, unit and currency, whatever the language
@@ -127,7 +127,11 @@ def _values(raw: str) -> set[str]:
     raw = re.sub(r"[ \u00a0\u202f]", "", raw)  # a space only ever groups thousands
     m = re.fullmatch(r"(\d{1,3}(?:([.,])\d{3})+)(?:([.,])(\d+))?", raw)
     if m is None:
-        return {v for v in (_norm(raw.replace(",", ".")),) if v}
+        out = {_norm(raw.replace(",", "."))}
+        short = re.fullmatch(r"(\d{1,2}),(\d{1,2})", raw)
+        if short:  # "0,1" is a decimal in Spanish and a list in "{0,1}"
+            out.update(_norm(g) for g in short.groups())
+        return {v for v in out if v}
     whole, sep, dec_sep, dec = m.groups()
     digits = re.sub(r"[.,]", "", whole)
     if dec is None:  # "711,988" / "711.988": thousands; a single group may be a decimal

@@ -13,9 +13,9 @@ from types import MappingProxyType
 
 DEFAULT_THRESHOLDS = MappingProxyType(
     {
-        "faithfulness": 0.7,
+        "faithfulness": 0.65,
         "answer_relevance": 0.5,
-        "context_relevance": 0.5,
+        "context_relevance": 0.55,
     }
 )
 

@@ -36,6 +36,9 @@ from ragsieve.jobs.results.resultstore import load_interactions
 HEAD_CHARS = 600  # the part of a chunk the encoder reads for search
 CANDIDATES = 8  # chunks scored by the context judge per search
 BM25_K1, BM25_B = 1.2, 0.75
+# a missed chunk must stand out from the other candidates: when several chunks half-fit the
+# question, they share its topic, and blaming the retriever would be a guess
+HIT_LEAD = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,10 +234,13 @@ class ObservedCorpus:
         }
         order = [c for c in picked if c in rows]
         scored = chunk_evidence(question, [rows[c][0] for c in order])
-        best = max(zip(order, scored, strict=True), key=lambda p: p[1].score, default=None)
-        if best is None or best[1].score < threshold:
+        ranked = sorted(zip(order, scored, strict=True), key=lambda p: -p[1].score)
+        if not ranked or ranked[0][1].score < threshold:
             return None
-        cid, ev = best
+        runner_up = ranked[1][1].score if len(ranked) > 1 else 0.0
+        if ranked[0][1].score - runner_up < HIT_LEAD:
+            return None  # several chunks half-fit: the topic, not the answer
+        cid, ev = ranked[0]
         return CorpusHit(cid, ev.score, rows[cid][1], ev.window)
 
 
