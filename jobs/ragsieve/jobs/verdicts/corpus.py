@@ -27,7 +27,7 @@ import numpy as np
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.embeddings import DIM, embed
-from ragsieve.evaluators.judges.context import chunk_evidence
+from ragsieve.evaluators.judges.context import ChunkEvidence, chunk_evidence
 from ragsieve.evaluators.judges.terms import key, tokens
 from ragsieve.evaluators.judges.text import STOPWORDS
 from ragsieve.evaluators.records import RagInteraction
@@ -39,6 +39,7 @@ BM25_K1, BM25_B = 1.2, 0.75
 # a missed chunk must stand out from the other candidates: when several chunks half-fit the
 # question, they share its topic, and blaming the retriever would be a guess
 HIT_LEAD = 0.1
+SAME_PASSAGE = 0.8  # cosine between two chunks' heads above which they are one passage
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +219,18 @@ class ObservedCorpus:
                 fused[cid] = fused.get(cid, 0.0) + 1.0 / (60 + rank)
         return sorted(fused, key=lambda c: -fused[c])[:k]
 
+    def _runner_up(self, ranked: Sequence[tuple[str, ChunkEvidence]]) -> float:
+        """The best score among candidates that are not the top one in other words (the same
+        passage in another language, or a copy under another id)."""
+        ids, vecs = self._vectors()
+        at = {cid: i for i, cid in enumerate(ids)}
+        top = ranked[0][0]
+        for cid, ev in ranked[1:]:
+            if top in at and cid in at and float(vecs[at[top]] @ vecs[at[cid]]) >= SAME_PASSAGE:
+                continue
+            return ev.score
+        return 0.0
+
     def find_answer(
         self, question: str, exclude: Iterable[str], threshold: float
     ) -> CorpusHit | None:
@@ -237,7 +250,7 @@ class ObservedCorpus:
         ranked = sorted(zip(order, scored, strict=True), key=lambda p: -p[1].score)
         if not ranked or ranked[0][1].score < threshold:
             return None
-        runner_up = ranked[1][1].score if len(ranked) > 1 else 0.0
+        runner_up = self._runner_up(ranked)
         if ranked[0][1].score - runner_up < HIT_LEAD:
             return None  # several chunks half-fit: the topic, not the answer
         cid, ev = ranked[0]
