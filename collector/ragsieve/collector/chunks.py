@@ -13,6 +13,7 @@ from ragsieve.collector.attrs import (
     as_str,
     cap,
     get_str,
+    has_prefix,
     is_redacted,
     mapping,
     normalize_ws,
@@ -23,6 +24,12 @@ from ragsieve.collector.classify import TraceTree
 from ragsieve.collector.extract import QUESTION_KEYS, value_text
 from ragsieve.collector.genai import retrieval_documents
 from ragsieve.collector.spans import SpanRecord
+from ragsieve.collector.taskio import (
+    TASK_INPUT_KEYS,
+    first_key,
+    serialized_document_ids,
+    task_documents,
+)
 from ragsieve.evaluators.records import RetrievalStage, RetrievedDocument, Stage, content_chunk_id
 
 ID_KEYS = ("chunk_id", "id", "node_id", "_id", "uuid", "pk", "vector_id")
@@ -179,6 +186,9 @@ def build_stages(tree: TraceTree, scope: set[str]) -> list[StageOutput]:
             )
             continue
         outer = not any(tree.role(a) == "RETRIEVER" for a in tree.ancestors(span))
+        if (task := _task_stage(tree, span, outer, name)) is not None:
+            stages.append(task)
+            continue
         if "gen_ai.retrieval.documents" in attrs or (
             get_str(attrs, "gen_ai.operation.name") == "retrieval"
             and not any(k.startswith("retrieval.documents.") for k in attrs)
@@ -205,6 +215,28 @@ def build_stages(tree: TraceTree, scope: set[str]) -> list[StageOutput]:
         stages.append(StageOutput(span, kind, outer, query, docs, [], red, trunc))
     stages.sort(key=lambda s: (s.span.end_ns or s.span.start_ns, s.span.start_ns, s.span.span_id))
     return stages
+
+
+def _task_stage(tree: TraceTree, span: SpanRecord, outer: bool, name: str) -> StageOutput | None:
+    """A retriever whose documents are its task output (OpenLLMetry, Langfuse), else None."""
+    attrs = mapping(span.attributes)
+    if "gen_ai.retrieval.documents" in attrs or has_prefix(attrs, "retrieval.documents."):
+        return None
+    found = task_documents(attrs)
+    if found is None:
+        return None
+    ids: dict[str, str] | None = None
+    docs, red, trunc = [], False, False
+    for rank, fields in found:
+        content = fields.get("content")
+        if fields.get("id") is None and isinstance(content, str) and content.strip():
+            ids = serialized_document_ids(tree.spans) if ids is None else ids
+            fields = {**fields, "id": ids.get(content_chunk_id(content))}
+        doc, r, t = make_doc(fields, rank, span, "retrieval", name, False)
+        red, trunc = red or r, trunc or t
+        docs.append(doc)
+    query = _query(attrs, first_key(attrs, TASK_INPUT_KEYS) or TASK_INPUT_KEYS[0])
+    return StageOutput(span, "retrieval", outer, query, docs, [], red, trunc)
 
 
 def join_scores(stages: list[StageOutput]) -> None:

@@ -38,6 +38,10 @@ GENAI_OPERATIONS = {
     "create_agent": "AGENT",
     "invoke_workflow": "AGENT",
     "plan": "AGENT",
+    # OpenLLMetry's own operation names (opentelemetry-semantic-conventions-ai).
+    "vector_db_retrieve": "RETRIEVER",
+    "execute_task": "CHAIN",
+    "llm_request": "LLM",
 }
 _TRACELOOP = {"workflow": "CHAIN", "task": "CHAIN", "agent": "AGENT", "tool": "TOOL"}
 _LANGFUSE = {

@@ -30,19 +30,31 @@ from ragsieve.collector.genai import (
     system_instructions,
 )
 from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.collector.taskio import MODEL_KEYS, usage_details
 from ragsieve.evaluators.records import Message, Prompt, TokenUsage
 
-QUESTION_KEYS = ("question", "query", "input", "query_str", "user_input", "message", "prompt")
-ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
+QUESTION_KEYS = (
+    "question",
+    "query",
+    "input",
+    "query_str",
+    "user_input",
+    "message",
+    "prompt",
+    "inputs",  # OpenLLMetry's task input envelope {"inputs": ..., "tags", "metadata", "kwargs"}
+)
+ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content", "outputs")
 INPUT_KEYS = (
     "input.value",
     "traceloop.entity.input",
+    "gen_ai.task.input",
     "langfuse.trace.input",
     "langfuse.observation.input",
 )
 OUTPUT_KEYS = (
     "output.value",
     "traceloop.entity.output",
+    "gen_ai.task.output",
     "langfuse.trace.output",
     "langfuse.observation.output",
 )
@@ -165,6 +177,7 @@ def input_messages(
         oi_messages(attrs, "llm.input_messages", notes),
         genai_messages(attrs.get("gen_ai.input.messages")),
         openllmetry_messages(attrs, "gen_ai.prompt"),
+        genai_messages(attrs.get("langfuse.observation.input")),
         span_event_messages(span)[0],
         log_messages(logs)[0],
         _legacy_prompts(attrs),
@@ -190,12 +203,13 @@ def output_text(span: SpanRecord, logs: Sequence[LogEvent], notes: Notes) -> tup
     for msgs in (
         genai_messages(attrs.get("gen_ai.output.messages"), "assistant"),
         openllmetry_messages(attrs, "gen_ai.completion"),
+        genai_messages(attrs.get("langfuse.observation.output"), "assistant"),
         span_event_messages(span)[1],
         log_messages(logs)[1],
     ):
         if msgs and not is_redacted(msgs[0].content):
             return msgs[0].content, "genai_output"
-    text = first_value(attrs, ("output.value",), notes)
+    text = first_value(attrs, ("output.value", "langfuse.observation.output"), notes)
     return (cap(value_text(text, ANSWER_KEYS)), "generation_output") if text else (None, "none")
 
 
@@ -270,7 +284,7 @@ def model_info(chain: Sequence[SpanRecord]) -> tuple[str | None, str | None, str
         params = parse_object(mapping(span.attributes).get("llm.invocation_parameters")) or {}
         if params:
             break
-    model = as_str(
+    model = _known_model(
         chain_attr(
             chain,
             (
@@ -281,12 +295,20 @@ def model_info(chain: Sequence[SpanRecord]) -> tuple[str | None, str | None, str
             ),
         )
     )
-    request = as_str(chain_attr(chain, ("llm.request.model_name", "gen_ai.request.model")))
+    request = _known_model(chain_attr(chain, ("llm.request.model_name", "gen_ai.request.model")))
     request = request or as_str(params.get("model")) or as_str(params.get("model_name"))
+    # Framework-reported names: Langfuse's observation model, LangChain's ls_model_name (which
+    # OpenLLMetry copies into its association properties when gen_ai.*.model says "unknown").
+    request = request or _known_model(chain_attr(chain, MODEL_KEYS))
     provider = as_str(
         chain_attr(chain, ("llm.provider", "llm.system", "gen_ai.provider.name", "gen_ai.system"))
     )
     return model or request, request, provider
+
+
+def _known_model(value: Any) -> str | None:
+    text = as_str(value)
+    return None if text is None or text.strip().lower() in ("", "unknown") else text
 
 
 def tokens(chain: Sequence[SpanRecord]) -> TokenUsage:
@@ -308,6 +330,11 @@ def tokens(chain: Sequence[SpanRecord]) -> TokenUsage:
         )
     )
     total = as_int(chain_attr(chain, ("llm.token_count.total", "gen_ai.usage.total_tokens")))
+    if prompt is None and completion is None and total is None:
+        for span in chain:
+            prompt, completion, total = usage_details(mapping(span.attributes))
+            if (prompt, completion, total) != (None, None, None):
+                break
     if total is None and prompt is not None and completion is not None:
         total = prompt + completion
     return TokenUsage(prompt=prompt, completion=completion, total=total)

@@ -73,7 +73,10 @@ def convention(tree: TraceTree, logs: list[LogEvent]) -> Convention:
         keys = [k for k in mapping(span.attributes) if isinstance(k, str)]
         if any(k.startswith(OI_PREFIXES) for k in keys):
             found.add("openinference")
-        if any(
+        # OpenLLMetry writes today's gen_ai.* names too; its traceloop.* keys tell it apart.
+        if any(k.startswith(("gen_ai.prompt.", "traceloop.")) for k in keys):
+            found.add("openllmetry")
+        elif any(
             k
             in (
                 "gen_ai.input.messages",
@@ -84,10 +87,6 @@ def convention(tree: TraceTree, logs: list[LogEvent]) -> Convention:
             for k in keys
         ):
             found.add("genai")
-        elif any(k.startswith("gen_ai.prompt.") for k in keys) or any(
-            k.startswith("traceloop.") for k in keys
-        ):
-            found.add("openllmetry")
         elif any(k.startswith("gen_ai.") for k in keys):
             found.add("genai_legacy")
         if any(k.startswith("langfuse.") for k in keys):

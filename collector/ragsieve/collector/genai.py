@@ -164,8 +164,24 @@ def log_messages(events: Sequence[LogEvent]) -> tuple[list[Message], list[Messag
     return prompt, completion
 
 
+def lc_document(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The fields of a LangChain-serialized Document (``{"lc": 1, "id": [..., "Document"],
+    "kwargs": {id, page_content, metadata}}``), else None."""
+    path = item.get("id")
+    kwargs = item.get("kwargs")
+    if (
+        item.get("lc") is not None
+        and isinstance(path, list)
+        and path[-1:] == ["Document"]
+        and isinstance(kwargs, Mapping)
+    ):
+        return kwargs
+    return None
+
+
 def retrieval_documents(value: Any) -> list[tuple[int, dict[str, Any]]]:
-    """Parse ``gen_ai.retrieval.documents`` into ``[(rank, {id, content, score, metadata})]``."""
+    """``[(rank, {id, content, score, metadata})]`` of ``gen_ai.retrieval.documents`` or of a
+    framework retriever's JSON output (a list, or ``{"documents": [...]}``)."""
     parsed = parse_json(value) if isinstance(value, str) else value
     if isinstance(parsed, Mapping):
         parsed = parsed.get("documents", [parsed])
@@ -177,6 +193,7 @@ def retrieval_documents(value: Any) -> list[tuple[int, dict[str, Any]]]:
             item = {"content": item}
         if not isinstance(item, Mapping):
             continue
+        item = lc_document(item) or item
         content = None
         for key in CONTENT_KEYS:
             value_ = item.get(key)

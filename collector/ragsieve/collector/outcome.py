@@ -69,6 +69,8 @@ def span_errors(tree: TraceTree, logs: Sequence[LogEvent]) -> list[SpanError]:
     for span in tree.spans:
         attrs = mapping(span.attributes)
         gen_error = get_str(attrs, "error.type")
+        if gen_error is None and get_str(attrs, "langfuse.observation.level") == "ERROR":
+            gen_error = "ERROR"  # Langfuse marks a failed observation by its level only
         if span.status_code != STATUS_ERROR and gen_error is None:
             continue
         exc = next(
@@ -79,7 +81,11 @@ def span_errors(tree: TraceTree, logs: Sequence[LogEvent]) -> list[SpanError]:
             ),
             {},
         )
-        message = as_str(exc.get("exception.message")) or as_str(span.status_message)
+        message = (
+            as_str(exc.get("exception.message"))
+            or as_str(span.status_message)
+            or get_str(attrs, "langfuse.observation.status_message")
+        )
         out.append(
             SpanError(
                 span_id=span.span_id,
