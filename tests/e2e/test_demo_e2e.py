@@ -7,9 +7,10 @@ import subprocess
 import sys
 
 
-def test_demo_meets_the_scorecard_floors_through_the_console_entry_point():
+def test_demo_meets_the_scorecard_floors_through_the_console_entry_point(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "ragsieve.jobs", "demo", "--queries", "120", "--json"],
+        cwd=tmp_path,  # the demo keeps ./ragsieve-demo.db
         capture_output=True,
         text=True,
         timeout=240,

@@ -160,7 +160,7 @@ def test_phoenix_url_that_does_not_answer_is_a_usage_error(tmp_path: Path) -> No
 def test_demo_phoenix_starts_its_own_phoenix_and_stops_it_on_exit(tmp_path: Path) -> None:
     env = {**os.environ, "RAGSIEVE_PHOENIX__EXECUTABLE": str(find_phoenix())}
     proc = subprocess.run(
-        [*_ragsieve(), "demo", "--phoenix", "--queries", "6", "--json"],
+        [*_ragsieve(), "demo", "--phoenix", "--no-wait", "--queries", "6", "--json"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

@@ -47,7 +47,8 @@ def test_json_scorecard_is_one_object_and_store_keeps_the_run(tmp_path):
         store.close()
 
 
-def test_exit_1_below_floors_and_phoenix_missing_is_reported(tmp_path):
+def test_exit_1_below_floors_and_phoenix_missing_is_reported(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the demo keeps its store in the current folder
     env = {
         "RAGSIEVE_DEMO__MAX_FALSE_POSITIVE_RATE": "0",
         "RAGSIEVE_DEMO__MIN_PLANTED_RECALL": "1",
@@ -57,6 +58,7 @@ def test_exit_1_below_floors_and_phoenix_missing_is_reported(tmp_path):
     assert "no Phoenix found" in res.stderr
     assert "== planted-failure scorecard" in res.stdout
     assert "== flagged cases" in res.stdout
+    assert (tmp_path / "ragsieve-demo.db").is_file()
     card_line = [ln for ln in res.stdout.splitlines() if ln.startswith("false_positive_rate")]
     assert card_line
     fpr = float(card_line[0].split()[1])
@@ -69,6 +71,6 @@ def test_exit_1_below_floors_and_phoenix_missing_is_reported(tmp_path):
         assert "scorecard below floors" in res.stderr
 
 
-def test_bad_queries_is_a_usage_error():
+def test_bad_queries_is_a_usage_error():  # refused before any store is made
     res = _run(["demo", "--queries", "0"])
     assert res.exit_code == 2

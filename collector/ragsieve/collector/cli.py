@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,8 +42,8 @@ def serve(
     import uvicorn
 
     from ragsieve.collector.app import create_app
-    from ragsieve.collector.server import uvicorn_config
-    from ragsieve.collector.store import open_store
+    from ragsieve.collector.server import bind_socket, uvicorn_config
+    from ragsieve.collector.store import masked_url, open_store
 
     settings = obj.settings(
         **{
@@ -55,6 +56,8 @@ def serve(
     )
     cfg = settings.collector
     token = resolve_token(cfg.token_env)
+    sock = bind_socket(cfg.host, cfg.port)  # a port in use: one line, exit 2, nothing else
+    port = int(sock.getsockname()[1])
     if token is None and cfg.host not in LOOPBACK:
         click.echo(
             f"warning: listening on {cfg.host} without a bearer token: anyone who can reach"
@@ -63,11 +66,11 @@ def serve(
         )
     app = create_app(open_store(settings.store), cfg, token=token)
     click.echo(
-        f"ragsieve collector listening on http://{cfg.host}:{cfg.port}/v1/traces"
-        f" (store {settings.store})",
+        f"ragsieve collector listening on http://{cfg.host}:{port}/v1/traces"
+        f" (store {masked_url(settings.store)})",
         err=True,
     )
-    uvicorn.Server(uvicorn_config(app, cfg.host, cfg.port)).run()
+    uvicorn.Server(uvicorn_config(app, cfg.host, port)).run(sockets=[sock])
 
 
 def resolve_token(token_env: str | None) -> str | None:
@@ -83,7 +86,7 @@ def resolve_token(token_env: str | None) -> str | None:
 def _store(obj: Any, store: str | None) -> Any:
     from ragsieve.collector.store import open_store
 
-    return open_store(obj.settings(store=store).store)
+    return open_store(obj.settings(store=store).store, create=False)
 
 
 def interaction_json(rec: Any) -> dict[str, Any]:
@@ -105,11 +108,20 @@ def interactions() -> None:
 @click.pass_obj
 def list_cmd(obj: Any, store: str | None, since: str | None, limit: int, as_json: bool) -> None:
     """List interactions, newest first."""
+    from ragsieve.collector.settle import settling_note
     from ragsieve.collector.timeutil import parse_duration
 
+    settings = obj.settings(store=store)
     st = _store(obj, store)
     lo = datetime.now(UTC) - parse_duration(since) if since else None
     rows = st.list_interactions(since=lo, limit=limit)
+    cfg = settings.collector
+    count, last_due = st.settling(quiet_s=cfg.quiet_period_s, max_wait_s=cfg.max_wait_s)
+    note = settling_note(
+        count, last_due, quiet_s=cfg.quiet_period_s, max_wait_s=cfg.max_wait_s, now=time.time()
+    )
+    if note:  # on stderr, so --json output stays one record per line
+        click.echo(note, err=True)
     for rec in rows:
         if as_json:
             click.echo(json.dumps(interaction_json(rec), ensure_ascii=False))

@@ -8,8 +8,11 @@ the collector understands (SPAN_SPEC §1.4)::
     with rag_span(question, session_id=sid) as rag:
         with retriever_span(question) as r:
             r.record(hits)                  # dicts or objects with id/content/score/metadata
-        with llm_span("gpt-4o-mini", messages) as llm:
+        with llm_span("gpt-4o-mini", messages, documents=hits) as llm:
             llm.record(answer, prompt_tokens=812, completion_tokens=41)
+
+``documents`` are the chunks the model was given: the collector then knows they reached the
+prompt (``in_prompt``) even when ``messages`` hold only the question.
         rag.record(answer)
 """
 
@@ -273,9 +276,10 @@ def reranker_span(
 @contextmanager
 def llm_span(
     model: str,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, Any]] = (),
     provider: str | None = None,
     *,
+    documents: Iterable[Any] | None = None,
     invocation_parameters: Mapping[str, Any] | None = None,
     prompt_template: str | None = None,
     template_variables: Mapping[str, Any] | None = None,
@@ -283,13 +287,25 @@ def llm_span(
     tracer_provider: trace.TracerProvider | None = None,
 ) -> Iterator[LLMSpan]:
     """An LLM call with chat ``messages`` (role/content dicts; a missing or None content, as in
-    tool-call messages, is left out); call ``.record(answer, ...)``."""
+    tool-call messages, is left out); call ``.record(answer, ...)``.
+
+    ``documents`` are the retrieved chunks given to the model (dicts or objects with
+    ``content``/``text``, as for ``RetrieverSpan.record``). Their text is recorded as the prompt
+    template variable ``context`` (``retrieved_context`` when ``template_variables`` already
+    has a ``context``), so the collector marks those chunks ``in_prompt`` without the caller
+    building the prompt string itself.
+    """
+    variables = dict(template_variables or {})
+    if documents is not None:
+        texts = [_field(d, "content", "text", "page_content") for d in documents]
+        key = "retrieved_context" if "context" in variables else "context"
+        variables[key] = "\n\n".join(str(t) for t in texts if t)
     attrs: dict[str, Any] = {
         "llm.model_name": model,
         "llm.provider": provider,
         "llm.invocation_parameters": invocation_parameters,
         "llm.prompt_template.template": prompt_template,
-        "llm.prompt_template.variables": template_variables,
+        "llm.prompt_template.variables": variables or None,
     }
     for i, msg in enumerate(messages):
         # tool-call and tool-result messages may carry no "content" (or None): keep the rest

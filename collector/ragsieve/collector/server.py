@@ -9,13 +9,17 @@ itself bounds the time to read a body (:mod:`ragsieve.collector.intake`).
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
 import threading
 import time
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+from ragsieve.evaluators.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,29 @@ def uvicorn_config(
     )
 
 
+def bind_socket(host: str, port: int, *, what: str = "--port") -> socket.socket:
+    """A listening-ready TCP socket on ``host:port`` (0 = a free port), bound before anything runs.
+
+    Binding first turns a port in use into one ConfigError line (the CLI exits 2) before the
+    server prints or logs anything, instead of uvicorn's log lines after "listening".
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"{what} {port}: {host}:{port} is already in use (another collector?);"
+                f" stop it or choose another {what}"
+            ) from None
+        raise ConfigError(f"{what} {port}: cannot bind {host}:{port}: {exc.strerror}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
 class ServerThread:
     """A uvicorn server on a background thread; ``port=0`` picks a free port.
 
@@ -107,7 +134,11 @@ class ServerThread:
         self.server = uvicorn.Server(config)
         self.host = host
         self.port = port
-        self._thread = threading.Thread(target=self.server.run, name="ragsieve-http", daemon=True)
+        self._socket: socket.socket | None = None
+        self._thread = threading.Thread(target=self._run, name="ragsieve-http", daemon=True)
+
+    def _run(self) -> None:
+        self.server.run(sockets=[self._socket] if self._socket is not None else None)
 
     @property
     def url(self) -> str:
@@ -115,7 +146,13 @@ class ServerThread:
         return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 20.0) -> ServerThread:
-        """Start serving and wait until the socket listens."""
+        """Start serving and wait until the socket listens.
+
+        Raises:
+            ConfigError: the port is in use (one line, nothing logged).
+        """
+        self._socket = bind_socket(self.host, self.port)
+        self.port = int(self._socket.getsockname()[1])
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self.server.started:
@@ -130,7 +167,10 @@ class ServerThread:
     def stop(self, timeout: float = 30.0) -> None:
         """Ask uvicorn to exit (running the app's shutdown) and join the thread."""
         self.server.should_exit = True
-        self._thread.join(timeout)
+        if self._thread.ident is not None:  # started (a bind failure never starts it)
+            self._thread.join(timeout)
+        elif self._socket is not None:
+            self._socket.close()
 
     def __enter__(self) -> ServerThread:
         return self.start()

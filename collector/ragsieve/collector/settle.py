@@ -54,3 +54,26 @@ def settle(
                 saved += 1
         if len(batch) < limit:
             return saved
+
+
+def settling_note(
+    count: int, last_due: float | None, *, quiet_s: float, max_wait_s: float, now: float
+) -> str | None:
+    """One line on traces still waiting to settle (how many, when), or None when there are none.
+
+    ``count`` and ``last_due`` come from ``store.settling``. Said by ``interactions list`` and
+    ``jobs run``, so that an empty answer right after sending traffic reads as "not yet" rather
+    than "nothing arrived".
+    """
+    if not count or last_due is None:
+        return None
+    noun = "trace" if count == 1 else "traces"
+    rule = f"a trace settles {quiet_s:g} s after its last span (at most {max_wait_s:g} s)"
+    if last_due <= now:
+        return (
+            f"{count} {noun} still settling, due now ({rule}); the collector or"
+            " `ragsieve jobs run` derives them"
+        )
+    at = time.strftime("%H:%M:%S", time.gmtime(last_due))
+    wait = last_due - now
+    return f"{count} {noun} still settling ({rule}); all due within {wait:.0f} s, by {at} UTC"

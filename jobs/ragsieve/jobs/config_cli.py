@@ -3,8 +3,29 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
+
+MASK = "***"
+
+
+def masked_settings(settings: Any) -> dict[str, Any]:
+    """The settings as JSON-ready data with every secret shown as ``***``.
+
+    Secrets: API keys, the password of the store URL and the values of
+    ``collector.forward_headers`` (they carry Phoenix or proxy credentials).
+    """
+    from ragsieve.collector.store import masked_url
+
+    data: dict[str, Any] = settings.model_dump(mode="json")
+    data["store"] = masked_url(settings.store)
+    headers = data["collector"]["forward_headers"]
+    data["collector"]["forward_headers"] = {k: MASK for k in headers}
+    for section in ("llm", "phoenix"):
+        if data[section].get("api_key") is not None:
+            data[section]["api_key"] = MASK
+    return data
 
 
 @click.group()
@@ -15,9 +36,9 @@ def config() -> None:
 @config.command("show")
 @click.pass_obj
 def show(obj: object) -> None:
-    """Print the effective settings as JSON (secrets masked)."""
+    """Print the effective settings as JSON (secrets masked as ***)."""
     settings = obj.settings()  # type: ignore[attr-defined]
-    click.echo(json.dumps(settings.model_dump(mode="json"), indent=2))
+    click.echo(json.dumps(masked_settings(settings), indent=2))
 
 
 @config.command("reference")

@@ -334,19 +334,25 @@ def reference_table() -> str:
     """Markdown table of every setting, its env var, default and description (for the README)."""
     rows = ["| setting | env var | default | description |", "|---|---|---|---|"]
 
-    def walk(model: type[BaseModel], prefix: tuple[str, ...]) -> None:
+    def walk(model: type[BaseModel], values: Any, prefix: tuple[str, ...]) -> None:
+        # values: the section's effective default instance (a section's default_factory may
+        # differ from its class defaults, as the sampling strata's rates and quotas do)
         for name, field in model.model_fields.items():
             ann = field.annotation
+            default = (
+                getattr(values, name)
+                if values is not None
+                else field.get_default(call_default_factory=True)
+            )
             if isinstance(ann, type) and issubclass(ann, BaseModel):
-                walk(ann, (*prefix, name))
+                walk(ann, default, (*prefix, name))
                 continue
             path = (*prefix, name)
-            default = field.get_default(call_default_factory=True)
             shown = "" if default is None else f"`{default}`"
             rows.append(
                 f"| `{'.'.join(path)}` | `{ENV_PREFIX}{'__'.join(p.upper() for p in path)}` "
                 f"| {shown} | {field.description or ''} |"
             )
 
-    walk(Settings, ())
+    walk(Settings, None, ())
     return "\n".join(rows)

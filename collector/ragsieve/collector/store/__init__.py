@@ -7,7 +7,9 @@ built-in table below or the ``ragsieve.stores`` entry-point group (name = URL sc
 from __future__ import annotations
 
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ragsieve.collector.store.base import OutboxItem, SpanWrite, SQLStore
 from ragsieve.evaluators.errors import ConfigError
@@ -32,15 +34,18 @@ def known_schemes() -> set[str]:
     return {*_BUILTIN, *(ep.name for ep in entry_points(group="ragsieve.stores"))}
 
 
-def open_store(url: str) -> SQLStore:
+def open_store(url: str, *, create: bool = True) -> SQLStore:
     """Open (and migrate) the store named by ``url``.
 
     ``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``sqlite:///:memory:``, or
-    ``postgresql://user@host:port/db``.
+    ``postgresql://user@host:port/db``. With ``create=False`` (commands that only read) a
+    missing SQLite file is a ConfigError instead of a new empty database: a typo in a path must
+    not look like a store with nothing in it.
     """
+    shown = masked_url(url)
     scheme, sep, rest = url.partition("://")
     if not sep:
-        raise ConfigError(f"store URL {url!r}: expected scheme://..., e.g. sqlite:///ragsieve.db")
+        raise ConfigError(f"store URL {shown!r}: expected scheme://..., e.g. sqlite:///ragsieve.db")
     scheme = scheme.split("+", 1)[0].lower()
     if scheme == "sqlite":
         from ragsieve.collector.store.sqlite import SQLiteStore
@@ -48,13 +53,18 @@ def open_store(url: str) -> SQLStore:
         path = rest[1:] if rest.startswith("/") else rest
         if not path:
             raise ConfigError(f"store URL {url!r}: missing file path")
+        if not create and path != ":memory:" and not Path(path).expanduser().exists():
+            raise ConfigError(
+                f"store {url}: no such SQLite file (only `ragsieve collector serve` and"
+                " `ragsieve up` create one; check --store / RAGSIEVE_STORE)"
+            )
         return SQLiteStore(path)
     if scheme in _BUILTIN:
         try:
             cls = _load(_BUILTIN[scheme])
         except ImportError as exc:
             raise ConfigError(
-                f"store URL {url!r} needs: pip install 'ragsieve[postgres]' ({exc})"
+                f"store URL {shown!r} needs: pip install 'ragsieve[postgres]' ({exc})"
             ) from exc
         store: SQLStore = cls(url)
         return store
@@ -63,7 +73,29 @@ def open_store(url: str) -> SQLStore:
             store = ep.load()(url)
             return store
     known = sorted({*_BUILTIN, *(ep.name for ep in entry_points(group="ragsieve.stores"))})
-    raise ConfigError(f"store URL {url!r}: unknown scheme {scheme!r}; known: {', '.join(known)}")
+    raise ConfigError(f"store URL {shown!r}: unknown scheme {scheme!r}; known: {', '.join(known)}")
 
 
-__all__ = ["OutboxItem", "SQLStore", "SpanWrite", "Store", "known_schemes", "open_store"]
+def masked_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for every printed or dumped store URL)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if not password:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+__all__ = [
+    "OutboxItem",
+    "SQLStore",
+    "SpanWrite",
+    "Store",
+    "known_schemes",
+    "masked_url",
+    "open_store",
+]

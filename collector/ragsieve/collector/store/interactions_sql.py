@@ -67,6 +67,20 @@ class InteractionsMixin(SQLBase):
             )
         ]
 
+    def settling(self, *, quiet_s: float, max_wait_s: float) -> tuple[int, float | None]:
+        """Open traces not yet derived and when the last of them is due (epoch seconds).
+
+        A trace is due ``quiet_s`` after its last span once it has a root, and ``max_wait_s``
+        after its first span regardless (the rule of :meth:`due_traces`).
+        """
+        rows = self.query(
+            "SELECT COUNT(*), MAX(CASE WHEN has_root = 1 AND last_seen_at + ? < first_seen_at + ?"
+            " THEN last_seen_at + ? ELSE first_seen_at + ? END) FROM traces WHERE state = 'open'",
+            (quiet_s, max_wait_s, quiet_s, max_wait_s),
+        )
+        count, last_due = rows[0]
+        return int(count or 0), None if last_due is None else float(last_due)
+
     def trace_state(self, trace_id: str) -> dict[str, Any] | None:
         """The settle bookkeeping of one trace."""
         rows = self.query(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,35 +19,43 @@ def _traffic_bar(done: int, total: int) -> None:
         _echo_err(f"traffic {done}/{total} queries")
 
 
-def _print_human(result: Any) -> None:
-    from ragsieve.jobs.run.report import render_table
+DEFAULT_STORE = "sqlite:///ragsieve-demo.db"
+SHOWN_CASES = 10  # flagged cases listed without --verbose
 
-    click.echo("== run report")
-    click.echo(render_table(result.report))
-    click.echo(f"\n== flagged cases ({len(result.flagged)})")
-    for case in result.flagged:
-        it = case.interaction
-        click.echo(f"{it.trace_id[:12]}  {case.root_cause:<19} {(it.query or '')[:70]}")
-        click.echo(f"{'':14}{case.evidence[:110]}")
-    golden = result.report.get("golden")
-    click.echo("\n== new failure categories")
-    if not golden:
-        click.echo("(golden growth did not run)")
-    else:
-        for cat in golden.get("new_categories") or []:
-            click.echo(
-                f"{cat.get('category')}  {cat.get('name')}  root cause={cat.get('root_cause')}"
-            )
-        if not golden.get("new_categories"):
-            click.echo("(none)")
-        click.echo("\n== golden candidates")
-        click.echo(
-            f"new {golden.get('new_candidates', 0)}, merged duplicates"
-            f" {golden.get('merged_duplicates', 0)}, covered by golden"
-            f" {golden.get('covered_by_golden', 0)} (review: ragsieve golden review)"
+
+def next_commands(store_url: str) -> list[str]:
+    """The commands to run next on the demo's store, exactly as they can be pasted."""
+    from ragsieve.collector.store import masked_url
+
+    store = masked_url(store_url)
+    return [
+        f"ragsieve interactions list --store {store}",
+        f"ragsieve results list --flagged --store {store}",
+        f"ragsieve golden status --store {store}",
+        f"ragsieve golden review --store {store}",
+    ]
+
+
+def headline(result: Any) -> str:
+    """One line: queries, flagged, the failure rate with its interval, new failure categories."""
+    report = result.report
+    fr = report.get("failure_rate") or {}
+    rate = "-"
+    if fr.get("estimate") is not None:
+        rate = (
+            f"{100 * fr['estimate']:.1f}% (95% CI {100 * fr['ci_low']:.1f}%"
+            f" - {100 * fr['ci_high']:.1f}%)"
         )
+    new = len((report.get("golden") or {}).get("new_categories") or [])
+    return (
+        f"{result.scorecard.n_queries} queries, {report.get('flagged', 0)} flagged, failure rate"
+        f" {rate}, {new} new failure categor{'y' if new == 1 else 'ies'}"
+    )
+
+
+def _print_scorecard(result: Any) -> None:
     card = result.scorecard
-    click.echo("\n== planted-failure scorecard")
+    click.echo("== planted-failure scorecard")
     rows = [
         ("planted_recall", card.planted_recall, f">= {result.floors.planted_recall}"),
         (
@@ -72,7 +80,58 @@ def _print_human(result: Any) -> None:
     )
     for kind, recall in card.per_kind_recall.items():
         click.echo(f"  recall {kind:<20}{'-' if recall is None else f'{recall:.3f}':>8}")
+
+
+def _print_human(result: Any, *, verbose: bool = False) -> None:
+    """Headline and scorecard first, then categories, cases (shortened), report, next steps."""
+    from ragsieve.jobs.run.report import render_table
+
+    click.echo(f"== ragsieve demo: {headline(result)}")
+    _print_scorecard(result)
+    golden = result.report.get("golden")
+    click.echo("\n== new failure categories")
+    if not golden:
+        click.echo("(golden growth did not run)")
+    else:
+        for cat in golden.get("new_categories") or []:
+            click.echo(
+                f"{cat.get('category')}  {cat.get('name')}  root cause={cat.get('root_cause')}"
+            )
+        if not golden.get("new_categories"):
+            click.echo("(none)")
+        click.echo(
+            f"golden candidates: new {golden.get('new_candidates', 0)}, merged duplicates"
+            f" {golden.get('merged_duplicates', 0)}, covered by golden"
+            f" {golden.get('covered_by_golden', 0)}"
+        )
+    cases = result.flagged if verbose else result.flagged[:SHOWN_CASES]
+    more = len(result.flagged) - len(cases)
+    suffix = f"; first {len(cases)}, --verbose for all" if more else ""
+    click.echo(f"\n== flagged cases ({len(result.flagged)}{suffix})")
+    for case in cases:
+        it = case.interaction
+        click.echo(f"{it.trace_id[:12]}  {case.root_cause:<19} {(it.query or '')[:70]}")
+        click.echo(f"{'':14}{case.evidence[:110]}")
+    if more:
+        click.echo(f"... {more} more (ragsieve results list --flagged)")
+    click.echo("\n== run report")
+    click.echo(render_table(result.report))
     click.echo(f"runtime {result.timings.get('total_s', 0):.1f} s  ({json.dumps(result.timings)})")
+    click.echo(f"\n== next (the store {result.store_url} is kept)")
+    for line in next_commands(result.store_url):
+        click.echo(f"  {line}")
+    if result.phoenix_url:
+        click.echo(
+            f"  open {result.phoenix_url} and filter spans by the ragsieve_verdict annotation"
+        )
+
+
+def _wait_for_ctrl_c(url: str) -> None:
+    _echo_err(f"Phoenix keeps running at {url}; press Ctrl-C to stop it and exit")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        _echo_err("stopping Phoenix")
 
 
 @click.command("demo", context_settings={"help_option_names": ["-h", "--help"]})
@@ -83,7 +142,11 @@ def _print_human(result: Any) -> None:
     help="Queries the demo app sends (demo.queries, default 300).",
 )
 @click.option("--seed", type=int, default=None, help="Traffic seed (demo.seed).")
-@click.option("--store", default=None, help="Store URL (default: a temporary SQLite file).")
+@click.option(
+    "--store",
+    default=None,
+    help=f"Store URL, kept after the demo (default {DEFAULT_STORE}, in the current folder).",
+)
 @click.option("--phoenix", is_flag=True, help="Start a local Phoenix (if installed) and annotate.")
 @click.option(
     "--phoenix-url",
@@ -97,6 +160,12 @@ def _print_human(result: Any) -> None:
     default=None,
     help="OpenAI-compatible endpoint for the app's generator (judges stay as configured).",
 )
+@click.option(
+    "--no-wait",
+    is_flag=True,
+    help="With --phoenix: stop the Phoenix the demo started and exit (default: wait for Ctrl-C).",
+)
+@click.option("--verbose", is_flag=True, help="List every flagged case, not the first 10.")
 @click.option("--json", "as_json", is_flag=True, help="Print the scorecard as one JSON object.")
 @click.pass_context
 def demo(
@@ -107,6 +176,8 @@ def demo(
     phoenix: bool,
     phoenix_url: str | None,
     llm_base_url: str | None,
+    no_wait: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     """Run a bilingual RAG app with planted failures through collector and job; score detection.
@@ -117,6 +188,7 @@ def demo(
     from ragsieve.jobs.demo.runner import run_demo, temp_workdir
 
     obj = ctx.obj
+    store = store or DEFAULT_STORE
     flags: dict[str, Any] = {"store": store, "demo.queries": queries, "demo.seed": seed}
     settings = obj.settings(**flags) if obj is not None else _settings(flags)
     local: LocalPhoenix | None = None
@@ -168,15 +240,16 @@ def demo(
                 floors=result.floors.model_dump(),
                 passed=not result.failures,
                 phoenix_url=result.phoenix_url,
+                store=result.store_url,
+                next_commands=next_commands(result.store_url),
             )
             click.echo(json.dumps(out, ensure_ascii=False))
         else:
-            _print_human(result)
+            _print_human(result, verbose=verbose)
         if target is not None:
             _echo_err(f"Phoenix with the annotated traces: {target}")
-        if local is not None and sys.stdin.isatty() and not as_json:
-            _echo_err("press Enter to stop Phoenix and exit")
-            sys.stdin.readline()
+        if local is not None and not no_wait:
+            _wait_for_ctrl_c(local.url)
     finally:
         if local is not None:
             local.stop()

@@ -256,6 +256,14 @@ def grow(
         )
     }
     out["pii_scrubbed"] = dict(scrub.counts)
+    out["flagged_by_category"] = dict(
+        Counter(
+            by_trace[f.interaction.trace_id].category
+            if f.interaction.trace_id in by_trace
+            else "no_query"
+            for f in flagged
+        )
+    )
     out["new_categories"] = [
         {
             "category": s.id,

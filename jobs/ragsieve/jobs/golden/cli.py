@@ -32,7 +32,7 @@ class _Context:
         from ragsieve.collector.store import open_store
 
         self.settings = obj.settings(store=store, **flags)
-        self.store = open_store(self.settings.store)
+        self.store = open_store(self.settings.store, create=False)
         self.repo = CandidateRepo(self.store)
         self._summaries: dict[str, Any] | None = None
 

@@ -38,7 +38,7 @@ def _rows(
     from ragsieve.jobs.results.resultstore import list_results
 
     lo = (datetime.now(UTC) - parse_duration(since)).timestamp() if since else None
-    st = open_store(obj.settings(store=store).store)
+    st = open_store(obj.settings(store=store).store, create=False)
     try:
         rows = list_results(st, since=lo, flagged=flagged, limit=limit)
     finally:

@@ -77,7 +77,7 @@ def run_command(
     bounds = parse_window(window) if window else None
     if bounds is None:
         parse_duration(settings.jobs.since)  # a bad duration fails before any work
-    st = open_store(settings.store)
+    st = open_store(settings.store, create=False)
     try:
         outcome = run_once(st, settings, window=bounds, take_all=take_all, dry_run=dry_run)
     finally:

@@ -149,6 +149,7 @@ def render_table(report: Mapping[str, Any]) -> str:
         ("by root cause", _kv(report["flagged_by_root_cause"]) or "-"),
         ("by category", _kv(report["flagged_by_category"]) or "-"),
         ("failure rate", _rate_line(fr)),
+        ("still settling", (report.get("settling") or {}).get("note") or "0"),
         (
             "calls / tokens / USD",
             f"{cost.get('calls', 0)} / {cost.get('tokens', 0)} / {cost.get('usd', 0.0):.4f}",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ragsieve.collector.settle import settle
+from ragsieve.collector.settle import settle, settling_note
 from ragsieve.collector.store import Store
 from ragsieve.collector.timeutil import parse_duration
 from ragsieve.evaluators.records import utcnow
@@ -94,6 +94,8 @@ async def run_once_async(
     settled = await asyncio.to_thread(
         settle, store, quiet_s=quiet, max_wait_s=settings.collector.max_wait_s, now=now.timestamp()
     )
+    max_wait = settings.collector.max_wait_s
+    waiting, last_due = await asyncio.to_thread(store.settling, quiet_s=quiet, max_wait_s=max_wait)
     lo, hi = window or (now - parse_duration(since or job.since), now)
     judges = list(judges) if judges is not None else make_judges(settings)
     versions = {j.name: str(j.version) for j in judges}
@@ -193,12 +195,20 @@ async def run_once_async(
         judges,
         need,
     )
+    at = now.timestamp()
+    report["settling"] = {
+        "traces": waiting,
+        "due_within_s": None if last_due is None else round(max(0.0, last_due - at), 1),
+        "note": settling_note(waiting, last_due, quiet_s=quiet, max_wait_s=max_wait, now=at),
+    }
     report["audit"].update(audit_info)
     if corpus_info:
         corpus_info["chunks"] = await asyncio.to_thread(ObservedCorpus(store).size)
         report["observed_corpus"] = corpus_info
     report["audit"]["open"] = await asyncio.to_thread(resultstore.open_audits, store)
     if golden_report is not None:
+        # the failure categories golden growth assigned (the ones `golden status` lists)
+        report["flagged_by_category"] = golden_report.pop("flagged_by_category")
         report["golden"] = golden_report
     if not dry_run:
         if deliver and settings.phoenix.base_url:

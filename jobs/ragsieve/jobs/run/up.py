@@ -25,7 +25,7 @@ def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | Non
 
     from ragsieve.collector.app import create_app
     from ragsieve.collector.server import ServerThread
-    from ragsieve.collector.store import open_store
+    from ragsieve.collector.store import masked_url, open_store
     from ragsieve.jobs.run.run import run_once
 
     store = open_store(settings.store)
@@ -35,7 +35,7 @@ def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | Non
         server.start()
         click.echo(
             f"ragsieve up: collector listening on {server.url}/v1/traces; job every"
-            f" {settings.jobs.every_minutes:g} min (store {settings.store})",
+            f" {settings.jobs.every_minutes:g} min (store {masked_url(settings.store)})",
             err=True,
         )
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from ragsieve.collector.store import masked_url
 from ragsieve.evaluators.errors import ConfigError
 
 STORE_HELP = "Store URL, postgresql://... (default: RAGSIEVE_STORE, then the config file)."
@@ -24,7 +25,7 @@ def _settings(obj: Any, **flags: Any) -> Any:
     settings = obj.settings(**flags)
     if not settings.store.startswith(("postgresql://", "postgres://", "postgresql+")):
         raise ConfigError(
-            f"store: queue workers need a postgresql:// store (got {settings.store!r})"
+            f"store: queue workers need a postgresql:// store (got {masked_url(settings.store)!r})"
         )
     return settings
 
@@ -99,7 +100,8 @@ def worker_cmd(
     runtime = WorkerRuntime(st, latency_ms=judge_latency_ms, judge_options=_judge_options(settings))
     app = create_app(settings.store, cfg, runtime)
     click.echo(
-        f"ragsieve worker {name or ''} on queue {cfg.queue} (store {settings.store})", err=True
+        f"ragsieve worker {name or ''} on queue {cfg.queue} (store {masked_url(settings.store)})",
+        err=True,
     )
 
     async def run() -> None:
