@@ -18,6 +18,16 @@ from ragsieve.evaluators.records import (
     RetrievedDocument,
 )
 
+
+def __getattr__(name: str) -> object:
+    # evaluate_dataframe imports the judges; load it on first use, not with every record import
+    if name == "evaluate_dataframe":
+        from ragsieve.evaluators.dataframe import evaluate_dataframe
+
+        return evaluate_dataframe
+    raise AttributeError(f"module 'ragsieve.evaluators' has no attribute {name!r}")
+
+
 __all__ = [
     "BadPayload",
     "ConfigError",
@@ -30,4 +40,5 @@ __all__ = [
     "RagsieveError",
     "RetrievedDocument",
     "StoreError",
+    "evaluate_dataframe",
 ]
