@@ -63,6 +63,7 @@ def create_app(
     forwarder_factory: Callable[[Store, CollectorSettings], Any] | None = None,
     body_idle_s: float = BODY_IDLE_S,
     body_deadline_s: float = BODY_DEADLINE_S,
+    grpc_port: int | None = None,
 ) -> Starlette:
     """Build the receiver around an open store.
 
@@ -74,6 +75,8 @@ def create_app(
         forwarder_factory: builds the outbox delivery worker when ``forward_otlp`` is set.
         body_idle_s: longest pause while a client sends its body (408 after it).
         body_deadline_s: longest time to receive a whole body (408 after it).
+        grpc_port: also serve OTLP/gRPC on this port (0 = a free one; None = no gRPC), on
+            ``settings.host``, sharing the writer and limits; its port is ``app.state.grpc_port``.
     """
     cfg = settings or CollectorSettings()
     counters = _Counters()
@@ -305,6 +308,12 @@ def create_app(
         tasks: list[asyncio.Task[None]] = []
         if run_settler:
             tasks.append(asyncio.create_task(_settle_loop()))
+        grpc_server = None
+        if grpc_port is not None:
+            from ragsieve.collector.grpc_receiver import GrpcReceiver, start_grpc
+
+            receiver = GrpcReceiver(cfg, writer, decode_slots, budget, counters, token)
+            grpc_server, app.state.grpc_port = await start_grpc(receiver, cfg.host, grpc_port)
         if cfg.forward_otlp:
             factory = forwarder_factory or _default_forwarder
             app.state.forwarder = factory(store, cfg)
@@ -312,6 +321,8 @@ def create_app(
         try:
             yield
         finally:
+            if grpc_server is not None:  # finish the Exports in flight, then refuse new ones
+                await grpc_server.stop(grace=5.0)
             for task in tasks:
                 task.cancel()
             for task in tasks:
@@ -331,6 +342,7 @@ def create_app(
     )
     app.state.counters = counters
     app.state.store = store
+    app.state.byte_budget = budget  # shared by HTTP and gRPC requests in flight
     return app
 
 

@@ -13,6 +13,7 @@ import click
 from ragsieve.evaluators.errors import ConfigError
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+GRPC_PORT_HELP = "OTLP/gRPC port (default 4317; 0 = off)."
 STORE_HELP = (
     "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
 )
@@ -26,6 +27,7 @@ def collector() -> None:
 @collector.command("serve")
 @click.option("--host", default=None, help="Bind address (default 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port (default 4318).")
+@click.option("--grpc-port", type=int, default=None, help=GRPC_PORT_HELP)
 @click.option("--store", default=None, help=STORE_HELP)
 @click.option("--forward-otlp", default=None, help="Forward spans to this OTLP/HTTP traces URL.")
 @click.option("--token-env", default=None, help="Env var holding the required bearer token.")
@@ -34,6 +36,7 @@ def serve(
     obj: Any,
     host: str | None,
     port: int | None,
+    grpc_port: int | None,
     store: str | None,
     forward_otlp: str | None,
     token_env: str | None,
@@ -50,6 +53,7 @@ def serve(
             "store": store,
             "collector.host": host,
             "collector.port": port,
+            "collector.grpc_port": grpc_port,
             "collector.forward_otlp": forward_otlp,
             "collector.token_env": token_env,
         }
@@ -58,19 +62,29 @@ def serve(
     token = resolve_token(cfg.token_env)
     sock = bind_socket(cfg.host, cfg.port)  # a port in use: one line, exit 2, nothing else
     port = int(sock.getsockname()[1])
+    check_grpc_port(cfg.host, cfg.grpc_port)
     if token is None and cfg.host not in LOOPBACK:
         click.echo(
             f"warning: listening on {cfg.host} without a bearer token: anyone who can reach"
             " this port can write spans and feedback (set --token-env)",
             err=True,
         )
-    app = create_app(open_store(settings.store), cfg, token=token)
+    app = create_app(open_store(settings.store), cfg, token=token, grpc_port=cfg.grpc_port or None)
+    grpc = f" and grpc://{cfg.host}:{cfg.grpc_port}" if cfg.grpc_port else ""
     click.echo(
-        f"ragsieve collector listening on http://{cfg.host}:{port}/v1/traces"
+        f"ragsieve collector listening on http://{cfg.host}:{port}/v1/traces{grpc}"
         f" (store {masked_url(settings.store)})",
         err=True,
     )
     uvicorn.Server(uvicorn_config(app, cfg.host, port)).run(sockets=[sock])
+
+
+def check_grpc_port(host: str, port: int) -> None:
+    """Refuse a gRPC port in use before anything prints (0 = gRPC off; nothing to check)."""
+    from ragsieve.collector.server import bind_socket
+
+    if port:
+        bind_socket(host, port, what="--grpc-port").close()
 
 
 def resolve_token(token_env: str | None) -> str | None:

@@ -12,6 +12,9 @@ class CollectorSettings(BaseModel):
 
     host: str = Field("127.0.0.1", description="Address to bind; loopback unless told otherwise.")
     port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP port (0 picks a free one).")
+    grpc_port: int = Field(
+        4317, ge=0, le=65535, description="OTLP/gRPC port (0 = off), same semantics as HTTP."
+    )
     forward_otlp: str | None = Field(
         None, description="OTLP/HTTP traces URL to forward every span to (e.g. Phoenix)."
     )

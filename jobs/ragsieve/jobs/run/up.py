@@ -30,11 +30,14 @@ def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | Non
 
     store = open_store(settings.store)
     cfg = settings.collector
-    server = ServerThread(create_app(store, cfg, token=token), host=cfg.host, port=cfg.port)
+    app = create_app(store, cfg, token=token, grpc_port=cfg.grpc_port or None)
+    server = ServerThread(app, host=cfg.host, port=cfg.port)
     try:
         server.start()
         click.echo(
-            f"ragsieve up: collector listening on {server.url}/v1/traces; job every"
+            f"ragsieve up: collector listening on {server.url}/v1/traces"
+            + (f" and grpc://{cfg.host}:{app.state.grpc_port}" if cfg.grpc_port else "")
+            + "; job every"
             f" {settings.jobs.every_minutes:g} min (store {masked_url(settings.store)})",
             err=True,
         )
@@ -86,6 +89,7 @@ def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | Non
 @click.option("--store", default=None, help="Store URL (default sqlite:///ragsieve.db).")
 @click.option("--host", default=None, help="Collector bind address (default 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Collector port (default 4318; 0 = free).")
+@click.option("--grpc-port", type=int, default=None, help="OTLP/gRPC port (default 4317; 0 = off).")
 @click.option(
     "--every-minutes",
     type=click.FloatRange(min=0, min_open=True),
@@ -99,10 +103,11 @@ def up(
     store: str | None,
     host: str | None,
     port: int | None,
+    grpc_port: int | None,
     every_minutes: float | None,
 ) -> None:
     """Run the collector and the online evaluator together on the embedded defaults."""
-    from ragsieve.collector.cli import resolve_token
+    from ragsieve.collector.cli import check_grpc_port, resolve_token
 
     if config is not None:
         obj.config = config
@@ -111,10 +116,12 @@ def up(
             "store": store,
             "collector.host": host,
             "collector.port": port,
+            "collector.grpc_port": grpc_port,
             "jobs.every_minutes": every_minutes,
         }
     )
     token = resolve_token(settings.collector.token_env)
+    check_grpc_port(settings.collector.host, settings.collector.grpc_port)
     stop = threading.Event()
 
     def _on_signal(signum: int, _frame: Any) -> None:
