@@ -290,7 +290,9 @@ def test_dockerfile_is_slim_non_root_with_healthcheck() -> None:
     [user] = re.findall(r"^USER (\S+)", text, re.M)
     assert not user.startswith(("root", "0"))
     assert "HEALTHCHECK" in text and f"127.0.0.1:{PORT}/healthz" in text
-    assert re.search(rf"^EXPOSE {PORT}$", text, re.M)
+    grpc = CollectorSettings.model_fields["grpc_port"].default
+    assert re.search(rf"^EXPOSE {PORT} {grpc}$", text, re.M)
+    assert f"RAGSIEVE_COLLECTOR__GRPC_PORT={grpc}" in text
 
 
 def test_systemd_units_run_unprivileged() -> None:
