@@ -58,7 +58,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, int]]:
     url = f"sqlite:///{tmp_path / 'app.db'}"
     port = _free_port()
     proc = subprocess.Popen(
-        [str(ragsieve_script()), "collector", "serve", "--port", str(port), "--store", url],
+        [str(ragsieve_script()), "collector", "serve", "--port", str(port), "--grpc-port", "0"]
+        + ["--store", url],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
