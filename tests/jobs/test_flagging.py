@@ -6,7 +6,8 @@ from typing import Any
 
 from ragsieve.evaluators.records import EvalResult
 from ragsieve.evaluators.testing import make_interaction
-from ragsieve.jobs.verdicts.flagging import decide, metric_failed
+from ragsieve.jobs.verdicts.corpus import CorpusHit
+from ragsieve.jobs.verdicts.flagging import CorpusAnswer, decide, metric_failed
 
 TH = {"faithfulness": 0.7, "answer_relevance": 0.5, "context_relevance": 0.2}
 IT = make_interaction("What is the capital of France?")
@@ -82,12 +83,12 @@ def test_no_relevant_context_and_made_up_answer_is_no_answer_expected() -> None:
     )
     assert (v.outcome, v.root_cause) == ("fail", "no_answer_expected")
     v = decide(IT, [res("faithfulness", "unfaithful", 0.0), ctx(False)], TH, expected="answerable")
-    assert v.root_cause == "both"
+    assert v.root_cause == "retrieval"
 
 
-def test_answer_from_irrelevant_context_fails_as_retrieval_even_above_threshold() -> None:
-    # The context judge found no relevant chunk but its precision score is above the threshold
-    # (a lenient score); the faithful, on-question-looking answer still fails as retrieval.
+def test_answer_from_irrelevant_context_fails_even_above_threshold() -> None:
+    # The context judge found no relevant chunk although its score is above the threshold (a
+    # lenient third-party judge); an answer that shows no supporting chunk still fails.
     lenient = res(
         "context_relevance",
         "irrelevant",
@@ -99,7 +100,7 @@ def test_answer_from_irrelevant_context_fails_as_retrieval_even_above_threshold(
         [res("faithfulness", "faithful", 0.95), res("answer_relevance", "relevant", 0.9), lenient],
         TH,
     )
-    assert (v.outcome, v.root_cause) == ("fail", "retrieval")
+    assert (v.outcome, v.root_cause) == ("fail", "no_answer_expected")
     assert v.failed_metrics == ("context_relevance",)
 
 
@@ -115,3 +116,38 @@ def test_abstention_with_context_relevance_unknown_is_not_a_pass() -> None:
     bare = IT.model_copy(update={"documents": ()})  # nothing reached the prompt
     skipped = res("context_relevance", "skipped", None)
     assert decide(bare, [abst, ok, skipped], TH).outcome == "pass"
+
+
+def test_judges_agree_a_chunk_backing_a_faithful_on_question_answer_is_relevant() -> None:
+    faithful = res("faithfulness", "faithful", 0.95, evidence_chunks=["doc-0"])
+    on_question = res("answer_relevance", "relevant", 0.9)
+    v = decide(IT, [faithful, on_question, ctx(False)], TH)
+    assert v.outcome == "pass" and v.context_relevant is True
+    # without the supporting chunk, or with an off-question answer, nothing is rescued
+    bare = res("faithfulness", "faithful", 0.95)
+    assert decide(IT, [bare, on_question, ctx(False)], TH).outcome == "fail"
+    off = res("answer_relevance", "irrelevant", 0.1)
+    v = decide(IT, [faithful, off, ctx(False)], TH)
+    assert v.outcome == "fail" and "context_relevance" in v.failed_metrics
+
+
+HIT = CorpusHit("kb-42", 0.81, 3, "Refunds take 14 days.")
+
+
+def test_a_chunk_the_retriever_missed_makes_it_a_retrieval_failure() -> None:
+    made_up = [res("faithfulness", "unfaithful", 0.0), res("answer_relevance", "relevant", 0.8)]
+    v = decide(IT, [*made_up, ctx(False)], TH, corpus=CorpusAnswer(HIT, 120))
+    assert (v.outcome, v.root_cause, v.missed_chunk) == ("fail", "retrieval", "kb-42")
+    assert "kb-42" in v.evidence and "3 other trace" in v.evidence
+    v = decide(IT, [*made_up, ctx(False)], TH, corpus=CorpusAnswer(None, 120))
+    assert (v.root_cause, v.missed_chunk) == ("no_answer_expected", None)
+    assert "no chunk seen in 120 answers this" in v.evidence
+
+
+def test_an_abstention_is_correct_only_when_nothing_seen_answers() -> None:
+    abst = res("faithfulness", "abstained", None, abstained=True)
+    low = res("answer_relevance", "irrelevant", 0.1)
+    v = decide(IT, [abst, low, ctx(False)], TH, corpus=CorpusAnswer(None, 50))
+    assert v.outcome == "pass" and "no chunk seen in 50" in v.evidence
+    v = decide(IT, [abst, low, ctx(False)], TH, corpus=CorpusAnswer(HIT, 50))
+    assert (v.outcome, v.root_cause) == ("fail", "retrieval") and "kb-42" in v.evidence

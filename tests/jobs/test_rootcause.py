@@ -53,7 +53,25 @@ Q = "How long does a refund take for a returned reader?"
             Signals(query=Q, abstained=True, context_relevant=False, expected="answerable"),
             "retrieval",
         ),
-        (Signals(query=Q, context_relevant=False, faithful=False, expected="answerable"), "both"),
+        # nothing relevant reached the prompt but the question was answerable: the retriever
+        (
+            Signals(query=Q, context_relevant=False, faithful=False, expected="answerable"),
+            "retrieval",
+        ),
+        (
+            Signals(
+                query=Q,
+                context_relevant=False,
+                faithful=False,
+                missed_chunk="the retriever missed kb-9",
+                corpus_searched=40,
+            ),
+            "retrieval",
+        ),
+        (
+            Signals(query=Q, context_relevant=False, faithful=False, corpus_searched=40),
+            "no_answer_expected",
+        ),
         (Signals(query=Q, context_relevant=False, faithful=False), "no_answer_expected"),
         (
             Signals(query=Q, context_relevant=False, faithful=False, expected="no_answer"),
@@ -61,22 +79,12 @@ Q = "How long does a refund take for a returned reader?"
         ),
         (
             Signals(query=Q, context_relevant=False, faithful=True, answer_relevant=False),
-            "retrieval",
+            "no_answer_expected",
         ),
         (Signals(query=Q, context_relevant=True, faithful=False), "generation"),
         (
             Signals(query=Q, context_relevant=True, faithful=True, answer_relevant=False),
             "generation",
-        ),
-        (
-            Signals(
-                query=Q,
-                context_relevant=True,
-                faithful=True,
-                answer_relevant=True,
-                context_precision=0.1,
-            ),
-            "retrieval",
         ),
         (Signals(query=Q, context_relevant=None, faithful=False), "generation"),
     ],
@@ -92,3 +100,17 @@ def test_evidence_names_the_relevant_chunk() -> None:
         Signals(query=Q, context_relevant=True, relevant_chunks=("kb-7",), faithful=False)
     )
     assert "kb-7" in cause.evidence and "unfaithful" in cause.evidence
+
+
+def test_evidence_names_the_missed_chunk_or_how_much_was_searched() -> None:
+    missed = assign(
+        Signals(
+            query=Q,
+            context_relevant=False,
+            faithful=False,
+            missed_chunk="the retriever missed kb-9 (answer score 0.80)",
+        )
+    )
+    assert missed.label == "retrieval" and "kb-9" in missed.evidence
+    nothing = assign(Signals(query=Q, context_relevant=False, faithful=False, corpus_searched=40))
+    assert "no chunk seen in 40 answers this" in nothing.evidence

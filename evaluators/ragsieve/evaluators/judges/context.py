@@ -25,8 +25,9 @@ MAX_LEXICAL_SENTENCES = 400  # sentences of a chunk searched for the question's 
 UNTYPED_CREDIT = 0.7  # a question that asks for no particular type: no evidence either way
 TOPIC_DISCOUNT = 0.6  # weight taken from a question term that every chunk holds
 DENSITY_WEIGHT = 0.05  # share of the score that rewards chunks focused on the question
-SEMANTIC_FLOOR = 0.25  # question-sentence cosine below this adds nothing
-SEMANTIC_SPAN = 0.4  # ... and at floor + span, full credit
+SEMANTIC_FLOOR = 0.2  # question-sentence cosine below this adds nothing
+SEMANTIC_SPAN = 0.3
+XLING_FLOOR_SHIFT = 0.05  # ... and at floor + span, full credit
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,7 @@ def chunk_evidence(
     out: list[ChunkEvidence] = []
     pending: list[tuple[int, list[str]]] = []
     partial: list[tuple[float, bool | None, str, float]] = []
+    others: list[bool] = []
     split = [(sentences(chunk) or [chunk])[:MAX_LEXICAL_SENTENCES] for chunk in chunks]
     found: list[dict[str, Match]] = []
     for chunk, sents in zip(chunks, split, strict=True):
@@ -116,6 +118,7 @@ def chunk_evidence(
         partial.append((best_cov, typed, window_text, density))
         lexical = _combine(best_cov, typed, None)
         other = qlang != "unknown" and language(chunk) not in ("unknown", qlang)
+        others.append(other)
         want = use_embeddings is True or (use_embeddings is None and other)
         if want and (other or lexical < 0.9):
             pending.append((n, sents[:max_sentences]))
@@ -129,7 +132,9 @@ def chunk_evidence(
             at += len(ss)
     for n, (cov, typed, text, density) in enumerate(partial):
         cos = cosines.get(n)
-        graded = _combine(cov, typed, cos) * (1.0 - DENSITY_WEIGHT + DENSITY_WEIGHT * density)
+        graded = _combine(cov, typed, cos, others[n]) * (
+            1.0 - DENSITY_WEIGHT + DENSITY_WEIGHT * density
+        )
         out.append(ChunkEvidence(round(graded, 4), round(cov, 4), typed, cos, text))
     return out
 
@@ -150,15 +155,19 @@ def _discriminative(
     return out
 
 
-def _combine(terms: float, typed: bool | None, cosine: float | None) -> float:
-    """Graded relevance from term coverage, answer type and meaning."""
+def _combine(
+    terms: float, typed: bool | None, cosine: float | None, other_language: bool = False
+) -> float:
+    """Graded relevance from term coverage, answer type and meaning (cosines across languages
+    run lower for the same meaning, so their floor is lower)."""
     type_credit = UNTYPED_CREDIT if typed is None else float(typed)
     lexical = 0.7 * terms + 0.3 * type_credit
     if typed is False:
         lexical = min(lexical, 0.6 * terms + 0.1)  # the window holds no value of the asked type
     if cosine is None:
         return lexical
-    meaning = float(np.clip((cosine - SEMANTIC_FLOOR) / SEMANTIC_SPAN, 0.0, 1.0))
+    floor = SEMANTIC_FLOOR - (XLING_FLOOR_SHIFT if other_language else 0.0)
+    meaning = float(np.clip((cosine - floor) / SEMANTIC_SPAN, 0.0, 1.0))
     blended = 0.55 * lexical + 0.45 * meaning * (0.5 + 0.5 * type_credit)
     return max(lexical, blended)
 

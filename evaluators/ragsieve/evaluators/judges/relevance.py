@@ -44,6 +44,7 @@ MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
 MEANING_FLOOR = 0.05  # question-answer cosine at or below this: about something else
 MEANING_SPAN = 0.25  # ... and at floor + span: clearly about the question
 MISSING_TYPE_FACTOR = 0.7
+MEANING_SHARE = 0.7  # closeness in meaning alone (the same topic) is not a full answer
 SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
 SHORT_TYPED_ADDRESSED = 0.6
 
@@ -85,9 +86,10 @@ class AnswerRelevanceJudge(OfflineJudge):
         terms = question_terms(question)
         qlang, alang = language(question), language(answer)
         index = TermIndex(sents, cross_lingual=qlang != alang and "unknown" not in (qlang, alang))
-        total = sum(w for _, w in terms.values())
+        weights = {k: w for k, (_, w) in terms.items()}
+        total = sum(weights.values())
         coverage = (
-            sum(w * index.find(word).strength for word, w in terms.values()) / total
+            sum(w * index.find(terms[k][0]).strength for k, w in weights.items()) / total
             if total
             else 0.0
         )
@@ -96,7 +98,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         vecs = embed([question, *texts])
         cosine = float((vecs[1:] @ vecs[0]).max())
         meaning = float(np.clip((cosine - MEANING_FLOOR) / MEANING_SPAN, 0.0, 1.0))
-        addressed = max(coverage, meaning)
+        addressed = max(coverage, MEANING_SHARE * meaning)
         new = [t for s in sents for t in content_words(s) if key(t) not in terms]
         kind = expected_type(question)
         type_ok = 1.0 if kind is None else float(has_type(answer, kind))

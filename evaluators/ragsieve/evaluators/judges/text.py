@@ -31,9 +31,14 @@ NEGATIONS = frozenset(
     "tampoco jamas sin".split()
 )
 _SPANISH_HINTS = frozenset(
-    "el la los las del que es en por para una con como pero esta este fue son tiene".split()
+    "el la los las del que es en por para una con como pero esta este fue son tiene un al se lo"
+    " y mi mis cual cuales cuanto cuanta cuantos cuantas quien donde cuando puedo puede hay muy"
+    " sus tambien".split()
 )
-_ENGLISH_HINTS = frozenset("the of and is was are to in for with that by as it on from".split())
+_ENGLISH_HINTS = frozenset(
+    "the of and is was are to in for with that by as it on from how what which who when where"
+    " why can do does did many much a an be my your this there".split()
+)
 
 _WORD_RE = re.compile(r"\w+(?:[.,]\d+)*", re.UNICODE)
 _NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
@@ -161,10 +166,11 @@ def entities(text: str) -> set[str]:
 
 def language(text: str) -> str:
     """'es', 'en' or 'unknown' from stopword counts; good enough to detect cross-lingual pairs."""
-    toks = words(text[:2000])
-    es = sum(t in _SPANISH_HINTS for t in toks)
+    head = text[:2000]
+    toks = words(head)
+    es = sum(t in _SPANISH_HINTS for t in toks) + 2 * sum(head.count(c) for c in "¿¡ñÑ")
     en = sum(t in _ENGLISH_HINTS for t in toks)
-    if es + en < 2:
+    if es + en < (1 if len(toks) < 8 else 2):  # a short question has few function words
         return "unknown"
     return "es" if es > en else "en"
 

@@ -15,7 +15,7 @@ DEFAULT_THRESHOLDS = MappingProxyType(
     {
         "faithfulness": 0.65,
         "answer_relevance": 0.5,
-        "context_relevance": 0.55,
+        "context_relevance": 0.6,
     }
 )
 

@@ -36,9 +36,12 @@ from ragsieve.jobs.results.resultstore import load_interactions
 HEAD_CHARS = 600  # the part of a chunk the encoder reads for search
 CANDIDATES = 8  # chunks scored by the context judge per search
 BM25_K1, BM25_B = 1.2, 0.75
-# a missed chunk must stand out from the other candidates: when several chunks half-fit the
-# question, they share its topic, and blaming the retriever would be a guess
+# a missed chunk must answer clearly better than every chunk the trace retrieved: when it only
+# fits as well, it shares the question's topic, and blaming the retriever would be a guess
 HIT_LEAD = 0.1
+# when a faithful, on-question answer already vouches for a retrieved chunk, a missed chunk must
+# lead by more (retrieved chunks in the question's other language score lower on words alone)
+VOUCHED_LEAD = 0.25
 SAME_PASSAGE = 0.8  # cosine between two chunks' heads above which they are one passage
 
 
@@ -219,6 +222,15 @@ class ObservedCorpus:
                 fused[cid] = fused.get(cid, 0.0) + 1.0 / (60 + rank)
         return sorted(fused, key=lambda c: -fused[c])[:k]
 
+    def _copy_of(self, cid: str, others: set[str]) -> bool:
+        """True when ``cid`` is one of ``others`` in other words (a translation, a copy)."""
+        ids, vecs = self._vectors()
+        at = {c: i for i, c in enumerate(ids)}
+        rows = [at[o] for o in others if o in at]
+        if cid not in at or not rows:
+            return False
+        return bool((vecs[rows] @ vecs[at[cid]]).max() >= SAME_PASSAGE)
+
     def _runner_up(self, ranked: Sequence[tuple[str, ChunkEvidence]]) -> float:
         """The best score among candidates that are not the top one in other words (the same
         passage in another language, or a copy under another id)."""
@@ -232,27 +244,31 @@ class ObservedCorpus:
         return 0.0
 
     def find_answer(
-        self, question: str, exclude: Iterable[str], threshold: float
+        self, question: str, exclude: Iterable[str], threshold: float, lead: float = 0.0
     ) -> CorpusHit | None:
-        """The best chunk outside ``exclude`` that answers ``question``, or None."""
-        picked = self.candidates(question, set(exclude))
+        """The best chunk outside ``exclude`` (the chunks the trace retrieved) that answers
+        ``question`` clearly better than any of them, or None."""
+        exclude = set(exclude)
+        picked = [c for c in self.candidates(question, exclude) if not self._copy_of(c, exclude)]
         if not picked:
             return None
         rows = {
             r[0]: (r[1], int(r[2]))
             for r in self.store.query_in(
                 "SELECT chunk_id, content, traces FROM corpus_chunks WHERE chunk_id IN ({ids})",
-                picked,
+                [*picked, *exclude],
             )
         }
         order = [c for c in picked if c in rows]
-        scored = chunk_evidence(question, [rows[c][0] for c in order])
-        ranked = sorted(zip(order, scored, strict=True), key=lambda p: -p[1].score)
+        seen = [c for c in exclude if c in rows]
+        # scored together, so terms every chunk shares (the topic) weigh the same for all
+        scored = chunk_evidence(question, [rows[c][0] for c in [*order, *seen]])
+        best_seen = max((e.score for e in scored[len(order) :]), default=0.0)
+        ranked = sorted(zip(order, scored[: len(order)], strict=True), key=lambda p: -p[1].score)
         if not ranked or ranked[0][1].score < threshold:
             return None
-        runner_up = self._runner_up(ranked)
-        if ranked[0][1].score - runner_up < HIT_LEAD:
-            return None  # several chunks half-fit: the topic, not the answer
+        if ranked[0][1].score - best_seen < max(lead, HIT_LEAD):
+            return None  # no better than what was retrieved: the topic, not a missed answer
         cid, ev = ranked[0]
         return CorpusHit(cid, ev.score, rows[cid][1], ev.window)
 

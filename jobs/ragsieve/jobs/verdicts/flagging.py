@@ -44,6 +44,7 @@ class Verdict:
     evidence: str = ""
     abstained: bool = False
     context_relevant: bool | None = None  # after the judges were made to agree
+    rescued: bool = False  # relevant only because a faithful, on-question answer drew on it
     missed_chunk: str | None = None  # a chunk of the observed corpus that would have answered
 
 
@@ -101,8 +102,9 @@ def supporting_chunks(
 
 
 def needs_corpus(verdict: Verdict) -> bool:
-    """True when nothing relevant reached the prompt, so the observed corpus should be asked."""
-    return verdict.context_relevant is False
+    """True when the observed corpus should be asked: nothing relevant reached the prompt, or
+    only the answer vouches for the chunks it drew on (a chunk elsewhere may answer better)."""
+    return verdict.context_relevant is False or verdict.rescued
 
 
 def decide(
@@ -128,13 +130,14 @@ def decide(
     ctx_rel, rel_ids, n_chunks = _context_signals(ctx)
     abstained = is_abstention(faith)
     backing = () if abstained else supporting_chunks(faith, ans, thresholds)
-    if backing and not ctx_rel:  # the answer proves those chunks held what was asked
+    missed = corpus.hit if corpus is not None else None
+    rescued = bool(backing) and ctx_rel is False
+    if rescued and missed is None:  # the answer proves those chunks held what was asked
         ctx_rel, rel_ids = True, backing
         decided["context_relevance"] = False
     failed = tuple(sorted(m for m, v in decided.items() if v))
     if abstained and ctx_rel is None and not interaction.context:
         ctx_rel = False  # nothing reached the prompt: nothing relevant could have
-    missed = corpus.hit if corpus is not None else None
     if abstained:
         if ctx_rel is None and expected != "answerable":
             why = "abstained; context relevance unknown"
@@ -149,7 +152,7 @@ def decide(
         # Nothing relevant reached the prompt yet the system answered.
         failed = tuple(sorted({*failed, "context_relevance"}))
     elif not failed:
-        return Verdict("pass", context_relevant=ctx_rel)
+        return Verdict("pass", context_relevant=ctx_rel, rescued=rescued)
     signals = Signals(
         query=interaction.query,
         has_history=bool(interaction.chat_history),

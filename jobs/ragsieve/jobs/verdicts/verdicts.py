@@ -19,7 +19,7 @@ from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.sampling.sampling import Pick
 from ragsieve.jobs.sampling.strata import unit_hash
-from ragsieve.jobs.verdicts.corpus import ObservedCorpus
+from ragsieve.jobs.verdicts.corpus import VOUCHED_LEAD, ObservedCorpus
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict, decide, needs_corpus
 from ragsieve.jobs.verdicts.rootcause import Expectation
@@ -75,7 +75,8 @@ def decide_all(
             verdict = decide(it, results, thresholds, expected=expected)
         if corpus is not None and needs_corpus(verdict) and (it.query or "").strip():
             exclude = {d.id for d in it.documents}
-            hit = corpus.find_answer(it.query or "", exclude, ctx_threshold)
+            lead = VOUCHED_LEAD if verdict.rescued else 0.0
+            hit = corpus.find_answer(it.query or "", exclude, ctx_threshold, lead)
             found = CorpusAnswer(hit, searched)
             verdict = decide(it, results, thresholds, expected=expected, corpus=found)
         missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))
