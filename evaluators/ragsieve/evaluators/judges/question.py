@@ -41,23 +41,31 @@ _NAMED = re.compile(
 )
 
 
+# a quantity asked for by name: "what was Warsaw's population in 1901?"
+_QUANTITY = re.compile(
+    r"\b(size|height|population|elevation|length|area|weight|price|cost|fee|amount|rate"
+    r"|percentage|percent|distance|duration|number of|poblacion|altura|precio|costo|porcentaje"
+    r"|tamano|numero de|superficie|longitud|peso|distancia|duracion)\b"
+)
+# "what is X?" asks for a definition only when X is a short term and nothing more is asked
+_DEFINE = re.compile(
+    r"\s*(?!.*\b(?:of|de|del|for|para)\b)(?:what|who|que|quien)\s+(?:is|are|was|were|es|son|era|fue)\s+"
+    r"(?:(?:an?|the|el|la|los|las|un|una)\s+)?[\w'-]+(?:\s+[\w'-]+){0,2}\W*$"
+)
+
+
 def expected_type(question: str) -> str | None:
     """What kind of answer the question asks for: 'date', 'number', 'definition', 'name' or None."""
     q = fold(question)
     if _ASKS_WHEN.search(q) or "cuándo" in question.casefold():
         return "date"
-    if re.search(
-        r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?|what(?:'s| is| was)"
-        r" the (?:\w+ ){0,3}(?:size|height|population|elevation|number|length|area|weight"
-        r"|limit|price|cost|fee|amount|rate|percentage|age|distance|duration))\b",
-        q,
+    if re.search(r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?)\b", q) or (
+        re.match(r"\W*(what|which|que|cual)\b", q) and _QUANTITY.search(q)
     ):
         return "number"
-    if _NAMED.search(q) or _ATTRIBUTE_OF.search(
-        q
-    ):  # "what is the capital of France?" wants a value, not a definition
-        return "name"
-    if re.match(r"\s*(what|who|que|quien)\s+(is|are|was|were|es|son|era|fue)\s", q):
+    if _NAMED.search(q) or _ATTRIBUTE_OF.search(q):
+        return "name"  # "what is the capital of France?" wants a value, not a definition
+    if _DEFINE.match(q):
         return "definition"
     if re.search(r"\b(who|whom|quien|quienes)\b", q) or re.search(r"\b(where|donde)\b", q):
         return "name"
