@@ -132,9 +132,9 @@ def _claim_verdict(
     toks = _claim_terms(claim, q_keys)
     restates = not toks or {key(t) for t in toks} <= _YES | _NO
     if restates:  # only the question's words: the claim is the question's proposition
-        toks = _claim_terms(claim, set()) or [t for t in tokens(claim) if t not in STOPWORDS]
-        toks = [t for t in toks if t not in _YES | _NO]
-    if not toks:
+        toks = [t for t in _claim_terms(claim, set()) if t not in _YES | _NO]
+    values = number_values(claim)
+    if not toks and not values:
         return {
             "claim": claim,
             "support": 1.0,
@@ -142,6 +142,8 @@ def _claim_verdict(
             "chunk": None,
             "reason": "only restates the question",
         }
+    if not toks:  # a bare value ("In 1349.", "40 000 people"): the value decides
+        toks = [next(iter(values))]
     glob, local, best_i, single, missing_words = _coverage(toks, ctx)
     support = (0.5 * glob + 0.5 * local) ** SUPPORT_POWER
     if ctx.index.cross_lingual and not restates:  # word by word misses idiom; meaning does not
@@ -150,9 +152,7 @@ def _claim_verdict(
         if meaning > support:
             support, best_i, single = meaning, j, 1.0
     problems: list[str] = []
-    missing_nums = sorted(
-        raw for raw, vals in number_values(claim).items() if not vals & (ctx.values | q_values)
-    )
+    missing_nums = sorted(raw for raw, vals in values.items() if not vals & (ctx.values | q_values))
     if missing_nums:
         problems.append(f"{', '.join(missing_nums)} is not in the context")
         support = min(support, VALUE_MISSING_SUPPORT)

@@ -42,7 +42,8 @@ _ENGLISH_HINTS = frozenset(
 
 _WORD_RE = re.compile(r"\w+(?:[.,]\d+)*", re.UNICODE)
 _NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
-_SENT_RE = re.compile(r"(?<=[.!?;])\s+|\n+|(?<=[a-z0-9)\]'\"])\.(?=[A-Z][a-z])")
+# a full stop after a lone letter is an initial or an abbreviation ("Y. pestis", "J. R. R.")
+_SENT_RE = re.compile(r"(?<=[.!?;])(?<!\b\w\.)\s+|\n+|(?<=[a-z0-9)\]'\"])\.(?=[A-Z][a-z])")
 _YEAR_RE = re.compile(r"\b(1\d\d\d|20\d\d)\b")
 _MONTHS = frozenset(
     "january february march april may june july august september october november december "
