@@ -59,12 +59,7 @@ def send(traces: list[Trace], endpoint: str) -> dict[str, Trace]:
     for t in traces:
         with rag_span(t.question, tracer_provider=provider) as rag:
             with retriever_span(t.question, tracer_provider=provider) as r:
-                r.record(
-                    [
-                        {**c, "score": round(0.9 - 0.1 * i, 2)}
-                        for i, c in enumerate(t.chunks)
-                    ]
-                )
+                r.record([{**c, "score": round(0.9 - 0.1 * i, 2)} for i, c in enumerate(t.chunks)])
             docs = "\n\n".join(f"[{c['id']}] {c['content']}" for c in t.chunks)
             messages = [
                 {"role": "system", "content": SYSTEM.format(docs=docs)},
@@ -105,8 +100,19 @@ def run_pipeline(traces: list[Trace], workdir: Path) -> tuple[dict[str, Trace], 
         server.wait(30)
     t0 = time.perf_counter()
     out = subprocess.run(
-        [RAGSIEVE, "jobs", "run", "--store", store, "--since", "24h", "--settle", "0", "--all",
-         "--json"],
+        [
+            RAGSIEVE,
+            "jobs",
+            "run",
+            "--store",
+            store,
+            "--since",
+            "24h",
+            "--settle",
+            "0",
+            "--all",
+            "--json",
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -136,6 +142,30 @@ def verdicts(db: Path) -> dict[str, dict[str, Any]]:
             "failed_metrics": meta.get("failed_metrics", []),
         }
     return out
+
+
+def run_demo(workdir: Path, queries: int) -> dict[str, Any]:
+    """``ragsieve demo --json`` on its own store: the demo's scorecard, for comparison."""
+    out = subprocess.run(
+        [
+            RAGSIEVE,
+            "demo",
+            "--queries",
+            str(queries),
+            "--json",
+            "--no-wait",
+            "--store",
+            f"sqlite:///{workdir / 'demo.db'}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode not in (0, 1):
+        raise SystemExit(f"demo failed ({out.returncode}): {out.stderr[-2000:]}")
+    card = json.loads(out.stdout)
+    keep = ("n_queries", "planted_recall", "root_cause_accuracy", "false_positive_rate")
+    return {k: card[k] for k in keep}
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -220,6 +250,7 @@ def main() -> None:
     ap.add_argument("--split", default="heldout", choices=("heldout", "tune", "all"))
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "e2e.json")
     ap.add_argument("--dump", type=Path, default=None, help="Write every trace's verdict here.")
+    ap.add_argument("--demo-queries", type=int, default=300, help="Demo size (0: no demo run).")
     args = ap.parse_args()
     if not (args.data / "xquad_en").exists():
         raise SystemExit(f"{args.data}/xquad_en: not found (XQuAD dev splits are needed)")
@@ -227,9 +258,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sent, report, db = run_pipeline(traces, Path(tmp))
         decided = verdicts(db)
+        demo = run_demo(Path(tmp), args.demo_queries) if args.demo_queries else None
     results = {s: score(sent, decided, s) for s in ("heldout", "tune")}
     print(table(results[args.split] if args.split != "all" else score(sent, decided, "all")))
     print(f"job: {report.get('_job_seconds')} s for {len(sent)} traces")
+    if demo:
+        print(f"demo ({demo['n_queries']} queries): {demo}")
     if args.dump:
         with args.dump.open("w") as fh:
             for tid, t in sent.items():
@@ -242,6 +276,7 @@ def main() -> None:
         "judge": "offline heuristic (deterministic, no LLM), default settings",
         "data": "XQuAD es/en dev (../shared/data); articles split 24 tune / 24 held out",
         "job_seconds": report.get("_job_seconds"),
+        "demo": demo,
         "results": results,
     }
     args.out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")

@@ -129,8 +129,10 @@ def declarative(question: str, answer: str, lang: str) -> str | None:
             (r"^(?:who|what|which \w+) (is|was|are|were) (.+)$", "{2} {1} {a}."),
             (r"^who (\w+ed|\w+s) (.+)$", "{a} {1} {2}."),
             (r"^(?:what|which) (\w+) (did|does|do) (.+)$", "{3}: {a}."),
-            (r"^how (?:many|much) (.+?) (are|were|is|was|have been|has been) (.+)$",
-             "{a} {1} {2} {3}."),
+            (
+                r"^how (?:many|much) (.+?) (are|were|is|was|have been|has been) (.+)$",
+                "{a} {1} {2} {3}.",
+            ),
             (r"^how (?:many|much) (.+?) (?:did|does|do|has|have) (.+)$", "{2}: {a} {1}."),
             (r"^when (did|was|were|is|does) (.+)$", "That was in {a}: {2}."),
             (r"^where (is|was|are|were|did|does) (.+)$", "{2} {1} in {a}."),
@@ -138,8 +140,10 @@ def declarative(question: str, answer: str, lang: str) -> str | None:
         ]
     else:
         frames = [
-            (r"^(?:qué|quién|quiénes|cuál|cuáles) (es|era|fue|son|eran|fueron) (.+)$",
-             "{2} {1} {a}."),
+            (
+                r"^(?:qué|quién|quiénes|cuál|cuáles) (es|era|fue|son|eran|fueron) (.+)$",
+                "{2} {1} {a}.",
+            ),
             (r"^quién (\w+ó) (.+)$", "{a} {1} {2}."),
             (r"^cuánt[oa]s (\w+(?: de \w+)?) (.+)$", "En total, {a} {1}."),
             (r"^cuándo (.+)$", "Fue en {a}: {1}."),
@@ -173,14 +177,30 @@ def phrase(
             at = next(i for i, c in enumerate(clauses + [answer]) if answer.lower() in c.lower())
             at = min(at, len(clauses) - 1)
             lo, hi = at, at + 1
-            while sum(len(c.split()) for c in clauses[lo:hi]) < 10 and (lo > 0 or hi < len(clauses)):
+            while sum(len(c.split()) for c in clauses[lo:hi]) < 10 and (
+                lo > 0 or hi < len(clauses)
+            ):
                 lo, hi = max(0, lo - 1), min(len(clauses), hi + 1)
             s = _cap(" ".join(clauses[lo:hi]).rstrip(",;:. ")) + "."
-        lead = {"en": ["", "According to the text, ", "The documents say that "],
-                "es": ["", "Según el texto, ", "Los documentos indican que "]}[lang]
+        lead = {
+            "en": ["", "According to the text, ", "The documents say that "],
+            "es": ["", "Según el texto, ", "Los documentos indican que "],
+        }[lang]
         pre = rng.choice(lead)
         first = s.split(" ", 1)[0]
-        if pre and first in ("The", "It", "In", "He", "She", "They", "El", "La", "Los", "Las", "En"):
+        if pre and first in (
+            "The",
+            "It",
+            "In",
+            "He",
+            "She",
+            "They",
+            "El",
+            "La",
+            "Los",
+            "Las",
+            "En",
+        ):
             s = s[:1].lower() + s[1:]
         return pre + s
     short = {"en": "The answer is {a}.", "es": "La respuesta es {a}."}[lang].format(a=answer)
@@ -220,7 +240,9 @@ def build(data: Path = DATA, seed: int = 7) -> list[Trace]:
     d = _load(data)
     corpus_en, corpus_es = d["en"]["corpus"], d["es"]["corpus"]
     articles = list(dict.fromkeys(doc["title"] for doc in corpus_en.values()))
-    split_of = {a: ("tune" if i < len(articles) // 2 else "heldout") for i, a in enumerate(articles)}
+    split_of = {
+        a: ("tune" if i < len(articles) // 2 else "heldout") for i, a in enumerate(articles)
+    }
     by_article: dict[str, list[str]] = defaultdict(list)
     for cid, doc in corpus_en.items():
         by_article[doc["title"]].append(cid)
@@ -273,13 +295,34 @@ def build(data: Path = DATA, seed: int = 7) -> list[Trace]:
         q = d[lang]["queries"][qid]["text"]
         a = d[lang]["queries"][qid]["answers"][0]
 
-        def add(kind: str, question: str, answer: str, q_lang: str, c_lang: str,
-                cids: list[str], gold_in: bool, **meta: object) -> None:
+        def add(
+            kind: str,
+            question: str,
+            answer: str,
+            q_lang: str,
+            c_lang: str,
+            cids: list[str],
+            gold_in: bool,
+            _where: tuple[str, str, str, str] = (qid, split, art, gold),
+            **meta: object,
+        ) -> None:
+            qid_, split_, art_, gold_ = _where  # bound now, not when the loop has moved on
             chunks = [chunk(c, c_lang) for c in cids]
             traces.append(
                 Trace(
-                    f"{kind}:{qid}", kind, EXPECT[kind], split, art, qid, question, answer,
-                    q_lang, c_lang, chunks, f"{gold}-{c_lang}" if gold_in else None, dict(meta),
+                    f"{kind}:{qid_}",
+                    kind,
+                    EXPECT[kind],
+                    split_,
+                    art_,
+                    qid_,
+                    question,
+                    answer,
+                    q_lang,
+                    c_lang,
+                    chunks,
+                    f"{gold_}-{c_lang}" if gold_in else None,
+                    dict(meta),
                 )
             )
 
@@ -301,8 +344,15 @@ def build(data: Path = DATA, seed: int = 7) -> list[Trace]:
         add("clean", q, good, lang, lang, cids, True)
         # same question, same language, chunks in the other language
         add("clean_xling", q, phrase(q, a, lang, para, others, rng), lang, other, cids, True)
-        add("clean_typo", typo(q, rng), phrase(q, a, lang, para, others, rng), lang, lang, cids,
-            True)
+        add(
+            "clean_typo",
+            typo(q, rng),
+            phrase(q, a, lang, para, others, rng),
+            lang,
+            lang,
+            cids,
+            True,
+        )
         kind = FAILURE_KINDS[n % len(FAILURE_KINDS)]
         if kind == "out_of_corpus":
             kind = "changed_value"
@@ -330,7 +380,8 @@ def build(data: Path = DATA, seed: int = 7) -> list[Trace]:
             mctx = " ".join(text(c, lang) for c in miss)
             wrong = wrong_value(a, lang, mctx + para)
             invented = declarative(q, wrong, lang) or {
-                "en": "The answer is {a}.", "es": "La respuesta es {a}."
+                "en": "The answer is {a}.",
+                "es": "La respuesta es {a}.",
             }[lang].format(a=wrong)
             add(kind, q, invented, lang, lang, miss, False, missed=f"{gold}-{lang}")
     return traces
@@ -341,4 +392,6 @@ if __name__ == "__main__":  # a look at the traffic: one example per kind
     for t in build():
         if t.kind not in seen:
             seen.add(t.kind)
-            print(f"[{t.kind} → {t.expect}] ({t.q_lang}/{t.c_lang}) Q: {t.question}\n  A: {t.answer}")
+            print(
+                f"[{t.kind} → {t.expect}] ({t.q_lang}/{t.c_lang}) Q: {t.question}\n  A: {t.answer}"
+            )

@@ -17,6 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "evaluators"))
+sys.path.insert(0, str(ROOT / "collector"))
+sys.path.insert(0, str(ROOT / "jobs"))
 # one core: BLAS single-threaded (set before numpy loads) and the process pinned to one CPU
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -31,7 +33,10 @@ from ragsieve.evaluators.calibration import (  # noqa: E402
     pairwise_accuracy,
     read_rows,
 )
-from ragsieve.evaluators.judges import LLMConfig, get_judge  # noqa: E402
+from ragsieve.evaluators.judges import LLMConfig, build_judges, get_judge  # noqa: E402
+from ragsieve.jobs.settings import load_settings  # noqa: E402
+
+THRESHOLDS = dict(load_settings().jobs.thresholds)  # the job's decision thresholds (defaults)
 from ragsieve.evaluators.judges.text import content_words, rarity  # noqa: E402
 from ragsieve.evaluators.testing import FakeOpenAIServer, make_interaction  # noqa: E402
 
@@ -53,7 +58,8 @@ def quality(data: Path) -> list[dict]:
         rows = read_rows(path)
         for task in sorted({r.task for r in rows}):
             metric = TASK_METRIC[task]
-            judge = get_judge(metric)
+            # the judge exactly as the job builds it: labels at jobs.thresholds
+            [judge] = build_judges([metric], thresholds=THRESHOLDS)
             sub = [r for r in rows if r.task == task]
             t0 = time.perf_counter()
             scored = asyncio.run(judge_rows(judge, sub))
@@ -64,7 +70,10 @@ def quality(data: Path) -> list[dict]:
                 "task": task,
                 "judge": metric,
                 "n": a["n"],
+                "threshold": THRESHOLDS[metric],
                 "balanced_accuracy": a["balanced_accuracy"],
+                "precision_failure": a.get("precision"),
+                "recall_failure": a.get("recall"),
                 "f1_failure": a["f1"],
                 "kappa": a["kappa"],
                 "auc": a["auc"],
@@ -280,7 +289,13 @@ def main() -> None:
         print(f"  {k:45} {v}")
     res = ROOT / "bench" / "results"
     res.mkdir(parents=True, exist_ok=True)
-    (res / "judges.json").write_text(json.dumps({"quality": rows, "speed": sp}, indent=2))
+    payload = {
+        "judge": "offline heuristic (deterministic, no LLM)",
+        "thresholds": THRESHOLDS,
+        "quality": rows,
+        "speed": sp,
+    }
+    (res / "judges.json").write_text(json.dumps(payload, indent=2) + "\n")
 
 
 if __name__ == "__main__":

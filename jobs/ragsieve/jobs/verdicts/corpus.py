@@ -42,7 +42,8 @@ HIT_LEAD = 0.1
 # when a faithful, on-question answer already vouches for a retrieved chunk, a missed chunk must
 # lead by more (retrieved chunks in the question's other language score lower on words alone)
 VOUCHED_LEAD = 0.25
-SAME_PASSAGE = 0.8  # cosine between two chunks' heads above which they are one passage
+HIT_MIN_TERMS = 0.5  # share of the question's weighted terms a missed chunk must hold
+SAME_PASSAGE = 0.72  # cosine between two chunks' heads above which they are one passage
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,8 +266,8 @@ class ObservedCorpus:
         scored = chunk_evidence(question, [rows[c][0] for c in [*order, *seen]])
         best_seen = max((e.score for e in scored[len(order) :]), default=0.0)
         ranked = sorted(zip(order, scored[: len(order)], strict=True), key=lambda p: -p[1].score)
-        if not ranked or ranked[0][1].score < threshold:
-            return None
+        if not ranked or ranked[0][1].score < threshold or ranked[0][1].terms < HIT_MIN_TERMS:
+            return None  # a miss must hold most of what the question names, not only its type
         if ranked[0][1].score - best_seen < max(lead, HIT_LEAD):
             return None  # no better than what was retrieved: the topic, not a missed answer
         cid, ev = ranked[0]

@@ -1,0 +1,175 @@
+"""The README's judge-quality and verdict tables, generated from ``bench/results/``.
+
+Usage: ``.venv/bin/python bench/readme_tables.py`` rewrites the tables between the
+``<!-- judges-table -->`` and ``<!-- e2e-table -->`` markers of README.md from
+``bench/results/judges.json`` (``bench/judges.py``) and ``bench/results/e2e.json``
+(``bench/e2e.py``). ``tests/test_readme_figures.py`` checks that the README holds exactly what
+these functions make of the committed results, so a figure in the README is always one the
+benchmarks measured at the job's thresholds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _row(rows: list[dict[str, Any]], name: str, task: str) -> dict[str, Any] | None:
+    return next((r for r in rows if r["set"] == name and r["task"] == task), None)
+
+
+def judges_table(data: dict[str, Any]) -> str:
+    """Agreement of the offline judges with people, at the job's thresholds."""
+    rows = data["quality"]
+    th = data["thresholds"]
+    out = [
+        "| dev set (labels by people or by construction) | measure at the job's threshold"
+        " | offline judge | published anchor |",
+        "|---|---|---:|---|",
+    ]
+    spec = [
+        (
+            "wikieval",
+            "faithfulness",
+            "WikiEval faithfulness",
+            "pairwise accuracy",
+            lambda r: _f(r["pairwise"]),
+            "RAGAS + GPT-3.5: 0.95",
+        ),
+        (
+            "wikieval",
+            "answer_relevance",
+            "WikiEval answer relevance",
+            "pairwise accuracy",
+            lambda r: _f(r["pairwise"]),
+            "RAGAS: 0.78",
+        ),
+        (
+            "wikieval",
+            "context_relevance",
+            "WikiEval context relevance",
+            "pairwise accuracy",
+            lambda r: _f(r["pairwise"]),
+            "RAGAS: 0.70",
+        ),
+        (
+            "halueval_qa",
+            "faithfulness",
+            "HaluEval QA",
+            "F1, hallucinated = positive (P / R)",
+            lambda r: (
+                f"{_f(r['f1_failure'])} ({_f(r['precision_failure'])} / {_f(r['recall_failure'])})"
+            ),
+            "Phoenix + GPT-4: 0.82",
+        ),
+        (
+            "halueval_qa",
+            "faithfulness",
+            "HaluEval QA",
+            "balanced accuracy",
+            lambda r: _f(r["balanced_accuracy"]),
+            "ChatGPT: 0.63 accuracy",
+        ),
+        (
+            "faithbench",
+            "faithfulness_summarization",
+            "FaithBench",
+            "balanced accuracy",
+            lambda r: _f(r["balanced_accuracy"]),
+            "GPT-4o ≈ 0.5 (paper)",
+        ),
+        (
+            "wikiqa_context_relevance",
+            "context_relevance",
+            "WikiQA context relevance",
+            "F1, relevant = positive / AUC",
+            lambda r: f"{_f(r['f1_positive'])} / {_f(r['auc'])}",
+            "Phoenix + GPT-4: F1 0.78",
+        ),
+    ]
+    for name, task, label, measure, cell, anchor in spec:
+        r = _row(rows, name, task)
+        if r is None:
+            continue
+        out.append(f"| {label} ({r['n']}) | {measure} | **{cell(r)}** | {anchor} |")
+    out.append("")
+    out.append(
+        "Thresholds (`jobs.thresholds`, the judges' labels and the job's flags): "
+        + ", ".join(f"{k} {v}" for k, v in th.items())
+        + "."
+    )
+    return "\n".join(out)
+
+
+def e2e_table(data: dict[str, Any]) -> str:
+    """The job's verdicts on XQuAD traffic: held-out articles beside the tuning half."""
+    held, tune = data["results"]["heldout"], data["results"]["tune"]
+    rows = [
+        ("clean traces flagged (false-positive rate)", "fpr", "≤ 0.10"),
+        ("planted failures flagged (recall)", "recall", "≥ 0.85"),
+        ("root cause right, among flagged planted failures", "root_cause_accuracy", "≥ 0.80"),
+        ("clean cross-lingual traces flagged", "fpr_cross_lingual", "≤ 0.15"),
+        ("clean traces with typos in the question flagged", "fpr_typo", "≤ 0.15"),
+        ("wrong abstentions flagged", "wrong_abstentions_flagged", "≥ 0.85"),
+    ]
+    demo = data.get("demo") or {}
+    demo_key = {
+        "fpr": "false_positive_rate",
+        "recall": "planted_recall",
+        "root_cause_accuracy": "root_cause_accuracy",
+    }
+    out = [
+        "| measure (the job's own decisions) | held-out articles | tuning articles"
+        " | `ragsieve demo` | goal |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for label, key, goal in rows:
+        d = demo.get(demo_key.get(key, ""))
+        out.append(f"| {label} | **{_f(held[key])}** | {_f(tune[key])} | {_f(d)} | {goal} |")
+    for cause in sorted(held["per_root_cause"]):
+        h, t = held["per_root_cause"][cause], tune["per_root_cause"].get(cause, {})
+        out.append(
+            f"| planted `{cause}` failures named `{cause}` (n = {h['n']}) |"
+            f" **{_f(h['right'])}** | {_f(t.get('right'))} | – | ≥ 0.70 |"
+        )
+    out.append("")
+    out.append(
+        f"{held['traces']} held-out and {tune['traces']} tuning traces; offline judge, default"
+        " settings, `ragsieve collector serve` + `ragsieve jobs run --all`."
+        + (f" The demo: {demo['n_queries']} queries, same job." if demo else "")
+    )
+    return "\n".join(out)
+
+
+def render(readme: str, marker: str, table: str) -> str:
+    """``readme`` with the block between ``<!-- marker -->`` and ``<!-- /marker -->`` replaced."""
+    pattern = re.compile(rf"(<!-- {marker} -->\n).*?(\n<!-- /{marker} -->)", re.DOTALL)
+    if not pattern.search(readme):
+        raise SystemExit(f"README.md: marker <!-- {marker} --> not found")
+    return pattern.sub(lambda m: m.group(1) + table + m.group(2), readme)
+
+
+def load(name: str) -> dict[str, Any]:
+    """One committed result file of ``bench/results/``."""
+    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+
+
+def main() -> None:
+    path = ROOT / "README.md"
+    text = path.read_text(encoding="utf-8")
+    text = render(text, "judges-table", judges_table(load("judges.json")))
+    text = render(text, "e2e-table", e2e_table(load("e2e.json")))
+    path.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
