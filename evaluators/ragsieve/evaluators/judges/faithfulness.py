@@ -14,6 +14,7 @@ from ragsieve.evaluators.judges.compare import check_comparison
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.spans import broken_spans
 from ragsieve.evaluators.judges.terms import (
+    NO_MATCH,
     Match,
     TermIndex,
     all_values,
@@ -85,8 +86,14 @@ def _negated(text: str) -> bool:
 
 
 def _claim_terms(claim: str, q_keys: set[str]) -> list[str]:
-    """The claim's content words that the question did not already say."""
-    return [t for t in tokens(claim) if t not in STOPWORDS and len(t) > 1 and key(t) not in q_keys]
+    """The claim's content words that the question did not already say (numbers are compared
+    by value, not as words: "40 000" is one number, not the words "40" and "000")."""
+    words_ = [
+        t
+        for t in tokens(claim)
+        if t not in STOPWORDS and len(t) > 1 and not t[0].isdigit() and key(t) not in q_keys
+    ]
+    return words_ + [raw for raw in number_values(claim) if raw[:1].isdigit()]
 
 
 def _coverage(toks: list[str], ctx: _Context) -> tuple[float, float, int, float, list[str]]:
@@ -97,6 +104,14 @@ def _coverage(toks: list[str], ctx: _Context) -> tuple[float, float, int, float,
     for t in toks:
         k = key(t)
         weights[k] = max(weights.get(k, 0.0), 2.5 if t[0].isdigit() else rarity(t))
+        if t[:1].isdigit():  # a number as written ("8,8", "40 000"): found by value
+            hits = sorted(all_values(t) & ctx.values)
+            found[k] = (
+                Match(1.0, ctx.value_sents.get(hits[0], frozenset()), "value", t)
+                if hits
+                else NO_MATCH
+            )
+            continue
         if k not in found or found[k].strength < 1.0:
             m = ctx.index.find(t)
             if m.strength < 1.0 and all_values(t) & ctx.values:  # "seis" for "six-time"
@@ -142,8 +157,6 @@ def _claim_verdict(
             "chunk": None,
             "reason": "only restates the question",
         }
-    if not toks:  # a bare value ("In 1349.", "40 000 people"): the value decides
-        toks = [next(iter(values))]
     glob, local, best_i, single, missing_words = _coverage(toks, ctx)
     support = (0.5 * glob + 0.5 * local) ** SUPPORT_POWER
     if ctx.index.cross_lingual and not restates:  # word by word misses idiom; meaning does not
