@@ -152,10 +152,10 @@ def e2e_table(data: dict[str, Any]) -> str:
 
 def render(readme: str, marker: str, table: str) -> str:
     """``readme`` with the block between ``<!-- marker -->`` and ``<!-- /marker -->`` replaced."""
-    pattern = re.compile(rf"(<!-- {marker} -->\n).*?(\n<!-- /{marker} -->)", re.DOTALL)
+    pattern = re.compile(rf"(<!-- {marker} -->\n)(?:.*?\n)?(<!-- /{marker} -->)", re.DOTALL)
     if not pattern.search(readme):
         raise SystemExit(f"README.md: marker <!-- {marker} --> not found")
-    return pattern.sub(lambda m: m.group(1) + table + m.group(2), readme)
+    return pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(2), readme)
 
 
 def load(name: str) -> dict[str, Any]:
