@@ -95,3 +95,66 @@ def test_offline_then_llm_judges_with_collector_stopped(start_collector: Any) ->
     assert rep["flagged"] == 1 and rep["flagged_by_root_cause"] == {"generation": 1}
     assert rep["judges"][0]["name"] == "faithfulness"
     assert rep["judges"][0]["version"].startswith("llm")
+
+
+REFUND_DOC = "Refunds for returned card readers are paid to the original card within 14 days."
+FEES_DOC = "Card payments cost 2.4% plus 0.30 USD per successful transaction."
+KEYS_DOC = "Each API key can open at most 25 simultaneous connections."
+
+
+def send_corpus_turns(endpoint: str) -> None:
+    """A refund question answered from the refund chunk; the same question later missing it
+    (the answer invents a value); a question nothing answers, declined."""
+    turns = [
+        (
+            "How long do refunds for a returned card reader take?",
+            [("kb-refunds", REFUND_DOC), ("kb-fees", FEES_DOC)],
+            "Refunds for returned card readers are paid within 14 days.",
+        ),
+        (
+            "How many days until a refund for a returned reader is paid?",
+            [("kb-keys", KEYS_DOC), ("kb-fees", FEES_DOC)],
+            "A refund for a returned reader is paid within 45 days.",
+        ),
+        (
+            "Is there a Tallyfox office in Madrid?",
+            [("kb-keys", KEYS_DOC), ("kb-fees", FEES_DOC)],
+            "I'm sorry, but the provided documents don't contain that information.",
+        ),
+    ]
+    provider = instrument("e2e-app", endpoint, set_global=False, flush_on_exit=False)
+    for q, docs, answer in turns:
+        with rag_span(q, tracer_provider=provider) as rag:
+            with retriever_span(q, tracer_provider=provider) as r:
+                r.record([{"id": i, "content": c, "score": 0.5} for i, c in docs])
+            prompt = "\n".join(c for _, c in docs) + "\n" + q
+            with llm_span(
+                "gen", [{"role": "user", "content": prompt}], tracer_provider=provider
+            ) as llm:
+                llm.record(answer, prompt_tokens=30, completion_tokens=8)
+            rag.record(answer)
+    provider.force_flush()
+    provider.shutdown()
+
+
+def test_a_retrieval_miss_names_the_chunk_other_traces_retrieved(start_collector: Any) -> None:
+    col = start_collector(run_settler=False)
+    send_corpus_turns(col.traces_url)
+    deadline = time.monotonic() + 10
+    while col.store.count_spans() < 9 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    col.server.stop()
+    rep = run(col.store.url)
+    assert rep["judged"] == 3 and rep["observed_corpus"]["chunks"] == 3
+    rows = col.store.query(
+        "SELECT json_extract(i.body, '$.query'), s.verdict, s.root_cause, s.body"
+        " FROM samples s JOIN interactions i ON i.trace_id = s.trace_id"
+    )
+    by_query = {q: (v, rc, json.loads(b)) for q, v, rc, b in rows}
+    clean = by_query["How long do refunds for a returned card reader take?"]
+    missed = by_query["How many days until a refund for a returned reader is paid?"]
+    declined = by_query["Is there a Tallyfox office in Madrid?"]
+    assert clean[0] == "pass"
+    assert (missed[0], missed[1], missed[2]["missed_chunk"]) == ("fail", "retrieval", "kb-refunds")
+    assert "kb-refunds" in missed[2]["evidence"]
+    assert declined[0] == "pass" and "no chunk seen in 3 answers this" in declined[2]["evidence"]

@@ -1,0 +1,66 @@
+"""Term matching across locales, typos and languages (judges/terms.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragsieve.evaluators.judges.terms import CANON, TermIndex, all_values, key, number_values
+from ragsieve.evaluators.judges.text import fold
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("711,988 inhabitants", "711 988 habitantes"),
+        ("711.988 habitantes", "711,988 inhabitants"),
+        ("56,2 % eran católicos", "56.2% were Catholic"),
+        ("más de 14 000 artículos", "over 14,000 items"),
+        ("seis veces ganadora", "six-time winner"),
+        ("1.234,5 km", "1,234.5 km"),
+    ],
+)
+def test_one_number_written_the_spanish_or_the_english_way(a: str, b: str) -> None:
+    assert all_values(a) & all_values(b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("711,988", "711,989"), ("56,2 %", "65.2%"), ("seis", "siete"), ("14 000", "1,400")],
+)
+def test_different_numbers_stay_different(a: str, b: str) -> None:
+    assert not all_values(a) & all_values(b)
+
+
+def test_ordinary_words_are_not_read_as_numbers() -> None:
+    # "once" (eleven in Spanish), "second", "mil" are ordinary words too often
+    assert number_values("I tried once; the second time it worked") == {}
+
+
+@pytest.mark.parametrize(
+    ("en", "es"),
+    [
+        ("february", "febrero"),
+        ("tuesday", "martes"),
+        ("kilometres", "kilometros"),
+        ("euros", "euro"),
+    ],
+)
+def test_months_weekdays_units_and_currencies_share_one_key(en: str, es: str) -> None:
+    assert key(en) == key(es) == CANON[en]
+
+
+def test_a_misspelt_word_is_found_and_an_unrelated_one_is_not() -> None:
+    index = TermIndex(["The recycling is picked up on Tuesdays.", "Glass goes in the green bin."])
+    typo = index.find(fold("recyclnig"))
+    assert typo.via == "typo" and typo.strength == pytest.approx(0.9) and typo.sentences == {0}
+    assert index.find("glass").via == "exact" and index.find("glass").sentences == {1}
+    assert index.find("football").strength == 0.0
+    assert index.find("martes").sentences == {0}  # the weekday, whatever the language
+
+
+def test_translations_are_found_only_when_asked() -> None:
+    spanish = ["El ejército alemán volvió a ocupar Renania en 1936."]
+    assert TermIndex(spanish).find("army").strength == 0.0
+    found = TermIndex(spanish, cross_lingual=True).find("army")
+    assert found.via == "translation" and found.strength >= 0.6 and found.sentences == {0}
+    assert TermIndex(spanish, cross_lingual=True).find("banana").strength == 0.0

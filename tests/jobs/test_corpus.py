@@ -1,0 +1,68 @@
+"""The observed corpus: incremental indexing in a real SQLite store, and missed-chunk search."""
+
+from __future__ import annotations
+
+from ragsieve.collector.store import open_store
+from ragsieve.evaluators.testing import make_interaction
+from ragsieve.jobs.verdicts.corpus import ObservedCorpus
+
+REFUNDS = "Refunds for returned card readers are paid to the original card within 14 days."
+REFUNDS_ES = "Los reembolsos de lectores devueltos se pagan a la tarjeta original en 14 días."
+FEES = "Card payments cost 2.4% plus 0.30 USD per successful transaction."
+KEYS = "Each API key can open at most 25 simultaneous connections."
+WEBHOOKS = "Failed webhook deliveries are retried 8 times over 24 hours."
+
+
+def _trace(query: str, *chunks: tuple[str, str]):
+    it = make_interaction(query=query, context=[c for _, c in chunks], answer="x")
+    docs = tuple(
+        d.model_copy(update={"id": cid}) for d, (cid, _) in zip(it.documents, chunks, strict=True)
+    )
+    return it.model_copy(update={"documents": docs})
+
+
+def test_update_indexes_new_traces_once_and_counts_retrievals(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    corpus = ObservedCorpus(store)
+    a = _trace("refunds?", ("kb-refunds", REFUNDS), ("kb-fees", FEES))
+    b = _trace("fees?", ("kb-fees", FEES), ("kb-keys", KEYS))
+    assert corpus.update([a]) == 2
+    assert corpus.update([a]) == 0  # the same trace again: nothing new, nothing counted twice
+    assert corpus.update([a, b]) == 1  # only kb-keys is new
+    rows = dict(store.query("SELECT chunk_id, traces FROM corpus_chunks"))
+    assert rows == {"kb-refunds": 1, "kb-fees": 2, "kb-keys": 1}
+    store.close()
+
+
+def test_a_chunk_other_traces_retrieved_is_found_for_a_question_that_missed_it(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    corpus = ObservedCorpus(store)
+    corpus.update(
+        [
+            _trace("How long do refunds take?", ("kb-refunds", REFUNDS), ("kb-fees", FEES)),
+            _trace("API key limits?", ("kb-keys", KEYS), ("kb-hooks", WEBHOOKS)),
+        ]
+    )
+    question = "How many days until a refund for a returned reader is paid?"
+    hit = corpus.find_answer(question, {"kb-keys", "kb-hooks"}, threshold=0.6)
+    assert hit is not None and hit.chunk_id == "kb-refunds" and hit.traces == 1
+    assert "kb-refunds" in hit.evidence() and "14 days" in hit.window
+    # a question nothing seen answers: no hit, however similar the topic
+    assert corpus.find_answer("Is there a Tallyfox office in Madrid?", {"kb-keys"}, 0.6) is None
+    # the chunk the trace itself retrieved is never its own "missed" chunk
+    assert corpus.find_answer(question, {"kb-refunds"}, 0.6) is None
+    store.close()
+
+
+def test_a_translation_of_a_retrieved_chunk_is_not_a_miss(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    corpus = ObservedCorpus(store)
+    corpus.update(
+        [
+            _trace("refunds?", ("kb-refunds-en", REFUNDS), ("kb-fees", FEES)),
+            _trace("reembolsos?", ("kb-refunds-es", REFUNDS_ES), ("kb-keys", KEYS)),
+        ]
+    )
+    question = "¿En cuántos días se paga el reembolso de un lector devuelto?"
+    assert corpus.find_answer(question, {"kb-refunds-en"}, threshold=0.6) is None
+    store.close()
