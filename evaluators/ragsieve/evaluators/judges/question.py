@@ -43,9 +43,9 @@ _NAMED = re.compile(
 
 # a quantity asked for by name: "what was Warsaw's population in 1901?"
 _QUANTITY = re.compile(
-    r"\b(size|height|population|elevation|length|area|weight|price|cost|fee|amount|rate"
-    r"|percentage|percent|distance|duration|number of|poblacion|altura|precio|costo|porcentaje"
-    r"|tamano|numero de|superficie|longitud|peso|distancia|duracion)\b"
+    r"\b(?:(?:size|height|population|elevation|length|area|weight|price|cost|fee|amount|rate"
+    r"|percentage|distance|duration|poblacion|altura|precio|costo|porcentaje|tamano"
+    r"|superficie|longitud|peso|distancia|duracion)e?s?|percent|number of|numero de)\b"
 )
 # "what is X?" asks for a definition only when X is a short term and nothing more is asked
 _DEFINE = re.compile(
@@ -60,7 +60,7 @@ def expected_type(question: str) -> str | None:
     if _ASKS_WHEN.search(q) or "cuándo" in question.casefold():
         return "date"
     if re.search(r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?)\b", q) or (
-        re.match(r"\W*(what|which|que|cual)\b", q) and _QUANTITY.search(q)
+        re.match(r"\W*(what|which|que|cual|cuales)\b", q) and _QUANTITY.search(q)
     ):
         return "number"
     if _NAMED.search(q) or _ATTRIBUTE_OF.search(q):
