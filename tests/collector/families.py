@@ -28,6 +28,7 @@ class Row:
     documents: str
     model: str
     tokens: str
+    completeness: str
     test: str
 
     def cells(self) -> dict[str, str]:
@@ -37,6 +38,7 @@ class Row:
             "documents": self.documents,
             "model": self.model,
             "tokens": self.tokens,
+            "completeness": self.completeness,
         }
 
 
@@ -69,6 +71,7 @@ def summary(rec: RagInteraction) -> dict[str, str]:
         "documents": documents,
         "model": "yes" if rec.model else "none",
         "tokens": ", ".join(counted) or "none",
+        "completeness": rec.completeness,
     }
 
 
@@ -89,6 +92,7 @@ ROWS: dict[str, Row] = {
         _FULL,
         "yes",
         "prompt, completion, total",
+        "complete",
         "test_family_openllmetry.py",
     ),
     OPENLLMETRY_OPENAI: Row(
@@ -99,6 +103,7 @@ ROWS: dict[str, Row] = {
         LLM_ONLY,
         "yes",
         "prompt, completion, total",
+        "generation_only",
         "test_family_openai.py",
     ),
     OTEL_OPENAI_V2: Row(
@@ -109,6 +114,7 @@ ROWS: dict[str, Row] = {
         LLM_ONLY,
         "yes",
         "prompt, completion, total",
+        "generation_only",
         "test_family_openai.py",
     ),
     LANGFUSE_LANGCHAIN: Row(
@@ -119,6 +125,7 @@ ROWS: dict[str, Row] = {
         _FULL,
         "yes",
         "prompt, completion, total",
+        "complete",
         "test_family_langfuse.py",
     ),
     LOGFIRE_OPENAI: Row(
@@ -129,6 +136,7 @@ ROWS: dict[str, Row] = {
         LLM_ONLY,
         "yes",
         "prompt, completion, total",
+        "generation_only",
         "test_family_openai.py",
     ),
 }
@@ -138,14 +146,15 @@ def render() -> str:
     """The README table, with the installed (pinned) versions of each family's packages."""
     lines = [
         README_BEGIN,
-        "| family (packages tested) | question | answer | documents | model | tokens |",
-        "|---|---|---|---|---|---|",
+        "| family (packages tested) | question | answer | documents | model | tokens"
+        " | completeness |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in ROWS.values():
         pkgs = ", ".join(f"`{p}` {version(p)}" for p in row.packages)
         lines.append(
             f"| {row.family} ({pkgs}) | {row.question} | {row.answer} | {row.documents} "
-            f"| {row.model} | {row.tokens} |"
+            f"| {row.model} | {row.tokens} | {row.completeness} |"
         )
     lines.append(README_END)
     return "\n".join(lines)

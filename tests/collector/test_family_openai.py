@@ -59,7 +59,7 @@ def assert_llm_only(rec: RagInteraction, family: str) -> None:
     assert rec.prompt.system == tf.SYSTEM
     assert (rec.status, rec.completeness, rec.errors, rec.llm_call_count) == (
         "ok",
-        "complete",
+        "generation_only",
         (),
         1,
     )

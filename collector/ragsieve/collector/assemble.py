@@ -212,6 +212,8 @@ class Assembly:
             if gen is None
             else "timed_out"
             if not self.root.end_ns
+            else "generation_only"  # the LLM call without a retrieval step (LLM-only families)
+            if not self.stages
             else "complete"
         )
         status: Status = (
@@ -220,7 +222,7 @@ class Assembly:
             else "cancelled"
             if outcome.cancelled(tree.spans)
             else "incomplete"
-            if completeness != "complete"
+            if completeness not in {"complete", "generation_only"}
             else "ok"
         )
         starts = [s.start_ns for s in tree.spans if s.start_ns]

@@ -27,7 +27,7 @@ JSONScalar = str | int | float | bool
 
 Stage = Literal["retrieval", "rerank", "genai_retrieval", "prompt"]
 Status = Literal["ok", "error", "degraded", "cancelled", "incomplete"]
-Completeness = Literal["complete", "no_root", "missing_generation", "timed_out"]
+Completeness = Literal["complete", "generation_only", "no_root", "missing_generation", "timed_out"]
 Convention = Literal[
     "openinference", "genai", "genai_legacy", "openllmetry", "langfuse", "mixed", "unknown"
 ]

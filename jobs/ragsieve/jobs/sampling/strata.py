@@ -1,7 +1,8 @@
 """Stratum classification: which one stratum each applicable interaction of a window falls in.
 
 The first stratum that matches wins, in priority order: ``error``, ``negative_feedback``,
-``low_retrieval``, ``tiny_context``, ``slow``, ``novel`` (far from every golden query), then one
+``low_retrieval``, ``tiny_context`` (both skipped by generation-only traces, which have no
+retrieval step), ``slow``, ``novel`` (far from every golden query), then one
 ``attr:key=value|...`` cell per combination of the configured attributes, or ``uniform`` when
 none are configured. Thresholds not set in the settings come from window quantiles; novelty
 embeds only a hash-chosen pool of queries, so its cost per run stays bounded.
@@ -18,6 +19,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 PRIORITY = ("error", "negative_feedback", "low_retrieval", "tiny_context", "slow", "novel")
+# A generation-only trace (the app's instrumentation records the LLM call, no retrieval step) is
+# finished and judgeable (answer relevance needs no context); the retrieval strata skip it.
+JUDGEABLE = frozenset({"complete", "generation_only"})
 
 
 class StratumRule(BaseModel):
@@ -78,7 +82,7 @@ class Candidate:
     @property
     def not_applicable(self) -> str | None:
         """Why the trace cannot be judged, or None."""
-        if self.completeness != "complete":
+        if self.completeness not in JUDGEABLE:
             return f"incomplete:{self.completeness}"
         if self.status in {"incomplete", "cancelled"}:
             return f"status:{self.status}"
@@ -119,13 +123,14 @@ def assign_strata(
     groups: dict[str, list[Candidate]] = {name: [] for name in PRIORITY}
     rest: list[Candidate] = []
     for c in items:
+        retrieved = c.completeness != "generation_only"  # no retrieval step: not low, not tiny
         if c.status in {"error", "degraded"} or c.n_errors:
             groups["error"].append(c)
         elif c.feedback_polarity == -1:
             groups["negative_feedback"].append(c)
-        elif low is not None and c.best_score is not None and c.best_score < low:
+        elif retrieved and low is not None and c.best_score is not None and c.best_score < low:
             groups["low_retrieval"].append(c)
-        elif c.n_context == 0 or c.context_chars < s.tiny_context_chars:
+        elif retrieved and (c.n_context == 0 or c.context_chars < s.tiny_context_chars):
             groups["tiny_context"].append(c)
         elif slow is not None and c.latency_ms is not None and c.latency_ms > slow:
             groups["slow"].append(c)
