@@ -354,6 +354,38 @@ def test_the_samplers_send_the_token_the_collectors_require() -> None:
     )
 
 
+def test_the_grpc_gateway_sends_otlp_grpc_with_the_token_to_the_collectors_grpc_port() -> None:
+    """deploy/otelcol/gateway-grpc.yaml: the `otlp` (gRPC) exporter to ragsieve on 4317."""
+    token_var = dockerfile_env()[TOKEN_ENV]
+    grpc = CollectorSettings.model_fields["grpc_port"].default
+    gateway = docs(DEPLOY / "otelcol" / "gateway-grpc.yaml")[0]
+    _pipelines_are_wired(gateway)
+    exporters = {e for p in gateway["service"]["pipelines"].values() for e in p["exporters"]}
+    assert exporters == {"otlp_grpc/rag_collector"}  # `otlp` before Collector 0.144
+    assert set(gateway["service"]["pipelines"]) == {"traces", "logs"}
+    exporter = gateway["exporters"]["otlp_grpc/rag_collector"]
+    host, _, port = exporter["endpoint"].rpartition(":")
+    assert host == "${env:RAG_COLLECTOR_HOST}" and int(port) == grpc
+    assert "://" not in exporter["endpoint"] and exporter["tls"] == {"insecure": True}
+    assert exporter["compression"] == "gzip"
+    # gRPC metadata keys are lower case; the receiver reads `authorization`.
+    assert exporter["headers"] == {"authorization": f"Bearer ${{env:{token_var}}}"}
+    assert exporter["retry_on_failure"]["enabled"] is True
+    # The port it dials is the one the collectors serve gRPC on, in k8s and in compose.
+    objs = k8s_objects()
+    [svc] = [
+        o for o in objs if o["kind"] == "Service" and o["metadata"]["name"] == "ragsieve-collector"
+    ]
+    assert grpc in {p["port"] for p in svc["spec"]["ports"]}
+    k8s_env = {
+        name: {e["name"]: e.get("value") for e in c.get("env", [])} for name, c in containers()
+    }
+    assert int(k8s_env["ragsieve-collector"]["RAGSIEVE_COLLECTOR__GRPC_PORT"]) == grpc
+    rc = compose()["services"]["ragsieve-collector"]
+    assert int(rc["environment"]["RAGSIEVE_COLLECTOR__GRPC_PORT"]) == grpc
+    assert str(grpc) in rc["expose"]
+
+
 def test_compose_publishes_ports_on_loopback_only() -> None:
     for name, svc in compose()["services"].items():
         for port in svc.get("ports", []):
