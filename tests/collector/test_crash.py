@@ -1,4 +1,7 @@
-"""Crash safety: SIGKILL the collector mid-ingest; every acknowledged span survives, once."""
+"""Crash safety: SIGKILL the collector mid-ingest; every acknowledged span survives, once.
+
+Over OTLP/HTTP and OTLP/gRPC, each with the real OTel SDK exporter for that transport.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +15,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import grpc
 import httpx
 import pytest
 from console_script import ragsieve_script
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcSpanExporter,
+)
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -24,17 +31,18 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 pytestmark = pytest.mark.slow
 
 
-class AckRecordingExporter(OTLPSpanExporter):
-    """The real OTLP/HTTP exporter, noting which spans the collector acknowledged with a 2xx."""
+class AckRecording:
+    """Mixed into a real OTLP exporter: notes which spans the collector acknowledged (a 2xx over
+    HTTP, OK over gRPC)."""
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)
         self.acked: set[tuple[str, str]] = set()
         self.failed_batches = 0
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = super().export(spans)
+        result: SpanExportResult = super().export(spans)  # type: ignore[misc]
         ids = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in spans}
         with self._lock:
             if result is SpanExportResult.SUCCESS:
@@ -42,6 +50,15 @@ class AckRecordingExporter(OTLPSpanExporter):
             else:
                 self.failed_batches += 1
         return result
+
+
+class AckRecordingExporter(AckRecording, OTLPSpanExporter):
+    """The real OTLP/HTTP exporter, recording acknowledgements."""
+
+
+class GrpcAckRecordingExporter(AckRecording, GrpcSpanExporter):
+    """The real OTLP/gRPC exporter (``opentelemetry-exporter-otlp-proto-grpc``), recording
+    acknowledgements."""
 
 
 def _ragsieve_cmd() -> list[str]:
@@ -57,8 +74,8 @@ def _free_port() -> int:
 class CollectorProcess:
     """``ragsieve collector serve`` as a real subprocess."""
 
-    def __init__(self, port: int, db: Path, log: Path) -> None:
-        self.port, self.db, self.log = port, db, log
+    def __init__(self, port: int, db: Path, log: Path, grpc_port: int = 0) -> None:
+        self.port, self.db, self.log, self.grpc_port = port, db, log, grpc_port
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -71,6 +88,8 @@ class CollectorProcess:
                     "serve",
                     "--port",
                     str(self.port),
+                    "--grpc-port",
+                    str(self.grpc_port),  # 0 = off: the HTTP run leaves 4317 alone
                     "--store",
                     f"sqlite:///{self.db}",
                 ],
@@ -105,7 +124,7 @@ class CollectorProcess:
                 self.kill()
 
 
-def _wait_acked(exporter: AckRecordingExporter, n: int, timeout: float, what: str) -> None:
+def _wait_acked(exporter: AckRecording, n: int, timeout: float, what: str) -> None:
     """Block until the collector has acknowledged ``n`` spans; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while len(exporter.acked) < n:
@@ -114,17 +133,28 @@ def _wait_acked(exporter: AckRecordingExporter, n: int, timeout: float, what: st
         time.sleep(0.01)
 
 
+@pytest.mark.parametrize("transport", ["http", "grpc"])
 def test_sigkill_during_sustained_ingest_keeps_every_acknowledged_span_once(
-    tmp_path: Path,
+    tmp_path: Path, transport: str
 ) -> None:
     db = tmp_path / "crash.db"
-    collector = CollectorProcess(_free_port(), db, tmp_path / "collector.log")
+    grpc_port = _free_port() if transport == "grpc" else 0
+    collector = CollectorProcess(_free_port(), db, tmp_path / "collector.log", grpc_port)
     collector.start()
-    exporter = AckRecordingExporter(
-        endpoint=f"http://127.0.0.1:{collector.port}/v1/traces",
-        compression=Compression.Gzip,
-        timeout=3,
-    )
+    exporter: AckRecordingExporter | GrpcAckRecordingExporter
+    if transport == "grpc":
+        exporter = GrpcAckRecordingExporter(
+            endpoint=f"127.0.0.1:{grpc_port}",
+            insecure=True,
+            compression=grpc.Compression.Gzip,
+            timeout=3,
+        )
+    else:
+        exporter = AckRecordingExporter(
+            endpoint=f"http://127.0.0.1:{collector.port}/v1/traces",
+            compression=Compression.Gzip,
+            timeout=3,
+        )
     provider = TracerProvider(resource=Resource.create({"service.name": "crash-test"}))
     provider.add_span_processor(
         BatchSpanProcessor(
