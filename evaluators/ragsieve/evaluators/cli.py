@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +49,13 @@ def _get_judges(names: Sequence[str]) -> list[Any]:
 def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
     from ragsieve.evaluators.golden import load_beir, load_golden
     from ragsieve.evaluators.metrics import DEFAULT_METRICS, expand_metrics
-    from ragsieve.evaluators.metrics.report import build_report, render_text
+    from ragsieve.evaluators.metrics.report import build_report, dumps, render_text
     from ragsieve.evaluators.runs import (
         BM25Retriever,
         import_object,
         load_corpus,
         load_run,
+        paused_gc,
         retrieve_all,
         write_run,
     )
@@ -71,9 +71,12 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
         raise click.UsageError("--baseline bm25 needs --corpus CORPUS.jsonl")
     if opts["judge"] and not opts["answerer"]:
         raise click.UsageError("--judge needs --answerer")
-    golden = (
-        load_golden(opts["golden"]) if opts["golden"] else load_beir(opts["queries"], opts["qrels"])
-    )
+    with paused_gc():  # parsed files hold no cycles; see paused_gc
+        golden = (
+            load_golden(opts["golden"])
+            if opts["golden"]
+            else load_beir(opts["queries"], opts["qrels"])
+        )
     if not golden.cases:
         raise ConfigError(f"{golden.path}: golden set is empty")
     ks = sorted(set(opts["k"] or (5, 10)))
@@ -81,6 +84,7 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
     depth = opts["depth"] or max([k for k in ks] + [m.k or 0 for m in metrics])
     texts: dict[str, str] = load_corpus(opts["corpus"]) if opts["corpus"] else {}
     errors: dict[str, str] = {}
+    run: Mapping[str, Sequence[str]]
     if opts["run"]:
         run = load_run(opts["run"])
     else:
@@ -95,9 +99,10 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
         write_run(opts["save_run"], run)
     source = str(opts["golden"] or f"{opts['queries']} + {opts['qrels']}")
     try:
-        report = build_report(
-            golden, run, metrics, worst=opts["worst"], worst_by=opts["worst_by"], source=source
-        )
+        with paused_gc():
+            report = build_report(
+                golden, run, metrics, worst=opts["worst"], worst_by=opts["worst_by"], source=source
+            )
     except ValueError as exc:
         raise ConfigError(f"--worst-by: {exc}") from None
     report.retriever_errors = errors
@@ -125,9 +130,10 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
             )
         )
     data = report.to_json()
-    if opts["out"]:
-        opts["out"].write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", "utf-8")
-    click.echo(json.dumps(data, ensure_ascii=False) if opts["as_json"] else render_text(report))
+    with paused_gc():
+        if opts["out"]:
+            opts["out"].write_bytes(dumps(data, indent=1) + b"\n")
+        click.echo(dumps(data) if opts["as_json"] else render_text(report))
     return data
 
 

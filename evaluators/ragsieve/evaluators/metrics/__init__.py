@@ -128,7 +128,7 @@ def evaluate(
     """
     specs = [m if isinstance(m, MetricSpec) else parse_metric(m) for m in metrics]
     ids = tuple(q for q, grades in qrels.items() if any(g > 0 for g in grades.values()))
-    rel = build_relevance([qrels[q] for q in ids], [run.get(q) for q in ids])
+    rel = build_relevance([qrels[q] for q in ids], (run.get(q) for q in ids))
     return Scores(query_ids=ids, values=score_relevance(rel, specs))
 
 

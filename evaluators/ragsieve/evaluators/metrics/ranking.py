@@ -8,7 +8,7 @@ its first position (later copies are dropped), and a query with no run is a row 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -44,10 +44,9 @@ class Relevance:
         """``(Q, L)`` bool: the chunk at this rank is relevant (grade > 0)."""
         return self.gains > 0
 
-    @cached_property
-    def cum_hits(self) -> np.ndarray:
-        """``(Q, L)`` number of relevant chunks in the top ``j + 1``."""
-        return np.cumsum(self.hits, axis=1, dtype=np.int32)
+    def cum_hits(self, k: int | None) -> np.ndarray:
+        """``(Q, min(k, L))`` number of relevant chunks in the top ``j + 1``, for ``j < k``."""
+        return np.cumsum(self.hits[:, : self.cut(k)], axis=1, dtype=np.int32)
 
     def cut(self, k: int | None) -> int:
         """Columns to read for cutoff ``k``: ``min(k, depth)``; raises on k < 1."""
@@ -59,21 +58,19 @@ class Relevance:
 
     def hits_at(self, k: int | None) -> np.ndarray:
         """``(Q,)`` number of relevant chunks in the top k."""
-        c = self.cut(k)
-        if c == 0:
-            return np.zeros(self.n_queries, dtype=np.int32)
-        return self.cum_hits[:, c - 1]
+        return self.hits[:, : self.cut(k)].sum(axis=1, dtype=np.int32)
 
 
 def build_relevance(
-    qrels: Sequence[Mapping[str, int]], runs: Sequence[Sequence[str] | None]
+    qrels: Sequence[Mapping[str, int]], runs: Iterable[Sequence[str] | None]
 ) -> Relevance:
     """Align golden grades with run rankings, row by row.
 
     ``qrels[i]`` maps chunk id → grade and ``runs[i]`` is the ranked list of chunk ids (or
-    ``None`` when the query is missing from the run).
+    ``None`` when the query is missing from the run). ``runs`` may be an iterator, so that
+    each ranking can be decoded, scored and freed in turn.
     """
-    if len(qrels) != len(runs):
+    if isinstance(runs, Sized) and len(qrels) != len(runs):
         raise ValueError(f"qrels and runs differ in length ({len(qrels)} != {len(runs)})")
     n = len(qrels)
     rows: list[int] = []
@@ -83,22 +80,32 @@ def build_relevance(
     rel_grades: list[int] = []
     width = 1
     for qi, (grades, ids) in enumerate(zip(qrels, runs, strict=True)):
-        if ids and len(ids) > width:
-            width = len(ids)
+        ranked: Sequence[str] = ids or ()
+        width = max(width, len(ranked))
+        found: list[tuple[int, int]] = []
         for cid, grade in grades.items():
             if grade <= 0:
                 continue
             rel_rows.append(qi)
             rel_grades.append(grade)
-            if not ids:
+            if not ranked:
                 continue
             try:
-                j = ids.index(cid)  # first copy; a C scan beats building a dict per query
+                found.append((ranked.index(cid), grade))  # first copy; a C scan beats a dict
             except ValueError:
                 continue
-            # rank after dropping repeated ids = number of distinct ids before the first copy
+        if not found:
+            continue
+        # rank after dropping repeated ids = number of distinct ids before the first copy,
+        # counted once per query up to the deepest hit
+        found.sort()
+        seen: set[str] = set()
+        upto = 0
+        for j, grade in found:
+            seen.update(ranked[upto:j])
+            upto = j
             rows.append(qi)
-            cols.append(len(set(ids[:j])) if j else 0)
+            cols.append(len(seen))
             vals.append(grade)
     gains = np.zeros((n, width), dtype=np.float64)
     if rows:
@@ -166,7 +173,7 @@ def context_precision(rel: Relevance, k: int | None) -> np.ndarray:
     if c == 0:
         return np.zeros(rel.n_queries)
     hits = rel.hits[:, :c]
-    prec_i = rel.cum_hits[:, :c] / np.arange(1, c + 1, dtype=np.float64)
+    prec_i = rel.cum_hits(c) / np.arange(1, c + 1, dtype=np.float64)
     num = np.einsum("ij,ij->i", prec_i, hits)
     den = rel.hits_at(k)
     out: np.ndarray = np.divide(num, den, out=np.zeros(rel.n_queries), where=den > 0)
