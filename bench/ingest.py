@@ -6,12 +6,15 @@ Traces look like a real RAG request (5 spans: chain, embedding, retriever with 5
 reranker, LLM with the chunks stuffed into the prompt). Phases, each against a fresh process:
 
 1. raw: several concurrent httpx clients post gzip protobuf to ``ragsieve collector serve``;
-2. exporter: processes using the real opentelemetry-sdk ``BatchSpanProcessor`` + OTLP/HTTP exporter;
-3. phoenix: the same raw posts to ``phoenix serve`` (own virtualenv; see tests/fixtures_phoenix).
+2. raw_grpc: the same payloads as gzip gRPC ``TraceService/Export`` calls (one channel per client)
+   to the collector's OTLP/gRPC port;
+3. exporter: processes using the real opentelemetry-sdk ``BatchSpanProcessor`` + OTLP/HTTP exporter;
+4. exporter_grpc: the same with the OTLP/gRPC exporter (``opentelemetry-exporter-otlp-proto-grpc``);
+5. phoenix: the same raw posts to ``phoenix serve`` (own virtualenv; see tests/fixtures_phoenix).
 
-Spans/s counts spans that are durable and queryable: for ragsieve a 2xx is sent only after the
-commit, and the bench checks the store's row count; for Phoenix it counts rows in its database,
-which lag its 2xx. Peak RSS comes from ``/proc/PID/status`` sampled every 0.5 s. Writes
+Spans/s counts spans that are durable and queryable: for ragsieve a 2xx (gRPC: OK) is sent only
+after the commit, and the bench checks the store's row count; for Phoenix it counts rows in its
+database, which lag its 2xx. Peak RSS comes from ``/proc/PID/status`` sampled every 0.5 s. Writes
 ``bench/results/ingest.json``. Goal (issue 2): ≥ 20× Phoenix's spans/s with flat memory.
 """
 
@@ -35,7 +38,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
+from grpc import aio
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -172,13 +177,17 @@ class PayloadFactory:
                 self.positions.append((pos, i))
                 start = pos + 1
 
-    def make(self) -> bytes:
-        """A fresh request (gzip level 1): every id replaced, the rest unchanged."""
+    def make_raw(self) -> bytes:
+        """A fresh serialized request: every id replaced, the rest unchanged."""
         fresh = [os.urandom(len(m)) for m in self.markers]
         buf = bytearray(self.template)
         for pos, i in self.positions:
             buf[pos : pos + len(fresh[i])] = fresh[i]
-        return gzip.compress(bytes(buf), 1)
+        return bytes(buf)
+
+    def make(self) -> bytes:
+        """A fresh request, gzip level 1 (the HTTP body)."""
+        return gzip.compress(self.make_raw(), 1)
 
 
 # ---------------------------------------------------------------- processes and samplers
@@ -234,12 +243,14 @@ def rss_every(samples: list[tuple[float, int]], step: float) -> list[tuple[float
     return out
 
 
-def start_collector(db: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
+def start_collector(db: Path, log: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+    """A fresh ``collector serve``: the process, its HTTP base URL and its gRPC target."""
+    port, grpc_port = free_port(), free_port()
     exe = Path(sys.executable).with_name("ragsieve")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSIEVE_", "OTEL_"))}
     proc = subprocess.Popen(
-        [str(exe), "collector", "serve", "--port", str(port), "--store", f"sqlite:///{db}"],
+        [str(exe), "collector", "serve", "--port", str(port), "--grpc-port", str(grpc_port)]
+        + ["--store", f"sqlite:///{db}"],
         env=env,
         stdout=open(log, "wb"),
         stderr=subprocess.STDOUT,
@@ -248,7 +259,7 @@ def start_collector(db: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     for _ in range(400):
         try:
             if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return proc, base
+                return proc, base, f"127.0.0.1:{grpc_port}"
         except httpx.TransportError:
             time.sleep(0.05)
     raise RuntimeError(f"collector did not start: {log.read_text()}")
@@ -327,10 +338,66 @@ async def raw_posts(
     }
 
 
-def _exporter_worker(url: str, duration_s: float, rate: float, seed: int, out: Any) -> None:
+TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+RETRY_CODES = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
+
+
+async def raw_grpc_calls(
+    target: str, factory: PayloadFactory, clients: int, duration_s: float
+) -> dict[str, Any]:
+    """``raw_posts`` over OTLP/gRPC: the same payloads as gzip ``Export`` calls, one channel
+    (connection) per client; RESOURCE_EXHAUSTED/UNAVAILABLE back off 1 s like exporters."""
+    latencies: list[float] = []
+    acked = throttled = errors = 0
+    deadline = time.monotonic() + duration_s
+    last_ack = time.monotonic()
+
+    async def client() -> None:
+        nonlocal acked, throttled, errors, last_ack
+        options = [("grpc.use_local_subchannel_pool", 1), ("grpc.max_send_message_length", -1)]
+        async with aio.insecure_channel(target, options=options) as channel:
+            export = channel.unary_unary(TRACE_EXPORT)
+            while time.monotonic() < deadline:
+                body = factory.make_raw()
+                t0 = time.perf_counter()
+                try:
+                    await export(body, timeout=60, compression=grpc.Compression.Gzip)
+                except aio.AioRpcError as exc:
+                    latencies.append(time.perf_counter() - t0)
+                    if exc.code() in RETRY_CODES:
+                        throttled += 1
+                        await asyncio.sleep(1.0)
+                    else:
+                        errors += 1
+                        await asyncio.sleep(0.5)
+                    continue
+                latencies.append(time.perf_counter() - t0)
+                acked += factory.spans
+                last_ack = time.monotonic()
+
+    start = time.monotonic()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    return {
+        "acked_spans": acked,
+        "requests": len(latencies),
+        "throttled": throttled,
+        "errors": errors,
+        "elapsed_s": last_ack - start,
+        "p50_ms": round(pct(latencies, 50) * 1000, 1),
+        "p99_ms": round(pct(latencies, 99) * 1000, 1),
+    }
+
+
+def _exporter_worker(
+    url: str, duration_s: float, rate: float, seed: int, out: Any, transport: str = "http"
+) -> None:
     import logging
 
     logging.getLogger("opentelemetry.sdk").setLevel(logging.ERROR)  # drops are counted instead
+    logging.getLogger("opentelemetry.exporter").setLevel(logging.ERROR)
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+        OTLPSpanExporter as GrpcSpanExporter,
+    )
     from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
@@ -339,7 +406,9 @@ def _exporter_worker(url: str, duration_s: float, rate: float, seed: int, out: A
 
     stats = {"acked": 0, "failed": 0, "latencies": []}
 
-    class Timed(OTLPSpanExporter):
+    base: Any = GrpcSpanExporter if transport == "grpc" else OTLPSpanExporter
+
+    class Timed(base):  # type: ignore[misc,valid-type]
         def export(self, spans: Any) -> SpanExportResult:
             t0 = time.perf_counter()
             result = super().export(spans)
@@ -347,10 +416,15 @@ def _exporter_worker(url: str, duration_s: float, rate: float, seed: int, out: A
             stats["acked" if result is SpanExportResult.SUCCESS else "failed"] += len(spans)
             return result
 
+    exporter = (
+        Timed(endpoint=url, insecure=True, compression=grpc.Compression.Gzip)
+        if transport == "grpc"
+        else Timed(endpoint=url, compression=Compression.Gzip)
+    )
     provider = TracerProvider(resource=Resource.create({"service.name": "rag-bench"}))
     provider.add_span_processor(
         BatchSpanProcessor(
-            Timed(endpoint=url, compression=Compression.Gzip),
+            exporter,
             max_queue_size=8192,
             max_export_batch_size=512,
             schedule_delay_millis=200,
@@ -390,11 +464,13 @@ def _exporter_worker(url: str, duration_s: float, rate: float, seed: int, out: A
     )
 
 
-def exporter_load(url: str, procs: int, duration_s: float, rate: float) -> dict[str, Any]:
+def exporter_load(
+    url: str, procs: int, duration_s: float, rate: float, transport: str = "http"
+) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     workers = [
-        ctx.Process(target=_exporter_worker, args=(url, duration_s, rate / procs, i, q))
+        ctx.Process(target=_exporter_worker, args=(url, duration_s, rate / procs, i, q, transport))
         for i in range(procs)
     ]
     for w in workers:
@@ -417,21 +493,23 @@ def exporter_load(url: str, procs: int, duration_s: float, rate: float) -> dict[
 
 
 # ---------------------------------------------------------------- phases
-def ragsieve_phase(name: str, tmp: Path, run: Any) -> dict[str, Any]:
-    """Run ``run(traces_url)`` against a fresh collector; add durability check and memory."""
+def ragsieve_phase(name: str, tmp: Path, run: Any, transport: str = "http") -> dict[str, Any]:
+    """Run ``run(traces_url)`` (``run(grpc_target)`` for gRPC) against a fresh collector; add
+    durability check and memory."""
     db = tmp / f"{name}.db"
-    proc, base = start_collector(db, tmp / f"{name}.log")
+    proc, base, grpc_target = start_collector(db, tmp / f"{name}.log")
     rss = RssSampler(proc.pid)
     rss.start()
     try:
         before = count_rows(db)
-        result = run(f"{base}/v1/traces")
+        result = run(grpc_target if transport == "grpc" else f"{base}/v1/traces")
         stored = count_rows(db) - before  # after the last 2xx: durable and queryable
         ready = httpx.get(f"{base}/readyz", timeout=30).json()
     finally:
         rss.stop.set()
         proc.terminate()
         proc.wait(30)
+    result["transport"] = transport
     result["stored_spans"] = stored
     result["durable_matches_acked"] = stored >= result["acked_spans"]
     result["spans_per_s"] = round(stored / result["elapsed_s"], 1)
@@ -526,13 +604,23 @@ def main() -> None:
             tmp,
             lambda url: asyncio.run(raw_posts(url, factory, args.clients, args.duration)),
         )
-        out["exporter"] = ragsieve_phase(
-            "exporter",
+        out["raw_grpc"] = ragsieve_phase(
+            "raw_grpc",
             tmp,
-            lambda url: exporter_load(
-                url, args.exporter_procs, args.exporter_duration, args.exporter_rate
+            lambda target: asyncio.run(
+                raw_grpc_calls(target, factory, args.clients, args.duration)
             ),
+            transport="grpc",
         )
+        for name, transport in (("exporter", "http"), ("exporter_grpc", "grpc")):
+            out[name] = ragsieve_phase(
+                name,
+                tmp,
+                lambda url, t=transport: exporter_load(
+                    url, args.exporter_procs, args.exporter_duration, args.exporter_rate, t
+                ),
+                transport=transport,
+            )
         if not args.no_phoenix:
             out["phoenix"] = phoenix_phase(
                 tmp, factory, args.clients, args.phoenix_duration, args.phoenix_drain
@@ -540,12 +628,16 @@ def main() -> None:
     phx = out.get("phoenix")
     if phx and phx["spans_per_s"]:
         out["ratio_raw_vs_phoenix"] = round(out["raw"]["spans_per_s"] / phx["spans_per_s"], 1)
-        out["ratio_exporter_vs_phoenix"] = round(
-            out["exporter"]["spans_per_s"] / phx["spans_per_s"], 1
-        )
+        for key in ("raw_grpc", "exporter", "exporter_grpc"):
+            out[f"ratio_{key}_vs_phoenix"] = round(out[key]["spans_per_s"] / phx["spans_per_s"], 1)
         out["goal_met"] = out["ratio_raw_vs_phoenix"] >= GOAL_RATIO
 
-    rows = [("ragsieve raw posts", out["raw"]), ("ragsieve OTel exporter", out["exporter"])]
+    rows = [
+        ("ragsieve raw posts", out["raw"]),
+        ("ragsieve raw gRPC", out["raw_grpc"]),
+        ("ragsieve OTel exporter", out["exporter"]),
+        ("ragsieve OTel exp. gRPC", out["exporter_grpc"]),
+    ]
     if phx:
         rows.append(("phoenix raw posts", phx))
     print(
@@ -568,8 +660,10 @@ def main() -> None:
             f"stored after a {args.phoenix_drain:.0f} s drain"
         )
         print(
-            f"ratio vs phoenix: raw {out['ratio_raw_vs_phoenix']}x, exporter "
-            f"{out['ratio_exporter_vs_phoenix']}x (goal {GOAL_RATIO:.0f}x: "
+            f"ratio vs phoenix: raw {out['ratio_raw_vs_phoenix']}x (gRPC "
+            f"{out['ratio_raw_grpc_vs_phoenix']}x), exporter "
+            f"{out['ratio_exporter_vs_phoenix']}x (gRPC {out['ratio_exporter_grpc_vs_phoenix']}x)"
+            f" (goal {GOAL_RATIO:.0f}x: "
             f"{'met' if out['goal_met'] else 'NOT met'})"
         )
     dest = ROOT / "bench" / "results" / "ingest.json"
