@@ -76,7 +76,8 @@ def serve(
         f" (store {masked_url(settings.store)})",
         err=True,
     )
-    uvicorn.Server(uvicorn_config(app, cfg.host, port)).run(sockets=[sock])
+    config = uvicorn_config(app, cfg.host, port, max_connections=cfg.max_connections)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def check_grpc_port(host: str, port: int) -> None:

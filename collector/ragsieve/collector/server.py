@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 HEADER_TIMEOUT_S = 10.0
 KEEP_ALIVE_S = 5
+MAX_CONNECTIONS = 1024  # collector.max_connections; each costs a descriptor and ~10 KB
 
 
 def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asyncio.Protocol]:
@@ -81,15 +82,22 @@ def uvicorn_config(
     *,
     header_timeout_s: float = HEADER_TIMEOUT_S,
     keep_alive_s: int = KEEP_ALIVE_S,
+    max_connections: int = MAX_CONNECTIONS,
     **options: Any,
 ) -> uvicorn.Config:
-    """The uvicorn settings every way of serving the receiver shares (timeouts, quiet logs)."""
+    """The uvicorn settings every way of serving the receiver shares (timeouts, quiet logs).
+
+    ``max_connections`` is uvicorn's ``limit_concurrency``: with that many connections open (or
+    requests running), a new request is answered 503 with ``Connection: close`` at once. Idle
+    and slow connections leave within ``header_timeout_s``, so the cap cannot be held for long.
+    """
     return uvicorn.Config(
         app,
         host=host,
         port=port,
         http=header_deadline(AutoHTTPProtocol, header_timeout_s),
         timeout_keep_alive=keep_alive_s,
+        limit_concurrency=max_connections,
         log_level="warning",
         access_log=False,
         **options,

@@ -38,6 +38,11 @@ class CollectorSettings(BaseModel):
     max_inflight_requests: int = Field(
         512, ge=1, description="Requests being read/decoded at once before answering 429."
     )
+    max_connections: int = Field(
+        1024,
+        ge=1,
+        description="Open HTTP connections at once; past it a request gets 503 and is closed.",
+    )
     retry_after_s: int = Field(1, ge=1, le=30, description="Retry-After sent with 429/503.")
     quiet_period_s: float = Field(
         15.0, ge=0, description="A trace with a root settles after this long without new spans."
