@@ -3,6 +3,12 @@
 Run: ``.venv/bin/python bench/metrics.py [--queries 100000] [--depth 100]``. Pinned to one BLAS
 thread. Prints a table and writes ``bench/results/metrics.json``. Goals (issue 4): all metrics at
 k ∈ {1, 5, 10, 100} in < 5 s on one core; 1,000 bootstrap resamples × 500 queries in < 2 s.
+
+End to end (issue 15): ``ragsieve eval --golden G --run R --out O`` as a process (read JSONL,
+score, write JSON) on the same data, goal < 3 s; beside it pytrec_eval and ranx, each as a
+process that reads the same files with msgspec, scores the same metrics and writes per-query
+JSON. They are not project dependencies: ``.venv/bin/pip install pytrec-eval-terrier ranx``;
+a missing one is reported, not fatal.
 """
 
 from __future__ import annotations
@@ -15,6 +21,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -30,7 +39,41 @@ from ragsieve.evaluators.metrics import (  # noqa: E402
 )
 
 KS = [1, 5, 10, 100]
-GOALS = {"evaluate_total_s": 5.0, "gate_compare_s": 2.0}
+GOALS = {"evaluate_total_s": 5.0, "gate_compare_s": 2.0, "eval_cli_s": 3.0}
+E2E_METRICS = ["recall", "precision", "hit_rate", "mrr", "ndcg"]  # at k 5 and 10; mrr whole list
+# The same metrics in each library's names; the script reads the files, scores, writes JSON.
+_BASELINE = """
+import sys, time, msgspec
+lib, golden, run_path, out = sys.argv[1:5]
+qrels = {}
+for row in msgspec.json.Decoder().decode_lines(open(golden, "rb").read()):
+    grades = {c: g for c, g in row["relevant_chunks"].items() if g > 0}
+    if grades:
+        qrels[row["id"]] = grades
+run = {}
+for row in msgspec.json.Decoder().decode_lines(open(run_path, "rb").read()):
+    ids = row["retrieved_ids"]
+    ranked = {}
+    for i, c in enumerate(ids):
+        ranked.setdefault(c, float(len(ids) - i))  # rank as score; a repeat keeps its first rank
+    run[row["id"]] = ranked
+run = {q: run.get(q, {}) for q in qrels}
+if lib == "pytrec_eval":
+    import pytrec_eval
+    names = {"recall.5,10", "P.5,10", "success.5,10", "recip_rank", "ndcg_cut.5,10"}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, names).evaluate(run)
+    ndcg10 = sum(v["ndcg_cut_10"] for v in per_query.values()) / len(qrels)
+else:
+    from ranx import Qrels, Run, evaluate
+    names = [f"{m}@{k}" for m in ("recall", "precision", "hit_rate", "ndcg") for k in (5, 10)]
+    names.append("mrr")
+    r = Run(run)
+    evaluate(Qrels(qrels), r, names)
+    per_query = {m: {q: float(v) for q, v in d.items()} for m, d in r.scores.items()}
+    ndcg10 = sum(per_query["ndcg@10"].values()) / len(qrels)
+open(out, "wb").write(msgspec.json.encode(per_query))
+print(ndcg10)
+"""
 
 
 def make_data(n_queries: int, depth: int, seed: int = 0) -> tuple[dict, dict]:
@@ -54,6 +97,62 @@ def make_data(n_queries: int, depth: int, seed: int = 0) -> tuple[dict, dict]:
         qid = f"q{q}"
         qrels[qid], run[qid] = rel, ids
     return qrels, run
+
+
+def write_files(qrels: dict, run: dict, folder: Path) -> tuple[Path, Path]:
+    """The data as a golden set and a run file, the inputs ``ragsieve eval`` reads."""
+    golden, run_path = folder / "golden.jsonl", folder / "run.jsonl"
+    with golden.open("w") as g:
+        for q, rel in qrels.items():
+            g.write(json.dumps({"id": q, "query": f"question {q}", "relevant_chunks": rel}) + "\n")
+    with run_path.open("w") as r:
+        for q, ids in run.items():
+            r.write(json.dumps({"id": q, "retrieved_ids": ids}) + "\n")
+    return golden, run_path
+
+
+def run_process(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Best wall time of 3 runs of a process, and its last stdout."""
+    best, out = float("inf"), ""
+    for _ in range(3):
+        t = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+        best, out = min(best, time.perf_counter() - t), done.stdout
+    return best, out
+
+
+def end_to_end(qrels: dict, run: dict) -> list[tuple[str, float | None, str]]:
+    """``ragsieve eval`` and the two libraries as processes on the same files."""
+    rows: list[tuple[str, float | None, str]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        golden, run_path = write_files(qrels, run, Path(tmp))
+        out = Path(tmp) / "out.json"
+        cli = [sys.executable, "-m", "ragsieve.jobs.cli", "eval", "--golden", str(golden)]
+        cli += ["--run", str(run_path), "-k", "5", "-k", "10", "--metrics", ",".join(E2E_METRICS)]
+        cli += ["--out", str(out)]
+        t, _ = run_process(cli)
+        ndcg = json.loads(out.read_text())["metrics"]["ndcg@10"]
+        rows.append(("ragsieve eval (this venv)", t, f"nDCG@10 {ndcg:.6f}"))
+        # pydantic loads every installed plugin at import: logfire's, from the test extra, costs
+        # ~0.3 s that a plain `pip install ragsieve` does not have
+        bare = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+        t, _ = run_process(cli, env=bare)
+        rows.append(("ragsieve eval (no pydantic plugins)", t, f"nDCG@10 {ndcg:.6f}"))
+        for lib, package in (("pytrec_eval", "pytrec-eval-terrier"), ("ranx", "ranx")):
+            try:
+                __import__(lib)
+            except ImportError:
+                rows.append((lib, None, f"not installed here (pip install {package})"))
+                continue
+            argv = [sys.executable, "-c", _BASELINE, lib, str(golden), str(run_path), str(out)]
+            try:
+                t, printed = run_process(argv)
+            except subprocess.CalledProcessError as exc:  # say so in the table, keep the rest
+                rows.append((lib, None, f"failed: {exc.stderr.strip().splitlines()[-1]}"))
+                continue
+            jit = ", numba compiles in each new process" if lib == "ranx" else ""
+            rows.append((lib, t, f"nDCG@10 {float(printed):.6f}{jit}"))
+    return rows
 
 
 def timed(fn, repeat: int = 3):  # type: ignore[no-untyped-def]
@@ -102,6 +201,7 @@ def main() -> None:
         lambda: paired_bootstrap(cand_v - base_v, resamples=args.resamples, confidence=0.95, seed=0)
     )
     t_gate, report = timed(lambda: compare(base, cand, policy))
+    e2e = end_to_end(qrels, run)
 
     rows = [
         ("align ids → relevance matrix", t_build, ""),
@@ -114,6 +214,11 @@ def main() -> None:
     print(f"{'step':<48} {'seconds':>8}  goal")
     for name, sec, goal in rows:
         print(f"{name:<48} {sec:>8.3f}  {goal}")
+    n_e2e = len(E2E_METRICS) * 2 - 1
+    print(f"\nend to end, {n_e2e} metrics (k 5, 10): read JSONL, score, write JSON; a process")
+    print(f"each, best of 3; goal for ragsieve eval < {GOALS['eval_cli_s']} s")
+    for name, sec, note in e2e:
+        print(f"{name:<48} {'—' if sec is None else f'{sec:.3f}':>8}  {note}")
     out = {
         "queries": args.queries,
         "depth": args.depth,
@@ -122,10 +227,13 @@ def main() -> None:
         "seconds": {name: round(sec, 4) for name, sec, _ in rows},
         "evaluate_total_s": round(t_total, 4),
         "gate_compare_s": round(t_gate, 4),
+        "end_to_end_s": {n: None if t is None else round(t, 3) for n, t, _ in e2e},
+        "end_to_end_notes": {n: note for n, _, note in e2e},
         "goals_s": GOALS,
         "met": {
             "evaluate": t_total < GOALS["evaluate_total_s"],
             "gate": t_gate < GOALS["gate_compare_s"],
+            "eval_cli": (e2e[0][1] or float("inf")) < GOALS["eval_cli_s"],
         },
         "sanity": {
             "ndcg@10_mean": round(scores.mean()["ndcg@10"], 4),
