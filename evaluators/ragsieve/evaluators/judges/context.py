@@ -112,7 +112,7 @@ def chunk_evidence(
             if both > best_cov:
                 best_cov, best_i = both, i
         window_text = " ".join(sents[best_i : best_i + 2])
-        typed = None if kind is None else has_type(window_text, kind)
+        typed = None if kind is None else has_type(window_text, kind, question)
         # RAGAS-style density: a chunk mostly about other things is partly noise
         density = sum(min(1.0, c / total) for c in per_sent) / len(sents)
         partial.append((best_cov, typed, window_text, density))

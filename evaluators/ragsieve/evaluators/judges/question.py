@@ -78,15 +78,26 @@ _WHEN_ANSWER = re.compile(
 )
 
 
-def has_type(text: str, kind: str) -> bool:
-    """True when ``text`` contains an answer of ``kind``."""
+def has_type(text: str, kind: str, question: str = "") -> bool:
+    """True when ``text`` contains an answer of ``kind`` that ``question`` did not already give:
+    a name, number or date the question itself holds is the subject, not the answer."""
     if kind == "date":  # "when?" is also answered by a delay or a moment ("within 7 days")
-        return has_date(text) or bool(_WHEN_ANSWER.search(fold(text)))
+        return has_date(_without(text, question)) or bool(_WHEN_ANSWER.search(fold(text)))
     if kind == "number":
-        return bool(numbers(text))
+        return bool(numbers(text) - numbers(question))
     if kind == "definition":
         return bool(_DEFINITION.search(fold(text)))
-    return bool(entities(text)) or any(w[:1].isupper() for w in text.split()[:1])
+    asked = {fold(w) for w in re.findall(r"\w+", question)}
+    if entities(text) - asked:
+        return True
+    first = text.split()[:1]
+    return bool(first) and first[0][:1].isupper() and fold(first[0].strip(".,;:")) not in asked
+
+
+def _without(text: str, question: str) -> str:
+    """``text`` with the question's own words removed (so its years and months do not count)."""
+    asked = {fold(w) for w in re.findall(r"\w+", question)}
+    return " ".join(w for w in re.findall(r"\w+", text) if fold(w) not in asked)
 
 
 def key_terms(question: str) -> dict[str, float]:
