@@ -31,7 +31,7 @@ def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | Non
     store = open_store(settings.store)
     cfg = settings.collector
     app = create_app(store, cfg, token=token, grpc_port=cfg.grpc_port or None)
-    server = ServerThread(app, host=cfg.host, port=cfg.port)
+    server = ServerThread(app, host=cfg.host, port=cfg.port, max_connections=cfg.max_connections)
     try:
         server.start()
         click.echo(
