@@ -81,7 +81,7 @@ def run_pipeline(traces: list[Trace], workdir: Path) -> tuple[dict[str, Trace], 
     port = _free_port()
     env = {**os.environ, "RAGSIEVE_STORE": store}
     server = subprocess.Popen(
-        [RAGSIEVE, "collector", "serve", "--store", store, "--port", str(port)],
+        [RAGSIEVE, "collector", "serve", "--store", store, "--port", str(port), "--grpc-port", "0"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

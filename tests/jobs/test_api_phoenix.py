@@ -36,6 +36,8 @@ def test_notebook_results_land_on_the_root_spans_in_phoenix(
     with Client(col.store.url) as rs:
         faith = rs.results(evaluator="faithfulness")
         assert len(faith) == 2
+        # the collector forwards spans to Phoenix asynchronously: post once Phoenix holds them
+        phoenix_server.wait_for_spans(list(roots), 2, project=PROJECT, timeout_s=60)
         assert rs.log_to_phoenix(faith, base_url=phoenix_server.base_url) == {"posted": 2}
     expected = dict(zip(faith["span_id"], faith["label"], strict=True))
     found: list[dict[str, Any]] = []

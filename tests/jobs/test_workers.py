@@ -207,7 +207,17 @@ def _run(url: str, store: Any, procs: dict[str, subprocess.Popen[bytes]]) -> Non
     for name in ("c1", "c2"):
         port = _free_port()
         procs[name] = subprocess.Popen(
-            [*_ragsieve(), "collector", "serve", "--store", url, "--port", str(port)],
+            [
+                *_ragsieve(),
+                "collector",
+                "serve",
+                "--store",
+                url,
+                "--port",
+                str(port),
+                "--grpc-port",
+                "0",
+            ],
             env=cenv,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
