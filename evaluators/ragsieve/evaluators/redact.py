@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from typing import Any
 
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 # 13-19 digits with optional single spaces/dashes: payment-card-like (checked with Luhn below)
@@ -82,3 +83,43 @@ def redact(text: str, extra_patterns: Iterable[str] = ()) -> tuple[str, dict[str
     )
     text = sub(_PHONE_PLAIN, "[PHONE]", "phone", text)
     return text, counts
+
+
+def redact_value(value: Any, extra_patterns: Iterable[str] = ()) -> Any:
+    """``value`` with every string inside it (dicts and lists walked) redacted."""
+    if isinstance(value, str):
+        return redact(value, extra_patterns)[0]
+    if isinstance(value, Mapping):
+        return {k: redact_value(v, extra_patterns) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(v, extra_patterns) for v in value]
+    return value
+
+
+class RedactingJudge:
+    """Wraps a judge so its results carry no PII: explanation and metadata (claims, evidence)
+    are redacted before anything stores, exports or annotates them. Name and version are the
+    inner judge's, so checkpoints and caches are unchanged."""
+
+    def __init__(self, inner: Any, extra_patterns: Iterable[str] = ()) -> None:
+        self.inner = inner
+        self.name: str = inner.name
+        self.version: str = inner.version
+        self.patterns = tuple(extra_patterns)
+        if hasattr(inner, "judge_model"):
+            self.judge_model = inner.judge_model
+
+    async def evaluate(self, interaction: Any) -> list[Any]:
+        """The inner judge's results, redacted."""
+        out = []
+        for r in await self.inner.evaluate(interaction):
+            explanation = redact(r.explanation, self.patterns)[0] if r.explanation else None
+            out.append(
+                r.model_copy(
+                    update={
+                        "explanation": explanation,
+                        "metadata": redact_value(dict(r.metadata), self.patterns),
+                    }
+                )
+            )
+        return out

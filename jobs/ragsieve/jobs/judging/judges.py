@@ -11,13 +11,24 @@ def make_judges(settings: Any, names: Sequence[str] | None = None) -> list[Any]:
     from ragsieve.evaluators.judges import build_judges
 
     llm = settings.llm.to_config(settings.golden.pii_patterns)
-    return build_judges(
+    judges = build_judges(
         list(names or settings.jobs.judges),
         backend=settings.jobs.backend,
         llm=llm,
         cache_path=settings.jobs.cache_path,
         thresholds=settings.jobs.thresholds,
     )
+    return redacting(judges, settings)
 
 
-__all__ = ["make_judges"]
+def redacting(judges: list[Any], settings: Any) -> list[Any]:
+    """With ``golden.scrub_pii`` on, results are redacted before they are stored, exported or
+    sent to Phoenix (an answer's e-mail address must not survive in ``metadata.claims``)."""
+    from ragsieve.evaluators.redact import RedactingJudge
+
+    if not settings.golden.scrub_pii:
+        return judges
+    return [RedactingJudge(j, settings.golden.pii_patterns) for j in judges]
+
+
+__all__ = ["make_judges", "redacting"]

@@ -40,6 +40,7 @@ def _judge_options(settings: Any) -> dict[str, Any]:
     return {
         "llm": settings.llm.to_config(settings.golden.pii_patterns),
         "cache_path": settings.jobs.cache_path,
+        "thresholds": dict(settings.jobs.thresholds),  # judges label with the job's thresholds
     }
 
 
@@ -97,7 +98,12 @@ def worker_cmd(
     cfg = _worker_settings(settings)
     st = open_worker_store(settings.store, cfg.concurrency)
     ensure_queue_schema(st)
-    runtime = WorkerRuntime(st, latency_ms=judge_latency_ms, judge_options=_judge_options(settings))
+    runtime = WorkerRuntime(
+        st,
+        latency_ms=judge_latency_ms,
+        judge_options=_judge_options(settings),
+        pii_patterns=(tuple(settings.golden.pii_patterns) if settings.golden.scrub_pii else None),
+    )
     app = create_app(settings.store, cfg, runtime)
     click.echo(
         f"ragsieve worker {name or ''} on queue {cfg.queue} (store {masked_url(settings.store)})",
@@ -205,7 +211,7 @@ def schedule_cmd(
     )
     cfg = _worker_settings(settings)
     jobs = settings.jobs
-    judge_objs = build_judge_set(jobs.judges, jobs.backend)
+    judge_objs = build_judge_set(jobs.judges, jobs.backend, thresholds=dict(jobs.thresholds))
     limits = BudgetLimits(
         calls=jobs.budget_calls,
         usd=jobs.budget_usd,

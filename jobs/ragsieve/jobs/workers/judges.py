@@ -64,15 +64,21 @@ class WorkerRuntime:
     store: Store
     latency_ms: float = 0.0
     judge_options: dict[str, Any] = field(default_factory=dict)
+    pii_patterns: tuple[str, ...] | None = None  # None: results kept as judged; else redacted
     _judges: dict[tuple[tuple[str, ...], str], list[Any]] = field(default_factory=dict)
 
     def judges(self, names: Sequence[str], backend: str) -> list[Any]:
         """The judge objects for a batch's judge names and backend."""
         key = (tuple(names), backend)
         if key not in self._judges:
-            self._judges[key] = build_judge_set(
+            built = build_judge_set(
                 names, backend, latency_ms=self.latency_ms, **self.judge_options
             )
+            if self.pii_patterns is not None:
+                from ragsieve.evaluators.redact import RedactingJudge
+
+                built = [RedactingJudge(j, self.pii_patterns) for j in built]
+            self._judges[key] = built
         return self._judges[key]
 
 
