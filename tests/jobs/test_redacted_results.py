@@ -30,6 +30,20 @@ async def test_results_are_redacted_when_scrubbing_is_on() -> None:
     assert faith.judge_version.startswith("offline")  # versions (checkpoints) unchanged
 
 
+async def test_identifiers_are_never_redacted() -> None:
+    from ragsieve.evaluators.redact import redact_value
+
+    meta = {
+        "chunks": [{"id": "xquad-00-03-en", "relevant": True}],
+        "evidence_chunks": ["kb-2024-11-05"],
+        "claims": [{"claim": "call 612 345 678", "chunk": "doc-12-34-56"}],
+    }
+    out = redact_value(meta)
+    assert out["chunks"][0]["id"] == "xquad-00-03-en"
+    assert out["evidence_chunks"] == ["kb-2024-11-05"]
+    assert out["claims"][0] == {"claim": "call [PHONE]", "chunk": "doc-12-34-56"}
+
+
 async def test_results_keep_the_text_when_scrubbing_is_off() -> None:
     results = await _results(**{"golden.scrub_pii": False})
     faith = next(r for r in results if r.evaluator == "faithfulness")

@@ -85,14 +85,23 @@ def redact(text: str, extra_patterns: Iterable[str] = ()) -> tuple[str, dict[str
     return text, counts
 
 
-def redact_value(value: Any, extra_patterns: Iterable[str] = ()) -> Any:
-    """``value`` with every string inside it (dicts and lists walked) redacted."""
+# keys whose values are identifiers (chunk, trace and span ids): "doc-00-03" is not a phone number
+_ID_KEYS = frozenset(
+    {"id", "chunk", "chunk_id", "chunks_id", "evidence_chunks", "trace_id", "span_id"}
+)
+
+
+def redact_value(value: Any, extra_patterns: Iterable[str] = (), key: str | None = None) -> Any:
+    """``value`` with every string inside it (dicts and lists walked) redacted, identifiers
+    (values under keys such as ``id`` or ``evidence_chunks``) left as they are."""
+    if key in _ID_KEYS:
+        return value
     if isinstance(value, str):
         return redact(value, extra_patterns)[0]
     if isinstance(value, Mapping):
-        return {k: redact_value(v, extra_patterns) for k, v in value.items()}
+        return {k: redact_value(v, extra_patterns, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_value(v, extra_patterns) for v in value]
+        return [redact_value(v, extra_patterns, key) for v in value]
     return value
 
 
