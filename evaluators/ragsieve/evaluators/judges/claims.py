@@ -69,6 +69,9 @@ _ATTRIBUTION = re.compile(
     r" (?:dice|indica|menciona|señala|afirma|explica|muestra)n?"
     r"(?: que)?\b[,:]?"
     r"|la respuesta (?:es|ser[ií]a)\b:?"
+    # discourse markers that summarise rather than state: "In total, 390 settlers."
+    r"|(?:in total|en total|overall|altogether|in short|in summary|en resumen|en suma"
+    r"|in conclusion|en conclusi[oó]n)\b[,:]?"
     r")\s*",
     re.IGNORECASE,
 )

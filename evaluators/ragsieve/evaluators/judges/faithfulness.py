@@ -93,7 +93,10 @@ def _claim_terms(claim: str, q_keys: set[str]) -> list[str]:
         for t in tokens(claim)
         if t not in STOPWORDS and len(t) > 1 and not t[0].isdigit() and key(t) not in q_keys
     ]
-    return words_ + [raw for raw in number_values(claim) if raw[:1].isdigit()]
+    raws = [raw for raw in number_values(claim) if raw[:1].isdigit()]
+    return words_ + [
+        r for r in raws if key(r) not in q_keys and key(r.replace(",", "")) not in q_keys
+    ]
 
 
 def _coverage(toks: list[str], ctx: _Context) -> tuple[float, float, int, float, list[str]]:
