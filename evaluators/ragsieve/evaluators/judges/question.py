@@ -59,9 +59,9 @@ def expected_type(question: str) -> str | None:
     q = fold(question)
     if _ASKS_WHEN.search(q) or "cuándo" in question.casefold():
         return "date"
-    if re.search(r"\b(how (?:many|much|long|old|tall|high|far|big|large)|cuant[oa]s?)\b", q) or (
-        re.match(r"\W*(what|which|que|cual|cuales)\b", q) and _QUANTITY.search(q)
-    ):
+    if re.search(
+        r"\b(how (?:many|much|long|old|tall|high|far|big|large)|(?<!en )cuant[oa]s?)\b(?! a\b)", q
+    ) or (re.match(r"\W*(what|which|que|cual|cuales)\b", q) and _QUANTITY.search(q)):
         return "number"
     if _NAMED.search(q) or _ATTRIBUTE_OF.search(q):
         return "name"  # "what is the capital of France?" wants a value, not a definition

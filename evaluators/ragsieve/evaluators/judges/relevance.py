@@ -58,6 +58,8 @@ def _direct_answer(sents: list[str], kind: str | None) -> bool:
             continue
         if kind is not None and has_type(claim, kind):
             return True
+        if kind == "definition" and len(content_words(claim)) >= 1:
+            return True  # "genetic branches." defines "what are clades?" in a noun phrase
         if kind is None and (entities(" x " + claim) or numbers(claim)):
             return True
     return False
