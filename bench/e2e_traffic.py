@@ -157,9 +157,7 @@ def declarative(question: str, answer: str, lang: str) -> str | None:
     return None
 
 
-def phrase(
-    question: str, answer: str, lang: str, paragraph: str, others: list[str], rng: random.Random
-) -> str:
+def phrase(question: str, answer: str, lang: str, paragraph: str, rng: random.Random) -> str:
     """A correct answer as a chat model might write it: a frame from the question, the clause of
     the paragraph that holds the answer, or the short answer followed by a supporting detail."""
     style = rng.random()
@@ -339,15 +337,14 @@ def build(data: Path = DATA, seed: int = 7) -> list[Trace]:
         cids = [gold, *distractors(gold, 2, {gold})]
         rng.shuffle(cids)
         para = text(gold, lang)
-        others = [text(c, lang) for c in cids if c != gold]
-        good = phrase(q, a, lang, para, others, rng)
+        good = phrase(q, a, lang, para, rng)
         add("clean", q, good, lang, lang, cids, True)
         # same question, same language, chunks in the other language
-        add("clean_xling", q, phrase(q, a, lang, para, others, rng), lang, other, cids, True)
+        add("clean_xling", q, phrase(q, a, lang, para, rng), lang, other, cids, True)
         add(
             "clean_typo",
             typo(q, rng),
-            phrase(q, a, lang, para, others, rng),
+            phrase(q, a, lang, para, rng),
             lang,
             lang,
             cids,

@@ -17,7 +17,6 @@ from ragsieve.evaluators.judges.text import STOPWORDS, language, rarity, sentenc
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
-RELEVANT_COSINE = 0.32  # kept for the constructor's signature (version strings of old configs)
 # encoder cost grows with tokens: a sentence's first ~25 words carry its gist for the cosine
 MAX_EMBED_CHARS = 150
 MAX_SENTENCES = 12  # sentences of a chunk the encoder reads (long chunks: their start)
@@ -89,17 +88,16 @@ def chunk_evidence(
     out: list[ChunkEvidence] = []
     pending: list[tuple[int, list[str]]] = []
     partial: list[tuple[float, bool | None, str, float]] = []
-    others: list[bool] = []
     split = [(sentences(chunk) or [chunk])[:MAX_LEXICAL_SENTENCES] for chunk in chunks]
+    # a chunk in another language than the question: words are matched by translation
+    others = [qlang != "unknown" and language(c) not in ("unknown", qlang) for c in chunks]
     found: list[dict[str, Match]] = []
-    for chunk, sents in zip(chunks, split, strict=True):
-        clang = language(chunk)
-        other = qlang != "unknown" and clang not in ("unknown", qlang)
+    for sents, other in zip(split, others, strict=True):
         index = TermIndex(sents, cross_lingual=other)
         found.append({k: index.find(word) for k, (word, _) in terms.items()})
     weights = _discriminative(terms, found)
     total = sum(weights.values()) or 1.0
-    for n, (chunk, sents) in enumerate(zip(chunks, split, strict=True)):
+    for n, sents in enumerate(split):
         per_sent = [0.0] * len(sents)
         for k, w in weights.items():
             m = found[n][k]
@@ -117,10 +115,8 @@ def chunk_evidence(
         density = sum(min(1.0, c / total) for c in per_sent) / len(sents)
         partial.append((best_cov, typed, window_text, density))
         lexical = _combine(best_cov, typed, None)
-        other = qlang != "unknown" and language(chunk) not in ("unknown", qlang)
-        others.append(other)
-        want = use_embeddings is True or (use_embeddings is None and other)
-        if want and (other or lexical < 0.9):
+        want = use_embeddings is True or (use_embeddings is None and others[n])
+        if want and (others[n] or lexical < 0.9):
             pending.append((n, sents[:max_sentences]))
     cosines: dict[int, float] = {}
     if pending:
@@ -199,10 +195,7 @@ class ContextRelevanceJudge(OfflineJudge):
         threshold: float = DEFAULT_THRESHOLDS["context_relevance"],
         use_embeddings: bool | None = True,
         max_embed_chars: int = MAX_EMBED_CHARS,
-        relevant_cosine: float = RELEVANT_COSINE,
         max_sentences: int = MAX_SENTENCES,
-        skip_unrelated: bool = True,
-        min_overlap: float = 0.0,
     ) -> None:
         """``use_embeddings=None`` (auto): encode only chunks in another language."""
         self.threshold = threshold

@@ -85,6 +85,12 @@ def _negated(text: str) -> bool:
     return any(w in NEGATIONS or w.endswith("n't") for w in words(text))
 
 
+def _by_value(token: str, ctx: _Context) -> Match | None:
+    """``token`` found as a value the context states (a number or a number word), or None."""
+    hits = sorted(all_values(token) & ctx.values)
+    return Match(1.0, ctx.value_sents.get(hits[0], frozenset()), "value", token) if hits else None
+
+
 def _claim_terms(claim: str, q_keys: set[str]) -> list[str]:
     """The claim's content words that the question did not already say (numbers are compared
     by value, not as words: "40 000" is one number, not the words "40" and "000")."""
@@ -108,22 +114,12 @@ def _coverage(toks: list[str], ctx: _Context) -> tuple[float, float, int, float,
         k = key(t)
         weights[k] = max(weights.get(k, 0.0), 2.5 if t[0].isdigit() else rarity(t))
         if t[:1].isdigit():  # a number as written ("8,8", "40 000"): found by value
-            hits = sorted(all_values(t) & ctx.values)
-            found[k] = (
-                Match(1.0, ctx.value_sents.get(hits[0], frozenset()), "value", t)
-                if hits
-                else NO_MATCH
-            )
+            found[k] = _by_value(t, ctx) or NO_MATCH
             continue
         if k not in found or found[k].strength < 1.0:
             m = ctx.index.find(t)
-            if m.strength < 1.0 and all_values(t) & ctx.values:  # "seis" for "six-time"
-                m = Match(
-                    1.0,
-                    ctx.value_sents.get(next(iter(all_values(t) & ctx.values)), frozenset()),
-                    "value",
-                    t,
-                )
+            if m.strength < 1.0:  # a number word: "seis" for "six-time"
+                m = _by_value(t, ctx) or m
             if k not in found or m.strength > found[k].strength:
                 found[k] = m
     total = sum(weights.values())

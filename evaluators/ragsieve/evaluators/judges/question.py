@@ -5,13 +5,10 @@ from __future__ import annotations
 import re
 
 from ragsieve.evaluators.judges.text import (
-    content_words,
     entities,
     fold,
     has_date,
     numbers,
-    rarity,
-    stem,
 )
 
 _DEFINITION = re.compile(
@@ -87,7 +84,7 @@ def has_type(text: str, kind: str, question: str = "") -> bool:
         return bool(numbers(text) - numbers(question))
     if kind == "definition":
         return bool(_DEFINITION.search(fold(text)))
-    asked = {fold(w) for w in re.findall(r"\w+", question)}
+    asked = _words(question)
     if entities(text) - asked:
         return True
     first = text.split()[:1]
@@ -96,16 +93,9 @@ def has_type(text: str, kind: str, question: str = "") -> bool:
 
 def _without(text: str, question: str) -> str:
     """``text`` with the question's own words removed (so its years and months do not count)."""
-    asked = {fold(w) for w in re.findall(r"\w+", question)}
+    asked = _words(question)
     return " ".join(w for w in re.findall(r"\w+", text) if fold(w) not in asked)
 
 
-def key_terms(question: str) -> dict[str, float]:
-    """Stems of the question's content words, weighted by rarity."""
-    return {stem(t): rarity(t) for t in content_words(question)}
-
-
-def coverage(terms: dict[str, float], text_stems: set[str]) -> float:
-    """Rarity-weighted share of ``terms`` found in ``text_stems``."""
-    total = sum(terms.values())
-    return sum(w for s, w in terms.items() if s in text_stems) / total if total else 0.0
+def _words(text: str) -> set[str]:
+    return {fold(w) for w in re.findall(r"\w+", text)}

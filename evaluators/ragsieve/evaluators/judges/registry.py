@@ -121,9 +121,8 @@ def build_judges(
         opts: dict[str, Any] = {}
         if key.startswith(("llm_", "cascade_")):
             opts = {"llm": llm, "cache_path": cache_path}
-        metric = key.removeprefix("cascade_")
-        if thresholds and metric in METRICS and metric in thresholds and key in BUILTINS:
-            if not key.startswith("llm_"):
-                opts["threshold"] = float(thresholds[metric])
+        metric = key.removeprefix("cascade_")  # offline or cascade: an offline judge labels
+        if thresholds and metric in METRICS and metric in thresholds:
+            opts["threshold"] = float(thresholds[metric])
         out.append(get_judge(key, **opts))
     return out

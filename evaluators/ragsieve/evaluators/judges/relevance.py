@@ -88,10 +88,9 @@ class AnswerRelevanceJudge(OfflineJudge):
         terms = question_terms(question)
         qlang, alang = language(question), language(answer)
         index = TermIndex(sents, cross_lingual=qlang != alang and "unknown" not in (qlang, alang))
-        weights = {k: w for k, (_, w) in terms.items()}
-        total = sum(weights.values())
+        total = sum(w for _, w in terms.values())
         coverage = (
-            sum(w * index.find(terms[k][0]).strength for k, w in weights.items()) / total
+            sum(w * index.find(word).strength for word, w in terms.values()) / total
             if total
             else 0.0
         )

@@ -158,7 +158,7 @@ async def run_once_async(
         corpus_new = await asyncio.to_thread(
             corpus.index_window, [c.trace_id for c in cands], records
         )
-        corpus_info.update(new_chunks=corpus_new)
+        corpus_info.update(new_chunks=corpus_new, chunks=await asyncio.to_thread(corpus.size))
         decisions = await asyncio.to_thread(
             decide_all, store, picks, records, versions, job.thresholds, golden, corpus
         )
@@ -203,7 +203,6 @@ async def run_once_async(
     }
     report["audit"].update(audit_info)
     if corpus_info:
-        corpus_info["chunks"] = await asyncio.to_thread(ObservedCorpus(store).size)
         report["observed_corpus"] = corpus_info
     report["audit"]["open"] = await asyncio.to_thread(resultstore.open_audits, store)
     if golden_report is not None:

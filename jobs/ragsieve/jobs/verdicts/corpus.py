@@ -4,15 +4,17 @@ When nothing relevant reached the prompt, the job needs to know whether the know
 have answered: if some chunk the retriever returned for *other* traces holds the answer, the
 retriever missed it (root cause ``retrieval``); if none does, the system should have abstained
 (``no_answer_expected``). ragsieve never sees the knowledge base itself, only what traces
-retrieved, plus the golden set's relevant chunks; that is the corpus here.
+retrieved; that is the corpus here (the golden set, which holds chunk ids but no text, speaks
+through its own "answerable" expectation instead).
 
 Tables (written by the job only): ``corpus_chunks`` (one row per distinct chunk id: content, the
 encoder's vector of its head, how many traces retrieved it, token count) and ``corpus_terms``
 (an inverted index: term key → chunk id, term frequency) for BM25. ``update`` reads only traces
 not indexed before, so a run costs O(new chunks). ``find_answer`` takes the BM25 and the
 embedding top hits, fuses their ranks, and scores the candidates with the context judge's own
-per-chunk evidence (:func:`ragsieve.evaluators.judges.context.chunk_evidence`): a hit is a chunk
-whose score reaches the context-relevance threshold.
+per-chunk evidence (:func:`ragsieve.evaluators.judges.context.chunk_evidence`): a hit reaches the
+context-relevance threshold, holds most of the question's terms, beats every chunk the trace
+retrieved by a margin, and is not one of them in other words (a copy or a translation).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.embeddings import DIM, embed
-from ragsieve.evaluators.judges.context import ChunkEvidence, chunk_evidence
+from ragsieve.evaluators.judges.context import chunk_evidence
 from ragsieve.evaluators.judges.terms import key, tokens
 from ragsieve.evaluators.judges.text import STOPWORDS
 from ragsieve.evaluators.records import RagInteraction
@@ -68,11 +70,12 @@ def _terms(text: str) -> Counter[str]:
 
 
 class ObservedCorpus:
-    """Chunks seen in traces (and golden relevant chunks), with BM25 and embedding search."""
+    """Chunks seen in traces, with BM25 and embedding search."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._ids: list[str] | None = None
+        self._at: dict[str, int] = {}  # chunk id -> row of the vector matrix
         self._vecs: np.ndarray | None = None
 
     def size(self) -> int:
@@ -102,7 +105,8 @@ class ObservedCorpus:
         """Index every trace of a run's window not indexed before (``loaded`` saves reloading
         the sampled ones); returns how many chunks were new."""
         new = 0
-        todo = [t for t in dict.fromkeys(trace_ids) if t not in self._indexed(trace_ids)]
+        done = self._indexed(trace_ids)
+        todo = [t for t in dict.fromkeys(trace_ids) if t not in done]
         for i in range(0, len(todo), batch):
             part = todo[i : i + batch]
             have = {t: loaded[t] for t in part if t in loaded}
@@ -180,6 +184,7 @@ class ObservedCorpus:
         if self._ids is None or self._vecs is None:
             rows = self.store.query("SELECT chunk_id, vector FROM corpus_chunks")
             self._ids = [r[0] for r in rows]
+            self._at = {cid: i for i, cid in enumerate(self._ids)}
             self._vecs = (
                 np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(
                     len(rows), DIM
@@ -225,24 +230,12 @@ class ObservedCorpus:
 
     def _copy_of(self, cid: str, others: set[str]) -> bool:
         """True when ``cid`` is one of ``others`` in other words (a translation, a copy)."""
-        ids, vecs = self._vectors()
-        at = {c: i for i, c in enumerate(ids)}
+        _, vecs = self._vectors()
+        at = self._at
         rows = [at[o] for o in others if o in at]
         if cid not in at or not rows:
             return False
         return bool((vecs[rows] @ vecs[at[cid]]).max() >= SAME_PASSAGE)
-
-    def _runner_up(self, ranked: Sequence[tuple[str, ChunkEvidence]]) -> float:
-        """The best score among candidates that are not the top one in other words (the same
-        passage in another language, or a copy under another id)."""
-        ids, vecs = self._vectors()
-        at = {cid: i for i, cid in enumerate(ids)}
-        top = ranked[0][0]
-        for cid, ev in ranked[1:]:
-            if top in at and cid in at and float(vecs[at[top]] @ vecs[at[cid]]) >= SAME_PASSAGE:
-                continue
-            return ev.score
-        return 0.0
 
     def find_answer(
         self, question: str, exclude: Iterable[str], threshold: float, lead: float = 0.0
