@@ -11,14 +11,9 @@ from typing import Any
 
 import click
 
+from ragsieve.collector.cliopts import json_option, store_option
 from ragsieve.jobs.golden.audit import is_audit
 from ragsieve.jobs.golden.repo import STATUSES, Candidate, CandidateRepo
-
-STORE_HELP = (
-    "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
-)
-store_option = click.option("--store", default=None, help=STORE_HELP)
-json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
 
 class _Context:
