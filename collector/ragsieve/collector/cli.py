@@ -10,13 +10,11 @@ from typing import Any
 
 import click
 
+from ragsieve.collector.cliopts import json_option, opened_store, store_option
 from ragsieve.evaluators.errors import ConfigError
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 GRPC_PORT_HELP = "OTLP/gRPC port (default 4317; 0 = off)."
-STORE_HELP = (
-    "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
-)
 
 
 @click.group()
@@ -28,7 +26,7 @@ def collector() -> None:
 @click.option("--host", default=None, help="Bind address (default 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port (default 4318).")
 @click.option("--grpc-port", type=int, default=None, help=GRPC_PORT_HELP)
-@click.option("--store", default=None, help=STORE_HELP)
+@store_option
 @click.option("--forward-otlp", default=None, help="Forward spans to this OTLP/HTTP traces URL.")
 @click.option("--token-env", default=None, help="Env var holding the required bearer token.")
 @click.pass_obj
@@ -98,12 +96,6 @@ def resolve_token(token_env: str | None) -> str | None:
     return token
 
 
-def _store(obj: Any, store: str | None) -> Any:
-    from ragsieve.collector.store import open_store
-
-    return open_store(obj.settings(store=store).store, create=False)
-
-
 def interaction_json(rec: Any) -> dict[str, Any]:
     """The stable JSON shape printed by ``interactions list --json``."""
     data: dict[str, Any] = rec.model_dump(mode="json")
@@ -116,22 +108,21 @@ def interactions() -> None:
 
 
 @interactions.command("list")
-@click.option("--store", default=None, help=STORE_HELP)
+@store_option
 @click.option("--since", default=None, help="Only traces started in this window, e.g. 1h.")
 @click.option("--limit", type=int, default=50, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="JSON lines.")
+@json_option
 @click.pass_obj
 def list_cmd(obj: Any, store: str | None, since: str | None, limit: int, as_json: bool) -> None:
     """List interactions, newest first."""
     from ragsieve.collector.settle import settling_note
     from ragsieve.collector.timeutil import parse_duration
 
-    settings = obj.settings(store=store)
-    st = _store(obj, store)
     lo = datetime.now(UTC) - parse_duration(since) if since else None
-    rows = st.list_interactions(since=lo, limit=limit)
-    cfg = settings.collector
-    count, last_due = st.settling(quiet_s=cfg.quiet_period_s, max_wait_s=cfg.max_wait_s)
+    with opened_store(obj, store) as (settings, st):
+        rows = st.list_interactions(since=lo, limit=limit)
+        cfg = settings.collector
+        count, last_due = st.settling(quiet_s=cfg.quiet_period_s, max_wait_s=cfg.max_wait_s)
     note = settling_note(
         count, last_due, quiet_s=cfg.quiet_period_s, max_wait_s=cfg.max_wait_s, now=time.time()
     )
@@ -150,11 +141,12 @@ def list_cmd(obj: Any, store: str | None, since: str | None, limit: int, as_json
 
 @interactions.command("show")
 @click.argument("trace_id")
-@click.option("--store", default=None, help=STORE_HELP)
+@store_option
 @click.pass_obj
 def show_cmd(obj: Any, trace_id: str, store: str | None) -> None:
     """Print one interaction as JSON."""
-    rec = _store(obj, store).get_interaction(trace_id.lower())
+    with opened_store(obj, store) as (_, st):
+        rec = st.get_interaction(trace_id.lower())
     if rec is None:
         raise click.ClickException(f"no interaction with trace id {trace_id}")
     click.echo(json.dumps(interaction_json(rec), indent=2, ensure_ascii=False))

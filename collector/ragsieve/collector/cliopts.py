@@ -7,11 +7,14 @@ way (``--json``). They are defined once here; the root ``main()`` turns errors i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 import click
+
+from ragsieve.evaluators.errors import ConfigError, RagsieveError
 
 if TYPE_CHECKING:
     from ragsieve.collector.store import SQLStore
@@ -56,3 +59,38 @@ def opened_store(
         yield settings, st
     finally:
         st.close()
+
+
+def exit_code_of(exc: BaseException) -> int:
+    """The exit code (and, printed on stderr, the one line) for an error a command raised.
+
+    0 success, 1 a failure the user can act on (a run that failed its own checks, a store or
+    judge error, Ctrl-C), 2 bad input (config, flags, files). Anything else is a bug and is
+    re-raised with its traceback.
+    """
+    if isinstance(exc, click.exceptions.Exit):
+        return exc.exit_code
+    if isinstance(exc, click.ClickException):  # UsageError and BadParameter exit 2
+        exc.show()
+        return exc.exit_code
+    if isinstance(exc, click.exceptions.Abort | KeyboardInterrupt):
+        click.echo("aborted", err=True)
+        return 1
+    if isinstance(exc, ConfigError):
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    if isinstance(exc, RagsieveError):
+        click.echo(f"error: {exc}", err=True)
+        return 1
+    raise exc
+
+
+def run_cli(command: click.Command, prog_name: str, argv: Sequence[str] | None = None) -> NoReturn:
+    """Run a click command as a console entry point, mapping every error to its exit code."""
+    try:
+        rv = command.main(args=argv, prog_name=prog_name, standalone_mode=False)
+    except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort) as exc:
+        sys.exit(exit_code_of(exc))
+    except (KeyboardInterrupt, RagsieveError) as exc:
+        sys.exit(exit_code_of(exc))
+    sys.exit(rv if isinstance(rv, int) else 0)

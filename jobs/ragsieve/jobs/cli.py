@@ -15,8 +15,6 @@ from typing import Any
 
 import click
 
-from ragsieve.evaluators.errors import ConfigError, RagsieveError
-
 COMMANDS: dict[str, str] = {
     "collector": "ragsieve.collector.cli:collector",
     "interactions": "ragsieve.collector.cli:interactions",
@@ -90,24 +88,10 @@ def cli(ctx: click.Context, config: Path | None, verbose: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: maps ConfigError to one line and exit 2."""
-    try:
-        rv = cli.main(args=argv, prog_name="ragsieve", standalone_mode=False)
-    except ConfigError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(1)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except RagsieveError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    sys.exit(rv if isinstance(rv, int) else 0)
+    """Console entry point: every error becomes one line on stderr and an exit code (0/1/2)."""
+    from ragsieve.collector.cliopts import run_cli
+
+    run_cli(cli, "ragsieve", argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,9 +10,8 @@ from typing import Any
 
 import click
 
-STORE_HELP = (
-    "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
-)
+from ragsieve.collector.cliopts import json_option, opened_store, store_option
+
 COLUMNS = (
     "trace_id",
     "span_id",
@@ -33,16 +32,12 @@ COLUMNS = (
 def _rows(
     obj: Any, store: str | None, since: str | None, flagged: bool, limit: int | None
 ) -> list[dict[str, Any]]:
-    from ragsieve.collector.store import open_store
     from ragsieve.collector.timeutil import parse_duration
     from ragsieve.jobs.results.resultstore import list_results
 
     lo = (datetime.now(UTC) - parse_duration(since)).timestamp() if since else None
-    st = open_store(obj.settings(store=store).store, create=False)
-    try:
+    with opened_store(obj, store) as (_, st):
         rows = list_results(st, since=lo, flagged=flagged, limit=limit)
-    finally:
-        st.close()
     for r in rows:
         r["created_at"] = datetime.fromtimestamp(r["created_at"], UTC).isoformat()
     return rows
@@ -54,11 +49,11 @@ def results() -> None:
 
 
 @results.command("list")
-@click.option("--store", default=None, help=STORE_HELP)
+@store_option
 @click.option("--flagged", is_flag=True, help="Only results of failing interactions.")
 @click.option("--since", default=None, help="Only results written in this window, e.g. 1h.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
-@click.option("--json", "as_json", is_flag=True, help="JSON lines.")
+@json_option
 @click.pass_obj
 def list_command(
     obj: Any, store: str | None, flagged: bool, since: str | None, limit: int | None, as_json: bool
@@ -74,7 +69,7 @@ def list_command(
 
 
 @results.command("export")
-@click.option("--store", default=None, help=STORE_HELP)
+@store_option
 @click.option(
     "--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl", show_default=True
 )

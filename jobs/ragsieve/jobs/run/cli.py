@@ -7,9 +7,7 @@ from typing import Any
 
 import click
 
-STORE_HELP = (
-    "Store URL (default: RAGSIEVE_STORE, then the config file, then sqlite:///ragsieve.db)."
-)
+from ragsieve.collector.cliopts import json_option, opened_store, store_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,7 +16,7 @@ def jobs() -> None:
 
 
 @jobs.command("run")
-@click.option("--store", default=None, help=STORE_HELP)
+@store_option
 @click.option("--since", default=None, help="Window looking back from now, e.g. 2h (jobs.since).")
 @click.option("--window", default=None, help="Explicit window START..END (ISO 8601, UTC).")
 @click.option("--judge", "judge_names", multiple=True, help="Metric to judge (repeatable).")
@@ -38,7 +36,7 @@ def jobs() -> None:
     help="Seconds a trace must be quiet to count as finished.",
 )
 @click.option("--dry-run", is_flag=True, help="Select and report; judge and write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@json_option
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -57,7 +55,6 @@ def run_command(
 
     Exit 1 when the judge error rate exceeds jobs.max_judge_error_rate.
     """
-    from ragsieve.collector.store import open_store
     from ragsieve.collector.timeutil import parse_duration, parse_window
     from ragsieve.jobs.run.report import render_table
     from ragsieve.jobs.run.run import run_once
@@ -77,11 +74,8 @@ def run_command(
     bounds = parse_window(window) if window else None
     if bounds is None:
         parse_duration(settings.jobs.since)  # a bad duration fails before any work
-    st = open_store(settings.store, create=False)
-    try:
+    with opened_store(ctx.obj, store) as (_, st):
         outcome = run_once(st, settings, window=bounds, take_all=take_all, dry_run=dry_run)
-    finally:
-        st.close()
     report: dict[str, Any] = outcome.report
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, default=str))

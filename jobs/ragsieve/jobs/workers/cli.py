@@ -11,10 +11,9 @@ from typing import Any
 
 import click
 
+from ragsieve.collector.cliopts import run_cli, store_option
 from ragsieve.collector.store import masked_url
 from ragsieve.evaluators.errors import ConfigError
-
-STORE_HELP = "Store URL, postgresql://... (default: RAGSIEVE_STORE, then the config file)."
 
 
 def _settings(obj: Any, **flags: Any) -> Any:
@@ -50,7 +49,7 @@ def workers() -> None:
 
 
 @workers.command("worker")
-@click.option("--store", default=None, help=STORE_HELP)
+@store_option
 @click.option("--queue", default=None, help="Queue to work on (default ragsieve-judge).")
 @click.option("--concurrency", type=int, default=None, help="Batches run at once (default 1).")
 @click.option("--name", default=None, help="Worker name in logs.")
@@ -129,7 +128,7 @@ def worker_cmd(
 
 
 @workers.command("schedule")
-@click.option("--store", default=None, help=STORE_HELP)
+@store_option
 @click.option(
     "--judge", "judges", multiple=True, help="Judge to run (repeatable; default jobs.judges)."
 )
@@ -262,17 +261,7 @@ def main(argv: list[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    try:
-        workers.main(args=argv, prog_name="ragsieve workers", standalone_mode=False)
-    except ConfigError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    sys.exit(0)
+    run_cli(workers, "ragsieve workers", argv)
 
 
 if __name__ == "__main__":  # pragma: no cover
