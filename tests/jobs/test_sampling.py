@@ -11,6 +11,7 @@ from ragsieve.jobs.sampling.sampling import (
     SamplingSettings,
     StratifiedSampler,
     StratumRule,
+    TakeAllSampler,
     unit_hash,
 )
 
@@ -106,7 +107,7 @@ def test_judged_traces_are_free() -> None:
 
 
 def test_take_all_gives_probability_one() -> None:
-    sel = StratifiedSampler().sample(population(), sample_size=1, take_all=True)
+    sel = TakeAllSampler().sample(population(), sample_size=1)
     assert set(sel.strata) == {"all"}
     assert sel.strata["all"].sampled == 1030
     assert all(p.inclusion_p == 1.0 for p in sel.picks)

@@ -32,14 +32,23 @@ from typing import Any
 from ragsieve.collector.settle import settle, settling_note
 from ragsieve.collector.store import Store
 from ragsieve.collector.timeutil import parse_duration
-from ragsieve.evaluators.records import utcnow
+from ragsieve.evaluators.judges import Judge
+from ragsieve.evaluators.records import RagInteraction, utcnow
 from ragsieve.jobs.judging.judges import make_judges
 from ragsieve.jobs.judging.judging import judge_all
 from ragsieve.jobs.judging.spend import Spend
 from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.run.report import build_run_report
 from ragsieve.jobs.sampling.golden_index import GoldenIndex, load_golden_index
-from ragsieve.jobs.sampling.sampling import SamplingSettings, StratifiedSampler
+from ragsieve.jobs.sampling.sampling import (
+    Candidate,
+    Pick,
+    SamplingSettings,
+    Selection,
+    StratifiedSampler,
+    TakeAllSampler,
+)
+from ragsieve.jobs.settings import Settings
 from ragsieve.jobs.sinks import annotations as phoenix
 from ragsieve.jobs.verdicts.corpus import ObservedCorpus
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
@@ -63,57 +72,127 @@ class RunOutcome:
         return 1 if self.report.get("error_budget_exceeded") else 0
 
 
-async def run_once_async(
-    store: Store,
-    settings: Any,
-    *,
-    now: datetime | None = None,
-    judges: Sequence[Any] | None = None,
-    window: tuple[datetime, datetime] | None = None,
-    since: str | None = None,
-    take_all: bool = False,
-    budget_calls: int | None = None,
-    budget_usd: float | None = None,
-    settle_s: float | None = None,
-    dry_run: bool = False,
-    concurrency: int | None = None,
-    sampling: SamplingSettings | None = None,
-    deliver: bool = True,
-    should_stop: Callable[[], bool] | None = None,
-    golden: GoldenIndex | None = None,
-) -> RunOutcome:
-    """One pass of the online evaluator (see the module docstring); async variant."""
+@dataclass(frozen=True)
+class RunOptions:
+    """What a caller may set for one pass; ``None`` means the setting in ``settings.jobs``.
+
+    ``take_all`` judges every settled trace of the window (a sampler of its own, every stratum
+    at probability one); ``dry_run`` stops after the plan; ``deliver=False`` queues Phoenix
+    annotations without sending them.
+    """
+
+    now: datetime | None = None
+    judges: Sequence[Judge] | None = None
+    window: tuple[datetime, datetime] | None = None
+    since: str | None = None
+    take_all: bool = False
+    budget_calls: int | None = None
+    budget_usd: float | None = None
+    settle_s: float | None = None
+    dry_run: bool = False
+    concurrency: int | None = None
+    sampling: SamplingSettings | None = None
+    deliver: bool = True
+    should_stop: Callable[[], bool] | None = None
+    golden: GoldenIndex | None = None
+
+
+@dataclass
+class RunPlan:
+    """Everything decided before any judge call: the window, the judges and the sample."""
+
+    run_id: str
+    now: datetime
+    started: float  # time.monotonic() at the start
+    lo: datetime
+    hi: datetime
+    quiet_s: float
+    settled: int
+    waiting: int
+    last_due: float | None
+    judges: list[Judge]
+    versions: dict[str, str]
+    key: str  # the judge set: "name=version|..."
+    golden: GoldenIndex | None
+    candidates: list[Candidate]
+    done: dict[str, set[str]]  # trace id -> judges already checkpointed at their version
+    need: dict[str, int]  # trace id -> judge calls still needed
+    selection: Selection
+    select_s: float
+    records: dict[str, RagInteraction]
+
+    @property
+    def picks(self) -> list[Pick]:
+        """The sample plus the recovered traces, in that order."""
+        return [*self.selection.picks, *self.selection.recovered]
+
+    @property
+    def already_judged(self) -> list[Pick]:
+        """Picks every judge had already judged: free this run."""
+        return [p for p in self.selection.picks if self.need.get(p.trace_id, 0) == 0]
+
+    def work(self) -> list[tuple[RagInteraction, Judge]]:
+        """The judge calls this run makes: each sampled trace times each judge not yet done."""
+        return [
+            (self.records[p.trace_id], j)
+            for p in self.selection.picks
+            if p.trace_id in self.records
+            for j in self.judges
+            if j.name not in self.done.get(p.trace_id, ())
+        ]
+
+
+@dataclass
+class RunResult:
+    """What executing a plan produced: decisions, what they emitted, and what that cost."""
+
+    spend: Spend
+    decisions: list[Decision] = field(default_factory=list)
+    flagged: list[FlaggedCase] = field(default_factory=list)
+    audit: list[FlaggedCase] = field(default_factory=list)
+    annotations: dict[str, Any] = field(default_factory=lambda: {"queued": 0})
+    golden: dict[str, Any] | None = None
+    audits: dict[str, Any] = field(default_factory=lambda: {"queued": 0, "already_queued": 0})
+    corpus: dict[str, Any] = field(default_factory=dict)
+
+
+async def run_once_async(store: Store, settings: Settings, **options: Any) -> RunOutcome:
+    """One pass of the online evaluator (module docstring); ``options`` are :class:`RunOptions`."""
+    opts = RunOptions(**options)
+    plan = await plan_run(store, settings, opts)
     job = settings.jobs
-    concurrency = concurrency or job.concurrency
-    sampling = sampling or job.sampling
-    now = now or utcnow()
-    t0 = time.monotonic()
-    run_id = f"run-{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-    stop = should_stop or (lambda: False)
-    quiet = job.settle_s if settle_s is None else settle_s
-    settled = await asyncio.to_thread(
-        settle, store, quiet_s=quiet, max_wait_s=settings.collector.max_wait_s, now=now.timestamp()
-    )
+    budget_usd = opts.budget_usd if opts.budget_usd is not None else job.budget_usd
+    result = RunResult(spend=Spend(budget_usd))
+    if not opts.dry_run:
+        result = await execute(store, settings, plan, opts, result)
+    report = await _report(store, settings, plan, result, dry_run=opts.dry_run)
+    if not opts.dry_run:
+        await _deliver(store, settings, result, deliver=opts.deliver)
+        report["annotations"] = result.annotations
+        report["duration_s"] = round(time.monotonic() - plan.started, 3)
+        await asyncio.to_thread(resultstore.finish_run, store, plan.run_id, time.time(), report)
+    report["duration_s"] = round(time.monotonic() - plan.started, 3)
+    return RunOutcome(plan.run_id, report, result.flagged, result.audit)
+
+
+async def plan_run(store: Store, settings: Settings, opts: RunOptions) -> RunPlan:
+    """Settle, pick the window and the judges, and draw the sample; no judge is called."""
+    job = settings.jobs
+    now = opts.now or utcnow()
+    started = time.monotonic()
+    quiet = job.settle_s if opts.settle_s is None else opts.settle_s
     max_wait = settings.collector.max_wait_s
+    settled = await asyncio.to_thread(
+        settle, store, quiet_s=quiet, max_wait_s=max_wait, now=now.timestamp()
+    )
     waiting, last_due = await asyncio.to_thread(store.settling, quiet_s=quiet, max_wait_s=max_wait)
-    lo, hi = window or (now - parse_duration(since or job.since), now)
-    judges = list(judges) if judges is not None else make_judges(settings)
+    lo, hi = opts.window or (now - parse_duration(opts.since or job.since), now)
+    judges = list(opts.judges) if opts.judges is not None else make_judges(settings)
     versions = {j.name: str(j.version) for j in judges}
     if len(versions) != len(judges):
         raise ValueError(f"two judges share a metric name: {[j.name for j in judges]}")
     key = "|".join(f"{n}={v}" for n, v in sorted(versions.items()))
-    if golden is None:
-        golden = load_golden_index(
-            settings.golden.path,
-            settings.golden.near_duplicate_cosine,
-            settings.golden.new_category_cosine,
-        )
-    sampler = StratifiedSampler(
-        sampling,
-        seed=job.seed,
-        golden_vectors=golden.vectors if golden else None,
-        embed=golden.embed if golden else None,
-    )
+    golden = opts.golden if opts.golden is not None else _golden_index(settings)
     t_sel = time.monotonic()
     cands = await asyncio.to_thread(resultstore.window_candidates, store, lo, hi)
     done = await asyncio.to_thread(resultstore.done_in_window, store, lo, hi, versions)
@@ -121,114 +200,121 @@ async def run_once_async(
     complete = {t for t, js in done.items() if len(js) == len(versions)}
     if complete:
         complete -= await asyncio.to_thread(resultstore.decided_in_window, store, lo, hi, key)
-    calls_budget = budget_calls if budget_calls is not None else job.budget_calls
+    sampler_cls = TakeAllSampler if opts.take_all else StratifiedSampler
+    sampler = sampler_cls(
+        opts.sampling or job.sampling,
+        seed=job.seed,
+        golden_vectors=golden.vectors if golden else None,
+        embed=golden.embed if golden else None,
+    )
     sel = sampler.sample(
         cands,
         sample_size=job.sample_size,
-        take_all=take_all,
-        budget_calls=calls_budget,
+        budget_calls=opts.budget_calls if opts.budget_calls is not None else job.budget_calls,
         calls_needed=lambda t: need.get(t, 0),
         recover=complete,
     )
     select_s = time.monotonic() - t_sel
-    already = [p for p in sel.picks if need.get(p.trace_id, 0) == 0]
-    spend = Spend(budget_usd if budget_usd is not None else job.budget_usd)
-    picks = [*sel.picks, *sel.recovered]
-    records = await asyncio.to_thread(
-        resultstore.load_interactions, store, [p.trace_id for p in picks]
+    ids = [p.trace_id for p in (*sel.picks, *sel.recovered)]
+    records = await asyncio.to_thread(resultstore.load_interactions, store, ids)
+    run_id = f"run-{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    return RunPlan(
+        run_id, now, started, lo, hi, quiet, settled, waiting, last_due, judges, versions, key,
+        golden, cands, done, need, sel, select_s, records,
+    )  # fmt: skip
+
+
+async def execute(
+    store: Store, settings: Settings, plan: RunPlan, opts: RunOptions, result: RunResult
+) -> RunResult:
+    """Judge the plan's calls, decide every pick, and emit what the fresh decisions produce."""
+    job = settings.jobs
+    await asyncio.to_thread(resultstore.begin_run, store, plan.run_id, plan.now.timestamp())
+    await judge_all(
+        store,
+        plan.run_id,
+        plan.work(),
+        concurrency=opts.concurrency or job.concurrency,
+        spend=result.spend,
+        should_stop=opts.should_stop or (lambda: False),
     )
-    decisions: list[Decision] = []
-    flagged: list[FlaggedCase] = []
-    audit: list[FlaggedCase] = []
-    annotation_info: dict[str, Any] = {"queued": 0}
-    golden_report: dict[str, Any] | None = None
-    audit_info: dict[str, Any] = {"queued": 0, "already_queued": 0}
-    corpus_info: dict[str, Any] = {}
-    if not dry_run:
-        await asyncio.to_thread(resultstore.begin_run, store, run_id, now.timestamp())
-        work = [
-            (records[p.trace_id], j)
-            for p in sel.picks
-            if p.trace_id in records
-            for j in judges
-            if j.name not in done.get(p.trace_id, ())
-        ]
-        await judge_all(store, run_id, work, concurrency=concurrency, spend=spend, should_stop=stop)
-        corpus = ObservedCorpus(store)
-        corpus_new = await asyncio.to_thread(
-            corpus.index_window, [c.trace_id for c in cands], records
-        )
-        corpus_info.update(new_chunks=corpus_new, chunks=await asyncio.to_thread(corpus.size))
-        decisions = await asyncio.to_thread(
-            decide_all, store, picks, records, versions, job.thresholds, golden, corpus
-        )
-        before = await asyncio.to_thread(
-            resultstore.decided_traces, store, [d.pick.trace_id for d in decisions], key
-        )
-        flagged, audit, fresh = emit_fresh(
-            decisions, before, run_id, seed=job.seed, audit_share=job.audit_share
-        )
-        queued = [a for d in fresh for a in _annotations(d, run_id)]
-        annotation_info["queued"] = await asyncio.to_thread(phoenix.queue, store, queued)
-        golden_report = await asyncio.to_thread(_grow, store, flagged, settings)
-        audit_info = await asyncio.to_thread(_route_audits, store, audit, settings)
-        audit_ids = {c.interaction.trace_id for c in audit}
-        rows = sample_rows(decisions, key, versions, audit_ids)
-        await asyncio.to_thread(resultstore.save_samples, store, run_id, rows)
-    labels = await asyncio.to_thread(resultstore.review_labels, store, key)
+    corpus = ObservedCorpus(store)
+    ids = [c.trace_id for c in plan.candidates]
+    new_chunks = await asyncio.to_thread(corpus.index_window, ids, plan.records)
+    result.corpus.update(new_chunks=new_chunks, chunks=await asyncio.to_thread(corpus.size))
+    result.decisions = await asyncio.to_thread(
+        decide_all, store, plan.picks, plan.records, plan.versions, job.thresholds, plan.golden,
+        corpus,
+    )  # fmt: skip
+    await asyncio.to_thread(_emit, store, settings, plan, result)
+    return result
+
+
+def _emit(store: Store, settings: Settings, plan: RunPlan, result: RunResult) -> None:
+    """Flag, audit, annotate, grow the golden candidates and record the samples (in a thread)."""
+    job = settings.jobs
+    decided = [d.pick.trace_id for d in result.decisions]
+    before = resultstore.decided_traces(store, decided, plan.key)
+    result.flagged, result.audit, fresh = emit_fresh(
+        result.decisions, before, plan.run_id, seed=job.seed, audit_share=job.audit_share
+    )
+    queued = [a for d in fresh for a in _annotations(d, plan.run_id)]
+    result.annotations["queued"] = phoenix.queue(store, queued)
+    result.golden = _grow(store, result.flagged, settings)
+    result.audits = _route_audits(store, result.audit, settings)
+    audit_ids = {c.interaction.trace_id for c in result.audit}
+    rows = sample_rows(result.decisions, plan.key, plan.versions, audit_ids)
+    resultstore.save_samples(store, plan.run_id, rows)
+
+
+async def _report(
+    store: Store, settings: Settings, plan: RunPlan, result: RunResult, *, dry_run: bool
+) -> dict[str, Any]:
+    """The run report from the plan and the result."""
+    labels = await asyncio.to_thread(resultstore.review_labels, store, plan.key)
     report = build_run_report(
-        run_id,
-        lo,
-        hi,
-        settled,
-        sel,
-        already,
-        spend,
-        decisions,
-        flagged,
-        audit,
-        labels,
-        settings,
-        dry_run,
-        key,
-        select_s,
-        judges,
-        need,
-    )
-    at = now.timestamp()
-    report["settling"] = {
-        "traces": waiting,
-        "due_within_s": None if last_due is None else round(max(0.0, last_due - at), 1),
-        "note": settling_note(waiting, last_due, quiet_s=quiet, max_wait_s=max_wait, now=at),
-    }
-    report["audit"].update(audit_info)
-    if corpus_info:
-        report["observed_corpus"] = corpus_info
+        plan.run_id, plan.lo, plan.hi, plan.settled, plan.selection, plan.already_judged,
+        result.spend, result.decisions, result.flagged, result.audit, labels, settings, dry_run,
+        plan.key, plan.select_s, plan.judges, plan.need,
+    )  # fmt: skip
+    at = plan.now.timestamp()
+    due = None if plan.last_due is None else round(max(0.0, plan.last_due - at), 1)
+    note = settling_note(
+        plan.waiting, plan.last_due, quiet_s=plan.quiet_s,
+        max_wait_s=settings.collector.max_wait_s, now=at,
+    )  # fmt: skip
+    report["settling"] = {"traces": plan.waiting, "due_within_s": due, "note": note}
+    report["audit"].update(result.audits)
+    if result.corpus:
+        report["observed_corpus"] = result.corpus
     report["audit"]["open"] = await asyncio.to_thread(resultstore.open_audits, store)
-    if golden_report is not None:
+    if result.golden is not None:
         # the failure categories golden growth assigned (the ones `golden status` lists)
-        report["flagged_by_category"] = golden_report.pop("flagged_by_category")
-        report["golden"] = golden_report
-    if not dry_run:
-        if deliver and settings.phoenix.base_url:
-            key_ = settings.phoenix.api_key
-            annotation_info.update(
-                await phoenix.deliver(
-                    store,
-                    settings.phoenix.base_url,
-                    api_key=key_.get_secret_value() if key_ else None,
-                )
-            )
-        report["annotations"] = annotation_info
-        report["duration_s"] = round(time.monotonic() - t0, 3)
-        await asyncio.to_thread(resultstore.finish_run, store, run_id, time.time(), report)
-    report["duration_s"] = round(time.monotonic() - t0, 3)
-    return RunOutcome(run_id, report, flagged, audit)
+        report["flagged_by_category"] = result.golden.pop("flagged_by_category")
+        report["golden"] = result.golden
+    return report
 
 
-def run_once(store: Store, settings: Any, **kwargs: Any) -> RunOutcome:
-    """One pass of the online evaluator; see :func:`run_once_async` for the arguments."""
-    return asyncio.run(run_once_async(store, settings, **kwargs))
+async def _deliver(store: Store, settings: Settings, result: RunResult, *, deliver: bool) -> None:
+    """Send queued Phoenix annotations now when Phoenix is configured and delivery is on."""
+    if not (deliver and settings.phoenix.base_url):
+        return
+    key = settings.phoenix.api_key
+    result.annotations.update(
+        await phoenix.deliver(
+            store, settings.phoenix.base_url, api_key=key.get_secret_value() if key else None
+        )
+    )
+
+
+def _golden_index(settings: Settings) -> GoldenIndex | None:
+    cfg = settings.golden
+    return load_golden_index(cfg.path, cfg.near_duplicate_cosine, cfg.new_category_cosine)
+
+
+def run_once(store: Store, settings: Settings, **options: Any) -> RunOutcome:
+    """One pass of the online evaluator; ``options`` are :class:`RunOptions`."""
+    return asyncio.run(run_once_async(store, settings, **options))
 
 
 def _annotations(d: Decision, run_id: str) -> list[dict[str, Any]]:
@@ -243,7 +329,7 @@ def _annotations(d: Decision, run_id: str) -> list[dict[str, Any]]:
     )
 
 
-def _grow(store: Store, flagged: list[FlaggedCase], settings: Any) -> dict[str, Any] | None:
+def _grow(store: Store, flagged: list[FlaggedCase], settings: Settings) -> dict[str, Any] | None:
     try:
         mod = importlib.import_module("ragsieve.jobs.golden.candidates")
     except ModuleNotFoundError as exc:
@@ -254,7 +340,7 @@ def _grow(store: Store, flagged: list[FlaggedCase], settings: Any) -> dict[str, 
     return result
 
 
-def _route_audits(store: Store, audit: list[FlaggedCase], settings: Any) -> dict[str, Any]:
+def _route_audits(store: Store, audit: list[FlaggedCase], settings: Settings) -> dict[str, Any]:
     if not audit:
         return {"queued": 0, "already_queued": 0}
     from ragsieve.jobs.golden.audit import route
@@ -262,4 +348,13 @@ def _route_audits(store: Store, audit: list[FlaggedCase], settings: Any) -> dict
     return dict(route(store, audit, settings))
 
 
-__all__ = ["RunOutcome", "run_once", "run_once_async"]
+__all__ = [
+    "RunOptions",
+    "RunOutcome",
+    "RunPlan",
+    "RunResult",
+    "execute",
+    "plan_run",
+    "run_once",
+    "run_once_async",
+]

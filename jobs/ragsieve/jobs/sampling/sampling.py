@@ -139,7 +139,6 @@ class StratifiedSampler:
         items: Sequence[Candidate],
         *,
         sample_size: int,
-        take_all: bool = False,
         budget_calls: int | None = None,
         calls_needed: Callable[[str], int] | None = None,
         recover: Collection[str] = (),
@@ -148,67 +147,130 @@ class StratifiedSampler:
 
         ``recover``: traces to return as ``Selection.recovered`` when not drawn (module docstring).
         """
-        reasons: dict[str, int] = {}
-        eligible: list[Candidate] = []
-        for c in items:
-            why = c.not_applicable
-            if why is None:
-                eligible.append(c)
-            else:
-                reasons[why] = reasons.get(why, 0) + 1
-        if take_all:
-            groups, checked = {"all": list(eligible)} if eligible else {}, 0
-        else:
-            groups, checked = self.assign(eligible)
+        eligible, reasons = _eligible(items)
+        groups, checked = self.assign(eligible)
         rest_pop = sum(len(v) for k, v in groups.items() if k not in PRIORITY)
         uniform_rate = min(1.0, sample_size / rest_pop) if rest_pop else 0.0
-        need = calls_needed or (lambda _tid: 1)
-        probabilistic = self.settings.upstream_probabilistic_policies
-        how: Counter[str] = Counter()
-        left = budget_calls
-        exhausted = False
-        strata: dict[str, StratumStat] = {}
         plan: dict[str, tuple[list[Candidate], int]] = {}
         for name, members in groups.items():
-            strata[name] = StratumStat(population=len(members))
-            want = len(members) if take_all else self._want(name, len(members), uniform_rate)
             keys = {c.trace_id: unit_hash(c.trace_id, name, self.seed) for c in members}
+            want = self._want(name, len(members), uniform_rate)
             plan[name] = (sorted(members, key=lambda c: keys[c.trace_id]), want)
-        chosen: dict[str, list[tuple[str, float]]] = {name: [] for name in groups}
-        closed: set[str] = set()
-        floor = MIN_PER_STRATUM if left is not None else 0
-        rest_first = [n for n in groups if n not in PRIORITY] + [n for n in groups if n in PRIORITY]
-        passes = [(n, floor) for n in rest_first] + [(n, None) for n in groups]
-        for name, cap in passes:
-            ordered, want = plan[name]
-            limit = want if cap is None else min(want, cap)
-            got = chosen[name]
-            while name not in closed and len(got) < limit:
-                c = ordered[len(got)]
-                cost = need(c.trace_id)
-                if left is not None and cost > left:
-                    exhausted = True
-                    closed.add(name)  # keep the sample a prefix of the hash order
-                    break
-                if left is not None:
-                    left -= cost
-                up, rule = upstream_keep(c.attributes, probabilistic)  # picks only: cheap
-                how[rule] += 1
-                got.append((c.trace_id, up))
+        draw = _Draw(plan, budget_calls, calls_needed or (lambda _tid: 1), self._probabilistic)
+        draw.spend(MIN_PER_STRATUM if budget_calls is not None else 0)
+        picks, extra, strata = draw.picks(recover)
+        sel = Selection(len(items), reasons, strata, picks, draw.exhausted, checked)
+        sel.upstream, sel.recovered = dict(draw.how), extra
+        return sel
+
+    @property
+    def _probabilistic(self) -> Sequence[str]:
+        return self.settings.upstream_probabilistic_policies
+
+
+class TakeAllSampler(StratifiedSampler):
+    """Every applicable trace of the window, in one stratum ``all`` at probability one."""
+
+    def describe(self) -> str:
+        """One line naming the sampler."""
+        return "all (every settled trace)"
+
+    def assign(self, items: Sequence[Candidate]) -> tuple[dict[str, list[Candidate]], int]:
+        """One stratum holding everything; nothing embedded."""
+        return ({"all": list(items)} if items else {}), 0
+
+    def _want(self, name: str, population: int, uniform_rate: float) -> int:
+        return population
+
+
+def _eligible(items: Sequence[Candidate]) -> tuple[list[Candidate], dict[str, int]]:
+    """The applicable candidates, and how many were not applicable per reason."""
+    reasons: dict[str, int] = {}
+    eligible: list[Candidate] = []
+    for c in items:
+        why = c.not_applicable
+        if why is None:
+            eligible.append(c)
+        else:
+            reasons[why] = reasons.get(why, 0) + 1
+    return eligible, reasons
+
+
+class _Draw:
+    """Extends each stratum's hash-order prefix within the call budget (the budget rule)."""
+
+    def __init__(
+        self,
+        plan: dict[str, tuple[list[Candidate], int]],
+        budget: int | None,
+        need: Callable[[str], int],
+        probabilistic: Sequence[str],
+    ) -> None:
+        self.plan = plan
+        self.left = budget
+        self.need = need
+        self.probabilistic = probabilistic
+        self.exhausted = False
+        self.how: Counter[str] = Counter()
+        self.chosen: dict[str, list[tuple[str, float]]] = {name: [] for name in plan}
+        self.closed: set[str] = set()
+
+    def spend(self, floor: int) -> None:
+        """First ``floor`` picks per stratum (remainder strata first), then up to the quotas."""
+        names = list(self.plan)
+        rest_first = [n for n in names if n not in PRIORITY] + [n for n in names if n in PRIORITY]
+        for name in rest_first:
+            self._extend(name, min(self.plan[name][1], floor))
+        for name in names:
+            self._extend(name, self.plan[name][1])
+
+    def _extend(self, name: str, limit: int) -> None:
+        ordered, _ = self.plan[name]
+        got = self.chosen[name]
+        while name not in self.closed and len(got) < limit:
+            c = ordered[len(got)]
+            cost = self.need(c.trace_id)
+            if self.left is not None and cost > self.left:
+                self.exhausted = True
+                self.closed.add(name)  # keep the sample a prefix of the hash order
+                return
+            if self.left is not None:
+                self.left -= cost
+            up, rule = upstream_keep(c.attributes, self.probabilistic)  # picks only: cheap
+            self.how[rule] += 1
+            got.append((c.trace_id, up))
+
+    def picks(
+        self, recover: Collection[str]
+    ) -> tuple[list[Pick], list[Pick], dict[str, StratumStat]]:
+        """The picks with their inclusion probabilities, the recovered picks, and the strata."""
         picks: list[Pick] = []
         extra: list[Pick] = []
-        for name, got in chosen.items():
-            stat = strata[name]
-            stat.sampled = len(got)
+        strata: dict[str, StratumStat] = {}
+        for name, got in self.chosen.items():
+            ordered = self.plan[name][0]
+            stat = strata[name] = StratumStat(population=len(ordered), sampled=len(got))
             picks.extend(Pick(t, name, stat.inclusion_p * up, up) for t, up in got)
             if recover:
                 taken = {t for t, _ in got}
-                for c in plan[name][0]:
-                    if c.trace_id in recover and c.trace_id not in taken:
-                        up, _ = upstream_keep(c.attributes, probabilistic)
-                        p = max(stat.inclusion_p, 1.0 / stat.population) * up
-                        extra.append(Pick(c.trace_id, name, p, up, recovered=True))
-        return Selection(len(items), reasons, strata, picks, exhausted, checked, dict(how), extra)
+                extra.extend(self._recovered(name, ordered, stat, recover, taken))
+        return picks, extra, strata
+
+    def _recovered(
+        self,
+        name: str,
+        ordered: list[Candidate],
+        stat: StratumStat,
+        recover: Collection[str],
+        taken: set[str],
+    ) -> list[Pick]:
+        out: list[Pick] = []
+        for c in ordered:
+            if c.trace_id in recover and c.trace_id not in taken:
+                up, _ = upstream_keep(c.attributes, self.probabilistic)
+                p = max(stat.inclusion_p, 1.0 / stat.population) * up
+                out.append(Pick(c.trace_id, name, p, up, recovered=True))
+        return out
 
 
 __all__ = [
@@ -224,6 +286,7 @@ __all__ = [
     "StratifiedSampler",
     "StratumRule",
     "StratumStat",
+    "TakeAllSampler",
     "load_golden_index",
     "unit_hash",
     "upstream_keep",
