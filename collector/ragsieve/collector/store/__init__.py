@@ -12,9 +12,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ragsieve.collector.store.base import OutboxItem, SpanWrite, SQLStore
+from ragsieve.collector.store.protocol import Store
 from ragsieve.evaluators.errors import ConfigError
 
-Store = SQLStore
+_MEETS_CONTRACT: type[Store] = SQLStore  # mypy checks SQLStore against the protocol here
 
 _BUILTIN = {
     "sqlite": "ragsieve.collector.store.sqlite:SQLiteStore",
