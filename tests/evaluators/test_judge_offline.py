@@ -212,7 +212,18 @@ async def test_context_relevance_reports_chunks_and_rank_awareness():
     last = await judge("context_relevance", query=Q, context=(noise, CTX[0]))
     chunks = first.metadata["chunks"]
     assert [c["relevant"] for c in chunks] == [True, False]
-    assert {"id", "rank", "relevant", "score", "terms", "typed", "cosine"} == set(chunks[0])
+    keys = {
+        "id",
+        "rank",
+        "relevant",
+        "score",
+        "terms",
+        "typed",
+        "cosine",
+        "density",
+        "other_language",
+    }
+    assert keys == set(chunks[0])
     # one decision: the result's score is the best chunk's, whatever its rank; the ranking shows
     # in context precision
     assert first.score == last.score and first.label == last.label == "relevant"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,12 @@ SEMANTIC_SPAN = 0.3
 XLING_FLOOR_SHIFT = 0.05  # ... and at floor + span, full credit
 
 
+DEFAULT_WEIGHTS = MappingProxyType({"terms": 0.7, "type": 0.3, "lexical": 0.55, "meaning": 0.45})
+"""How a chunk's evidence combines: the lexical score is ``terms * key-term share + type *
+answer-type credit``; the blend is ``lexical * lexical score + meaning * meaning credit``
+(each pair sums to 1)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkEvidence:
     """How well one chunk answers a question: the graded score and what it rests on."""
@@ -38,6 +45,16 @@ class ChunkEvidence:
     typed: bool | None  # the answer type the question asks for is in that window (None: no type)
     cosine: float | None  # closest sentence in meaning (None: not encoded)
     window: str  # the best window's text (evidence)
+    density: float = 1.0  # share of the chunk's sentences about the question
+    other_language: bool = False  # the chunk is in another language than the question
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    cov: float
+    typed: bool | None
+    text: str
+    density: float
 
 
 def _head(text: str, limit: int) -> str:
@@ -66,6 +83,49 @@ _QUESTION_WORDS = frozenset(
 )
 
 
+def _best_window(
+    sents: list[str],
+    found: dict[str, Match],
+    weights: dict[str, float],
+    kind: str | None,
+    question: str,
+) -> _Window:
+    """The two adjacent sentences holding most of the question's (weighted) key terms."""
+    total = sum(weights.values()) or 1.0
+    per_sent = [0.0] * len(sents)
+    for k, w in weights.items():
+        m = found[k]
+        for i in m.sentences:
+            per_sent[i] += w * m.strength
+    best_cov, best_i = 0.0, 0
+    for i in range(len(sents)):
+        window = per_sent[i] + (per_sent[i + 1] if i + 1 < len(sents) else 0.0)
+        both = min(1.0, window / total)
+        if both > best_cov:
+            best_cov, best_i = both, i
+    text = " ".join(sents[best_i : best_i + 2])
+    typed = None if kind is None else has_type(text, kind, question)
+    # RAGAS-style density: a chunk mostly about other things is partly noise
+    density = sum(min(1.0, c / total) for c in per_sent) / len(sents)
+    return _Window(best_cov, typed, text, density)
+
+
+def _closest_meaning(
+    question: str, pending: list[tuple[int, list[str]]], max_embed_chars: int
+) -> dict[int, float]:
+    """Chunk number -> cosine of its sentence closest in meaning to the question."""
+    cosines: dict[int, float] = {}
+    if not pending:
+        return cosines
+    texts = [_head(s, max_embed_chars) for _, ss in pending for s in ss]
+    vecs = embed([question, *texts])
+    flat, at = vecs[1:] @ vecs[0], 0
+    for n, ss in pending:
+        cosines[n] = float(flat[at : at + len(ss)].max())
+        at += len(ss)
+    return cosines
+
+
 def chunk_evidence(
     question: str,
     chunks: Sequence[str],
@@ -73,6 +133,7 @@ def chunk_evidence(
     use_embeddings: bool | None = True,
     max_sentences: int = MAX_SENTENCES,
     max_embed_chars: int = MAX_EMBED_CHARS,
+    weights: Mapping[str, float] = DEFAULT_WEIGHTS,
 ) -> list[ChunkEvidence]:
     """Score each chunk by whether it holds what answers ``question``.
 
@@ -85,9 +146,6 @@ def chunk_evidence(
     terms = question_terms(question)
     kind = expected_type(question)
     qlang = language(question)
-    out: list[ChunkEvidence] = []
-    pending: list[tuple[int, list[str]]] = []
-    partial: list[tuple[float, bool | None, str, float]] = []
     split = [(sentences(chunk) or [chunk])[:MAX_LEXICAL_SENTENCES] for chunk in chunks]
     # a chunk in another language than the question: words are matched by translation
     others = [qlang != "unknown" and language(c) not in ("unknown", qlang) for c in chunks]
@@ -95,44 +153,42 @@ def chunk_evidence(
     for sents, other in zip(split, others, strict=True):
         index = TermIndex(sents, cross_lingual=other)
         found.append({k: index.find(word) for k, (word, _) in terms.items()})
-    weights = _discriminative(terms, found)
-    total = sum(weights.values()) or 1.0
-    for n, sents in enumerate(split):
-        per_sent = [0.0] * len(sents)
-        for k, w in weights.items():
-            m = found[n][k]
-            for i in m.sentences:
-                per_sent[i] += w * m.strength
-        best_cov, best_i = 0.0, 0
-        for i in range(len(sents)):
-            window = per_sent[i] + (per_sent[i + 1] if i + 1 < len(sents) else 0.0)
-            both = min(1.0, window / total)
-            if both > best_cov:
-                best_cov, best_i = both, i
-        window_text = " ".join(sents[best_i : best_i + 2])
-        typed = None if kind is None else has_type(window_text, kind, question)
-        # RAGAS-style density: a chunk mostly about other things is partly noise
-        density = sum(min(1.0, c / total) for c in per_sent) / len(sents)
-        partial.append((best_cov, typed, window_text, density))
-        lexical = _combine(best_cov, typed, None)
+    term_weights = _discriminative(terms, found)
+    windows = [
+        _best_window(sents, found[n], term_weights, kind, question) for n, sents in enumerate(split)
+    ]
+    pending: list[tuple[int, list[str]]] = []
+    for n, (sents, w) in enumerate(zip(split, windows, strict=True)):
+        lexical = _combine(w.cov, w.typed, None)  # default weights: the same evidence whatever
+        # the calibration, so a fit can re-score stored evidence
         want = use_embeddings is True or (use_embeddings is None and others[n])
         if want and (others[n] or lexical < 0.9):
             pending.append((n, sents[:max_sentences]))
-    cosines: dict[int, float] = {}
-    if pending:
-        texts = [_head(s, max_embed_chars) for _, ss in pending for s in ss]
-        vecs = embed([question, *texts])
-        flat, at = vecs[1:] @ vecs[0], 0
-        for n, ss in pending:
-            cosines[n] = float(flat[at : at + len(ss)].max())
-            at += len(ss)
-    for n, (cov, typed, text, density) in enumerate(partial):
+    cosines = _closest_meaning(question, pending, max_embed_chars)
+    out: list[ChunkEvidence] = []
+    for n, w in enumerate(windows):
         cos = cosines.get(n)
-        graded = _combine(cov, typed, cos, others[n]) * (
-            1.0 - DENSITY_WEIGHT + DENSITY_WEIGHT * density
+        graded = graded_score(w.cov, w.typed, cos, others[n], w.density, weights)
+        out.append(
+            ChunkEvidence(
+                round(graded, 4), round(w.cov, 4), w.typed, cos, w.text, w.density, others[n]
+            )
         )
-        out.append(ChunkEvidence(round(graded, 4), round(cov, 4), typed, cos, text))
     return out
+
+
+def graded_score(
+    terms: float,
+    typed: bool | None,
+    cosine: float | None,
+    other_language: bool,
+    density: float,
+    weights: Mapping[str, float] = DEFAULT_WEIGHTS,
+) -> float:
+    """A chunk's graded relevance from its evidence (:func:`_combine`), discounted by density."""
+    return _combine(terms, typed, cosine, other_language, weights) * (
+        1.0 - DENSITY_WEIGHT + DENSITY_WEIGHT * density
+    )
 
 
 def _discriminative(
@@ -152,19 +208,25 @@ def _discriminative(
 
 
 def _combine(
-    terms: float, typed: bool | None, cosine: float | None, other_language: bool = False
+    terms: float,
+    typed: bool | None,
+    cosine: float | None,
+    other_language: bool = False,
+    weights: Mapping[str, float] = DEFAULT_WEIGHTS,
 ) -> float:
     """Graded relevance from term coverage, answer type and meaning (cosines across languages
     run lower for the same meaning, so their floor is lower)."""
     type_credit = UNTYPED_CREDIT if typed is None else float(typed)
-    lexical = 0.7 * terms + 0.3 * type_credit
+    lexical = weights["terms"] * terms + weights["type"] * type_credit
     if typed is False:
         lexical = min(lexical, 0.6 * terms + 0.1)  # the window holds no value of the asked type
     if cosine is None:
         return lexical
     floor = SEMANTIC_FLOOR - (XLING_FLOOR_SHIFT if other_language else 0.0)
     meaning = float(np.clip((cosine - floor) / SEMANTIC_SPAN, 0.0, 1.0))
-    blended = 0.55 * lexical + 0.45 * meaning * (0.5 + 0.5 * type_credit)
+    blended = weights["lexical"] * lexical + weights["meaning"] * meaning * (
+        0.5 + 0.5 * type_credit
+    )
     return max(lexical, blended)
 
 
@@ -196,15 +258,22 @@ class ContextRelevanceJudge(OfflineJudge):
         use_embeddings: bool | None = True,
         max_embed_chars: int = MAX_EMBED_CHARS,
         max_sentences: int = MAX_SENTENCES,
+        weights: Mapping[str, float] | None = None,
+        calibration: str | None = None,
     ) -> None:
-        """``use_embeddings=None`` (auto): encode only chunks in another language."""
+        """``use_embeddings=None`` (auto): encode only chunks in another language.
+
+        ``weights`` and ``calibration`` come from a fitted calibration (``ragsieve judges fit``).
+        """
         self.threshold = threshold
+        self.weights = dict(weights or DEFAULT_WEIGHTS)
+        self.calibration = calibration
         self.use_embeddings = use_embeddings
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
             f"offline-5:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
-        )
+        ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question = interaction.query or ""
@@ -222,6 +291,7 @@ class ContextRelevanceJudge(OfflineJudge):
             use_embeddings=self.use_embeddings,
             max_sentences=self.max_sentences,
             max_embed_chars=self.max_embed_chars,
+            weights=self.weights,
         )
         per_chunk: list[dict[str, Any]] = []
         for (cid, rank, _), ev in zip(chunks, found, strict=True):
@@ -234,6 +304,8 @@ class ContextRelevanceJudge(OfflineJudge):
                     "terms": ev.terms,
                     "typed": ev.typed,
                     "cosine": None if ev.cosine is None else round(ev.cosine, 4),
+                    "density": round(ev.density, 6),
+                    "other_language": ev.other_language,
                 }
             )
         relevant = [c for c in per_chunk if c["relevant"]]
@@ -244,6 +316,8 @@ class ContextRelevanceJudge(OfflineJudge):
             "context_precision": round(context_precision([c["score"] for c in per_chunk]), 4),
             "expected_type": expected_type(question),
         }
+        if self.calibration:
+            meta["calibration"] = self.calibration
         injected = [s for _, _, c in chunks for s in find_injections(c)]
         if injected:
             meta["suspicious_instructions"] = injected[:5]

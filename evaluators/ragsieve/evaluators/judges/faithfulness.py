@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.judges.choice import check_choice
-from ragsieve.evaluators.judges.claims import find_injections, parse_answer
+from ragsieve.evaluators.judges.claims import ParsedAnswer, find_injections, parse_answer
 from ragsieve.evaluators.judges.compare import check_comparison
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.spans import broken_spans
@@ -224,8 +226,93 @@ def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: lis
                 v["reason"] = "; ".join(r for r in (broken.reason, known) if r)
 
 
+DEFAULT_WEIGHTS = MappingProxyType({"mean": 0.5, "min": 0.5, "share": 0.0})
+"""How the claims' supports combine into the score: their mean, their minimum (one unsupported
+claim must show however many supported ones surround it) and the share of supported claims."""
+
+
+def _skip_or_abstain(
+    parsed: ParsedAnswer, chunks: list[str], meta: dict[str, Any]
+) -> tuple[str, str] | None:
+    """``(label, explanation)`` when the answer needs no claim check, else None."""
+    if not chunks:  # an abstention needs no context to be recognised (empty retrieval)
+        if parsed.abstained:
+            meta.update(claims=[], context="none")
+            why = "the answer declines to answer (no context reached the prompt): "
+            return "abstained", why + parsed.abstentions[0]
+        return "skipped", "no context reached the prompt"
+    context_injections = [s for c in chunks for s in find_injections(c)]
+    if parsed.suspicious or context_injections:
+        meta["suspicious_instructions"] = (parsed.suspicious + context_injections)[:5]
+    if parsed.abstained:
+        meta["claims"] = []
+        return "abstained", "the answer declines to answer: " + parsed.abstentions[0]
+    if not parsed.claims:
+        meta["claims"] = []
+        return "error", "no verifiable claim in the answer"
+    return None
+
+
+def _claim_verdicts(
+    claims: Sequence[str], question: str, answer: str, ctx: _Context
+) -> list[dict[str, Any]]:
+    """One verdict per claim; a bare "Yes." / "No." is checked as the question's proposition."""
+    q_keys = {key(t) for t in tokens(question) if t not in STOPWORDS}
+    q_values = all_values(question)
+    polarity = yes_no(answer)
+    verdicts = []
+    for claim in claims:
+        bare = not [t for t in tokens(claim) if t not in _YES | _NO and t not in STOPWORDS]
+        if polarity is not None and bare:  # "Yes." / "No.": the question's proposition
+            verdicts.append(
+                {**_claim_verdict(question, ctx, set(), set(), polarity), "claim": claim}
+            )
+        else:
+            verdicts.append(_claim_verdict(claim, ctx, q_keys, q_values, None))
+    return verdicts
+
+
+def _check_whole_answer(
+    verdicts: list[dict[str, Any]], question: str, answer: str, chunks: list[str]
+) -> None:
+    """Checks that read the whole answer: broken names, comparisons and choices."""
+    _mark_broken_spans(verdicts, answer, [*chunks, question])
+    context = " ".join(chunks)
+    # "X or Y, which came first?" answered against the years; "X or Y?" / "are both
+    # X and Y …?" answered against what the context says about each option
+    clash = check_comparison(question, answer, context) or check_choice(question, answer, context)
+    if clash is None:
+        return
+    for v in verdicts:
+        if fold(clash.picked) in fold(v["claim"]) or len(verdicts) == 1:
+            v["support"] = min(v["support"], 0.25)
+            v["reason"] = clash.reason
+
+
+def evidence(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The evidence the score combines: mean and minimum support of the informative claims
+    (claims that only restate the question count when nothing else is said), supported share."""
+    informative = [v for v in verdicts if v["reason"] != "only restates the question"]
+    supports = [v["support"] for v in (informative or verdicts)]
+    return {
+        "mean": float(np.mean(supports)),
+        "min": min(supports),
+        "share": sum(bool(v["supported"]) for v in verdicts) / len(verdicts),
+    }
+
+
+def combine(ev: Mapping[str, float], weights: Mapping[str, float] = DEFAULT_WEIGHTS) -> float:
+    """``score = w_mean * mean + w_min * min + w_share * share`` (weights sum to 1)."""
+    return (
+        weights["mean"] * ev["mean"] + weights["min"] * ev["min"] + weights["share"] * ev["share"]
+    )
+
+
 class FaithfulnessJudge(OfflineJudge):
     """Is every claim of the answer supported by the retrieved context? (deterministic heuristic)
+
+    ``weights`` and ``calibration`` come from a fitted calibration (``ragsieve judges fit``):
+    the evidence is combined with the fitted weights and labelled at ``threshold``.
 
     Example:
         >>> judge = FaithfulnessJudge()
@@ -236,9 +323,16 @@ class FaithfulnessJudge(OfflineJudge):
 
     name = "faithfulness"
 
-    def __init__(self, threshold: float = DEFAULT_THRESHOLDS["faithfulness"]) -> None:
+    def __init__(
+        self,
+        threshold: float = DEFAULT_THRESHOLDS["faithfulness"],
+        weights: Mapping[str, float] | None = None,
+        calibration: str | None = None,
+    ) -> None:
         self.threshold = threshold
-        self.version = f"offline-5:t{threshold}"
+        self.weights = dict(weights or DEFAULT_WEIGHTS)
+        self.calibration = calibration
+        self.version = f"offline-5:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         pairs = [(cid, c) for cid, _, c in chunk_texts(interaction)]
@@ -250,31 +344,9 @@ class FaithfulnessJudge(OfflineJudge):
         meta: dict[str, Any] = {"abstained": parsed.abstained}
         if parsed.suspicious:
             meta["suspicious_instructions"] = parsed.suspicious[:5]
-        if not chunks:  # an abstention needs no context to be recognised (empty retrieval)
-            if parsed.abstained:
-                meta.update(claims=[], context="none")
-                why = "the answer declines to answer (no context reached the prompt): "
-                return self.result(
-                    interaction, "abstained", None, why + parsed.abstentions[0], meta
-                )
-            return self.result(interaction, "skipped", None, "no context reached the prompt", meta)
-        context_injections = [s for c in chunks for s in find_injections(c)]
-        if parsed.suspicious or context_injections:
-            meta["suspicious_instructions"] = (parsed.suspicious + context_injections)[:5]
-        if parsed.abstained:
-            meta["claims"] = []
-            return self.result(
-                interaction,
-                "abstained",
-                None,
-                "the answer declines to answer: " + parsed.abstentions[0],
-                meta,
-            )
-        if not parsed.claims:
-            meta["claims"] = []
-            return self.result(
-                interaction, "error", None, "no verifiable claim in the answer", meta
-            )
+        early = _skip_or_abstain(parsed, chunks, meta)
+        if early is not None:
+            return self.result(interaction, early[0], None, early[1], meta)
         question = interaction.query or ""
         lang = language(answer)
         ctx_lang = language(" ".join(chunks))
@@ -282,42 +354,26 @@ class FaithfulnessJudge(OfflineJudge):
         if translate:
             meta["cross_lingual"] = f"{lang} answer, {ctx_lang} context"
         ctx = _context(pairs, translate=translate)
-        q_keys = {key(t) for t in tokens(question) if t not in STOPWORDS}
-        q_values = all_values(question)
-        polarity = yes_no(answer)
-        verdicts = []
-        for claim in parsed.claims:
-            bare = not [t for t in tokens(claim) if t not in _YES | _NO and t not in STOPWORDS]
-            if polarity is not None and bare:  # "Yes." / "No.": the question's proposition
-                verdicts.append(
-                    {**_claim_verdict(question, ctx, set(), set(), polarity), "claim": claim}
-                )
-            else:
-                verdicts.append(_claim_verdict(claim, ctx, q_keys, q_values, None))
+        verdicts = _claim_verdicts(parsed.claims, question, answer, ctx)
         if not translate:
-            _mark_broken_spans(verdicts, answer, [*chunks, question])
-            context = " ".join(chunks)
-            # "X or Y, which came first?" answered against the years; "X or Y?" / "are both
-            # X and Y …?" answered against what the context says about each option
-            clash = check_comparison(question, answer, context) or check_choice(
-                question, answer, context
-            )
-            if clash is not None:
-                for v in verdicts:
-                    if fold(clash.picked) in fold(v["claim"]) or len(verdicts) == 1:
-                        v["support"] = min(v["support"], 0.25)
-                        v["reason"] = clash.reason
+            _check_whole_answer(verdicts, question, answer, chunks)
+        return self._verdict(interaction, verdicts, meta)
+
+    def _verdict(
+        self, interaction: RagInteraction, verdicts: list[dict[str, Any]], meta: dict[str, Any]
+    ) -> EvalResult:
         for v in verdicts:
             v["supported"] = v["support"] >= SUPPORT_THRESHOLD
             if not v["supported"]:
                 v["evidence"] = v["chunk"] = None
-        informative = [v for v in verdicts if v["reason"] != "only restates the question"]
-        supports = [v["support"] for v in (informative or verdicts)]
-        # one unsupported claim must show however many supported ones surround it
-        score = 0.5 * float(np.mean(supports)) + 0.5 * min(supports)
+        ev = evidence(verdicts)
+        score = combine(ev, self.weights)
         n_ok = sum(v["supported"] for v in verdicts)
         meta.update(claims=verdicts, supported=n_ok, total=len(verdicts))
         meta["evidence_chunks"] = sorted({v["chunk"] for v in verdicts if v["chunk"]})
+        meta["evidence"] = {k: round(x, 6) for k, x in ev.items()}
+        if self.calibration:
+            meta["calibration"] = self.calibration
         label = "faithful" if score >= self.threshold else "unfaithful"
         bad = [v["reason"] for v in verdicts if not v["supported"]]
         explanation = f"{n_ok}/{len(verdicts)} claims supported by the context"

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -65,14 +67,108 @@ def _direct_answer(sents: list[str], kind: str | None) -> bool:
     return False
 
 
+DEFAULT_WEIGHTS = MappingProxyType(
+    {"addressed": 0.55, "type_ok": 0.2, "direct": 0.15, "specificity": 0.1}
+)
+"""How the evidence combines into the score: the question addressed (terms or meaning), the
+asked-for type present, the share of the answer that is not evasive, and its specificity."""
+
+
+def _addressed(question: str, answer: str, sents: list[str]) -> tuple[float, float, float]:
+    """``(coverage, cosine, addressed)``: the question's key terms found in the answer, the
+    closest question-answer cosine, and how much the answer addresses the question."""
+    terms = question_terms(question)
+    qlang, alang = language(question), language(answer)
+    index = TermIndex(sents, cross_lingual=qlang != alang and "unknown" not in (qlang, alang))
+    total = sum(w for _, w in terms.values())
+    coverage = (
+        sum(w * index.find(word).strength for word, w in terms.values()) / total if total else 0.0
+    )
+    # the whole answer, and each sentence: a direct answer followed by a detail still answers
+    texts = [" ".join(sents)[:MAX_ANSWER_CHARS], *(s[:MAX_ANSWER_CHARS] for s in sents[:8])]
+    vecs = embed([question, *texts])
+    cosine = float((vecs[1:] @ vecs[0]).max())
+    meaning = float(np.clip((cosine - MEANING_FLOOR) / MEANING_SPAN, 0.0, 1.0))
+    return coverage, cosine, max(coverage, MEANING_SHARE * meaning)
+
+
+def evidence(question: str, answer: str, sents: list[str]) -> dict[str, Any]:
+    """The evidence the score combines (each in [0, 1]) and what it was read from."""
+    coverage, cosine, addressed = _addressed(question, answer, sents)
+    terms = question_terms(question)
+    new = [t for s in sents for t in content_words(s) if key(t) not in terms]
+    kind = expected_type(question)
+    type_ok = 1.0 if kind is None else float(has_type(answer, kind))
+    if _direct_answer(sents, kind):
+        addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
+    # concrete answers name rare things; generic filler ("a popular destination") does not
+    specificity = (
+        float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
+    )
+    evasive = sum(is_abstention(s) or bool(_HEDGE.search(fold(s))) for s in sents) / len(sents)
+    return {
+        "addressed": addressed,
+        "type_ok": type_ok,
+        "direct": 1.0 - evasive,
+        "specificity": specificity,
+        "evasive": evasive,
+        "coverage": coverage,
+        "cosine": cosine,
+        "kind": kind,
+    }
+
+
+def combine(
+    ev: Mapping[str, Any], abstained: bool, weights: Mapping[str, float] = DEFAULT_WEIGHTS
+) -> float:
+    """``score = sum_i w_i * evidence_i`` (weights sum to 1), times 0.7 when the asked-for type
+    is missing, at most 0.2 for a noncommittal answer."""
+    # an answer that is about something else fails however concrete and confident it is
+    score = (
+        weights["addressed"] * ev["addressed"]
+        + weights["type_ok"] * ev["type_ok"]
+        + weights["direct"] * ev["direct"]
+        + weights["specificity"] * ev["specificity"]
+    )
+    if not ev["type_ok"]:
+        score *= MISSING_TYPE_FACTOR  # on topic, but without what was asked for
+    if abstained:
+        score = min(score, 0.2)  # noncommittal answers address nothing
+    return float(score)
+
+
+def _notes(ev: Mapping[str, Any]) -> list[str]:
+    notes = []
+    if ev["addressed"] < 0.3:
+        notes.append("the answer is about something else than the question")
+    if ev["kind"] and not ev["type_ok"]:
+        notes.append(f"the question asks for a {ev['kind']} and the answer gives none")
+    evasive = ev["evasive"]
+    if evasive:
+        notes.append(f"{evasive:.0%} of the answer is evasive or hedged")
+    if ev["specificity"] < 0.3:
+        notes.append("the answer is generic (few specific names, numbers or terms)")
+    return notes
+
+
 class AnswerRelevanceJudge(OfflineJudge):
-    """Does the answer address what was asked? (deterministic heuristic, no LLM)"""
+    """Does the answer address what was asked? (deterministic heuristic, no LLM)
+
+    ``weights`` and ``calibration`` come from a fitted calibration (``ragsieve judges fit``).
+    """
 
     name = "answer_relevance"
 
-    def __init__(self, threshold: float = DEFAULT_THRESHOLDS["answer_relevance"]) -> None:
+    def __init__(
+        self,
+        threshold: float = DEFAULT_THRESHOLDS["answer_relevance"],
+        weights: Mapping[str, float] | None = None,
+        calibration: str | None = None,
+    ) -> None:
         self.threshold = threshold
-        self.version = f"offline-5:t{threshold}"
+        self.weights = dict(weights or DEFAULT_WEIGHTS)
+        self.calibration = calibration
+        self.version = f"offline-5:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         question, answer = interaction.query or "", interaction.answer or ""
@@ -85,57 +181,23 @@ class AnswerRelevanceJudge(OfflineJudge):
         if parsed.suspicious:
             meta["suspicious_instructions"] = parsed.suspicious[:5]
         sents = [s for s in sentences(answer) if s not in parsed.suspicious] or [answer]
-        terms = question_terms(question)
-        qlang, alang = language(question), language(answer)
-        index = TermIndex(sents, cross_lingual=qlang != alang and "unknown" not in (qlang, alang))
-        total = sum(w for _, w in terms.values())
-        coverage = (
-            sum(w * index.find(word).strength for word, w in terms.values()) / total
-            if total
-            else 0.0
-        )
-        # the whole answer, and each sentence: a direct answer followed by a detail still answers
-        texts = [" ".join(sents)[:MAX_ANSWER_CHARS], *(s[:MAX_ANSWER_CHARS] for s in sents[:8])]
-        vecs = embed([question, *texts])
-        cosine = float((vecs[1:] @ vecs[0]).max())
-        meaning = float(np.clip((cosine - MEANING_FLOOR) / MEANING_SPAN, 0.0, 1.0))
-        addressed = max(coverage, MEANING_SHARE * meaning)
-        new = [t for s in sents for t in content_words(s) if key(t) not in terms]
-        kind = expected_type(question)
-        type_ok = 1.0 if kind is None else float(has_type(answer, kind))
-        if _direct_answer(sents, kind):
-            addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
-        # concrete answers name rare things; generic filler ("a popular destination") does not
-        specificity = (
-            float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
-        )
-        evasive = sum(is_abstention(s) or bool(_HEDGE.search(fold(s))) for s in sents) / len(sents)
-        # an answer that is about something else fails however concrete and confident it is
-        score = 0.55 * addressed + 0.2 * type_ok + 0.15 * (1.0 - evasive) + 0.1 * specificity
-        if not type_ok:
-            score *= MISSING_TYPE_FACTOR  # on topic, but without what was asked for
-        if parsed.abstained:
-            score = min(score, 0.2)  # noncommittal answers address nothing
+        ev = evidence(question, answer, sents)
+        score = combine(ev, parsed.abstained, self.weights)
         meta.update(
-            coverage=round(coverage, 4),
-            cosine=round(cosine, 4),
-            specificity=round(specificity, 4),
-            evasive=round(evasive, 4),
-            expected_type=kind,
-            type_found=bool(type_ok),
+            coverage=round(ev["coverage"], 4),
+            cosine=round(ev["cosine"], 4),
+            specificity=round(ev["specificity"], 4),
+            evasive=round(ev["evasive"], 4),
+            expected_type=ev["kind"],
+            type_found=bool(ev["type_ok"]),
             abstained=parsed.abstained,
+            evidence={k: round(ev[k], 6) for k in DEFAULT_WEIGHTS},
         )
-        notes = []
-        if addressed < 0.3:
-            notes.append("the answer is about something else than the question")
-        if kind and not type_ok:
-            notes.append(f"the question asks for a {kind} and the answer gives none")
-        if evasive:
-            notes.append(f"{evasive:.0%} of the answer is evasive or hedged")
-        if specificity < 0.3:
-            notes.append("the answer is generic (few specific names, numbers or terms)")
+        if self.calibration:
+            meta["calibration"] = self.calibration
+        notes = _notes(ev)
         label = "relevant" if score >= self.threshold else "irrelevant"
-        explanation = f"covers {coverage:.0%} of the question's key terms" + (
+        explanation = f"covers {ev['coverage']:.0%} of the question's key terms" + (
             "; " + "; ".join(notes) if notes else ""
         )
         return self.result(interaction, label, score, explanation, meta)

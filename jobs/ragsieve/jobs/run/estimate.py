@@ -67,38 +67,37 @@ def _stratum_variance(p: float, m: float, z: float = Z95) -> float:
     return half * half / (z * z)
 
 
-def failure_rate(
-    decided: Iterable[tuple[Any, ...]], populations: Mapping[str, int]
-) -> dict[str, Any]:
-    """IPW failure rate from ``(stratum, failed)`` or ``(stratum, failed, upstream_p)`` items."""
+def _picks(decided: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[bool, float]]]:
+    """Stratum -> ``(failed, upstream_p)`` of its decided picks; a bad probability raises."""
     picks: dict[str, list[tuple[bool, float]]] = {}
     for item in decided:
         up = float(item[2]) if len(item) > 2 else 1.0
         if not 0 < up <= 1:
             raise ValueError(f"upstream keep probability must be in (0, 1], got {up}")
         picks.setdefault(str(item[0]), []).append((bool(item[1]), up))
-    covered = {h: populations[h] for h in picks if populations.get(h)}
-    total = sum(covered.values())
+    return picks
+
+
+def _nothing_covered(populations: Mapping[str, int], uncovered: list[str]) -> dict[str, Any]:
     all_pop = sum(populations.values())
-    uncovered = sorted(h for h, n in populations.items() if n and h not in covered)
-    if not total:
-        return {
-            "estimate": None,
-            "ci_low": 0.0 if all_pop else None,
-            "ci_high": 1.0 if all_pop else None,
-            "n": 0,
-            "n_effective": 0.0,
-            "coverage": 0.0,
-            "uncovered_strata": uncovered,
-            "covered": None,
-            "raw": None,
-            "traffic_estimate": 0.0,
-        }
-    weighted = [
-        (covered[h] / len(picks[h]) / up, failed) for h in covered for failed, up in picks[h]
-    ]
-    sum_w = sum(w for w, _ in weighted)
-    est = sum(w for w, failed in weighted if failed) / sum_w
+    return {
+        "estimate": None,
+        "ci_low": 0.0 if all_pop else None,
+        "ci_high": 1.0 if all_pop else None,
+        "n": 0,
+        "n_effective": 0.0,
+        "coverage": 0.0,
+        "uncovered_strata": uncovered,
+        "covered": None,
+        "raw": None,
+        "traffic_estimate": 0.0,
+    }
+
+
+def _variance(
+    picks: Mapping[str, list[tuple[bool, float]]], covered: Mapping[str, int], sum_w: float
+) -> float:
+    """The stratified variance of the weighted rate (module docstring)."""
     var = 0.0
     for h in covered:
         inv = [1.0 / up for _, up in picks[h]]
@@ -106,13 +105,32 @@ def failure_rate(
         p_h = sum(i for i, (failed, _) in zip(inv, picks[h], strict=True) if failed) / sum(inv)
         m_h = sum(inv) ** 2 / sum(i * i for i in inv)
         var += w_h * w_h * _stratum_variance(p_h, m_h)
+    return var
+
+
+def failure_rate(
+    decided: Iterable[tuple[Any, ...]], populations: Mapping[str, int]
+) -> dict[str, Any]:
+    """IPW failure rate from ``(stratum, failed)`` or ``(stratum, failed, upstream_p)`` items."""
+    picks = _picks(decided)
+    covered = {h: populations[h] for h in picks if populations.get(h)}
+    total = sum(covered.values())
+    all_pop = sum(populations.values())
+    uncovered = sorted(h for h, n in populations.items() if n and h not in covered)
+    if not total:
+        return _nothing_covered(populations, uncovered)
+    weighted = [
+        (covered[h] / len(picks[h]) / up, failed) for h in covered for failed, up in picks[h]
+    ]
+    sum_w = sum(w for w, _ in weighted)
+    est = sum(w for w, failed in weighted if failed) / sum_w
+    var = _variance(picks, covered, sum_w)
     if 0.0 < est < 1.0:
         n_eff = est * (1 - est) / var
     else:
         n_eff = sum_w * sum_w / sum(w * w for w, _ in weighted)
     lo, hi = wilson(est, n_eff)
     lo, hi = min(lo, est), max(hi, est)
-    n = len(weighted)
     c = total / all_pop if all_pop else 0.0
     part = {
         "estimate": round(est, 6),
@@ -126,12 +144,12 @@ def failure_rate(
         "estimate": part["estimate"] if whole else None,
         "ci_low": part["ci_low"] if whole else round(lo * c, 6),
         "ci_high": part["ci_high"] if whole else round(hi * c + (1 - c), 6),
-        "n": n,
+        "n": len(weighted),
         "n_effective": round(n_eff, 2),
         "coverage": round(c, 6),
         "uncovered_strata": uncovered,
         "covered": part,
-        "raw": round(sum(failed for _, failed in weighted) / n, 6),
+        "raw": round(sum(failed for _, failed in weighted) / len(weighted), 6),
         "traffic_estimate": round(sum_w, 3),
     }
 
