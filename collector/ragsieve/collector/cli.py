@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ragsieve.collector.cliopts import json_option, opened_store, store_option
+from ragsieve.collector.cliopts import SettingsSource, json_option, opened_store, store_option
 from ragsieve.evaluators.errors import ConfigError
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
@@ -31,7 +31,7 @@ def collector() -> None:
 @click.option("--token-env", default=None, help="Env var holding the required bearer token.")
 @click.pass_obj
 def serve(
-    obj: Any,
+    obj: SettingsSource,
     host: str | None,
     port: int | None,
     grpc_port: int | None,
@@ -113,7 +113,9 @@ def interactions() -> None:
 @click.option("--limit", type=int, default=50, show_default=True)
 @json_option
 @click.pass_obj
-def list_cmd(obj: Any, store: str | None, since: str | None, limit: int, as_json: bool) -> None:
+def list_cmd(
+    obj: SettingsSource, store: str | None, since: str | None, limit: int, as_json: bool
+) -> None:
     """List interactions, newest first."""
     from ragsieve.collector.settle import settling_note
     from ragsieve.collector.timeutil import parse_duration
@@ -143,7 +145,7 @@ def list_cmd(obj: Any, store: str | None, since: str | None, limit: int, as_json
 @click.argument("trace_id")
 @store_option
 @click.pass_obj
-def show_cmd(obj: Any, trace_id: str, store: str | None) -> None:
+def show_cmd(obj: SettingsSource, trace_id: str, store: str | None) -> None:
     """Print one interaction as JSON."""
     with opened_store(obj, store) as (_, st):
         rec = st.get_interaction(trace_id.lower())

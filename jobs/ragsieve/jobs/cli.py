@@ -11,9 +11,12 @@ import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from ragsieve.jobs.settings import Settings
 
 COMMANDS: dict[str, str] = {
     "collector": "ragsieve.collector.cli:collector",
@@ -39,7 +42,7 @@ class AppContext:
     verbose: bool = False
     _cache: dict[str, Any] = field(default_factory=dict)
 
-    def settings(self, **flags: Any) -> Any:
+    def settings(self, **flags: Any) -> Settings:
         """Load settings with ``flags`` (dotted keys) taking precedence over env and TOML."""
         from ragsieve.jobs.settings import load_settings
 

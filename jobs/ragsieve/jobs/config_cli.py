@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from ragsieve.jobs.settings import Settings
 
 MASK = "***"
 
 
-def masked_settings(settings: Any) -> dict[str, Any]:
+def masked_settings(settings: Settings) -> dict[str, Any]:
     """The settings as JSON-ready data with every secret shown as ``***``.
 
     Secrets: API keys, the password of the store URL and the values of

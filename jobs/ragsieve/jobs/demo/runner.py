@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsieve.collector.app import create_app
 from ragsieve.collector.server import ServerThread
@@ -18,6 +18,10 @@ from ragsieve.collector.store import open_store
 from ragsieve.evaluators.records import utcnow
 from ragsieve.jobs.demo.app import PlantedRecord, run_traffic
 from ragsieve.jobs.demo.scorecard import Floors, Scorecard, score
+
+if TYPE_CHECKING:
+    from ragsieve.collector.store import Store
+    from ragsieve.jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 QUIET_S = 0.5  # the demo's traffic ends at once; no need for production's 15 s quiet period
@@ -43,7 +47,7 @@ class DemoResult:
         return self.scorecard.failures(self.floors)
 
 
-def floors_from(settings: Any) -> Floors:
+def floors_from(settings: Settings) -> Floors:
     """Scorecard floors from the ``[demo]`` settings section."""
     demo = settings.demo
     return Floors(
@@ -53,7 +57,7 @@ def floors_from(settings: Any) -> Floors:
     )
 
 
-def _settled_count(store: Any, trace_ids: list[str]) -> int:
+def _settled_count(store: Store, trace_ids: list[str]) -> int:
     """How many of ``trace_ids`` already have their interaction row (queried in batches)."""
     have = 0
     for i in range(0, len(trace_ids), 500):
@@ -64,7 +68,7 @@ def _settled_count(store: Any, trace_ids: list[str]) -> int:
     return have
 
 
-def _wait_settled(store: Any, trace_ids: list[str], max_wait_s: float, progress: Progress) -> int:
+def _wait_settled(store: Store, trace_ids: list[str], max_wait_s: float, progress: Progress) -> int:
     """Settle until every trace of THIS run's traffic has its interaction (or ``max_wait_s``
     passes); rows already in a reused store do not count."""
     deadline = time.monotonic() + max_wait_s
@@ -79,12 +83,12 @@ def _wait_settled(store: Any, trace_ids: list[str], max_wait_s: float, progress:
         time.sleep(QUIET_S / 2)
 
 
-def _pending(store: Any) -> int:
+def _pending(store: Store) -> int:
     return sum(int(v.get("pending", 0)) for v in store.outbox_stats().values())
 
 
 def _wait_outbox(
-    store: Any, max_wait_s: float, progress: Progress, deliver_annotations: Any = None
+    store: Store, max_wait_s: float, progress: Progress, deliver_annotations: Any = None
 ) -> None:
     """Wait until the outbox (forwarded spans, annotations) is delivered or ``max_wait_s`` ends."""
     import asyncio
@@ -102,7 +106,7 @@ def _wait_outbox(
 
 
 def run_demo(
-    settings: Any,
+    settings: Settings,
     *,
     workdir: Path,
     store_url: str | None = None,

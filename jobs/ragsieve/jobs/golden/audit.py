@@ -13,12 +13,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden.candidates import Scrubber, _new_body
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
+
+if TYPE_CHECKING:
+    from ragsieve.collector.store import Store
+    from ragsieve.jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 PREFIX = "audit:"
@@ -36,9 +40,9 @@ def is_audit(c: Candidate) -> bool:
     return c.id.startswith(PREFIX) or c.body.get("audit") is True
 
 
-def route(store: Any, audits: Sequence[FlaggedCase], settings: Any) -> dict[str, int]:
+def route(store: Store, audits: Sequence[FlaggedCase], settings: Settings) -> dict[str, int]:
     """Queue a run's audited passes for review; returns ``{"queued", "already_queued"}``."""
-    cfg = getattr(settings, "golden", settings)
+    cfg = settings.golden
     repo = CandidateRepo(store)
     scrub = Scrubber(cfg.scrub_pii, cfg.pii_patterns)
     now = datetime.now(UTC)

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ragsieve.collector.cliopts import json_option, opened_store, store_option
+from ragsieve.jobs.cli import AppContext
 
 COLUMNS = (
     "trace_id",
@@ -30,7 +31,7 @@ COLUMNS = (
 
 
 def _rows(
-    obj: Any, store: str | None, since: str | None, flagged: bool, limit: int | None
+    obj: AppContext, store: str | None, since: str | None, flagged: bool, limit: int | None
 ) -> list[dict[str, Any]]:
     from ragsieve.collector.timeutil import parse_duration
     from ragsieve.jobs.results.resultstore import list_results
@@ -56,7 +57,12 @@ def results() -> None:
 @json_option
 @click.pass_obj
 def list_command(
-    obj: Any, store: str | None, flagged: bool, since: str | None, limit: int | None, as_json: bool
+    obj: AppContext,
+    store: str | None,
+    flagged: bool,
+    since: str | None,
+    limit: int | None,
+    as_json: bool,
 ) -> None:
     """List results, newest first."""
     for r in _rows(obj, store, since, flagged, limit):
@@ -84,7 +90,7 @@ def list_command(
 @click.option("--dry-run", is_flag=True, help="Count the rows; write nothing.")
 @click.pass_obj
 def export_command(
-    obj: Any,
+    obj: AppContext,
     store: str | None,
     fmt: str,
     out: Path | None,

@@ -7,7 +7,7 @@ import json
 import logging
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,8 +15,13 @@ from ragsieve.collector.cliopts import run_cli, store_option
 from ragsieve.collector.store import masked_url
 from ragsieve.evaluators.errors import ConfigError
 
+if TYPE_CHECKING:
+    from ragsieve.jobs.cli import AppContext
+    from ragsieve.jobs.settings import Settings
+    from ragsieve.jobs.workers.queue import WorkerSettings
 
-def _settings(obj: Any, **flags: Any) -> Any:
+
+def _settings(obj: AppContext | None, **flags: Any) -> Settings:
     if obj is None:  # run as `python -m ragsieve.jobs.workers.cli` (before the root CLI has us)
         from ragsieve.jobs.cli import AppContext
 
@@ -29,12 +34,12 @@ def _settings(obj: Any, **flags: Any) -> Any:
     return settings
 
 
-def _worker_settings(settings: Any) -> Any:
+def _worker_settings(settings: Settings) -> WorkerSettings:
     """The ``[workers]`` section; flags were merged into it by ``_settings``."""
     return settings.workers
 
 
-def _judge_options(settings: Any) -> dict[str, Any]:
+def _judge_options(settings: Settings) -> dict[str, Any]:
     """LLM endpoint and cache for LLM/cascade judges (same as ``ragsieve jobs run``)."""
     return {
         "llm": settings.llm.to_config(settings.golden.pii_patterns),
@@ -70,7 +75,7 @@ def workers() -> None:
 @click.option("--burst", is_flag=True, help="Exit when the queue is empty instead of waiting.")
 @click.pass_obj
 def worker_cmd(
-    obj: Any,
+    obj: AppContext | None,
     store: str | None,
     queue: str | None,
     concurrency: int | None,
@@ -167,7 +172,7 @@ def worker_cmd(
 @click.option("--json", "as_json", is_flag=True, help="One JSON line per pass on stdout.")
 @click.pass_obj
 def schedule_cmd(
-    obj: Any,
+    obj: AppContext | None,
     store: str | None,
     judges: tuple[str, ...],
     backend: str | None,
