@@ -26,6 +26,8 @@ from pydantic_settings import (
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
+from ragsieve.jobs.alerts.rules import AlertSettings
+from ragsieve.jobs.report.settings import ReportSettings
 from ragsieve.jobs.sampling.sampling import SamplingSettings
 from ragsieve.jobs.workers.queue import WorkerSettings
 
@@ -183,6 +185,8 @@ class Settings(BaseSettings):
     golden: GoldenSettings = Field(default_factory=GoldenSettings)
     demo: DemoSettings = Field(default_factory=DemoSettings)
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
+    report: ReportSettings = Field(default_factory=ReportSettings)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
 
     @field_validator("store")
     @classmethod

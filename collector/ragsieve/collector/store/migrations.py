@@ -202,4 +202,20 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "011_history_alerts",
+        """
+        CREATE INDEX runs_started ON runs (started_at);
+        CREATE TABLE alert_state (
+            alert_key TEXT PRIMARY KEY,
+            rule TEXT NOT NULL,
+            status TEXT NOT NULL,
+            since {real} NOT NULL,
+            updated_at {real} NOT NULL,
+            run_id TEXT,
+            body TEXT NOT NULL
+        );
+        CREATE INDEX alert_state_status ON alert_state (status);
+        """,
+    ),
 ]

@@ -1,18 +1,88 @@
-"""The report of one job pass: what was sampled, judged, decided and flagged, and at what cost."""
+"""The report of one job pass: what was sampled, judged, decided and flagged, and at what cost.
+
+:func:`build_report` assembles it from a :class:`RunReportInput` in named parts (window and
+sample, judging, verdicts, breakdowns, judge quality, cost). The stored report is the run
+history (``ragsieve runs list``, ``ragsieve report``, alerts), so it carries, beyond the totals,
+the weighted failure rate per stratum, per attribute cell (``report.cells``) and per root cause
+(``run.breakdown``) and a capped list of the flagged cases (``report.max_flagged_cases``).
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ragsieve.evaluators.redact import redact
 from ragsieve.jobs.judging.spend import Spend
 from ragsieve.jobs.results.reviews import ReviewLabel
+from ragsieve.jobs.run import breakdown
 from ragsieve.jobs.run.estimate import failure_rate, judge_quality
-from ragsieve.jobs.sampling.sampling import Pick
+from ragsieve.jobs.sampling.sampling import Pick, Selection
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 from ragsieve.jobs.verdicts.verdicts import Decision
+
+if TYPE_CHECKING:
+    from ragsieve.evaluators.judges import Judge
+    from ragsieve.jobs.settings import Settings
+
+QUERY_PREVIEW_CHARS = 160
+
+
+@dataclass(frozen=True)
+class RunReportInput:
+    """Everything one pass hands to its report."""
+
+    run_id: str
+    window: tuple[datetime, datetime]
+    settled: int
+    selection: Selection
+    already: Sequence[Pick]
+    spend: Spend
+    decisions: Sequence[Decision]
+    flagged: Sequence[FlaggedCase]
+    audit: Sequence[FlaggedCase]
+    labels: Sequence[ReviewLabel]
+    settings: Settings
+    dry_run: bool
+    judge_set: str
+    select_s: float
+    judges: Sequence[Judge]
+    need: Mapping[str, int]
+
+    def decided(self) -> list[Decision]:
+        """Picks of this run's sample with a pass or fail (what the failure rate counts)."""
+        return [
+            d
+            for d in self.decisions
+            if d.verdict.outcome in ("pass", "fail") and not d.pick.recovered
+        ]
+
+
+def build_report(inp: RunReportInput) -> dict[str, Any]:
+    """The run report: window, sample, verdicts, failure rate and breakdowns, quality, cost."""
+    rate = failure_rate(
+        ((d.pick.stratum, d.verdict.outcome == "fail", d.pick.upstream_p) for d in inp.decided()),
+        {k: v.population for k, v in inp.selection.strata.items()},
+    )
+    ci = (rate["ci_low"], rate["ci_high"]) if rate["estimate"] is not None else None
+    return {
+        **_window_and_sample(inp),
+        **_judging(inp),
+        **_verdicts(inp),
+        "failure_rate": rate,
+        **_breakdowns(inp),
+        "audit": {
+            "share": inp.settings.jobs.audit_share,
+            "routed": len(inp.audit),
+            "trace_ids": [c.interaction.trace_id for c in inp.audit],
+        },
+        "judge_quality": judge_quality(rate["estimate"], ci, inp.labels),
+        **_cost_and_budget(inp),
+        "flagged_cases": flagged_cases(inp.flagged, inp.settings),
+    }
 
 
 def build_run_report(
@@ -20,41 +90,53 @@ def build_run_report(
     lo: datetime,
     hi: datetime,
     settled: int,
-    sel: Any,
+    sel: Selection,
     already: list[Pick],
     spend: Spend,
     decisions: list[Decision],
     flagged: list[FlaggedCase],
     audit: list[FlaggedCase],
     labels: Sequence[ReviewLabel],
-    settings: Any,
+    settings: Settings,
     dry_run: bool,
     key: str,
     select_s: float,
-    judges: Sequence[Any],
+    judges: Sequence[Judge],
     need: dict[str, int],
 ) -> dict[str, Any]:
-    """The run report: window, sample, verdicts, failure rate, judge quality, cost and budget."""
-    rate = failure_rate(
-        (
-            (d.pick.stratum, d.verdict.outcome == "fail", d.pick.upstream_p)
-            for d in decisions
-            if d.verdict.outcome in ("pass", "fail") and not d.pick.recovered
-        ),
-        {k: v.population for k, v in sel.strata.items()},
+    """Positional form of :func:`build_report` (kept for callers not yet on the typed input)."""
+    return build_report(
+        RunReportInput(
+            run_id,
+            (lo, hi),
+            settled,
+            sel,
+            already,
+            spend,
+            decisions,
+            flagged,
+            audit,
+            labels,
+            settings,
+            dry_run,
+            key,
+            select_s,
+            judges,
+            need,
+        )  # fmt: skip
     )
-    ci = (rate["ci_low"], rate["ci_high"]) if rate["estimate"] is not None else None
-    fails = [d for d in decisions if d.verdict.outcome == "fail"]
-    flagged_ids = {c.interaction.trace_id for c in flagged}
-    error_rate = spend.errors / spend.results if spend.results else 0.0
-    max_rate = settings.jobs.max_judge_error_rate
+
+
+def _window_and_sample(inp: RunReportInput) -> dict[str, Any]:
+    sel = inp.selection
+    lo, hi = inp.window
     return {
-        "run_id": None if dry_run else run_id,
-        "dry_run": dry_run,
+        "run_id": None if inp.dry_run else inp.run_id,
+        "dry_run": inp.dry_run,
         "window": {"start": lo.isoformat(), "end": hi.isoformat()},
-        "judges": [{"name": j.name, "version": str(j.version)} for j in judges],
-        "judge_set": key,
-        "settled": settled,
+        "judges": [{"name": j.name, "version": str(j.version)} for j in inp.judges],
+        "judge_set": inp.judge_set,
+        "settled": inp.settled,
         "discovered": sel.discovered,
         "not_applicable": {
             "count": sum(sel.not_applicable.values()),
@@ -76,9 +158,17 @@ def build_run_report(
             "keep_rule": dict(sel.upstream),
             "reweighted_picks": sum(p.upstream_p < 1 for p in sel.picks),
         },
-        "select_s": round(select_s, 4),
-        "already_judged": len(already),
-        "would_judge": sum(need.get(p.trace_id, 0) > 0 for p in sel.picks) if dry_run else None,
+        "select_s": round(inp.select_s, 4),
+    }
+
+
+def _judging(inp: RunReportInput) -> dict[str, Any]:
+    spend, decisions = inp.spend, inp.decisions
+    error_rate = spend.errors / spend.results if spend.results else 0.0
+    would = sum(inp.need.get(p.trace_id, 0) > 0 for p in inp.selection.picks)
+    return {
+        "already_judged": len(inp.already),
+        "would_judge": would if inp.dry_run else None,
         "judged": len(spend.judged),
         "judge_calls": spend.calls,
         "judge_errors": spend.errors,
@@ -88,23 +178,53 @@ def build_run_report(
         "unjudged": sum(d.verdict.outcome == "unjudged" for d in decisions),
         "partial": sum(bool(d.missing) and d.verdict.outcome == "unjudged" for d in decisions),
         "recovered": sum(d.pick.recovered for d in decisions),
-        "flagged": len(flagged),
+    }
+
+
+def _verdicts(inp: RunReportInput) -> dict[str, Any]:
+    fails = [d for d in inp.decisions if d.verdict.outcome == "fail"]
+    flagged_ids = {c.interaction.trace_id for c in inp.flagged}
+    return {
+        "flagged": len(inp.flagged),
         "flagged_in_sample": len(fails),
-        "flagged_by_root_cause": dict(Counter(c.root_cause for c in flagged)),
-        "flagged_by_category": dict(Counter(str(c.metadata.get("category")) for c in flagged)),
+        "flagged_by_root_cause": dict(Counter(c.root_cause for c in inp.flagged)),
+        "flagged_by_category": dict(Counter(str(c.metadata.get("category")) for c in inp.flagged)),
         "flagged_by_metric": dict(
             Counter(
                 m for d in fails if d.pick.trace_id in flagged_ids for m in d.verdict.failed_metrics
             )
         ),
-        "passed": sum(d.verdict.outcome == "pass" for d in decisions),
-        "failure_rate": rate,
-        "audit": {
-            "share": settings.jobs.audit_share,
-            "routed": len(audit),
-            "trace_ids": [c.interaction.trace_id for c in audit],
-        },
-        "judge_quality": judge_quality(rate["estimate"], ci, labels),
+        "passed": sum(d.verdict.outcome == "pass" for d in inp.decisions),
+    }
+
+
+def _breakdowns(inp: RunReportInput) -> dict[str, Any]:
+    """Weighted failure rates per stratum, attribute cell and root cause (``run.breakdown``)."""
+    report_cfg = inp.settings.report
+    picks = breakdown.weigh(
+        (
+            (
+                d.pick.stratum,
+                d.verdict.outcome == "fail",
+                d.pick.upstream_p,
+                d.verdict.root_cause,
+                breakdown.cell_values(d.interaction.attributes, report_cfg.cells),
+            )
+            for d in inp.decided()
+        ),
+        {k: v.population for k, v in inp.selection.strata.items()},
+    )
+    return {
+        "failure_rate_by_stratum": breakdown.by_stratum(picks),
+        "failure_rate_by_cell": breakdown.by_cell(picks, max_values=report_cfg.max_cells),
+        "failure_rate_by_root_cause": breakdown.by_root_cause(picks),
+    }
+
+
+def _cost_and_budget(inp: RunReportInput) -> dict[str, Any]:
+    spend, jobs = inp.spend, inp.settings.jobs
+    error_rate = spend.errors / spend.results if spend.results else 0.0
+    return {
         "cost": {
             "calls": spend.calls,
             "prompt_tokens": spend.prompt_tokens,
@@ -115,13 +235,34 @@ def build_run_report(
             "saved_by_cascade": spend.cascade_saved,
         },
         "budget": {
-            "calls": settings.jobs.budget_calls,
+            "calls": jobs.budget_calls,
             "usd": spend.budget_usd,
-            "exhausted": bool(sel.budget_exhausted or spend.deferred),
+            "exhausted": bool(inp.selection.budget_exhausted or spend.deferred),
         },
-        "max_judge_error_rate": max_rate,
-        "error_budget_exceeded": error_rate > max_rate,
+        "max_judge_error_rate": jobs.max_judge_error_rate,
+        "error_budget_exceeded": error_rate > jobs.max_judge_error_rate,
     }
+
+
+def flagged_cases(flagged: Sequence[FlaggedCase], settings: Settings) -> list[dict[str, Any]]:
+    """The first ``report.max_flagged_cases`` flagged cases, query previews PII-scrubbed."""
+    golden = settings.golden
+    out = []
+    for c in flagged[: settings.report.max_flagged_cases]:
+        query = (c.interaction.query or "")[:QUERY_PREVIEW_CHARS]
+        if golden.scrub_pii and query:
+            query = redact(query, golden.pii_patterns)[0]
+        out.append(
+            {
+                "trace_id": c.interaction.trace_id,
+                "span_id": c.interaction.span_id,
+                "root_cause": c.root_cause,
+                "stratum": c.stratum,
+                "category": c.metadata.get("category"),
+                "query": query,
+            }
+        )
+    return out
 
 
 def _pct(v: float | None) -> str:
@@ -130,17 +271,22 @@ def _pct(v: float | None) -> str:
 
 def render_table(report: Mapping[str, Any]) -> str:
     """The human-readable run report printed on stdout."""
-    fr = report.get("failure_rate") or {}
+    rows = [*_summary_rows(report), *_quality_rows(report.get("judge_quality") or {})]
+    if report.get("dry_run"):
+        rows.append(("dry run", "nothing judged or written"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _summary_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     cost = report.get("cost") or {}
-    rows: list[tuple[str, str]] = [
+    by_stratum = report["sampled"]["by_stratum"]
+    return [
         ("run", str(report.get("run_id"))),
         ("window", f"{report['window']['start']} .. {report['window']['end']}"),
         ("discovered", str(report["discovered"])),
         ("not applicable", _kv(report["not_applicable"]["reasons"]) or "0"),
-        (
-            "sampled",
-            _kv({k: v["sampled"] for k, v in report["sampled"]["by_stratum"].items()}) or "0",
-        ),
+        ("sampled", _kv({k: v["sampled"] for k, v in by_stratum.items()}) or "0"),
         ("already judged", str(report["already_judged"])),
         ("judged", str(report["judged"])),
         ("judge errors", str(report["judge_errors"])),
@@ -148,7 +294,7 @@ def render_table(report: Mapping[str, Any]) -> str:
         ("flagged", str(report["flagged"])),
         ("by root cause", _kv(report["flagged_by_root_cause"]) or "-"),
         ("by category", _kv(report["flagged_by_category"]) or "-"),
-        ("failure rate", _rate_line(fr)),
+        ("failure rate", _rate_line(report.get("failure_rate") or {})),
         ("still settling", (report.get("settling") or {}).get("note") or "0"),
         (
             "calls / tokens / USD",
@@ -160,36 +306,30 @@ def render_table(report: Mapping[str, Any]) -> str:
         ),
         ("audit routed", str(report["audit"]["routed"])),
     ]
-    q = report.get("judge_quality") or {}
-    rows.append(
+
+
+def _quality_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:
+    c = q.get("corrected_failure_rate")
+    corrected = (
+        "- (needs reviewed flags and audits)"
+        if not c
+        else f"{_pct(c['estimate'])} (95% CI {_pct(c['ci_low'])} - {_pct(c['ci_high'])},"
+        " conservative box)"
+    )
+    return [
         (
             "reviewed",
             f"{q.get('reviewed_flagged', 0)} flagged"
             f" ({q.get('false_alarms', 0)} false alarms), {q.get('reviewed_audits', 0)}"
             f" audited passes ({q.get('missed_failures', 0)} missed failures)",
-        )
-    )
-    rows.append(
+        ),
         (
             "judge precision / FOR",
             f"{_pct(q.get('precision'))} / {_pct(q.get('false_omission_rate'))}",
-        )
-    )
-    rows.append(("judge TPR / FPR", f"{_pct(q.get('tpr'))} / {_pct(q.get('fpr'))}"))
-    c = q.get("corrected_failure_rate")
-    rows.append(
-        (
-            "corrected failure rate",
-            "- (needs reviewed flags and audits)"
-            if not c
-            else f"{_pct(c['estimate'])} (95% CI {_pct(c['ci_low'])} - {_pct(c['ci_high'])},"
-            " conservative box)",
-        )
-    )
-    if report.get("dry_run"):
-        rows.append(("dry run", "nothing judged or written"))
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+        ),
+        ("judge TPR / FPR", f"{_pct(q.get('tpr'))} / {_pct(q.get('fpr'))}"),
+        ("corrected failure rate", corrected),
+    ]
 
 
 def _rate_line(fr: Mapping[str, Any]) -> str:
@@ -212,4 +352,4 @@ def _kv(d: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(d.items()))
 
 
-__all__ = ["build_run_report", "render_table"]
+__all__ = ["RunReportInput", "build_report", "build_run_report", "flagged_cases", "render_table"]
