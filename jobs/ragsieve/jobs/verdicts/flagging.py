@@ -107,6 +107,26 @@ def needs_corpus(verdict: Verdict) -> bool:
     return verdict.context_relevant is False or verdict.rescued
 
 
+@dataclass
+class _Reading:
+    """What one interaction's judge results say, before any verdict."""
+
+    decided: dict[str, bool | None]  # metric -> failed (None: undecided)
+    faith: EvalResult | None
+    ans: EvalResult | None
+    ctx_rel: bool | None
+    rel_ids: tuple[str, ...]
+    n_chunks: int
+    abstained: bool
+    missed: CorpusHit | None  # what the observed corpus found for this question
+    rescued: bool
+
+    @property
+    def failed(self) -> tuple[str, ...]:
+        """The metrics that failed, sorted."""
+        return tuple(sorted(m for m, v in self.decided.items() if v))
+
+
 def decide(
     interaction: RagInteraction,
     results: Sequence[EvalResult],
@@ -121,13 +141,35 @@ def decide(
     or none among ``corpus.searched`` chunks); ``None`` when it was not searched.
     """
     by_metric = {r.evaluator: r for r in results}
-    faith = by_metric.get("faithfulness")
-    ctx = by_metric.get("context_relevance")
-    ans = by_metric.get("answer_relevance")
     decided = {m: metric_failed(r, thresholds) for m, r in by_metric.items()}
     if all(v is None for v in decided.values()):
         return Verdict("unjudged", evidence="no judge could decide")
-    ctx_rel, rel_ids, n_chunks = _context_signals(ctx)
+    rd = _read(interaction, by_metric, decided, thresholds, corpus)
+    failed = rd.failed
+    if rd.abstained:
+        early = _abstention_verdict(rd, expected, corpus)
+        if early is not None:
+            return early
+        failed = tuple(sorted({*failed, "faithfulness"}))
+    elif rd.ctx_rel is False and rd.n_chunks:
+        # Nothing relevant reached the prompt yet the system answered.
+        failed = tuple(sorted({*failed, "context_relevance"}))
+    elif not failed:
+        return Verdict("pass", context_relevant=rd.ctx_rel, rescued=rd.rescued)
+    return _fail_verdict(interaction, rd, failed, expected, corpus)
+
+
+def _read(
+    interaction: RagInteraction,
+    by_metric: Mapping[str, EvalResult],
+    decided: dict[str, bool | None],
+    thresholds: Mapping[str, float],
+    corpus: CorpusAnswer | None,
+) -> _Reading:
+    """Context relevance, abstention and the agreement rule (an answer backed by chunks)."""
+    faith = by_metric.get("faithfulness")
+    ans = by_metric.get("answer_relevance")
+    ctx_rel, rel_ids, n_chunks = _context_signals(by_metric.get("context_relevance"))
     abstained = is_abstention(faith)
     backing = () if abstained else supporting_chunks(faith, ans, thresholds)
     missed = corpus.hit if corpus is not None else None
@@ -135,35 +177,45 @@ def decide(
     if rescued and missed is None:  # the answer proves those chunks held what was asked
         ctx_rel, rel_ids = True, backing
         decided["context_relevance"] = False
-    failed = tuple(sorted(m for m, v in decided.items() if v))
     if abstained and ctx_rel is None and not interaction.context:
         ctx_rel = False  # nothing reached the prompt: nothing relevant could have
-    if abstained:
-        if ctx_rel is None and expected != "answerable":
-            why = "abstained; context relevance unknown"
-            return Verdict("unjudged", evidence=why, abstained=True)
-        if not ctx_rel and expected != "answerable" and missed is None:
-            why = "correct abstention: no relevant context"
-            if corpus is not None:
-                why += f"; no chunk seen in {corpus.searched} answers this"
-            return Verdict("pass", evidence=why, abstained=True, context_relevant=False)
-        failed = tuple(sorted({*failed, "faithfulness"}))
-    elif ctx_rel is False and n_chunks:
-        # Nothing relevant reached the prompt yet the system answered.
-        failed = tuple(sorted({*failed, "context_relevance"}))
-    elif not failed:
-        return Verdict("pass", context_relevant=ctx_rel, rescued=rescued)
+    return _Reading(decided, faith, ans, ctx_rel, rel_ids, n_chunks, abstained, missed, rescued)
+
+
+def _abstention_verdict(
+    rd: _Reading, expected: Expectation, corpus: CorpusAnswer | None
+) -> Verdict | None:
+    """Unjudged or a correct abstention; None when the abstention is a failure."""
+    if rd.ctx_rel is None and expected != "answerable":
+        return Verdict("unjudged", evidence="abstained; context relevance unknown", abstained=True)
+    if not rd.ctx_rel and expected != "answerable" and rd.missed is None:
+        why = "correct abstention: no relevant context"
+        if corpus is not None:
+            why += f"; no chunk seen in {corpus.searched} answers this"
+        return Verdict("pass", evidence=why, abstained=True, context_relevant=False)
+    return None
+
+
+def _fail_verdict(
+    interaction: RagInteraction,
+    rd: _Reading,
+    failed: tuple[str, ...],
+    expected: Expectation,
+    corpus: CorpusAnswer | None,
+) -> Verdict:
+    """A fail with its root cause assigned from every signal."""
+    faithful = None if rd.faith is None or rd.abstained else _ok(rd.decided.get("faithfulness"))
     signals = Signals(
         query=interaction.query,
         has_history=bool(interaction.chat_history),
-        abstained=abstained,
-        context_relevant=ctx_rel,
-        relevant_chunks=rel_ids,
-        n_chunks=n_chunks or len(interaction.context),
-        faithful=None if faith is None or abstained else _ok(decided.get("faithfulness")),
-        answer_relevant=None if ans is None else _ok(decided.get("answer_relevance")),
+        abstained=rd.abstained,
+        context_relevant=rd.ctx_rel,
+        relevant_chunks=rd.rel_ids,
+        n_chunks=rd.n_chunks or len(interaction.context),
+        faithful=faithful,
+        answer_relevant=None if rd.ans is None else _ok(rd.decided.get("answer_relevance")),
         expected=expected,
-        missed_chunk=missed.evidence() if missed is not None else None,
+        missed_chunk=rd.missed.evidence() if rd.missed is not None else None,
         corpus_searched=corpus.searched if corpus is not None else None,
     )
     cause: RootCause = assign(signals)
@@ -172,9 +224,9 @@ def decide(
         failed,
         cause.label,
         cause.evidence,
-        abstained,
-        context_relevant=ctx_rel,
-        missed_chunk=missed.chunk_id if missed is not None else None,
+        rd.abstained,
+        context_relevant=rd.ctx_rel,
+        missed_chunk=rd.missed.chunk_id if rd.missed is not None else None,
     )
 
 
