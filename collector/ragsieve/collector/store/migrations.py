@@ -218,4 +218,26 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX alert_state_status ON alert_state (status);
         """,
     ),
+    (
+        "014_categories",
+        """
+        CREATE TABLE categories (
+            id TEXT PRIMARY KEY,
+            root_cause TEXT,
+            name TEXT,
+            announced_at {real},
+            updated_at {real} NOT NULL,
+            body TEXT NOT NULL
+        );
+        CREATE TABLE category_events (
+            at {real} NOT NULL,
+            kind TEXT NOT NULL,
+            category TEXT NOT NULL,
+            other TEXT NOT NULL,
+            members INTEGER NOT NULL,
+            body TEXT NOT NULL
+        );
+        CREATE INDEX category_events_category ON category_events (category);
+        """,
+    ),
 ]
