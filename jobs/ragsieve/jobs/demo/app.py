@@ -26,8 +26,8 @@ from ragsieve.jobs.demo.generate import (
     OpenAIGenerator,
     build_messages,
 )
-from ragsieve.jobs.demo.kb import KnowledgeBase, load_kb
-from ragsieve.jobs.demo.retrieval import HybridRetriever, Reranker
+from ragsieve.jobs.demo.kb import Fact, KnowledgeBase, load_kb
+from ragsieve.jobs.demo.retrieval import Hit, HybridRetriever, Reranker
 from ragsieve.jobs.demo.traffic import OUT_OF_CORPUS, Query, generate_traffic
 
 log = logging.getLogger(__name__)
@@ -128,17 +128,7 @@ class DemoApp:
             with retriever_span(q.text, tracer_provider=tp) as r:
                 hits = self.retriever.search(q.text, self.candidates, exclude=exclude)
                 r.record(_docs(hits))
-            context = hits[: self.top_k]
-            if self.reranker is not None:
-                with reranker_span(
-                    q.text,
-                    _docs(hits),
-                    model_name=self.reranker.model_name,
-                    top_k=self.top_k,
-                    tracer_provider=tp,
-                ) as rr:
-                    context = self.reranker.rerank(q.text, hits, self.top_k)
-                    rr.record(_docs(context))
+            context = self._rerank(q.text, hits)
             messages = build_messages(q.text, context)
             with llm_span(
                 self.generator.model,
@@ -158,8 +148,40 @@ class DemoApp:
                 )
             root.record(answer)
             trace_id = root.trace_id
+        record = self._record(q, trace_id, fact, context, answer, gen)
+        self.records.append(record)
+        if self.log_path is not None:
+            with self.log_path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+        return record
+
+    def _rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
+        """The top-k hits, reranked (inside a RERANKER span) when the app has a reranker."""
+        if self.reranker is None:
+            return hits[: self.top_k]
+        with reranker_span(
+            query,
+            _docs(hits),
+            model_name=self.reranker.model_name,
+            top_k=self.top_k,
+            tracer_provider=self.provider,
+        ) as rr:
+            context = self.reranker.rerank(query, hits, self.top_k)
+            rr.record(_docs(context))
+        return context
+
+    def _record(
+        self,
+        q: Query,
+        trace_id: str,
+        fact: Fact | None,
+        context: Sequence[Any],
+        answer: str,
+        gen: Generation,
+    ) -> PlantedRecord:
+        """What the app did for ``q``: the ground truth the scorecard compares flags with."""
         ctx_ids = tuple(h.chunk.id for h in context)
-        record = PlantedRecord(
+        return PlantedRecord(
             trace_id=trace_id,
             session_id=q.session_id,
             query=q.text,
@@ -173,11 +195,6 @@ class DemoApp:
             answer=answer,
             organic_failure=None if q.planted else self._organic(q, gen, ctx_ids),
         )
-        self.records.append(record)
-        if self.log_path is not None:
-            with self.log_path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
-        return record
 
     def _plant(self, q: Query, gen: Generation, context: Sequence[Any], rng: random.Random) -> str:
         kind, fact = q.planted, self.kb.facts.get(q.fact_key or "")

@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from ragsieve.jobs.demo.phoenix import LocalPhoenix
+    from ragsieve.jobs.demo.runner import DemoResult
+    from ragsieve.jobs.settings import Settings
 
 
 def _echo_err(msg: str) -> None:
@@ -36,7 +41,7 @@ def next_commands(store_url: str) -> list[str]:
     ]
 
 
-def headline(result: Any) -> str:
+def headline(result: DemoResult) -> str:
     """One line: queries, flagged, the failure rate with its interval, new failure categories."""
     report = result.report
     fr = report.get("failure_rate") or {}
@@ -53,7 +58,7 @@ def headline(result: Any) -> str:
     )
 
 
-def _print_scorecard(result: Any) -> None:
+def _print_scorecard(result: DemoResult) -> None:
     card = result.scorecard
     click.echo("== planted-failure scorecard")
     rows = [
@@ -82,7 +87,7 @@ def _print_scorecard(result: Any) -> None:
         click.echo(f"  recall {kind:<20}{'-' if recall is None else f'{recall:.3f}':>8}")
 
 
-def _print_human(result: Any, *, verbose: bool = False) -> None:
+def _print_human(result: DemoResult, *, verbose: bool = False) -> None:
     """Headline and scorecard first, then categories, cases (shortened), report, next steps."""
     from ragsieve.jobs.run.report import render_table
 
@@ -184,37 +189,13 @@ def demo(
 
     Exit 1 when the planted-failure scorecard is below the floors in the [demo] settings.
     """
-    from ragsieve.jobs.demo.phoenix import LocalPhoenix, check_running, find_executable
     from ragsieve.jobs.demo.runner import run_demo, temp_workdir
 
     obj = ctx.obj
     store = store or DEFAULT_STORE
     flags: dict[str, Any] = {"store": store, "demo.queries": queries, "demo.seed": seed}
     settings = obj.settings(**flags) if obj is not None else _settings(flags)
-    local: LocalPhoenix | None = None
-    target: str | None = None  # Phoenix base URL the collector forwards to and annotations go to
-    if phoenix_url is not None:
-        try:
-            target = check_running(phoenix_url)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--phoenix-url") from exc
-        _echo_err(f"using the Phoenix running at {target}")
-    elif phoenix:
-        exe = find_executable(settings.phoenix.executable)
-        if exe is None:
-            _echo_err(
-                "no Phoenix found (set phoenix.executable or create .phoenix-venv);"
-                " continuing without it"
-            )
-        else:
-            _echo_err(f"starting Phoenix from {exe}")
-            try:
-                local = LocalPhoenix(exe).start()
-            except RuntimeError as exc:
-                _echo_err(f"Phoenix did not start ({exc}); continuing without it")
-                local = None
-            else:
-                target = local.url
+    target, local = _phoenix_target(settings, phoenix, phoenix_url)
     if target is not None:
         settings = settings.model_copy(
             update={"phoenix": settings.phoenix.model_copy(update={"base_url": target})}
@@ -232,18 +213,7 @@ def demo(
                 traffic_progress=_traffic_bar,
             )
         if as_json:
-            out = result.scorecard.to_json()
-            out.update(
-                runtime_s=result.timings.get("total_s"),
-                timings=result.timings,
-                run_id=result.report.get("run_id"),
-                floors=result.floors.model_dump(),
-                passed=not result.failures,
-                phoenix_url=result.phoenix_url,
-                store=result.store_url,
-                next_commands=next_commands(result.store_url),
-            )
-            click.echo(json.dumps(out, ensure_ascii=False))
+            click.echo(json.dumps(_json_out(result), ensure_ascii=False))
         else:
             _print_human(result, verbose=verbose)
         if target is not None:
@@ -258,7 +228,54 @@ def demo(
         ctx.exit(1)
 
 
-def _settings(flags: dict[str, Any]) -> Any:
+def _phoenix_target(
+    settings: Settings, phoenix: bool, phoenix_url: str | None
+) -> tuple[str | None, LocalPhoenix | None]:
+    """The Phoenix base URL to forward to and annotate (or None), and the one we started."""
+    from ragsieve.jobs.demo.phoenix import LocalPhoenix, check_running, find_executable
+
+    if phoenix_url is not None:
+        try:
+            target = check_running(phoenix_url)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--phoenix-url") from exc
+        _echo_err(f"using the Phoenix running at {target}")
+        return target, None
+    if not phoenix:
+        return None, None
+    exe = find_executable(settings.phoenix.executable)
+    if exe is None:
+        _echo_err(
+            "no Phoenix found (set phoenix.executable or create .phoenix-venv);"
+            " continuing without it"
+        )
+        return None, None
+    _echo_err(f"starting Phoenix from {exe}")
+    try:
+        local = LocalPhoenix(exe).start()
+    except RuntimeError as exc:
+        _echo_err(f"Phoenix did not start ({exc}); continuing without it")
+        return None, None
+    return local.url, local
+
+
+def _json_out(result: DemoResult) -> dict[str, Any]:
+    """The ``--json`` object: the scorecard, timings, floors and where to look next."""
+    out: dict[str, Any] = result.scorecard.to_json()
+    out.update(
+        runtime_s=result.timings.get("total_s"),
+        timings=result.timings,
+        run_id=result.report.get("run_id"),
+        floors=result.floors.model_dump(),
+        passed=not result.failures,
+        phoenix_url=result.phoenix_url,
+        store=result.store_url,
+        next_commands=next_commands(result.store_url),
+    )
+    return out
+
+
+def _settings(flags: dict[str, Any]) -> Settings:
     from ragsieve.jobs.settings import load_settings
 
     return load_settings(None, flags)

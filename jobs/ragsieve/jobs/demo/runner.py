@@ -7,7 +7,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from ragsieve.jobs.demo.scorecard import Floors, Scorecard, score
 
 if TYPE_CHECKING:
     from ragsieve.collector.store import Store
+    from ragsieve.jobs.run.run import RunOutcome
     from ragsieve.jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -117,56 +118,25 @@ def run_demo(
     traffic_progress: Callable[[int, int], None] | None = None,
 ) -> DemoResult:
     """Run the demo end to end inside ``workdir``; score the job's flags against the app's log."""
-    from ragsieve.jobs.run.run import run_once
-
-    demo = settings.demo
     url = store_url or f"sqlite:///{workdir / 'demo.db'}"
     store = open_store(url)
     timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    cfg = settings.collector.model_copy(
+        update={
+            "port": 0,
+            "quiet_period_s": QUIET_S,
+            "settle_interval_s": 0.25,
+            "forward_otlp": forward_otlp,
+        }
+    )
     try:
-        cfg = settings.collector.model_copy(
-            update={
-                "port": 0,
-                "quiet_period_s": QUIET_S,
-                "settle_interval_s": 0.25,
-                "forward_otlp": forward_otlp,
-            }
-        )
-        t0 = time.monotonic()
-        start = utcnow()
         server = ServerThread(create_app(store, cfg), port=0).start()
         progress(f"collector listening on {server.url}")
         try:
-            planted = run_traffic(
-                f"{server.url}/v1/traces",
-                demo.queries,
-                seed=demo.seed,
-                failure_share=demo.failure_share,
-                llm_base_url=llm_base_url,
-                progress=traffic_progress,
-                log_path=workdir / "planted.jsonl",
-            )
-            timings["traffic_s"] = round(time.monotonic() - t0, 2)
-            t1 = time.monotonic()
-            _wait_settled(
-                store, [p.trace_id for p in planted], settings.collector.max_wait_s, progress
-            )
-            timings["settle_s"] = round(time.monotonic() - t1, 2)
-            if forward_otlp:  # spans must reach Phoenix before the annotations that point at them
-                _wait_outbox(store, 120.0, progress)
-            progress(f"judging {len(planted)} traces with the {settings.jobs.backend} judges")
-            t2 = time.monotonic()
-            outcome = run_once(
-                store,
-                settings,
-                window=(start - timedelta(seconds=5), utcnow() + timedelta(seconds=5)),
-                take_all=True,
-                settle_s=QUIET_S,
-                deliver=phoenix_url is not None,
-            )
-            timings["job_s"] = round(time.monotonic() - t2, 2)
-            if phoenix_url:
-                _wait_outbox(store, 60.0, progress, deliver_annotations=settings)
+            pass_ = _Pass(store, settings, workdir, timings, progress)
+            planted = pass_.traffic(f"{server.url}/v1/traces", llm_base_url, traffic_progress)
+            outcome = pass_.judge(planted, forward_otlp=forward_otlp, phoenix_url=phoenix_url)
         finally:
             server.stop()
     finally:
@@ -174,16 +144,71 @@ def run_demo(
     flagged = {c.interaction.trace_id: c.root_cause for c in outcome.flagged}
     card = score(planted, flagged)
     timings["total_s"] = round(time.monotonic() - t0, 2)
+    floors = floors_from(settings)
     return DemoResult(
-        card,
-        outcome.report,
-        outcome.flagged,
-        planted,
-        floors_from(settings),
-        url,
-        timings,
-        phoenix_url,
+        card, outcome.report, outcome.flagged, planted, floors, url, timings, phoenix_url
     )
+
+
+@dataclass
+class _Pass:
+    """The demo's two timed steps against a running collector: send traffic, then judge it."""
+
+    store: Store
+    settings: Settings
+    workdir: Path
+    timings: dict[str, float]
+    progress: Progress
+    start: datetime = field(default_factory=utcnow)  # when traffic began
+
+    def traffic(
+        self,
+        endpoint: str,
+        llm_base_url: str | None,
+        traffic_progress: Callable[[int, int], None] | None,
+    ) -> list[PlantedRecord]:
+        """Send the demo app's queries; wait until every trace is assembled."""
+        demo = self.settings.demo
+        self.start = utcnow()
+        t0 = time.monotonic()
+        planted = run_traffic(
+            endpoint,
+            demo.queries,
+            seed=demo.seed,
+            failure_share=demo.failure_share,
+            llm_base_url=llm_base_url,
+            progress=traffic_progress,
+            log_path=self.workdir / "planted.jsonl",
+        )
+        self.timings["traffic_s"] = round(time.monotonic() - t0, 2)
+        t1 = time.monotonic()
+        ids = [p.trace_id for p in planted]
+        _wait_settled(self.store, ids, self.settings.collector.max_wait_s, self.progress)
+        self.timings["settle_s"] = round(time.monotonic() - t1, 2)
+        return planted
+
+    def judge(
+        self, planted: list[PlantedRecord], *, forward_otlp: str | None, phoenix_url: str | None
+    ) -> RunOutcome:
+        """One job pass over every demo trace; annotations delivered when Phoenix is on."""
+        from ragsieve.jobs.run.run import run_once
+
+        if forward_otlp:  # spans must reach Phoenix before the annotations that point at them
+            _wait_outbox(self.store, 120.0, self.progress)
+        self.progress(f"judging {len(planted)} traces with the {self.settings.jobs.backend} judges")
+        t2 = time.monotonic()
+        outcome = run_once(
+            self.store,
+            self.settings,
+            window=(self.start - timedelta(seconds=5), utcnow() + timedelta(seconds=5)),
+            take_all=True,
+            settle_s=QUIET_S,
+            deliver=phoenix_url is not None,
+        )
+        self.timings["job_s"] = round(time.monotonic() - t2, 2)
+        if phoenix_url:
+            _wait_outbox(self.store, 60.0, self.progress, deliver_annotations=self.settings)
+        return outcome
 
 
 def temp_workdir() -> tempfile.TemporaryDirectory[str]:
