@@ -174,45 +174,45 @@ def worker_cmd(
 def schedule_cmd(
     obj: AppContext | None,
     store: str | None,
-    judges: tuple[str, ...],
-    backend: str | None,
-    settle_s: float | None,
-    batch_size: int | None,
-    queue: str | None,
-    budget_calls: int | None,
-    budget_usd: float | None,
-    usd_per_call_estimate: float | None,
-    budget_window_s: float | None,
-    stalled_after_s: float | None,
-    every_s: float | None,
     once: bool,
     dry_run: bool,
     as_json: bool,
+    **options: Any,
 ) -> None:
     """Enqueue settled, unjudged traces in batches; retry batches of crashed workers."""
+    flags: dict[str, Any] = {SCHEDULE_FLAGS[k]: v for k, v in options.items()}
+    flags["jobs.judges"] = list(flags["jobs.judges"]) or None
+    settings = _settings(obj, store=store, **flags)
+    try:
+        asyncio.run(_schedule_loop(settings, once=once, dry_run=dry_run, as_json=as_json))
+    except KeyboardInterrupt:  # pragma: no cover - interactive stop
+        pass
+
+
+# `workers schedule` option -> the setting it overrides
+SCHEDULE_FLAGS = {
+    "judges": "jobs.judges",
+    "backend": "jobs.backend",
+    "settle_s": "jobs.settle_s",
+    "budget_calls": "jobs.budget_calls",
+    "budget_usd": "jobs.budget_usd",
+    "queue": "workers.queue",
+    "batch_size": "workers.batch_size",
+    "budget_window_s": "workers.budget_window_s",
+    "usd_per_call_estimate": "workers.usd_per_call_estimate",
+    "stalled_after_s": "workers.stalled_after_s",
+    "every_s": "workers.schedule_every_s",
+}
+
+
+async def _schedule_loop(settings: Settings, *, once: bool, dry_run: bool, as_json: bool) -> None:
+    """Schedule passes every ``workers.schedule_every_s`` (one pass with ``once``/``dry_run``)."""
     from ragsieve.collector.store import open_store
     from ragsieve.jobs.workers.budget import BudgetLimits
     from ragsieve.jobs.workers.judges import build_judge_set
     from ragsieve.jobs.workers.queue import create_app, ensure_queue_schema
     from ragsieve.jobs.workers.schedule import schedule_once
 
-    settings = _settings(
-        obj,
-        **{
-            "store": store,
-            "jobs.judges": list(judges) or None,
-            "jobs.backend": backend,
-            "jobs.settle_s": settle_s,
-            "jobs.budget_calls": budget_calls,
-            "jobs.budget_usd": budget_usd,
-            "workers.queue": queue,
-            "workers.batch_size": batch_size,
-            "workers.budget_window_s": budget_window_s,
-            "workers.usd_per_call_estimate": usd_per_call_estimate,
-            "workers.stalled_after_s": stalled_after_s,
-            "workers.schedule_every_s": every_s,
-        },
-    )
     cfg = _worker_settings(settings)
     jobs = settings.jobs
     judge_objs = build_judge_set(jobs.judges, jobs.backend, thresholds=dict(jobs.thresholds))
@@ -223,25 +223,17 @@ def schedule_cmd(
         usd_per_call_estimate=cfg.usd_per_call_estimate,
     )
     st = open_store(settings.store)
-    ensure_queue_schema(st)
-    app = create_app(settings.store, cfg)
     log = logging.getLogger("ragsieve.jobs.workers")
-
-    async def run() -> None:
+    try:
+        ensure_queue_schema(st)
+        app = create_app(settings.store, cfg)
         async with app.open_async():
             while True:
                 report = await schedule_once(
-                    app,
-                    st,
-                    judge_objs,
-                    backend=jobs.backend,
-                    batch_size=cfg.batch_size,
-                    settle_s=jobs.settle_s,
-                    budget=limits,
-                    thresholds=dict(jobs.thresholds),
-                    stalled_after_s=cfg.stalled_after_s,
-                    dry_run=dry_run,
-                )
+                    app, st, judge_objs, backend=jobs.backend, batch_size=cfg.batch_size,
+                    settle_s=jobs.settle_s, budget=limits, thresholds=dict(jobs.thresholds),
+                    stalled_after_s=cfg.stalled_after_s, dry_run=dry_run,
+                )  # fmt: skip
                 if as_json:
                     click.echo(json.dumps({"at": time.time(), **report}))
                     sys.stdout.flush()
@@ -250,11 +242,6 @@ def schedule_cmd(
                 if once or dry_run:
                     return
                 await asyncio.sleep(cfg.schedule_every_s)
-
-    try:
-        asyncio.run(run())
-    except KeyboardInterrupt:  # pragma: no cover - interactive stop
-        pass
     finally:
         st.close()
 
