@@ -31,6 +31,9 @@ COMMANDS: dict[str, str] = {
     "demo": "ragsieve.jobs.demo.cli:demo",
     "config": "ragsieve.jobs.config_cli:config",
     "workers": "ragsieve.jobs.workers.cli:workers",
+    "runs": "ragsieve.jobs.history.cli:runs",
+    "report": "ragsieve.jobs.report.cli:report_command",
+    "alerts": "ragsieve.jobs.alerts.cli:alerts",
 }
 
 
