@@ -15,11 +15,9 @@ decoded by :mod:`ragsieve.collector.otlp`, exactly as protobuf bodies over HTTP 
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -28,18 +26,18 @@ from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 from grpc import aio
 
-from ragsieve.collector import otlp
 from ragsieve.collector.intake import Busy, ByteBudget
+from ragsieve.collector.receiver import Counters
 from ragsieve.collector.settings import CollectorSettings
-from ragsieve.collector.store.base import span_body
-from ragsieve.collector.writer import Overloaded, SpanWriter, WriteJob
-from ragsieve.evaluators.errors import BadPayload, ConfigError, PayloadTooLarge, StoreError
+from ragsieve.collector.signals import LOGS, TRACES, Signal
+from ragsieve.collector.writer import SpanWriter, WriteRefused, commit
+from ragsieve.evaluators.errors import BadPayload, ConfigError
 
 log = logging.getLogger(__name__)
 
 TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
-FORWARD_TOPIC = "otlp"
+_UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 
 
 class _Refused(Exception):
@@ -58,7 +56,7 @@ class GrpcReceiver:
     writer: SpanWriter
     decode_slots: anyio.CapacityLimiter
     budget: ByteBudget
-    counters: Any
+    counters: Counters
     token: str | None = None
 
     def _authorized(self, context: aio.ServicerContext) -> bool:
@@ -68,7 +66,7 @@ class GrpcReceiver:
         value = got.decode() if isinstance(got, bytes) else str(got)
         return hmac.compare_digest(value.encode(), f"Bearer {self.token}".encode())
 
-    async def export(self, kind: str, raw: bytes, context: aio.ServicerContext) -> bytes:
+    async def export(self, signal: Signal, raw: bytes, context: aio.ServicerContext) -> bytes:
         """Decode, commit and acknowledge one Export request (or abort with its status)."""
         try:
             if not self._authorized(context):
@@ -79,7 +77,7 @@ class GrpcReceiver:
                 )
             self.counters.inflight += 1
             try:
-                return await self._store(kind, raw)
+                return await self._store(signal, raw)
             finally:
                 self.counters.inflight -= 1
         except _Refused as exc:
@@ -90,88 +88,45 @@ class GrpcReceiver:
             await context.abort(exc.code, str(exc), trailing_metadata=trailing)
             raise AssertionError("unreachable: abort raises") from None  # pragma: no cover
 
-    async def _store(self, kind: str, raw: bytes) -> bytes:
+    async def _store(self, signal: Signal, raw: bytes) -> bytes:
         claim = self.budget.claim()
         try:
-            try:
-                claim.charge(len(raw))
-                job, rejected, message = await anyio.to_thread.run_sync(
-                    self._decode, kind, raw, limiter=self.decode_slots
-                )
-            except Busy:
-                raise _Refused(
-                    grpc.StatusCode.RESOURCE_EXHAUSTED, "too many bytes in flight", retry=True
-                ) from None
-            except BadPayload as exc:
-                log.info("rejected gRPC %s request: %s", kind, exc)
-                raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+            claim.charge(len(raw))
+            decoded = await anyio.to_thread.run_sync(
+                signal.decode, raw, "protobuf", self.cfg, limiter=self.decode_slots
+            )
+        except Busy:
+            raise _Refused(
+                grpc.StatusCode.RESOURCE_EXHAUSTED, "too many bytes in flight", retry=True
+            ) from None
+        except BadPayload as exc:
+            log.info("rejected gRPC %s request: %s", signal.name, exc)
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
         finally:
             claim.release()
-        if job.spans or job.log_events:
-            await self._commit(job)
-        self.counters.requests += 1
-        self.counters.accepted_spans += len(job.spans)
-        self.counters.rejected_spans += rejected
-        if rejected:
-            log.warning("%s: %s", kind, message)
-        if kind == "traces":
-            return otlp.trace_response("protobuf", rejected, message)
-        return otlp.logs_response("protobuf", rejected, message)
-
-    def _decode(self, kind: str, body: bytes) -> tuple[WriteJob, int, str]:
-        if kind == "logs":
-            logs = otlp.decode_logs(body, "protobuf")
-            msg = otlp.rejection_message(logs.reasons, logs.rejected)
-            return WriteJob(log_events=logs.events), logs.rejected, msg
-        dec = otlp.decode_traces(body, "protobuf")
-        if len(dec.spans) > self.cfg.max_spans_per_request:
-            raise PayloadTooLarge(
-                f"{len(dec.spans)} spans in one request; the limit is"
-                f" {self.cfg.max_spans_per_request}: send smaller batches"
-            )
-        job = WriteJob(spans=dec.spans, bodies=[span_body(s) for s in dec.spans])
-        if self.cfg.forward_otlp and dec.spans and dec.request is not None:
-            payload = body if not dec.rejected else otlp.as_protobuf(dec.request)
-            job.forward.append((FORWARD_TOPIC, payload, "application/x-protobuf", len(dec.spans)))
-        return job, dec.rejected, otlp.rejection_message(dec.reasons, dec.rejected)
-
-    async def _commit(self, job: WriteJob) -> None:
-        try:
-            future = self.writer.submit(job)
-        except Overloaded:
-            raise _Refused(
-                grpc.StatusCode.UNAVAILABLE, "store write queue is full", retry=True
-            ) from None
-        try:
-            await asyncio.wrap_future(future)
-        except StoreError as exc:
-            raise _Refused(
-                grpc.StatusCode.UNAVAILABLE, f"store unavailable: {exc}", retry=True
-            ) from None
-        except (ValueError, OverflowError, UnicodeError) as exc:
-            raise _Refused(
-                grpc.StatusCode.INVALID_ARGUMENT, f"cannot store this data: {exc}"[:300]
-            ) from None
-        except Exception as exc:  # never UNKNOWN: the client must keep the data and retry
-            log.exception("store write failed")
-            raise _Refused(
-                grpc.StatusCode.UNAVAILABLE,
-                f"store write failed: {type(exc).__name__}",
-                retry=True,
-            ) from None
+        if decoded.job.spans or decoded.job.log_events:
+            try:
+                await commit(self.writer, decoded.job)
+            except WriteRefused as exc:
+                code = (
+                    grpc.StatusCode.UNAVAILABLE if exc.retry else grpc.StatusCode.INVALID_ARGUMENT
+                )
+                raise _Refused(code, str(exc), retry=exc.retry) from None
+        self.counters.count(signal.name, decoded)
+        return signal.respond("protobuf", decoded.rejected, decoded.message)
 
     def handlers(self) -> list[grpc.GenericRpcHandler]:
         """The two services, taking and returning raw protobuf bytes."""
 
-        def method(kind: str) -> grpc.RpcMethodHandler:
+        def method(signal: Signal) -> grpc.RpcMethodHandler:
             async def call(raw: bytes, context: aio.ServicerContext) -> bytes:
-                return await self.export(kind, raw, context)
+                return await self.export(signal, raw, context)
 
             return grpc.unary_unary_rpc_method_handler(call)
 
         return [
-            grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": method("traces")}),
-            grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": method("logs")}),
+            grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": method(TRACES)}),
+            grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": method(LOGS)}),
         ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,15 +27,27 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.collector.spans import (
+    FLAG_HAS_IS_REMOTE,
+    FLAG_PARENT_IS_REMOTE,
+    InexactJSON,
+    LogEvent,
+    SpanRecord,
+    SpanRow,
+    body_json,
+    nonfinite,
+)
 from ragsieve.evaluators.errors import BadPayload, PayloadTooLarge, UnsupportedMediaType
 
 Encoding = Literal["protobuf", "json"]
 PROTOBUF_TYPES = {"application/x-protobuf", "application/protobuf"}
 JSON_TYPES = {"application/json"}
 _ZERO_TRACE = "0" * 32
-_ZERO_SPAN = "0" * 16
+_ZERO_TRACE_B = bytes(16)
+_ZERO_SPAN_B = bytes(8)
+_REMOTE_PARENT = FLAG_HAS_IS_REMOTE | FLAG_PARENT_IS_REMOTE
 MAX_TIME_NS = 2**63 - 1  # fixed64 on the wire; stores keep signed 64-bit integers
 
 
@@ -210,97 +222,224 @@ def any_value(v: AnyValue) -> Any:
 
 
 def attributes(kvs: Any) -> dict[str, Any]:
-    """KeyValue list → dict (a repeated key keeps its last value)."""
+    """KeyValue list → dict (a repeated key keeps its last value).
+
+    Plain strings, the bulk of RAG attributes, are read without the generic dispatch. A NaN or
+    an infinity anywhere makes the result an :class:`InexactJSON` (its JSON needs the stdlib).
+    """
     out: dict[str, Any] = {}
+    inexact = False
     kv: KeyValue
     for kv in kvs:
-        out[kv.key] = any_value(kv.value)
-    return out
+        value = kv.value
+        if value.WhichOneof("value") == "string_value":
+            out[kv.key] = value.string_value
+            continue
+        out[kv.key] = got = any_value(value)
+        inexact = inexact or nonfinite(got)
+    return InexactJSON(out) if inexact else out
+
+
+# -- traces ------------------------------------------------------------------------------------
+@dataclass
+class _Rejections:
+    """Spans refused one by one (OTLP partial success), removed from the request at the end."""
+
+    rejected: int = 0
+    reasons: list[str] = field(default_factory=list)
+    _bad: list[tuple[Any, int]] = field(default_factory=list, repr=False)
+
+    def reject(self, reason: str, spans: Any, index: int) -> None:
+        self.rejected += 1
+        self._bad.append((spans, index))
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+
+    def drop_from_request(self) -> None:
+        """Delete rejected spans from the canonical request, so they are never forwarded."""
+        for spans, index in reversed(self._bad):
+            del spans[index]
+        self._bad.clear()
 
 
 @dataclass
-class DecodedTraces:
+class DecodedTraces(_Rejections):
     """Accepted spans, rejections and the canonical protobuf for forwarding."""
 
     spans: list[SpanRecord] = field(default_factory=list)
-    rejected: int = 0
-    reasons: list[str] = field(default_factory=list)
     request: ExportTraceServiceRequest | None = None
+
+
+@dataclass
+class DecodedRows(_Rejections):
+    """Accepted spans as store rows (the receiver's path), rejections and the request."""
+
+    rows: list[SpanRow] = field(default_factory=list)
+    request: ExportTraceServiceRequest | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What every span of one ``ScopeSpans`` shares."""
+
+    resource: dict[str, Any]
+    name: str
+    version: str
+    attributes: dict[str, Any]
+
+
+def _scopes(req: ExportTraceServiceRequest) -> Iterator[tuple[_Scope, Any]]:
+    """``(scope, spans)`` for every ScopeSpans of the request."""
+    for rs in req.resource_spans:
+        resource = attributes(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            sc = ss.scope
+            yield _Scope(resource, sc.name, sc.version, attributes(sc.attributes)), ss.spans
+
+
+def _invalid(s: Span) -> str | None:
+    """Why one span cannot be stored, or None."""
+    trace_id, span_id = s.trace_id, s.span_id
+    if len(trace_id) != 16 or trace_id == _ZERO_TRACE_B:
+        return "invalid trace_id"
+    if len(span_id) != 8 or span_id == _ZERO_SPAN_B:
+        return "invalid span_id"
+    if s.parent_span_id and len(s.parent_span_id) != 8:
+        return "invalid parent_span_id"
+    if max(s.start_time_unix_nano, s.end_time_unix_nano) > MAX_TIME_NS:
+        return "timestamp out of range"
+    return None
+
+
+def _parent(s: Span) -> str | None:
+    parent = s.parent_span_id
+    return parent.hex() if parent and parent != _ZERO_SPAN_B else None
+
+
+def _events(s: Span) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        {"name": e.name, "time_ns": int(e.time_unix_nano), "attributes": attributes(e.attributes)}
+        for e in s.events
+    )
+
+
+def _links(s: Span) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        {
+            "trace_id": link.trace_id.hex(),
+            "span_id": link.span_id.hex(),
+            "attributes": attributes(link.attributes),
+        }
+        for link in s.links
+    )
+
+
+def _record(s: Span, scope: _Scope) -> SpanRecord:
+    return SpanRecord(
+        trace_id=s.trace_id.hex(),
+        span_id=s.span_id.hex(),
+        parent_span_id=_parent(s),
+        name=s.name.replace("\x00", "\ufffd"),
+        kind=int(s.kind),
+        start_ns=int(s.start_time_unix_nano),
+        end_ns=int(s.end_time_unix_nano),
+        status_code=int(s.status.code),
+        status_message=s.status.message,
+        attributes=attributes(s.attributes),
+        events=_events(s),
+        links=_links(s),
+        resource=scope.resource,
+        scope_name=scope.name,
+        scope_version=scope.version,
+        scope_attributes=scope.attributes,
+        flags=int(s.flags),
+        trace_state=s.trace_state,
+        dropped_attributes_count=int(s.dropped_attributes_count),
+        dropped_events_count=int(s.dropped_events_count),
+        dropped_links_count=int(s.dropped_links_count),
+    )
+
+
+def _row(s: Span, scope: _Scope) -> SpanRow:
+    """One span straight to its store row: the JSON of :meth:`SpanRecord.to_json`, no record."""
+    attrs = attributes(s.attributes)
+    trace_id, span_id, parent = s.trace_id.hex(), s.span_id.hex(), _parent(s)
+    name = s.name.replace("\x00", "\ufffd")
+    start, end, flags = int(s.start_time_unix_nano), int(s.end_time_unix_nano), int(s.flags)
+    status = s.status
+    events, links = (_events(s) if s.events else ()), (_links(s) if s.links else ())
+    body = {
+        "trace_id": trace_id,
+        "span_id": span_id,
+        "parent_span_id": parent,
+        "name": name,
+        "kind": int(s.kind),
+        "start_ns": start,
+        "end_ns": end,
+        "status_code": int(status.code),
+        "status_message": status.message,
+        "attributes": attrs,
+        "events": events,
+        "links": links,
+        "resource": scope.resource,
+        "scope_name": scope.name,
+        "scope_version": scope.version,
+        "scope_attributes": scope.attributes,
+        "flags": flags,
+        "trace_state": s.trace_state,
+        "dropped_attributes_count": int(s.dropped_attributes_count),
+        "dropped_events_count": int(s.dropped_events_count),
+        "dropped_links_count": int(s.dropped_links_count),
+    }
+    root = not parent or (flags & _REMOTE_PARENT) == _REMOTE_PARENT
+    exact = not _inexact(attrs, scope, events, links)
+    text = body_json(body, exact=exact)
+    return SpanRow(trace_id, span_id, parent, name, start, end, len(attrs), text, root)
+
+
+def _inexact(attrs: dict[str, Any], scope: _Scope, *nested: tuple[dict[str, Any], ...]) -> bool:
+    """True when any attribute map of the span holds a NaN or an infinity."""
+    maps = [attrs, scope.resource, scope.attributes, *(d["attributes"] for n in nested for d in n)]
+    return any(type(m) is InexactJSON for m in maps)
+
+
+def _request(data: bytes, encoding: Encoding) -> ExportTraceServiceRequest:
+    req = ExportTraceServiceRequest()
+    _parse(data, encoding, req)
+    return req
 
 
 def decode_traces(data: bytes, encoding: Encoding) -> DecodedTraces:
     """Decode an ``ExportTraceServiceRequest`` body into span records."""
-    req = ExportTraceServiceRequest()
-    _parse(data, encoding, req)
-    out = DecodedTraces(request=req)
-    bad: list[tuple[Any, int]] = []
-    for rs in req.resource_spans:
-        resource = attributes(rs.resource.attributes)
-        for ss in rs.scope_spans:
-            scope_name, scope_version = ss.scope.name, ss.scope.version
-            scope_attrs = attributes(ss.scope.attributes)
-            for index, s in enumerate(ss.spans):
-                trace_id, span_id = s.trace_id.hex(), s.span_id.hex()
-                reason = None
-                if len(s.trace_id) != 16 or trace_id == _ZERO_TRACE:
-                    reason = "invalid trace_id"
-                elif len(s.span_id) != 8 or span_id == _ZERO_SPAN:
-                    reason = "invalid span_id"
-                elif s.parent_span_id and len(s.parent_span_id) != 8:
-                    reason = "invalid parent_span_id"
-                elif max(s.start_time_unix_nano, s.end_time_unix_nano) > MAX_TIME_NS:
-                    reason = "timestamp out of range"
-                if reason:
-                    out.rejected += 1
-                    bad.append((ss.spans, index))
-                    if reason not in out.reasons:
-                        out.reasons.append(reason)
-                    continue
-                parent = s.parent_span_id.hex() if s.parent_span_id else None
-                if parent == _ZERO_SPAN:
-                    parent = None
-                out.spans.append(
-                    SpanRecord(
-                        trace_id=trace_id,
-                        span_id=span_id,
-                        parent_span_id=parent,
-                        name=s.name.replace("\x00", "\ufffd"),
-                        kind=int(s.kind),
-                        start_ns=int(s.start_time_unix_nano),
-                        end_ns=int(s.end_time_unix_nano),
-                        status_code=int(s.status.code),
-                        status_message=s.status.message,
-                        attributes=attributes(s.attributes),
-                        events=tuple(
-                            {
-                                "name": e.name,
-                                "time_ns": int(e.time_unix_nano),
-                                "attributes": attributes(e.attributes),
-                            }
-                            for e in s.events
-                        ),
-                        links=tuple(
-                            {
-                                "trace_id": link.trace_id.hex(),
-                                "span_id": link.span_id.hex(),
-                                "attributes": attributes(link.attributes),
-                            }
-                            for link in s.links
-                        ),
-                        resource=resource,
-                        scope_name=scope_name,
-                        scope_version=scope_version,
-                        scope_attributes=scope_attrs,
-                        flags=int(s.flags),
-                        trace_state=s.trace_state,
-                        dropped_attributes_count=int(s.dropped_attributes_count),
-                        dropped_events_count=int(s.dropped_events_count),
-                        dropped_links_count=int(s.dropped_links_count),
-                    )
-                )
-    # Rejected spans are dropped from the canonical request too, so they are never forwarded.
-    for spans, index in reversed(bad):
-        del spans[index]
+    out = DecodedTraces(request=_request(data, encoding))
+    assert out.request is not None  # noqa: S101 - set on the line above
+    for scope, spans in _scopes(out.request):
+        for index, s in enumerate(spans):
+            reason = _invalid(s)
+            if reason:
+                out.reject(reason, spans, index)
+            else:
+                out.spans.append(_record(s, scope))
+    out.drop_from_request()
+    return out
+
+
+def decode_span_rows(data: bytes, encoding: Encoding) -> DecodedRows:
+    """Decode an ``ExportTraceServiceRequest`` body straight into store rows (the hot path).
+
+    Same spans, rejections and JSON bodies as :func:`decode_traces` followed by
+    :func:`ragsieve.collector.spans.span_row`, without a :class:`SpanRecord` per span.
+    """
+    out = DecodedRows(request=_request(data, encoding))
+    assert out.request is not None  # noqa: S101 - set on the line above
+    for scope, spans in _scopes(out.request):
+        for index, s in enumerate(spans):
+            reason = _invalid(s)
+            if reason:
+                out.reject(reason, spans, index)
+            else:
+                out.rows.append(_row(s, scope))
+    out.drop_from_request()
     return out
 
 

@@ -7,13 +7,14 @@ rather than once per request. The queue is bounded: when it is full the receiver
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.collector.spans import LogEvent, SpanRecord, SpanRow
 from ragsieve.collector.store import SpanWrite, Store
 from ragsieve.evaluators.errors import StoreError
 
@@ -22,10 +23,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class WriteJob:
-    """One request's worth of data to make durable."""
+    """One request's worth of data to make durable (spans as ready rows, or records)."""
 
-    spans: list[SpanRecord] = field(default_factory=list)
-    bodies: list[str] = field(default_factory=list)
+    spans: list[SpanRow | SpanRecord] = field(default_factory=list)
     forward: list[tuple[str, bytes, str, int]] = field(default_factory=list)
     log_events: list[LogEvent] = field(default_factory=list)
     done: Future[SpanWrite] = field(default_factory=Future)
@@ -33,6 +33,36 @@ class WriteJob:
 
 class Overloaded(Exception):
     """The write queue is full; the client should retry later."""
+
+
+class WriteRefused(Exception):
+    """A job was not made durable: ``retry`` says whether the client should send it again."""
+
+    def __init__(self, message: str, *, retry: bool) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+async def commit(writer: SpanWriter, job: WriteJob) -> SpanWrite:
+    """Queue ``job`` and wait until it is durable; :class:`WriteRefused` says why it is not.
+
+    Shared by the HTTP and gRPC receivers, which map ``retry`` to 503/UNAVAILABLE and the rest to
+    400/INVALID_ARGUMENT.
+    """
+    try:
+        future = writer.submit(job)
+    except Overloaded:
+        raise WriteRefused("store write queue is full", retry=True) from None
+    try:
+        return await asyncio.wrap_future(future)
+    except StoreError as exc:
+        raise WriteRefused(f"store unavailable: {exc}", retry=True) from None
+    except (ValueError, OverflowError, UnicodeError) as exc:
+        # Data the store cannot hold: permanent, so the client must not retry it.
+        raise WriteRefused(f"cannot store this data: {exc}"[:300], retry=False) from None
+    except Exception as exc:  # never a 500/UNKNOWN: the client must keep the data and retry
+        log.exception("store write failed")
+        raise WriteRefused(f"store write failed: {type(exc).__name__}", retry=True) from None
 
 
 class SpanWriter:
@@ -94,7 +124,9 @@ class SpanWriter:
             for job in batch:
                 job.done.set_exception(exc)
             return
-        except Exception as exc:
+        except Exception as exc:  # any other driver error is about the data of this batch
+            # (IntegrityError, DataError, an int a column cannot hold...); each store raises its
+            # own kinds, so the guilty request is found by retrying, not by the exception's type.
             if len(batch) == 1:
                 log.error("store refused a request: %r", exc)
                 batch[0].done.set_exception(exc)
@@ -117,7 +149,6 @@ class SpanWriter:
                 last = start + step >= len(job.spans)
                 part = WriteJob(
                     spans=job.spans[start : start + step],
-                    bodies=job.bodies[start : start + step],
                     forward=job.forward if last else [],
                     log_events=job.log_events if last else [],
                 )
@@ -127,7 +158,8 @@ class SpanWriter:
                     total.duplicates + done.duplicates,
                     tuple(dict.fromkeys((*total.traces, *done.traces))),
                 )
-        except Exception as exc:
+        except Exception as exc:  # whatever it is, the waiting request must get an answer:
+            # an exception escaping here would end the writer thread and hang every request.
             log.error("store write failed for a large request: %r", exc)
             job.done.set_exception(exc)
             return
@@ -135,8 +167,8 @@ class SpanWriter:
 
     def _commit(self, batch: list[WriteJob]) -> SpanWrite:
         return self.store.write_spans(
-            [s for job in batch for s in job.spans],
-            bodies=[b for job in batch for b in job.bodies] or None,
+            # SQLStore takes rows; the Store protocol's signature still says records only.
+            [s for job in batch for s in job.spans],  # type: ignore[misc]
             forward=[f for job in batch for f in job.forward],
             log_events=[e for job in batch for e in job.log_events],
         )

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.collector.spans import LogEvent, SpanRecord, SpanRow, span_row
 from ragsieve.collector.store.interactions_sql import InteractionsMixin
 from ragsieve.collector.store.outbox_sql import OutboxItem, OutboxMixin
 from ragsieve.collector.store.sql import Cursor, SQLBase, _digest, _now
@@ -35,9 +35,74 @@ _TRACE_UPDATE = (
 )
 
 
+_SPAN_UPSERT = (
+    "INSERT INTO spans (trace_id, span_id, parent_span_id, name, start_ns,"
+    " end_ns, n_attributes, body, received_at) VALUES (?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (trace_id, span_id) DO UPDATE SET"
+    " parent_span_id = excluded.parent_span_id, name = excluded.name,"
+    " start_ns = excluded.start_ns, end_ns = excluded.end_ns,"
+    " n_attributes = excluded.n_attributes, body = excluded.body,"
+    " received_at = excluded.received_at"
+)
+_OUTBOX_INSERT = (
+    "INSERT INTO outbox (topic, dedup_key, payload, content_type, items,"
+    " created_at, next_attempt_at) VALUES (?,?,?,?,?,?,?)"
+    " ON CONFLICT (topic, dedup_key) DO NOTHING"
+)
+_LOG_EVENT_INSERT = (
+    "INSERT INTO log_events (trace_id, span_id, body, received_at, dedup)"
+    " VALUES (?,?,?,?,?) ON CONFLICT (trace_id, dedup) DO NOTHING"
+)
+Forward = tuple[str, bytes, str, int]  # (topic, payload, content_type, n_items)
+_Known = dict[str, dict[str, tuple[int, int]]]  # trace -> span -> (end_ns, n_attributes)
+
+
 def span_body(span: SpanRecord) -> str:
     """The JSON kept in the ``spans.body`` column (computed off the writer thread when possible)."""
-    return json.dumps(span.to_json(), ensure_ascii=False)
+    return span_row(span).body
+
+
+@dataclass
+class _SpanPlan:
+    """What one batch changes: rows to upsert and, per touched trace, (new spans, has a root)."""
+
+    rows: list[tuple[Any, ...]]
+    touched: dict[str, tuple[int, bool]]
+    duplicates: int
+
+
+def _plan_spans(by_trace: dict[str, list[SpanRow]], known: _Known, now: float) -> _SpanPlan:
+    """Keep each span unless a stored (or earlier) copy ends later or has as many attributes."""
+    plan = _SpanPlan([], {}, 0)
+    for trace_id, group in by_trace.items():
+        existing = known.get(trace_id, {})
+        n_new, has_root = 0, False
+        for row in group:
+            old = existing.get(row.span_id)
+            if old is not None and (row.end_ns, row.n_attributes) <= old:
+                plan.duplicates += 1
+                continue
+            existing[row.span_id] = (row.end_ns, row.n_attributes)
+            has_root = has_root or row.is_root
+            n_new += 1
+            plan.rows.append((*row[:8], now))
+        if n_new:
+            plan.touched[trace_id] = (n_new, has_root)
+    return plan
+
+
+def _log_event_row(ev: LogEvent, now: float) -> tuple[Any, ...]:
+    body = json.dumps(
+        {
+            "event_name": ev.event_name,
+            "time_ns": ev.time_ns,
+            "attributes": dict(ev.attributes),
+            "body": ev.body,
+        },
+        ensure_ascii=False,
+        sort_keys=True,
+    )
+    return (ev.trace_id, ev.span_id, body, now, _digest(f"{ev.span_id}|{body}".encode()))
 
 
 class SQLStore(InteractionsMixin, OutboxMixin):
@@ -46,134 +111,61 @@ class SQLStore(InteractionsMixin, OutboxMixin):
     # -- spans ---------------------------------------------------------------------------------
     def write_spans(
         self,
-        spans: Sequence[SpanRecord],
+        spans: Sequence[SpanRecord | SpanRow],
         *,
         bodies: Sequence[str] | None = None,
-        forward: Sequence[tuple[str, bytes, str, int]] = (),
+        forward: Sequence[Forward] = (),
         log_events: Sequence[LogEvent] = (),
         now: float | None = None,
     ) -> SpanWrite:
         """Upsert spans and queue forwards in one transaction: durable when this returns.
 
         A duplicate keeps the copy with the later end time, then the one with more attributes.
-        ``forward`` holds ``(topic, payload, content_type, n_items)`` outbox rows; ``bodies``
-        the pre-encoded JSON of each span (same order), to keep encoding off the writer.
+        ``spans`` are records or ready rows (the receiver's, see ``otlp.decode_span_rows``);
+        ``bodies`` the pre-encoded JSON of each record (same order). ``forward`` holds
+        ``(topic, payload, content_type, n_items)`` outbox rows.
         """
         now = _now() if now is None else now
-        if bodies is None:
-            bodies = [span_body(s) for s in spans]
-        by_trace: dict[str, list[tuple[SpanRecord, str]]] = {}
-        for span, body in zip(spans, bodies, strict=True):
-            by_trace.setdefault(span.trace_id, []).append((span, body))
-        written = duplicates = 0
-        changed: list[str] = []
+        by_trace: dict[str, list[SpanRow]] = {}
+        for row in _rows(spans, bodies):
+            by_trace.setdefault(row.trace_id, []).append(row)
         with self.transaction() as cur:
-            known: dict[str, dict[str, tuple[int, int]]] = {t: {} for t in by_trace}
-            trace_ids = list(by_trace)
-            for i in range(0, len(trace_ids), 500):
-                chunk = trace_ids[i : i + 500]
-                cur.execute(
-                    self.sql(
-                        "SELECT trace_id, span_id, end_ns, n_attributes FROM spans WHERE trace_id"
-                        f" IN ({','.join('?' * len(chunk))})"
-                    ),
-                    tuple(chunk),
-                )
-                for t, sid, end_ns, n_attr in cur.fetchall():
-                    known[t][sid] = (end_ns, n_attr)
-            rows: list[tuple[Any, ...]] = []
-            touched: dict[str, tuple[int, bool]] = {}
-            for trace_id, group in by_trace.items():
-                existing = known[trace_id]
-                n_new = 0
-                has_root = False
-                for span, body in group:
-                    n_attr = len(span.attributes)
-                    old = existing.get(span.span_id)
-                    if old is not None and (span.end_ns, n_attr) <= (old[0], old[1]):
-                        duplicates += 1
-                        continue
-                    existing[span.span_id] = (span.end_ns, n_attr)
-                    has_root = has_root or not span.parent_span_id or span.parent_is_remote
-                    n_new += 1
-                    rows.append(
-                        (
-                            span.trace_id,
-                            span.span_id,
-                            span.parent_span_id,
-                            span.name,
-                            span.start_ns,
-                            span.end_ns,
-                            n_attr,
-                            body,
-                            now,
-                        )
-                    )
-                if n_new:
-                    touched[trace_id] = (n_new, has_root)
-            if rows:
-                cur.executemany(
-                    self.sql(
-                        "INSERT INTO spans (trace_id, span_id, parent_span_id, name, start_ns,"
-                        " end_ns, n_attributes, body, received_at) VALUES (?,?,?,?,?,?,?,?,?)"
-                        " ON CONFLICT (trace_id, span_id) DO UPDATE SET"
-                        " parent_span_id = excluded.parent_span_id, name = excluded.name,"
-                        " start_ns = excluded.start_ns, end_ns = excluded.end_ns,"
-                        " n_attributes = excluded.n_attributes, body = excluded.body,"
-                        " received_at = excluded.received_at"
-                    ),
-                    rows,
-                )
-                written = len(rows)
-                changed.extend(touched)
-                self._touch_traces(cur, touched, now)
+            plan = _plan_spans(by_trace, self._known_spans(cur, list(by_trace)), now)
+            if plan.rows:
+                cur.executemany(self.sql(_SPAN_UPSERT), plan.rows)
+                self._touch_traces(cur, plan.touched, now)
             for topic, payload, content_type, n_items in forward:
                 # A client retry re-sends the same payload: queue it for forwarding only once.
                 cur.execute(
-                    self.sql(
-                        "INSERT INTO outbox (topic, dedup_key, payload, content_type, items,"
-                        " created_at, next_attempt_at) VALUES (?,?,?,?,?,?,?)"
-                        " ON CONFLICT (topic, dedup_key) DO NOTHING"
-                    ),
+                    self.sql(_OUTBOX_INSERT),
                     (topic, _digest(payload), payload, content_type, n_items, now, now),
                 )
-            for ev in log_events:
-                body = json.dumps(
-                    {
-                        "event_name": ev.event_name,
-                        "time_ns": ev.time_ns,
-                        "attributes": dict(ev.attributes),
-                        "body": ev.body,
-                    },
-                    ensure_ascii=False,
-                    sort_keys=True,
-                )
-                cur.execute(
-                    self.sql(
-                        "INSERT INTO log_events (trace_id, span_id, body, received_at, dedup)"
-                        " VALUES (?,?,?,?,?) ON CONFLICT (trace_id, dedup) DO NOTHING"
-                    ),
-                    (ev.trace_id, ev.span_id, body, now, _digest(f"{ev.span_id}|{body}".encode())),
-                )
-                if getattr(cur, "rowcount", 1):  # a re-sent event changes nothing
-                    self._touch_traces(cur, {ev.trace_id: (0, False)}, now)
-                    changed.append(ev.trace_id)
-        return SpanWrite(written, duplicates, tuple(dict.fromkeys(changed)))
+            logged = self._write_log_events(cur, log_events, now)
+        changed = [*plan.touched, *logged]
+        return SpanWrite(len(plan.rows), plan.duplicates, tuple(dict.fromkeys(changed)))
+
+    def _known_spans(self, cur: Cursor, trace_ids: list[str]) -> _Known:
+        """``{trace: {span: (end_ns, n_attributes)}}`` of what is stored for these traces."""
+        known: _Known = {}
+        sql = "SELECT trace_id, span_id, end_ns, n_attributes FROM spans WHERE trace_id IN ({ids})"
+        for t, sid, end_ns, n_attr in self.select_in(cur, sql, trace_ids):
+            known.setdefault(t, {})[sid] = (end_ns, n_attr)
+        return known
+
+    def _write_log_events(self, cur: Cursor, events: Sequence[LogEvent], now: float) -> list[str]:
+        """Insert GenAI content events; the traces they changed (a re-sent event changes none)."""
+        changed: list[str] = []
+        for ev in events:
+            cur.execute(self.sql(_LOG_EVENT_INSERT), _log_event_row(ev, now))
+            if getattr(cur, "rowcount", 1):
+                self._touch_traces(cur, {ev.trace_id: (0, False)}, now)
+                changed.append(ev.trace_id)
+        return changed
 
     def _touch_traces(self, cur: Cursor, touched: dict[str, tuple[int, bool]], now: float) -> None:
         """Trace bookkeeping for a whole batch: one read per 500 traces, then bulk writes."""
-        ids = list(touched)
-        states: dict[str, tuple[str, float | None]] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            cur.execute(
-                self.sql(
-                    "SELECT trace_id, state, finalized_at FROM traces WHERE trace_id IN"
-                    f" ({','.join('?' * len(chunk))})"
-                ),
-                tuple(chunk),
-            )
-            states.update({r[0]: (r[1], r[2]) for r in cur.fetchall()})
+        sql = "SELECT trace_id, state, finalized_at FROM traces WHERE trace_id IN ({ids})"
+        states = {r[0]: (r[1], r[2]) for r in self.select_in(cur, sql, list(touched))}
         inserts, updates = [], []
         for trace_id, (n_new, root) in touched.items():
             if trace_id not in states:
@@ -230,11 +222,21 @@ class SQLStore(InteractionsMixin, OutboxMixin):
         return int(self.query("SELECT COUNT(*) FROM spans")[0][0])
 
 
+def _rows(spans: Sequence[SpanRecord | SpanRow], bodies: Sequence[str] | None) -> list[SpanRow]:
+    if bodies is None:
+        return [s if isinstance(s, SpanRow) else span_row(s) for s in spans]
+    return [
+        s if isinstance(s, SpanRow) else span_row(s, body)
+        for s, body in zip(spans, bodies, strict=True)
+    ]
+
+
 __all__ = [
     "Cursor",
     "OutboxItem",
     "SQLBase",
     "SQLStore",
+    "SpanRow",
     "SpanWrite",
     "_now",
     "span_body",

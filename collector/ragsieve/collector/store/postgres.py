@@ -13,8 +13,15 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ragsieve.collector.spans import LogEvent, SpanRecord
-from ragsieve.collector.store.base import Cursor, OutboxItem, SpanWrite, SQLStore, _now
+from ragsieve.collector.spans import LogEvent, SpanRecord, SpanRow
+from ragsieve.collector.store.base import (
+    Cursor,
+    Forward,
+    OutboxItem,
+    SpanWrite,
+    SQLStore,
+    _now,
+)
 from ragsieve.collector.store.migrations import MIGRATIONS
 from ragsieve.evaluators.errors import StoreError
 from ragsieve.evaluators.records import RagInteraction
@@ -230,10 +237,10 @@ class PostgresStore(SQLStore):
     # -- writes that must be atomic per trace --------------------------------------------------
     def write_spans(
         self,
-        spans: Sequence[SpanRecord],
+        spans: Sequence[SpanRecord | SpanRow],
         *,
         bodies: Sequence[str] | None = None,
-        forward: Sequence[tuple[str, bytes, str, int]] = (),
+        forward: Sequence[Forward] = (),
         log_events: Sequence[LogEvent] = (),
         now: float | None = None,
     ) -> SpanWrite:

@@ -10,6 +10,8 @@ from typing import Any, Protocol
 
 from ragsieve.collector.store.migrations import MIGRATIONS
 
+IN_CHUNK = 500  # ids per IN (...) list: under every driver's parameter limit
+
 
 class Cursor(Protocol):
     """The part of a DB-API cursor the store uses."""
@@ -76,19 +78,31 @@ class SQLBase:
             return [tuple(r) for r in cur.fetchall()]
 
     def query_in(
-        self, sql: str, ids: Iterable[str], params: Sequence[Any] = (), *, chunk: int = 500
+        self, sql: str, ids: Iterable[str], params: Sequence[Any] = (), *, chunk: int = IN_CHUNK
     ) -> list[tuple[Any, ...]]:
         """Run ``sql`` once per slice of ``ids``, ``{ids}`` standing for the ``IN (...)`` list.
 
         Example: ``store.query_in("SELECT * FROM spans WHERE trace_id IN ({ids})", trace_ids)``.
         ``params`` come after the ids. Slices keep each statement under driver limits.
         """
-        items = list(ids)
+        with self.transaction(write=False) as cur:
+            return self.select_in(cur, sql, list(ids), params, chunk=chunk)
+
+    def select_in(
+        self,
+        cur: Cursor,
+        sql: str,
+        ids: Sequence[str],
+        params: Sequence[Any] = (),
+        *,
+        chunk: int = IN_CHUNK,
+    ) -> list[tuple[Any, ...]]:
+        """:meth:`query_in` on an open cursor (inside a caller's transaction)."""
         rows: list[tuple[Any, ...]] = []
-        for i in range(0, len(items), chunk):
-            part = items[i : i + chunk]
-            marks = ",".join("?" * len(part))
-            rows.extend(self.query(sql.format(ids=marks), (*part, *params)))
+        for i in range(0, len(ids), chunk):
+            part = ids[i : i + chunk]
+            cur.execute(self.sql(sql.format(ids=",".join("?" * len(part)))), (*part, *params))
+            rows.extend(tuple(r) for r in cur.fetchall())
         return rows
 
     # -- migrations ----------------------------------------------------------------------------
