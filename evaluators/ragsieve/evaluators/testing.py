@@ -112,73 +112,11 @@ class FakeOpenAIServer:
 
     def start(self) -> FakeOpenAIServer:
         """Bind an ephemeral loopback port and serve in a daemon thread."""
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server naming
-                length = int(self.headers.get("Content-Length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except json.JSONDecodeError:
-                    body = {}
-                reply = owner._next(body)
-                if isinstance(reply, Fault):
-                    if reply.delay_s:
-                        time.sleep(reply.delay_s)
-                    if reply.status:
-                        self._send(
-                            reply.status,
-                            {"error": {"message": f"scripted {reply.status}", "type": "scripted"}},
-                            reply.headers,
-                        )
-                        return
-                    content = "this is {not json" if reply.malformed else "{}"
-                else:
-                    content = reply if isinstance(reply, str) else json.dumps(reply)
-                p, c = owner.usage
-                self._send(
-                    200,
-                    {
-                        "id": "chatcmpl-test",
-                        "object": "chat.completion",
-                        "created": int(time.time()),
-                        "model": body.get("model", "fake"),
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": content},
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": p,
-                            "completion_tokens": c,
-                            "total_tokens": p + c,
-                        },
-                    },
-                )
-
-            def _send(
-                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
-            ) -> None:
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    for name, value in (headers or {}).items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):  # client gave up (timeout test)
-                    pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.owner = self
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
         self._thread.start()
         return self
 
@@ -200,3 +138,70 @@ def prompt_of(request: dict[str, Any]) -> str:
     """The text of the last message of a recorded request."""
     messages: Iterable[dict[str, Any]] = request.get("messages") or []
     return [m.get("content", "") for m in messages][-1] if messages else ""
+
+
+class _Server(ThreadingHTTPServer):
+    owner: FakeOpenAIServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Answers ``POST /v1/chat/completions`` with the owner's next scripted reply."""
+
+    server: _Server
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            body = {}
+        reply = owner._next(body)
+        if isinstance(reply, Fault):
+            if reply.delay_s:
+                time.sleep(reply.delay_s)
+            if reply.status:
+                error = {"message": f"scripted {reply.status}", "type": "scripted"}
+                self._send(reply.status, {"error": error}, reply.headers)
+                return
+            content = "this is {not json" if reply.malformed else "{}"
+        else:
+            content = reply if isinstance(reply, str) else json.dumps(reply)
+        self._send(200, _completion(body.get("model", "fake"), content, owner.usage))
+
+    def _send(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # client gave up (timeout test)
+            pass
+
+
+def _completion(model: str, content: str, usage: tuple[int, int]) -> dict[str, Any]:
+    """An OpenAI chat completion body carrying ``content``."""
+    p, c = usage
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+        "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
+    }
