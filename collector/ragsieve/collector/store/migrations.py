@@ -240,4 +240,28 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX category_events_category ON category_events (category);
         """,
     ),
+    (
+        "012_calibrations_labels",
+        """
+        CREATE TABLE calibrations (
+            id TEXT PRIMARY KEY,
+            series BIGINT NOT NULL,
+            created_at {real} NOT NULL,
+            active INTEGER NOT NULL DEFAULT 0,
+            body TEXT NOT NULL
+        );
+        CREATE TABLE labels (
+            id {id},
+            trace_id TEXT NOT NULL,
+            source TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            metric TEXT,
+            root_cause TEXT,
+            reason TEXT,
+            created_at {real} NOT NULL,
+            body TEXT NOT NULL
+        );
+        CREATE INDEX labels_trace ON labels (trace_id);
+        """,
+    ),
 ]
