@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ragsieve.collector import extract as ex
 from ragsieve.collector import outcome
@@ -63,6 +64,10 @@ class Assembly:
         self.root = tree.root()
         self.top = self.root or tree.tops()[0]
         self.trace_id = str(self.top.trace_id)
+        self.scope, self.multi = pipeline_scope(tree)
+        self.leaves = [s for s in tree.llm_leaves() if s.span_id in self.scope]
+        self.stages: list[StageOutput] = build_stages(tree, self.scope)
+        join_scores(self.stages)
 
     # --- generation -------------------------------------------------------------------------
     def _chain(self, leaf: SpanRecord) -> list[SpanRecord]:
@@ -170,123 +175,52 @@ class Assembly:
         return list(found.values())
 
     # --- the record ----------------------------------------------------------------------
+    def _root_answer(self, proot: SpanRecord) -> str | None:
+        root_out = ex.first_value(mapping(proot.attributes), ex.OUTPUT_KEYS, self.notes)
+        return cap(ex.value_text(root_out, ex.ANSWER_KEYS))
+
+    def _pipeline(self) -> tuple[SpanRecord | None, SpanRecord, str | None]:
+        """The generation span, the pipeline's root span and the root's answer."""
+        needles = [needle(d.content) for st in self.stages for d in st.docs if d.content]
+        first_ctx = self.stages[0].span if self.stages else None
+        guess = self.leaves[-1] if self.leaves else first_ctx
+        pre_root = pipeline_root(self.tree, self.scope, self.top, guess)
+        root_answer = self._root_answer(pre_root)
+        gen = self._choose_generation(root_answer, needles)
+        proot = pipeline_root(self.tree, self.scope, self.top, gen or first_ctx)
+        if proot is not pre_root:
+            root_answer = self._root_answer(proot)
+        return gen, proot, root_answer
+
     def record(self) -> RagInteraction:
         """Run every step and build the frozen record."""
         tree = self.tree
-        self.scope, multi = pipeline_scope(tree)
-        self.leaves = [s for s in tree.llm_leaves() if s.span_id in self.scope]
-        self.stages: list[StageOutput] = build_stages(tree, self.scope)
-        join_scores(self.stages)
-        needles = [needle(d.content) for st in self.stages for d in st.docs if d.content]
-
-        first_ctx = self.stages[0].span if self.stages else None
-        pre_root = pipeline_root(
-            tree, self.scope, self.top, self.leaves[-1] if self.leaves else first_ctx
-        )
-        root_out = ex.first_value(mapping(pre_root.attributes), ex.OUTPUT_KEYS, self.notes)
-        root_answer = cap(ex.value_text(root_out, ex.ANSWER_KEYS))
-        gen = self._choose_generation(root_answer, needles)
-        proot = pipeline_root(tree, self.scope, self.top, gen or first_ctx)
-        if proot is not pre_root:
-            root_out = ex.first_value(mapping(proot.attributes), ex.OUTPUT_KEYS, self.notes)
-            root_answer = cap(ex.value_text(root_out, ex.ANSWER_KEYS))
-
+        gen, proot, root_answer = self._pipeline()
         prompt, hay = self._prompt(gen, self.notes) if gen else (Prompt(), None)
         documents, context_source = self._documents(gen, hay)
         raw_gen, gen_source = self._output(gen, self.notes) if gen else (None, "none")
-        answer, answer_source = (
-            (root_answer, "root_output")
-            if root_answer
-            else (raw_gen, gen_source if raw_gen else "none")
-        )
+        answer, answer_source = (root_answer, "root_output") if root_answer else (None, "none")
+        if not root_answer and raw_gen:
+            answer, answer_source = raw_gen, gen_source
         question, question_source = self._question(proot, gen, prompt)
         chain = self._chain(gen) if gen else []
         model, request_model, provider = ex.model_info(chain)
         session, user, tags, metadata = ex.identity(tree, proot if proot else self.root)
         errors = outcome.span_errors(tree, self.logs)
         fbs = self._feedback()
-        completeness: Completeness = (
-            "no_root"
-            if self.root is None
-            else "missing_generation"
-            if gen is None
-            else "timed_out"
-            if not self.root.end_ns
-            else "generation_only"  # the LLM call without a retrieval step (LLM-only families)
-            if not self.stages
-            else "complete"
-        )
-        status: Status = (
-            "error"
-            if errors
-            else "cancelled"
-            if outcome.cancelled(tree.spans)
-            else "incomplete"
-            if completeness not in {"complete", "generation_only"}
-            else "ok"
-        )
-        starts = [s.start_ns for s in tree.spans if s.start_ns]
-        ends = [s.end_ns for s in tree.spans if s.end_ns]
-        estimate = self.root is None or not self.root.end_ns
-        latency = (
-            self.root.duration_ms
-            if not estimate and self.root
-            else (max(ends) - min(starts)) / 1e6
-            if starts and ends and max(ends) >= min(starts)
-            else None
-        )
-        resource = mapping(self.top.resource)
-        truncated = (
-            self.notes.truncated
-            or any(st.truncated for st in self.stages)
-            or any(
-                isinstance(v, str) and len(v) in KNOWN_LENGTH_LIMITS
-                for s in [proot, *chain]
-                for v in mapping(s.attributes).values()
-            )
-        )
-        ttft_ms, streaming = ttft(chain)
+        done = completeness(self.root, gen, self.stages)
         return RagInteraction(
-            trace_id=self.trace_id,
-            span_id=self.top.span_id,
-            revision=self.revision,
-            project=as_str(resource.get("openinference.project.name"))
-            or as_str(resource.get("service.name")),
-            service_name=as_str(resource.get("service.name")),
-            environment=as_str(resource.get("deployment.environment.name"))
-            or as_str(resource.get("deployment.environment")),
+            **self._identity(),
             convention=convention(tree, self.logs),
-            instrumentation=tuple(
-                sorted(
-                    {
-                        s.scope_name
-                        for s in tree.spans
-                        if isinstance(s.scope_name, str) and s.scope_name
-                    }
-                )
-            ),
             session_id=session,
             user_id=user,
             tags=tags,
             metadata=metadata,
             attributes=flat_attributes(tree, self.top, metadata, model, provider),
-            started_at=outcome.to_datetime(min(starts, default=0)),
-            ended_at=outcome.to_datetime(self.root.end_ns)
-            if self.root and self.root.end_ns
-            else None,
-            latency_ms=latency,
-            latency_is_estimate=estimate,
-            retrieval_latency_ms=covered([st.span for st in self.stages]),
-            generation_latency_ms=gen.duration_ms if gen else None,
-            ttft_ms=ttft_ms,
-            streaming=streaming,
+            **self._timing(gen, chain),
             query=cap(question),
             query_source=question_source,
-            retrieval_queries=tuple(
-                dict.fromkeys(
-                    q for q in [*self._genai_queries(), *(st.query for st in self.stages)] if q
-                )
-            ),
+            retrieval_queries=self._retrieval_queries(),
             chat_history=history(prompt),
             documents=documents,
             stages=tuple(st.record() for st in self.stages),
@@ -302,19 +236,65 @@ class Assembly:
             cost_usd=ex.cost(self.leaves),
             llm_call_count=len(self.leaves),
             generation_span_id=gen.span_id if gen else None,
-            status=status,
+            status=status(errors, tree.spans, done),
             errors=tuple(errors),
             feedback=tuple(fbs),
             feedback_polarity=outcome.feedback_polarity(fbs),
-            completeness=completeness,
+            completeness=done,
             content_missing=question is None and answer is None,
             content_redacted=self.notes.redacted or any(st.redacted for st in self.stages),
             attributes_dropped=any((s.dropped_attributes_count or 0) > 0 for s in tree.spans),
-            possibly_truncated=bool(truncated),
+            possibly_truncated=self._truncated([proot, *chain]),
             kind_inferred=tree.inferred,
-            multi_pipeline=multi,
+            multi_pipeline=self.multi,
             late_spans=self.late_spans,
             span_count=len(tree.spans),
+        )
+
+    def _identity(self) -> dict[str, Any]:
+        """Ids, revision, and where the trace came from (resource and instrumentation scopes)."""
+        resource = mapping(self.top.resource)
+        scopes = {s.scope_name for s in self.tree.spans if isinstance(s.scope_name, str)}
+        return {
+            "trace_id": self.trace_id,
+            "span_id": self.top.span_id,
+            "revision": self.revision,
+            "project": as_str(resource.get("openinference.project.name"))
+            or as_str(resource.get("service.name")),
+            "service_name": as_str(resource.get("service.name")),
+            "environment": as_str(resource.get("deployment.environment.name"))
+            or as_str(resource.get("deployment.environment")),
+            "instrumentation": tuple(sorted(n for n in scopes if n)),
+        }
+
+    def _timing(self, gen: SpanRecord | None, chain: list[SpanRecord]) -> dict[str, Any]:
+        """When it started and ended, and how long each part took."""
+        root, spans = self.root, self.tree.spans
+        latency_ms, estimate = latency(root, spans)
+        ttft_ms, streaming = ttft(chain)
+        return {
+            "started_at": outcome.to_datetime(min(_starts(spans), default=0)),
+            "ended_at": outcome.to_datetime(root.end_ns) if root and root.end_ns else None,
+            "latency_ms": latency_ms,
+            "latency_is_estimate": estimate,
+            "retrieval_latency_ms": covered([st.span for st in self.stages]),
+            "generation_latency_ms": gen.duration_ms if gen else None,
+            "ttft_ms": ttft_ms,
+            "streaming": streaming,
+        }
+
+    def _retrieval_queries(self) -> tuple[str, ...]:
+        queries = [*self._genai_queries(), *(st.query for st in self.stages)]
+        return tuple(dict.fromkeys(q for q in queries if q))
+
+    def _truncated(self, spans: list[SpanRecord]) -> bool:
+        """A value cut by a known length limit, in the stages or the spans that made the answer."""
+        if self.notes.truncated or any(st.truncated for st in self.stages):
+            return True
+        return any(
+            isinstance(v, str) and len(v) in KNOWN_LENGTH_LIMITS
+            for s in spans
+            for v in mapping(s.attributes).values()
         )
 
     # --- field helpers ---------------------------------------------------------------------
@@ -357,6 +337,46 @@ class Assembly:
         return sorted(items, key=lambda f: f.created_at)
 
 
+def completeness(
+    root: SpanRecord | None, gen: SpanRecord | None, stages: list[StageOutput]
+) -> Completeness:
+    """How much of a RAG request the trace shows, from its root, generation and stages."""
+    if root is None:
+        return "no_root"
+    if gen is None:
+        return "missing_generation"
+    if not root.end_ns:
+        return "timed_out"
+    if not stages:
+        return "generation_only"  # the LLM call without a retrieval step (LLM-only families)
+    return "complete"
+
+
+def status(errors: list[Any], spans: list[SpanRecord], done: Completeness) -> Status:
+    """``error`` when a span failed, ``cancelled``, ``incomplete`` when parts are missing."""
+    if errors:
+        return "error"
+    if outcome.cancelled(spans):
+        return "cancelled"
+    if done not in {"complete", "generation_only"}:
+        return "incomplete"
+    return "ok"
+
+
+def latency(root: SpanRecord | None, spans: list[SpanRecord]) -> tuple[float | None, bool]:
+    """``(milliseconds, is_estimate)``: the ended root's duration, else first start to last end."""
+    if root is not None and root.end_ns:
+        return root.duration_ms, False
+    starts, ends = _starts(spans), [s.end_ns for s in spans if s.end_ns]
+    if starts and ends and max(ends) >= min(starts):
+        return (max(ends) - min(starts)) / 1e6, True
+    return None, True
+
+
+def _starts(spans: list[SpanRecord]) -> list[int]:
+    return [s.start_ns for s in spans if s.start_ns]
+
+
 __all__ = [
     "AGENTIC_ROLES",
     "FIRST_TOKEN_EVENT",
@@ -365,4 +385,7 @@ __all__ = [
     "OI_PREFIXES",
     "SAMPLING_KEYS",
     "Assembly",
+    "completeness",
+    "latency",
+    "status",
 ]

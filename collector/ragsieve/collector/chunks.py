@@ -246,9 +246,7 @@ def join_scores(stages: list[StageOutput]) -> None:
     for st in stages:
         for docs, table in ((st.docs, rer if st.kind == "rerank" else ret), (st.inputs, ret)):
             for doc in docs:
-                if doc.score is not None:
-                    for key in _keys(doc):
-                        table.setdefault(key, doc.score)
+                _first_score(table, doc)
     # A chunk known only by its content hash takes the native id another stage reported for it.
     # (Only across spans: equal texts inside one list are different chunks.)
     named: dict[str, list[tuple[str, str, str | None]]] = {}
@@ -275,6 +273,13 @@ def join_scores(stages: list[StageOutput]) -> None:
                 else next((rer[k] for k in keys if k in rer), None)
             )
             st.docs[i] = doc.model_copy(update={"retrieval_score": rs, "rerank_score": ks})
+
+
+def _first_score(table: dict[str, float], doc: RetrievedDocument) -> None:
+    """Remember ``doc``'s score under each of its keys, unless one came first."""
+    if doc.score is not None:
+        for key in _keys(doc):
+            table.setdefault(key, doc.score)
 
 
 def _keys(doc: RetrievedDocument) -> list[str]:

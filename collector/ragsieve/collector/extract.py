@@ -138,22 +138,27 @@ def oi_messages(attrs: Mapping[str, Any], prefix: str, notes: Notes) -> list[Mes
             content = None
         text = content if isinstance(content, str) and content.strip() else None
         if text is None:
-            parts = []
-            for _, part in unflatten(item, "message.contents"):
-                kind = as_str(part.get("message_content.type")) or "text"
-                ptext = part.get("message_content.text")
-                if kind == "text" and isinstance(ptext, str) and not is_redacted(ptext):
-                    parts.append(ptext)
-                elif kind == "image":
-                    parts.append("[image]")
-                notes.redacted = notes.redacted or is_redacted(ptext)
-            text = "\n".join(parts) or None
+            text = _content_parts(item, notes)
         if text is not None:
             role = (as_str(item.get("message.role")) or "user").lower()
             out.append(
                 Message(role=role, content=cap(text) or "", name=as_str(item.get("message.name")))
             )
     return out
+
+
+def _content_parts(item: Mapping[str, Any], notes: Notes) -> str | None:
+    """The text of a multi-part OpenInference message (``message.contents``), images marked."""
+    parts = []
+    for _, part in unflatten(item, "message.contents"):
+        kind = as_str(part.get("message_content.type")) or "text"
+        ptext = part.get("message_content.text")
+        if kind == "text" and isinstance(ptext, str) and not is_redacted(ptext):
+            parts.append(ptext)
+        elif kind == "image":
+            parts.append("[image]")
+        notes.redacted = notes.redacted or is_redacted(ptext)
+    return "\n".join(parts) or None
 
 
 def _legacy_prompts(attrs: Mapping[str, Any]) -> list[Message]:

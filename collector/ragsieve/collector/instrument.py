@@ -61,18 +61,7 @@ def instrument(
     64k spans and exports every 200 ms in batches of 1024. With ``flush_on_exit`` the provider is
     flushed and shut down by ``atexit``. Settings come only from these parameters.
     """
-    parts = urlsplit(endpoint)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(
-            f"endpoint must be an http(s) URL like {DEFAULT_ENDPOINT}, got {endpoint!r}"
-        )
-    if not service_name:
-        raise ValueError("service_name must not be empty")
-    if not 1 <= max_export_batch_size <= max_queue_size:
-        raise ValueError(
-            f"need 1 <= max_export_batch_size ({max_export_batch_size}) <= max_queue_size"
-            f" ({max_queue_size})"
-        )
+    _check(service_name, endpoint, max_queue_size, max_export_batch_size)
     attrs: dict[str, str] = {"service.name": service_name, **(resource_attributes or {})}
     if project_name:
         attrs["openinference.project.name"] = project_name
@@ -99,6 +88,21 @@ def instrument(
     if set_global:
         trace.set_tracer_provider(provider)
     return provider
+
+
+def _check(service_name: str, endpoint: str, max_queue: int, max_batch: int) -> None:
+    """Refuse arguments the SDK would accept and misbehave with, naming the value."""
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"endpoint must be an http(s) URL like {DEFAULT_ENDPOINT}, got {endpoint!r}"
+        )
+    if not service_name:
+        raise ValueError("service_name must not be empty")
+    if not 1 <= max_batch <= max_queue:
+        raise ValueError(
+            f"need 1 <= max_export_batch_size ({max_batch}) <= max_queue_size ({max_queue})"
+        )
 
 
 def current_trace_id() -> str | None:

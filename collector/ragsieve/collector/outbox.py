@@ -151,56 +151,55 @@ class OutboxWorker:
                     item = kept
                 outcome = await self._attempt(item)
                 if outcome.delivered:
-                    if renew is not None:  # record it before the renewed lease can run out
-                        await asyncio.to_thread(
-                            self.store.mark_delivered, [item.id], now=self.clock()
-                        )
-                    else:
-                        delivered.append(item.id)
-                    self.stats.delivered += 1
-                    self.stats.delivered_items += item.items
-                    if self._failures:
-                        log.info("outbox %s: delivering again", self.topic)
-                    self._failures = 0
-                    continue
-                error = outcome.error or "not delivered"
-                self.stats.last_error = error
-                if outcome.dead_letter:
-                    self.stats.dead_lettered += 1
-                    log.error(
-                        "outbox %s: item %d (%d items) refused for good, parked: %s",
-                        self.topic,
-                        item.id,
-                        item.items,
-                        error,
-                    )
-                    await asyncio.to_thread(
-                        self.store.mark_retry,
-                        item.id,
-                        f"dead letter: {error}",
-                        self.clock() + DEAD_LETTER_DELAY_S,
-                    )
-                    continue
-                self.stats.retried += 1
-                delay = (
-                    outcome.retry_after_s
-                    if outcome.retry_after_s is not None
-                    else self.backoff_s(item.attempts)
-                )
-                await asyncio.to_thread(self.store.mark_retry, item.id, error, self.clock() + delay)
-                if self._failures == 0:
-                    log.warning("outbox %s: delivery failing, will retry: %s", self.topic, error)
-                pause = max(
-                    delay if outcome.retry_after_s is not None else 0.0,
-                    self.backoff_s(self._failures),
-                )
-                self._failures += 1
-                self._paused_until = time.monotonic() + pause
-                break
+                    await self._delivered(item, leased=renew is not None, batch=delivered)
+                elif outcome.dead_letter:
+                    await self._dead_letter(item, outcome)
+                else:
+                    await self._retry_later(item, outcome)
+                    break
         finally:
             if delivered:
                 await asyncio.to_thread(self.store.mark_delivered, delivered, now=self.clock())
         return len(delivered)
+
+    async def _delivered(self, item: OutboxItem, *, leased: bool, batch: list[int]) -> None:
+        if leased:  # record it before the renewed lease can run out
+            await asyncio.to_thread(self.store.mark_delivered, [item.id], now=self.clock())
+        else:
+            batch.append(item.id)
+        self.stats.delivered += 1
+        self.stats.delivered_items += item.items
+        if self._failures:
+            log.info("outbox %s: delivering again", self.topic)
+        self._failures = 0
+
+    async def _dead_letter(self, item: OutboxItem, outcome: Outcome) -> None:
+        error = outcome.error or "not delivered"
+        self.stats.last_error = error
+        self.stats.dead_lettered += 1
+        log.error(
+            "outbox %s: item %d (%d items) refused for good, parked: %s",
+            self.topic,
+            item.id,
+            item.items,
+            error,
+        )
+        retry_at = self.clock() + DEAD_LETTER_DELAY_S
+        await asyncio.to_thread(self.store.mark_retry, item.id, f"dead letter: {error}", retry_at)
+
+    async def _retry_later(self, item: OutboxItem, outcome: Outcome) -> None:
+        """Schedule the row again and pause the whole worker (the receiver is likely down)."""
+        error = outcome.error or "not delivered"
+        self.stats.last_error = error
+        self.stats.retried += 1
+        told = outcome.retry_after_s
+        delay = told if told is not None else self.backoff_s(item.attempts)
+        await asyncio.to_thread(self.store.mark_retry, item.id, error, self.clock() + delay)
+        if self._failures == 0:
+            log.warning("outbox %s: delivery failing, will retry: %s", self.topic, error)
+        pause = max(delay if told is not None else 0.0, self.backoff_s(self._failures))
+        self._failures += 1
+        self._paused_until = time.monotonic() + pause
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Deliver until ``stop`` is set or the task is cancelled; store errors are retried."""
