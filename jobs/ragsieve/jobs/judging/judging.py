@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.judges import safe_evaluate
+from ragsieve.evaluators.judges import Judge, safe_evaluate
 from ragsieve.evaluators.records import RagInteraction
 from ragsieve.jobs.judging.spend import Spend
 from ragsieve.jobs.results import resultstore
@@ -24,7 +23,7 @@ JUDGE_TIMEOUT_S = 600.0  # last-resort guard; judges enforce their own request t
 async def judge_all(
     store: Store,
     run_id: str,
-    work: list[tuple[RagInteraction, Any]],
+    work: list[tuple[RagInteraction, Judge]],
     *,
     concurrency: int,
     spend: Spend,
@@ -51,7 +50,7 @@ async def judge_all(
                 except Exception as exc:  # a store failure stops the run; nothing half-written
                     failure.append(exc)
 
-    async def one(it: RagInteraction, judge: Any) -> None:
+    async def one(it: RagInteraction, judge: Judge) -> None:
         async with sem:
             if failure or should_stop() or spend.over():
                 spend.deferred.add(it.trace_id)

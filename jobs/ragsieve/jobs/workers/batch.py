@@ -12,13 +12,17 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.judges import safe_evaluate
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.workers.budget import GlobalBudget
+
+if TYPE_CHECKING:
+    from ragsieve.collector.store.postgres import SessionLock
+    from ragsieve.evaluators.judges import Judge
 
 
 @dataclass
@@ -56,7 +60,7 @@ def _trace_lock(trace_id: str) -> int:
 async def judge_batch(
     store: Store,
     trace_ids: Iterable[str],
-    judges: Sequence[Any],
+    judges: Sequence[Judge],
     *,
     run_id: str,
     budget: GlobalBudget | None = None,
@@ -100,9 +104,9 @@ async def judge_batch(
 
 
 async def _judge_locked(
-    lock: Any,
+    lock: SessionLock,
     trace_id: str,
-    judges: Sequence[Any],
+    judges: Sequence[Judge],
     run_id: str,
     budget: GlobalBudget | None,
     thresholds: dict[str, float],
@@ -139,7 +143,7 @@ async def _judge_locked(
 
 
 def _pending_judges(
-    lock: Any, trace_id: str, judges: Sequence[Any]
+    lock: SessionLock, trace_id: str, judges: Sequence[Judge]
 ) -> tuple[list[Any], str | None]:
     """Judges with no checkpoint for the trace, and the interaction body (None: not stored)."""
     with lock.transaction(write=False) as cur:
@@ -154,7 +158,7 @@ def _pending_judges(
 
 
 def _write_verdicts(
-    lock: Any,
+    lock: SessionLock,
     trace_id: str,
     verdicts: Sequence[tuple[Any, Sequence[EvalResult]]],
     run_id: str,

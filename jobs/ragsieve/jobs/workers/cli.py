@@ -86,6 +86,8 @@ def worker_cmd(
     burst: bool,
 ) -> None:
     """Run judge batches from the queue until stopped (SIGINT/SIGTERM finish the current batch)."""
+    from procrastinate.worker import WORKER_NAME
+
     from ragsieve.jobs.workers.judges import WorkerRuntime
     from ragsieve.jobs.workers.queue import create_app, ensure_queue_schema, open_worker_store
 
@@ -119,7 +121,7 @@ def worker_cmd(
             await app.run_worker_async(
                 queues=[cfg.queue],
                 concurrency=cfg.concurrency,
-                name=name,
+                name=name or WORKER_NAME,
                 wait=not burst,
                 update_heartbeat_interval=cfg.heartbeat_s,
                 stalled_worker_timeout=cfg.stalled_after_s,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,6 +11,9 @@ from ragsieve.collector.store import Store
 from ragsieve.jobs.workers.batch import judge_batch
 from ragsieve.jobs.workers.budget import BudgetLimits, GlobalBudget
 from ragsieve.jobs.workers.judges import WorkerRuntime
+
+if TYPE_CHECKING:
+    import procrastinate
 
 log = logging.getLogger("ragsieve.jobs.workers")  # the name operators filter worker logs by
 
@@ -69,7 +72,7 @@ def open_worker_store(url: str, concurrency: int) -> Store:
 
 def create_app(
     url: str, settings: WorkerSettings | None = None, runtime: WorkerRuntime | None = None
-) -> Any:
+) -> procrastinate.App:
     """The procrastinate app with ragsieve's tasks; ``runtime`` is None in scheduler processes."""
     import procrastinate
 
@@ -85,7 +88,7 @@ def create_app(
 
     @app.task(name=JUDGE_TASK, queue=cfg.queue, pass_context=True, retry=retry)
     async def judge_task(
-        context: Any,
+        context: procrastinate.JobContext,
         trace_ids: list[str],
         judges: list[str],
         backend: str,
@@ -119,7 +122,7 @@ def create_app(
     return app
 
 
-async def recover_stalled(app: Any, stalled_after_s: float) -> int:
+async def recover_stalled(app: procrastinate.App, stalled_after_s: float) -> int:
     """Put batches of workers that stopped heartbeating back in the queue; returns how many."""
     stalled = list(
         await app.job_manager.get_stalled_jobs(

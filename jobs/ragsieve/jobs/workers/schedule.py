@@ -11,15 +11,21 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsieve.collector.store import Store
 from ragsieve.jobs.workers.budget import BudgetLimits
 from ragsieve.jobs.workers.queue import JUDGE_TASK, in_flight_traces, recover_stalled
 
+if TYPE_CHECKING:
+    import procrastinate
+    from procrastinate.types import JSONValue
+
+    from ragsieve.evaluators.judges import Judge
+
 
 def pending_traces(
-    store: Store, judges: Sequence[Any], *, settled_before: float, limit: int = 10_000
+    store: Store, judges: Sequence[Judge], *, settled_before: float, limit: int = 10_000
 ) -> list[str]:
     """Settled interactions missing a checkpoint for at least one judge, oldest first."""
     if not judges:
@@ -45,9 +51,9 @@ def batch_lock(trace_ids: Sequence[str], judges: Sequence[str]) -> str:
 
 
 async def schedule_once(
-    app: Any,
+    app: procrastinate.App,
     store: Store,
-    judges: Sequence[Any],
+    judges: Sequence[Judge],
     *,
     backend: str,
     batch_size: int,
@@ -76,9 +82,11 @@ async def schedule_once(
             continue
         try:
             deferrer = app.configure_task(JUDGE_TASK, queueing_lock=batch_lock(batch, names))
+            ids: list[JSONValue] = list(batch)
+            judge_names: list[JSONValue] = list(names)
             await deferrer.defer_async(
-                trace_ids=batch,
-                judges=names,
+                trace_ids=ids,
+                judges=judge_names,
                 backend=backend,
                 budget=budget.as_args(),
                 thresholds=dict(thresholds),
