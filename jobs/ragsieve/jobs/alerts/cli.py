@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
 
 import click
 
@@ -52,13 +51,14 @@ def test_command(obj: SettingsSource) -> None:
 @click.pass_obj
 def list_command(obj: SettingsSource, store: str | None, as_json: bool) -> None:
     """Every rule with its state after the last run (firing since when, and why)."""
+    from ragsieve.jobs.alerts.service import describe
     from ragsieve.jobs.alerts.sinks import SLACK_TOPIC, WEBHOOK_TOPIC
     from ragsieve.jobs.alerts.state import load_states
 
     with opened_store(obj, store) as (settings, st):
         states = load_states(st)
         outbox = st.outbox_stats()
-    rows = _rows(settings.alerts.rules, states)
+    rows = describe(settings.alerts.rules, states)
     pending = {t: outbox.get(t, {}) for t in (WEBHOOK_TOPIC, SLACK_TOPIC) if t in outbox}
     if as_json:
         click.echo(json.dumps({"alerts": rows, "outbox": pending}, ensure_ascii=False))
@@ -71,21 +71,6 @@ def list_command(obj: SettingsSource, store: str | None, as_json: bool) -> None:
         click.echo(
             f"outbox {topic}: {counts.get('pending', 0)} pending, {counts.get('dead', 0)} dead"
         )
-
-
-def _rows(rules: Any, states: Any) -> list[dict[str, Any]]:
-    from datetime import UTC, datetime
-
-    out = []
-    for rule in rules:
-        mine = [s for s in states.values() if s.rule == rule.label]
-        if not mine:
-            out.append({"alert": rule.label, "status": "ok", "since": None, "why": "never fired"})
-        for s in sorted(mine, key=lambda s: (s.status != "firing", s.key)):
-            since = datetime.fromtimestamp(s.since, UTC).isoformat(timespec="seconds")
-            why = s.body.get("message", "")
-            out.append({"alert": s.key, "status": s.status, "since": since, "why": why})
-    return out
 
 
 __all__ = ["alerts"]

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +19,8 @@ from ragsieve.collector.store import Store
 from ragsieve.collector.timeutil import parse_duration
 from ragsieve.jobs.alerts import sinks
 from ragsieve.jobs.alerts.evaluate import Finding, evaluate
-from ragsieve.jobs.alerts.rules import AlertSettings
-from ragsieve.jobs.alerts.state import Event, load_states, save_states, transition
+from ragsieve.jobs.alerts.rules import AlertRule, AlertSettings
+from ragsieve.jobs.alerts.state import AlertState, Event, load_states, save_states, transition
 from ragsieve.jobs.history.runs import RunRecord, load_runs
 
 if TYPE_CHECKING:
@@ -97,6 +98,8 @@ def evaluate_after_run(
     cfg = settings.alerts
     if report.get("dry_run") or not report.get("run_id"):
         return {"evaluated": False, "reason": "dry run"}
+    if not cfg.rules and not sinks.topics(cfg):
+        return {"evaluated": False, "reason": "no alert rules or sinks configured"}
     now = time.time() if now is None else now
     try:
         runs = history_for(store, cfg, now)
@@ -115,4 +118,18 @@ def evaluate_after_run(
     }
 
 
-__all__ = ["evaluate_after_run", "history_for", "links", "record"]
+def describe(rules: Sequence[AlertRule], states: Mapping[str, AlertState]) -> list[dict[str, Any]]:
+    """Each rule's subjects with their state (firing first), or ``ok`` when it never fired."""
+    out: list[dict[str, Any]] = []
+    for rule in rules:
+        mine = [s for s in states.values() if s.rule == rule.label]
+        if not mine:
+            out.append({"alert": rule.label, "status": "ok", "since": None, "why": "never fired"})
+        for s in sorted(mine, key=lambda s: (s.status != "firing", s.key)):
+            since = datetime.fromtimestamp(s.since, UTC).isoformat(timespec="seconds")
+            why = s.body.get("message", "")
+            out.append({"alert": s.key, "status": s.status, "since": since, "why": why})
+    return out
+
+
+__all__ = ["describe", "evaluate_after_run", "history_for", "links", "record"]

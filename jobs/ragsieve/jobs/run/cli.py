@@ -56,6 +56,7 @@ def run_command(
     Exit 1 when the judge error rate exceeds jobs.max_judge_error_rate.
     """
     from ragsieve.collector.timeutil import parse_duration, parse_window
+    from ragsieve.jobs.run.after import after_run
     from ragsieve.jobs.run.report import render_table
     from ragsieve.jobs.run.run import run_once
 
@@ -76,7 +77,8 @@ def run_command(
         parse_duration(settings.jobs.since)  # a bad duration fails before any work
     with opened_store(ctx.obj, store) as (_, st):
         outcome = run_once(st, settings, window=bounds, take_all=take_all, dry_run=dry_run)
-    report: dict[str, Any] = outcome.report
+        report: dict[str, Any] = outcome.report
+        report.update(after_run(st, settings, report))  # alerts, report.html_path
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, default=str))
     else:

@@ -75,7 +75,7 @@ def _pick(rng: random.Random, stratum: Stratum, rate: float) -> tuple[Any, ...]:
 
 
 def _flagged_cases(rng: random.Random, picks: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for s, failed, _, cause, _cells in picks:
         if failed and len(out) < 20:
             query = rng.choice(QUERIES).format(x=rng.choice(THINGS))
@@ -88,7 +88,7 @@ def _flagged_cases(rng: random.Random, picks: Sequence[tuple[Any, ...]]) -> list
 
 
 def _new_categories(i: int, spec: HistorySpec) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for k, first in enumerate(spec.new_category_at):
         if i >= first:
             size = min(3 + (i - first), 40)
@@ -102,8 +102,10 @@ def _new_categories(i: int, spec: HistorySpec) -> list[dict[str, Any]]:
     return out
 
 
-def run_report(i: int, spec: HistorySpec, rng: random.Random) -> tuple[float, dict[str, Any]]:
-    """Run ``i``'s start time and report."""
+def run_report(
+    i: int, spec: HistorySpec, rng: random.Random, labels: list[ReviewLabel]
+) -> tuple[float, dict[str, Any]]:
+    """Run ``i``'s start time and report; ``labels`` (people's reviews so far) grows by a few."""
     at = spec.start + i * spec.every
     true = spec.rate(i)
     picks = [_pick(rng, s, true) for s in spec.strata for _ in range(s.sampled)]
@@ -111,8 +113,9 @@ def run_report(i: int, spec: HistorySpec, rng: random.Random) -> tuple[float, di
     rate = failure_rate([(s, f) for s, f, *_ in picks], pops)
     weighted = breakdown.weigh(picks, pops)
     fails = [p for p in picks if p[1]]
-    labels = [ReviewLabel(f"t{j}", "tp" if rng.random() < 0.85 else "fp") for j in range(12)]
-    labels += [ReviewLabel(f"a{j}", "fn" if rng.random() < 0.03 else "tn") for j in range(30)]
+    if i % 3 == 0:  # a reviewer works through a flagged case and two audited passes
+        labels.append(ReviewLabel(f"t{i}", "tp" if rng.random() < 0.85 else "fp"))
+        labels += [ReviewLabel(f"a{i}.{j}", "fn" if rng.random() < 0.03 else "tn") for j in (0, 1)]
     ci = (rate["ci_low"], rate["ci_high"])
     calls = 3 * len(picks)
     report = {
@@ -142,7 +145,7 @@ def run_report(i: int, spec: HistorySpec, rng: random.Random) -> tuple[float, di
         "failure_rate_by_stratum": breakdown.by_stratum(weighted),
         "failure_rate_by_cell": breakdown.by_cell(weighted),
         "failure_rate_by_root_cause": breakdown.by_root_cause(weighted),
-        "judge_quality": judge_quality(rate["estimate"], ci, labels if i % 24 > 2 else []),
+        "judge_quality": judge_quality(rate["estimate"], ci, labels[-600:]),
         "cost": {"calls": calls, "tokens": calls * 900, "usd": round(calls * 0.00021, 6)},
         "flagged_cases": _flagged_cases(rng, picks),
         "golden": {"new_categories": _new_categories(i, spec)},
@@ -161,8 +164,9 @@ def _true_rate(spec: HistorySpec, base: float) -> float:
 def simulate(spec: HistorySpec) -> Iterator[tuple[float, dict[str, Any]]]:
     """Every run's start time and report, oldest first (deterministic for a seed)."""
     rng = random.Random(spec.seed)
+    labels: list[ReviewLabel] = []
     for i in range(spec.runs):
-        yield run_report(i, spec, rng)
+        yield run_report(i, spec, rng, labels)
 
 
 def store_run(store: Store, started_at: float, report: dict[str, Any]) -> None:

@@ -6,77 +6,106 @@ import json
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from ragsieve.collector.server import ServerThread
+    from ragsieve.collector.store import Store
+    from ragsieve.jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-def serve_and_schedule(settings: Any, stop: threading.Event, *, token: str | None = None) -> None:
+def serve_and_schedule(
+    settings: Settings, stop: threading.Event, *, token: str | None = None
+) -> None:
     """Run the collector and the job every ``jobs.every_minutes`` until ``stop`` is set.
 
-    The job runs once at start, then on the schedule. On stop, a running job stops launching
-    judge calls, commits what finished and returns; then the collector drains its write queue and
-    the store closes.
+    The job runs once at start, then on the schedule; after each pass the alert rules are
+    evaluated and ``report.html_path`` is rewritten (``run.after``). On stop, a running job stops
+    launching judge calls, commits what finished and returns; then the collector drains its
+    write queue and the store closes.
     """
-    import schedule
-
-    from ragsieve.collector.app import create_app
-    from ragsieve.collector.server import ServerThread
-    from ragsieve.collector.store import masked_url, open_store
-    from ragsieve.jobs.run.run import run_once
+    from ragsieve.collector.store import open_store
 
     store = open_store(settings.store)
-    cfg = settings.collector
-    app = create_app(store, cfg, token=token, grpc_port=cfg.grpc_port or None)
-    server = ServerThread(app, host=cfg.host, port=cfg.port, max_connections=cfg.max_connections)
+    server, app = _collector(settings, store, token)
     try:
         server.start()
-        click.echo(
-            f"ragsieve up: collector listening on {server.url}/v1/traces"
-            + (f" and grpc://{cfg.host}:{app.state.grpc_port}" if cfg.grpc_port else "")
-            + "; job every"
-            f" {settings.jobs.every_minutes:g} min (store {masked_url(settings.store)})",
-            err=True,
-        )
-
-        def job() -> None:
-            if stop.is_set():
-                return
-            try:
-                out = run_once(store, settings, should_stop=stop.is_set)
-            except Exception:  # one failed pass must not end the service; the next one retries
-                log.exception("job run failed")
-                click.echo("ragsieve up: job run failed (see log); retrying on schedule", err=True)
-                return
-            r = out.report
-            summary = {
-                k: r.get(k)
-                for k in (
-                    "run_id",
-                    "discovered",
-                    "judged",
-                    "flagged",
-                    "judge_errors",
-                    "already_judged",
-                    "deferred",
-                )
-            }
-            click.echo("ragsieve up: run " + json.dumps(summary), err=True)
-
-        scheduler = schedule.Scheduler()
-        scheduler.every(settings.jobs.every_minutes * 60).seconds.do(job)
-        job()
-        while not stop.is_set():
-            scheduler.run_pending()
-            idle = scheduler.idle_seconds
-            stop.wait(max(0.05, min(1.0, idle if idle is not None else 1.0)))
+        _announce(settings, server, app)
+        _schedule(settings, stop, _job(store, settings, stop))
     finally:
         server.stop()
         store.close()
     click.echo("ragsieve up: stopped cleanly", err=True)
+
+
+def _collector(settings: Settings, store: Store, token: str | None) -> tuple[ServerThread, Any]:
+    """The collector app and its server thread (not started)."""
+    from ragsieve.collector.app import create_app
+    from ragsieve.collector.server import ServerThread
+
+    cfg = settings.collector
+    app = create_app(store, cfg, token=token, grpc_port=cfg.grpc_port or None)
+    server = ServerThread(app, host=cfg.host, port=cfg.port, max_connections=cfg.max_connections)
+    return server, app
+
+
+def _announce(settings: Settings, server: ServerThread, app: Any) -> None:
+    from ragsieve.collector.store import masked_url
+
+    cfg = settings.collector
+    grpc = f" and grpc://{cfg.host}:{app.state.grpc_port}" if cfg.grpc_port else ""
+    click.echo(
+        f"ragsieve up: collector listening on {server.url}/v1/traces{grpc}; job every"
+        f" {settings.jobs.every_minutes:g} min (store {masked_url(settings.store)})",
+        err=True,
+    )
+
+
+SUMMARY_KEYS = ("run_id", "discovered", "judged", "flagged", "judge_errors", "already_judged")
+
+
+def _job(store: Store, settings: Settings, stop: threading.Event) -> Callable[[], None]:
+    """One scheduled pass: run, then alerts and the HTML report; a failure waits for the next."""
+    from ragsieve.jobs.run.after import after_run
+    from ragsieve.jobs.run.run import run_once
+
+    def job() -> None:
+        if stop.is_set():
+            return
+        try:
+            out = run_once(store, settings, should_stop=stop.is_set)
+            after = after_run(store, settings, out.report)
+        except Exception:  # one failed pass must not end the service; the next one retries
+            log.exception("job run failed")
+            click.echo("ragsieve up: job run failed (see log); retrying on schedule", err=True)
+            return
+        summary = {k: out.report.get(k) for k in (*SUMMARY_KEYS, "deferred")}
+        summary["alerts_firing"] = after["alerts"].get("firing")
+        if "html" in after:
+            summary["report"] = after["html"].get("path")
+        click.echo("ragsieve up: run " + json.dumps(summary), err=True)
+
+    return job
+
+
+def _schedule(settings: Settings, stop: threading.Event, job: Callable[[], None]) -> None:
+    """Run ``job`` now and every ``jobs.every_minutes`` until ``stop`` is set."""
+    import schedule
+
+    scheduler = schedule.Scheduler()
+    # schedule takes a float interval at run time (tests run sub-minute schedules)
+    scheduler.every(settings.jobs.every_minutes * 60).seconds.do(job)  # type: ignore[arg-type]
+    job()
+    while not stop.is_set():
+        scheduler.run_pending()
+        idle = scheduler.idle_seconds
+        stop.wait(max(0.05, min(1.0, idle if idle is not None else 1.0)))
 
 
 @click.command("up", context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,0 +1,86 @@
+"""``ragsieve report --html report.html``: write the run history page (``write_report``)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ragsieve.collector.cliopts import SettingsSource, opened_store, store_option
+from ragsieve.collector.store import Store
+
+if TYPE_CHECKING:
+    from ragsieve.jobs.settings import Settings
+
+
+def write_report(
+    store: Store,
+    settings: Settings,
+    path: str | Path,
+    *,
+    since: str | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Render the report over ``since`` (default ``report.since``) to ``path``, atomically.
+
+    The page is written to a temporary file beside ``path`` and renamed over it, so a browser
+    reloading while ``ragsieve up`` rewrites it never sees half a page.
+    """
+    import time
+    from datetime import UTC, datetime
+
+    from ragsieve.collector.timeutil import parse_duration
+    from ragsieve.jobs.alerts.service import describe
+    from ragsieve.jobs.alerts.state import load_states
+    from ragsieve.jobs.history.runs import load_runs
+    from ragsieve.jobs.report.data import collect
+    from ragsieve.jobs.report.html import render
+
+    now = time.time() if now is None else now
+    start = now - parse_duration(since or settings.report.since).total_seconds()
+    runs = load_runs(store, since=start)
+    alerts = describe(settings.alerts.rules, load_states(store))
+    page = render(
+        collect(runs),
+        title="ragsieve: quality over time",
+        generated=datetime.fromtimestamp(now, UTC),
+        phoenix=settings.phoenix.base_url,
+        alerts=alerts,
+    )
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=target.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(page)
+    os.replace(tmp, target)
+    return {"path": str(target), "runs": len(runs), "bytes": len(page.encode())}
+
+
+@click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
+@store_option
+@click.option("--since", default=None, help="Run history covered, e.g. 14d (report.since).")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where to write the self-contained HTML file.",
+)
+@click.pass_obj
+def report_command(
+    obj: SettingsSource, store: str | None, since: str | None, html_path: Path
+) -> None:
+    """Write the run history as one HTML file: failure rate with its interval per run, root
+    causes, strata and attribute cells, new categories, judge agreement, cost, alerts."""
+    from ragsieve.collector.timeutil import parse_duration
+
+    with opened_store(obj, store) as (settings, st):
+        parse_duration(since or settings.report.since)  # a bad duration fails before any work
+        out = write_report(st, settings, html_path, since=since)
+    click.echo(f"wrote {out['path']}: {out['runs']} runs, {out['bytes'] / 1e6:.2f} MB")
+
+
+__all__ = ["report_command", "write_report"]
