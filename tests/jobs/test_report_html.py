@@ -47,9 +47,17 @@ def _history(store: Store, runs: int = 72) -> None:
         store_run(store, started, report)
 
 
+FIRST_CASE = 1_700_000_000.0  # 2023-11-14 22:13 UTC: the category's first candidate
+
+
 def _write(tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("RAGSIEVE_PHOENIX__BASE_URL", "http://127.0.0.1:6006")
     _history(store)
+    store.execute(
+        "INSERT INTO candidates (id, status, category, root_cause, norm_query, created_at,"
+        " updated_at, body) VALUES ('q_1', 'candidate', 'cat_00', 'retrieval', 'q', ?, ?, '{}')",
+        (FIRST_CASE, FIRST_CASE),
+    )
     out = tmp_path / "report.html"
     res = CliRunner().invoke(
         cli, ["report", "--store", store.url, "--since", "7d", "--html", str(out)]
@@ -69,6 +77,7 @@ def test_report_is_one_self_contained_file(
     assert EVIL not in page and html_escaped(EVIL) in page
     assert page.count('href="http://127.0.0.1:6006/redirects/traces/') == 100  # latest flagged
     assert "questions about annual billing" in page  # the new category, with its examples
+    assert "<td>2023-11-14 22:13</td>" in page  # first seen: its first candidate
     assert "How long does a refund take for annual billing?" in page
     assert ">72<" in page  # runs tile
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ragsieve.collector.store import Store
 from ragsieve.jobs.alerts.evaluate import pooled
 from ragsieve.jobs.history.runs import Rate, RunRecord, corrected_rate, rate_of
 
@@ -91,13 +92,17 @@ def _cells(runs: Sequence[RunRecord]) -> dict[str, dict[str, Rate]]:
     return out
 
 
-def _categories(runs: Sequence[RunRecord]) -> list[dict[str, Any]]:
-    """New categories: first seen in which run, their latest size and examples."""
+def _categories(
+    runs: Sequence[RunRecord], first_seen: Mapping[str, datetime]
+) -> list[dict[str, Any]]:
+    """New categories: first seen when (its first candidate, else its first run in the window),
+    their latest size and examples."""
     seen: dict[str, dict[str, Any]] = {}
     for run in runs:
         for c in (run.report.get("golden") or {}).get("new_categories") or ():
             key = str(c.get("category"))
-            entry = seen.setdefault(key, {"first_seen": run.started, "category": key})
+            first = first_seen.get(key, run.started)
+            entry = seen.setdefault(key, {"first_seen": first, "category": key})
             entry.update(
                 name=c.get("name") or key,
                 size=int(c.get("failures_seen") or 0),
@@ -118,15 +123,17 @@ def _flagged(runs: Sequence[RunRecord]) -> list[dict[str, Any]]:
     return out
 
 
-def collect(runs: Sequence[RunRecord]) -> ReportData:
-    """The report's data from runs oldest first."""
+def collect(
+    runs: Sequence[RunRecord], first_seen: Mapping[str, datetime] | None = None
+) -> ReportData:
+    """The report's data from runs oldest first; ``first_seen`` maps category to its first case."""
     latest = runs[-1].report if runs else {}
     return ReportData(
         times=[r.started for r in runs],
         series=_series(runs),
         by_stratum=_pool(runs, "failure_rate_by_stratum"),
         by_cell=_cells(runs),
-        categories=_categories(runs),
+        categories=_categories(runs, first_seen or {}),
         quality=latest.get("judge_quality") or {},
         flagged=_flagged(runs),
         runs=len(runs),
@@ -134,9 +141,18 @@ def collect(runs: Sequence[RunRecord]) -> ReportData:
     )
 
 
+def category_first_seen(store: Store) -> dict[str, datetime]:
+    """When each failure category's first candidate was created (the golden growth's table)."""
+    rows = store.query(
+        "SELECT category, MIN(created_at) FROM candidates WHERE category IS NOT NULL"
+        " GROUP BY category"
+    )
+    return {str(r[0]): datetime.fromtimestamp(float(r[1]), UTC) for r in rows}
+
+
 def iso(t: datetime) -> str:
     """Minutes-precision UTC time for tables."""
     return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
 
 
-__all__ = ["ReportData", "Series", "collect", "iso"]
+__all__ = ["ReportData", "Series", "category_first_seen", "collect", "iso"]
