@@ -209,3 +209,44 @@ def test_a_rule_without_its_value_names_the_line(tmp_path: Path) -> None:
     cfg.write_text('[alerts]\n[[alerts.rules]]\nkind = "failure_rate_above"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"needs value"):
         load_settings(cfg)
+
+
+def test_a_new_category_alert_fires_once_and_resolves_when_covered(
+    tmp_path: Path, store: Store, receiver: Receiver
+) -> None:
+    cfg = tmp_path / "ragsieve.toml"
+    cfg.write_text(
+        f'[alerts]\nwebhook_url = "{receiver.url}/hook"\n'
+        '[[alerts.rules]]\nkind = "new_category"\nmin_cases = 5\n',
+        encoding="utf-8",
+    )
+    settings = load_settings(cfg)
+    spec = HistorySpec(runs=12, rate=lambda i: 0.04, new_category_at=[2])
+    events = []
+    for i, (started, report) in enumerate(simulate(spec)):
+        if i >= 9:  # people promoted the category into the golden set: no longer new
+            report["golden"]["new_categories"] = []
+        store_run(store, started, report)
+        events += evaluate_after_run(store, settings, report, now=started + 31)["events"]
+    # 3 cases at run 2, 5 at run 4: fires there, stays quiet while it holds, resolves at run 9
+    assert events == [
+        {"status": "firing", "alert": "new_category:cat_00"},
+        {"status": "resolved", "alert": "new_category:cat_00"},
+    ]
+    fired, resolved = receiver.bodies
+    assert fired["values"]["size"] == 5 and fired["values"]["examples"]
+    assert resolved["message"].endswith("condition no longer present")
+
+
+@pytest.mark.postgres
+def test_alerts_and_history_on_postgres(pg_store: Any, tmp_path: Path, receiver: Receiver) -> None:
+    store: Store = pg_store
+    settings = load_settings(_settings(tmp_path, store, receiver))
+    for started, report in simulate(HistorySpec(runs=44, rate=lambda i: 0.04 if i < 40 else 0.2)):
+        store_run(store, started, report)
+        out = evaluate_after_run(store, settings, report, now=started + 31)
+    assert out["evaluated"] and out["firing"] == ["failure_rate_rise"]
+    hooks = [
+        b["status"] for b, p in zip(receiver.bodies, receiver.paths, strict=True) if p == "/hook"
+    ]
+    assert hooks == ["firing"]
