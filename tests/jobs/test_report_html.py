@@ -25,6 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from ragsieve.collector.store import Store
+from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import utcnow
 from ragsieve.jobs.cli import cli
 from ragsieve.jobs.run.simulate import HistorySpec, simulate, store_run
@@ -188,3 +189,13 @@ def test_report_renders_in_headless_chromium(
     png = base64.b64decode(shot["data"])
     assert png.startswith(b"\x89PNG") and len(png) > 50_000
     (ARTIFACTS / "report.png").write_bytes(png)
+
+
+def test_an_empty_history_still_writes_a_page(tmp_path: Path, store: Store) -> None:
+    out = tmp_path / "empty.html"
+    res = CliRunner().invoke(cli, ["report", "--store", store.url, "--html", str(out)])
+    assert res.exit_code == 0, res.output
+    page = out.read_text(encoding="utf-8")
+    assert "from 0 runs" in page and "No new failure categories" in page
+    bad = CliRunner().invoke(cli, ["report", "--store", store.url, "--since", "3x", "--html", "x"])
+    assert isinstance(bad.exception, ConfigError) and "duration '3x'" in str(bad.exception)

@@ -116,7 +116,8 @@ def failure_rate(
         ax.set_ylim(bottom=0)
         _pct_axis(ax)
         _time_axis(ax, times)
-        ax.legend(loc="upper left", frameon=False, ncols=3)
+        if pts or cor:
+            ax.legend(loc="upper left", frameon=False, ncols=3)
         return to_svg(fig, "rate")
 
 
@@ -206,7 +207,8 @@ def agreement(
         ax.set_ylim(0, 1.02)
         _pct_axis(ax)
         _time_axis(ax, times)
-        ax.legend(loc="center left", frameon=False, ncols=2)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="center left", frameon=False, ncols=2)
         return to_svg(fig, "agreement")
 
 
