@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -172,6 +173,7 @@ def test_nothing_is_lost_while_the_receiver_is_down(
     assert out["firing"] == ["failure_rate_rise"] and receiver.bodies == []
     assert out["delivery"]["alerts_webhook"]["pending"] == 1
     receiver.status = 200
+    time.sleep(0.2)  # past the retry backoff (max_backoff_s = 0.1, on the real clock)
     for started, report in runs[42:]:
         store_run(store, started, report)
         evaluate_after_run(store, settings, report, now=started + 3600)  # past any backoff
