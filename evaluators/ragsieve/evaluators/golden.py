@@ -191,8 +191,9 @@ def load_beir(queries_path: str | Path, qrels_path: str | Path) -> GoldenSet:
 
 
 def dump_case(case: GoldenCase) -> str:
-    """One JSONL line (canonical field names, no trailing newline)."""
-    return json.dumps(case.model_dump(mode="json"), ensure_ascii=False, sort_keys=False)
+    """One JSONL line (canonical field names, no trailing newline; no ``role`` until split)."""
+    data = case.model_dump(mode="json", exclude={"role"} if case.role is None else None)
+    return json.dumps(data, ensure_ascii=False, sort_keys=False)
 
 
 def write_golden(path: str | Path, cases: Iterable[GoldenCase], *, overwrite: bool = False) -> Path:

@@ -299,6 +299,10 @@ GOLDEN_ALIASES: Mapping[str, str] = {
 }
 
 
+GoldenRole = Literal["dev", "regression", "holdout"]
+"""What a golden case is for: tuning, the CI gate, or the locked release check."""
+
+
 class GoldenCase(_Record):
     """One golden-set case; no relevant chunk means the system must abstain."""
 
@@ -313,6 +317,9 @@ class GoldenCase(_Record):
     reviewed: bool = False
     created_at: datetime | None = None
     metadata: Mapping[str, Any] = Field(default_factory=dict)
+    role: GoldenRole | None = None
+    """``dev`` (tune on it), ``regression`` (the CI gate) or ``holdout`` (rare, aggregate-only
+    looks); None until ``ragsieve golden split`` assigns one (see ``evaluators.roles``)."""
 
     @model_validator(mode="before")
     @classmethod

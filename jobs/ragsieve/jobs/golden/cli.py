@@ -364,3 +364,8 @@ def status_cmd(obj: Any, as_json: bool, store: str | None) -> None:
 
 def _kv(out: dict[str, Any]) -> str:
     return "\n".join(f"{k}: {v}" for k, v in out.items())
+
+
+from ragsieve.jobs.golden.split_cli import split_cmd  # noqa: E402
+
+golden.add_command(split_cmd)
