@@ -392,3 +392,78 @@ if __name__ == "__main__":  # a look at the traffic: one example per kind
             print(
                 f"[{t.kind} → {t.expect}] ({t.q_lang}/{t.c_lang}) Q: {t.question}\n  A: {t.answer}"
             )
+
+
+# --- planted repeats for bench/categories.py (additive: build() above is unchanged) -------------
+
+_ASK = {
+    "en": ["Quick question: ", "Can you tell me: ", "I'd like to know, ", "Do you know "],
+    "es": ["Una pregunta: ", "¿Me puedes decir ", "Quisiera saber: ", "Dime, "],
+}
+
+
+def paraphrase(question: str, lang: str, rng: random.Random) -> str:
+    """The question as another user might ask it: a different opening, often a typo or two."""
+    core = _strip_q(question)
+    lead = rng.choice(_ASK[lang])
+    body = core[:1].lower() + core[1:] if not core[:2].isupper() else core
+    text = f"{lead}{body}?"
+    if lang == "es" and not lead.startswith("¿"):
+        text = f"{lead}¿{body}?"
+    return typo(text, rng) if rng.random() < 0.5 else text
+
+
+def _wrong_of(t: Trace, pool: list[str]) -> str | None:
+    """The value a failing answer invented: the longest known answer it holds, not the question."""
+    hits = [a for a in pool if a and a in t.answer and a not in t.question]
+    return max(hits, key=len) if hits else None
+
+
+def translated(t: Trace, data: Path, rng: random.Random) -> Trace | None:
+    """The same failure asked in the other language (XQuAD's human translation of the question):
+    the same chunks, the answer rebuilt in that language with the same wrong value or claim."""
+    d = _load(data)
+    lang = "es" if t.q_lang == "en" else "en"
+    q2 = d[lang]["queries"][t.qid]["text"]
+    a2 = d[lang]["queries"][t.qid]["answers"][0]
+    gold = d["en"]["qrels"][t.qid]
+    corpus = d[lang]["corpus"]
+    fallback = {"en": "The answer is {a}.", "es": "La respuesta es {a}."}[lang]
+    if t.kind == "wrong_abstention":
+        answer = rng.choice(ABSTAIN[lang])
+    elif t.kind in ("changed_value", "retrieval_miss", "out_of_corpus"):
+        pool = [q["answers"][0] for q in d[t.q_lang]["queries"].values()]
+        wrong = str(t.meta.get("wrong") or _wrong_of(t, pool) or "")
+        if not wrong:
+            return None
+        answer = declarative(q2, wrong, lang) or fallback.format(a=wrong)
+    elif t.kind == "added_claim":
+        cids = {c["id"].rsplit("-", 1)[0] for c in t.chunks}
+        title = corpus[gold]["title"]
+        unseen = [c for c, doc in corpus.items() if doc["title"] == title and c not in cids]
+        if not unseen:
+            return None
+        extra = rng.choice(_sentences(corpus[rng.choice(unseen)]["text"].lstrip("\ufeff")))
+        answer = phrase(q2, a2, lang, corpus[gold]["text"], rng) + " " + extra
+    elif t.kind == "off_topic":
+        others = [c["id"].rsplit("-", 1)[0] for c in t.chunks if c["id"].rsplit("-", 1)[0] != gold]
+        sents = [s for c in others for s in _sentences(corpus[c]["text"].lstrip("\ufeff"))]
+        sents = [s for s in sents if a2.lower() not in s.lower() and 6 <= len(s.split()) < 40]
+        if not sents:
+            return None
+        answer = rng.choice(sents)
+    else:
+        return None
+    return Trace(
+        f"translated:{t.qid}", t.kind, t.expect, t.split, t.article, t.qid, q2, answer, lang,
+        t.c_lang, t.chunks, t.gold, {**t.meta, "repeat_of": t.trace_key, "repeat": "translated"},
+    )  # fmt: skip
+
+
+def paraphrased(t: Trace, rng: random.Random) -> Trace:
+    """The same failure (same chunks, same answer) with the question asked another way."""
+    return Trace(
+        f"paraphrased:{t.qid}", t.kind, t.expect, t.split, t.article, t.qid,
+        paraphrase(t.question, t.q_lang, rng), t.answer, t.q_lang, t.c_lang, t.chunks, t.gold,
+        {**t.meta, "repeat_of": t.trace_key, "repeat": "paraphrased"},
+    )  # fmt: skip

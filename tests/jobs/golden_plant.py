@@ -88,7 +88,57 @@ def write_golden_v3(folder: Path, *, spanish: bool = False) -> Path:
     return path
 
 
-def flagged(query: str, root_cause: str, n: int, *, run_id: str = "run-1") -> FlaggedCase:
+# what the retriever returns per topic (the knowledge base has a Spanish version of each
+# document): failures of one area share its documents, whatever their language
+CHUNKS = {
+    "ports": [
+        ("kb-install", "Install the on-prem agent with apt; it runs as a systemd service."),
+        ("kb-network", "The agent talks to the cloud over outbound TLS; proxies are supported."),
+    ],
+    "billing": [
+        ("kb-pricing", "Pricing tiers, seats and annual plans."),
+        ("kb-invoices", "Invoices are issued monthly; cancel at any time from the billing page."),
+    ],
+    "sso": [
+        ("kb-sso", "Single sign-on: SAML 2.0 and OIDC identity providers."),
+        ("kb-users", "Invite users and assign roles from the admin console."),
+    ],
+}
+CHUNKS_ES = {
+    "ports": [
+        ("kb-install-es", "Instale el agente on-prem con apt; se ejecuta como servicio systemd."),
+        ("kb-network-es", "El agente se conecta a la nube por TLS saliente; admite proxies."),
+    ],
+    "billing": [
+        ("kb-pricing-es", "Planes de precios, puestos y planes anuales."),
+        ("kb-invoices-es", "Las facturas son mensuales; cancele cuando quiera desde facturación."),
+    ],
+    "sso": [
+        ("kb-sso-es", "Inicio de sesión único: proveedores de identidad SAML 2.0 y OIDC."),
+        ("kb-users-es", "Invite usuarios y asigne roles desde la consola de administración."),
+    ],
+}
+
+
+def chunks_for(query: str) -> list[tuple[str, str]]:
+    """The chunks a query of the planted stream retrieves (by its topic and language)."""
+    q = query.lower()
+    kb = CHUNKS_ES if q.startswith("¿") else CHUNKS
+    if "port" in q or "puerto" in q:
+        return kb["ports"]
+    if "saml" in q or "sso" in q or "sesión" in q:
+        return kb["sso"]
+    return kb["billing"]
+
+
+def flagged(
+    query: str,
+    root_cause: str,
+    n: int,
+    *,
+    run_id: str = "run-1",
+    chunks: list[tuple[str, str]] | None = None,
+) -> FlaggedCase:
     """One flagged interaction with trace id ``n`` (hex), two chunks, an answer and a verdict."""
     trace_id, span_id = f"{n:032x}", f"{n:016x}"
     interaction = RagInteraction(
@@ -97,13 +147,9 @@ def flagged(query: str, root_cause: str, n: int, *, run_id: str = "run-1") -> Fl
         started_at=T0 + timedelta(minutes=n),
         query=query,
         answer=f"Please write to support-{n}@example.com or call +34 612 345 678.",
-        documents=(
-            RetrievedDocument(
-                id="kb-pricing", content="Pricing tiers and seats.", rank=0, in_prompt=True
-            ),
-            RetrievedDocument(
-                id="kb-install", content="Install the agent with apt.", rank=1, in_prompt=True
-            ),
+        documents=tuple(
+            RetrievedDocument(id=cid, content=text, rank=i, in_prompt=True)
+            for i, (cid, text) in enumerate(chunks or chunks_for(query))
         ),
     )
     verdict = EvalResult(

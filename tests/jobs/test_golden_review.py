@@ -30,6 +30,11 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
     exe = ragsieve_script()
     v3 = write_golden_v3(tmp_path)
     grow(store, stream(), Settings(golden=GoldenSettings(path=str(v3))))
+    for cid in ("kb-ports", "kb-firewall"):  # chunks other traces retrieved: the observed corpus
+        store.execute(
+            "INSERT INTO corpus_chunks (chunk_id, content, first_seen) VALUES (?, ?, 0)",
+            (cid, f"{cid} text"),
+        )
     env = _env(v3, store)
     child = pexpect.spawn(
         str(exe),
@@ -45,7 +50,7 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
         child.expect("NEW FAILURE CATEGORY")
         child.expect_exact(PORTS_EN)
         child.expect("RETRIEVED CHUNKS")
-        child.expect_exact("kb-pricing")
+        child.expect_exact("kb-install")
         child.expect_exact("ANSWER")
         child.expect_exact("[EMAIL]")  # the suggestion was scrubbed before it was stored
         child.expect_exact("faithfulness: unfaithful (score 0.10)")
@@ -54,6 +59,9 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
         child.sendline("e")
         child.expect_exact("Reference answer")
         child.sendline("Open TCP 443 and 8443 outbound.")
+        child.expect_exact("Relevant chunk ids")
+        child.sendline("1, kb-ports")  # a list position is not a chunk id
+        child.expect_exact("not a chunk of this trace nor of the observed corpus: 1")
         child.expect_exact("Relevant chunk ids")
         child.sendline("kb-ports=3, kb-firewall")
         child.expect_exact("relevant chunks: kb-ports=3, kb-firewall")

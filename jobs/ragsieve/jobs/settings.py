@@ -146,10 +146,21 @@ class GoldenSettings(_Section):
         0.9, gt=0, le=1, description="Embedding cosine above which two queries are duplicates."
     )
     new_category_cosine: float = Field(
-        0.6, gt=0, le=1, description="Below this similarity to every golden case: new category."
+        0.7,
+        gt=0,
+        le=1,
+        description="A topic area is new when no golden case (query + relevant documents) comes"
+        " this close to any of its failures, and none has its closest failure there.",
     )
-    category_cosine: float = Field(
-        0.6, gt=0, le=1, description="Cosine to a category centroid needed to join it."
+    support_cosine: float = Field(
+        0.7,
+        gt=0,
+        le=1,
+        description="Query cosine from which a repeat of the same failure (root cause, chunks"
+        " or wrong value, key terms) is a duplicate.",
+    )
+    new_category_min_cases: int = Field(
+        3, ge=1, description="Failures a new category needs before it is announced."
     )
     scrub_pii: bool = Field(True, description="Scrub PII from candidates before writing them.")
     pii_patterns: list[str] = Field(

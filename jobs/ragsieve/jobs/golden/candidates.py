@@ -1,10 +1,11 @@
 """Turn flagged interactions into golden-set candidates: scrub, deduplicate, categorise, count.
 
-``grow`` is what the job calls after each run. Each flagged interaction either merges into an
-existing candidate (same normalised query, or an embedding cosine at or above
-``golden.near_duplicate_cosine``), becomes a ``covered`` row when the golden set already holds
-its query, or becomes a new candidate waiting for a person. Re-running a window changes nothing:
-a trace already merged into a candidate is recognised and skipped.
+``grow`` is what the job calls after each run: it loads the candidates and the golden set,
+prepares each failure (scrubbed query, its vector, its topic vector, its signature), lets
+:func:`ragsieve.jobs.golden.matching.match_candidates` decide (merge into the case it repeats
+and say why, open a ``covered`` row when the golden set already holds the query, or open a
+candidate for a person), re-clusters the categories, saves, and announces categories that just
+became new. Re-running a window changes nothing: a trace already merged is recognised and skipped.
 """
 
 from __future__ import annotations
@@ -18,16 +19,24 @@ from typing import Any
 
 import numpy as np
 
+from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import normalize_text
-from ragsieve.jobs.golden.categories import assign, category_id, centroid_sums, summarize
-from ragsieve.jobs.golden.reference import Embed, load_reference
-from ragsieve.jobs.golden.repo import Candidate, CandidateRepo, encode_vector
+from ragsieve.jobs.golden.categories import DOC_WEIGHT, CategorySummary, categorise, summarize
+from ragsieve.jobs.golden.category_log import CategoryLog
+from ragsieve.jobs.golden.matching import Changes, Prepared, match_candidates
+from ragsieve.jobs.golden.reference import Embed, GoldenReference, chunk_vectors, load_reference
+from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.signature import DedupRule, doc_vector, from_interaction
+from ragsieve.jobs.golden.topics import Event, topic_vector
+from ragsieve.jobs.settings import GoldenSettings, Settings
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
 log = logging.getLogger(__name__)
 MAX_SOURCES = 50  # provenance rows kept per candidate; source_trace_ids keeps every trace id
 MAX_CHUNK_CHARS = 800
+CHUNK_HEAD = 600  # the part of a chunk the encoder reads (as the observed corpus does)
+TERM_SHARE = 0.5  # key-term agreement a supported repeat needs (tuned, bench/categories.py)
 
 
 def candidate_id(norm_query: str) -> str:
@@ -121,7 +130,9 @@ def _new_body(f: FlaggedCase, query: str, scrub: Scrubber, now: datetime) -> dic
     }
 
 
-def _merge(row: Candidate, f: FlaggedCase, scrub: Scrubber, now: datetime, sim: float) -> None:
+def _merge(
+    row: Candidate, f: FlaggedCase, scrub: Scrubber, now: datetime, sim: float, why: str = ""
+) -> None:
     body = row.body
     row.seen += 1
     body.setdefault("source_trace_ids", []).append(f.interaction.trace_id)
@@ -130,155 +141,175 @@ def _merge(row: Candidate, f: FlaggedCase, scrub: Scrubber, now: datetime, sim: 
     if len(sources) < MAX_SOURCES:
         entry = _source(f, scrub, now)
         entry["similarity"] = round(sim, 4)
+        entry["merged_because"] = why
         sources.append(entry)
+    # every merged trace says why, also past MAX_SOURCES
+    body.setdefault("merged_because", {})[f.interaction.trace_id] = why or f"cosine {sim:.2f}"
     causes = body.setdefault("root_causes", {})
     causes[f.root_cause] = causes.get(f.root_cause, 0) + 1
     body["last_flagged_at"] = now.isoformat()
 
 
-class _Index:
-    """Unit vectors in a growable matrix: nearest-neighbour by dot product, amortised appends."""
+def golden_settings(settings: Settings | GoldenSettings) -> GoldenSettings:
+    """The ``golden`` section of ``settings`` (or ``settings`` itself)."""
+    return settings.golden if isinstance(settings, Settings) else settings
 
-    def __init__(self, vectors: Sequence[np.ndarray]) -> None:
-        self._n = len(vectors)
-        self._m = np.zeros((max(self._n * 2, 64), 512), dtype=np.float32)
-        if vectors:
-            self._m[: self._n] = np.vstack(vectors)
 
-    def __len__(self) -> int:
-        return self._n
+def dedup_rule(cfg: GoldenSettings) -> DedupRule:
+    """The duplicate rule the settings describe."""
+    return DedupRule(cfg.near_duplicate_cosine, cfg.support_cosine, TERM_SHARE)
 
-    def add(self, vec: np.ndarray) -> None:
-        if self._n == len(self._m):
-            self._m = np.vstack([self._m, np.zeros_like(self._m)])
-        self._m[self._n] = vec
-        self._n += 1
 
-    def nearest(self, vec: np.ndarray) -> tuple[int, float]:
-        sims = self._m[: self._n] @ vec
-        best = int(np.argmax(sims))
-        return best, float(sims[best])
+def prepare(
+    store: Store, flagged: Sequence[FlaggedCase], scrub: Scrubber, embed: Embed
+) -> list[Prepared]:
+    """Scrubbed query, query vector, topic vector and signature of each failure with a query."""
+    todo = [f for f in flagged if normalize_text(f.interaction.query or "")]  # "¿?" has none
+    if not todo:
+        return []
+    queries = [scrub(f.interaction.query) or "" for f in todo]
+    quiet = Scrubber(scrub.enabled, scrub.patterns)  # the answer is counted when it is stored
+    vectors = embed(queries)
+    sigs = [
+        from_interaction(
+            f.interaction,
+            q,
+            quiet(f.interaction.answer),
+            f.root_cause,
+            str(f.metadata["missed_chunk"]) if f.metadata.get("missed_chunk") else None,
+        )
+        for f, q in zip(todo, queries, strict=True)
+    ]
+    chunks = _chunk_vectors(store, todo, embed)
+    return [
+        Prepared(f, q, v, topic_vector(v, doc_vector(chunks, s), DOC_WEIGHT), s)
+        for f, q, v, s in zip(todo, queries, vectors, sigs, strict=True)
+    ]
+
+
+def _chunk_vectors(store: Store, todo: Sequence[FlaggedCase], embed: Embed) -> dict[str, Any]:
+    """Chunk id → vector: the observed corpus's, else the encoder's on the chunk's head."""
+    content: dict[str, str] = {}
+    for f in todo:
+        for d in f.interaction.documents:
+            if d.id and d.content:
+                content.setdefault(d.id, d.content[:CHUNK_HEAD])
+        missed = f.metadata.get("missed_chunk")
+        if missed:
+            content.setdefault(str(missed), "")
+    known = chunk_vectors(store, list(content))
+    rest = [c for c in content if c not in known and content[c]]
+    if rest:
+        known.update(zip(rest, embed([content[c] for c in rest]), strict=True))
+    return known
 
 
 def grow(
-    store: Any,
+    store: Store,
     flagged: Sequence[FlaggedCase],
-    settings: Any,
+    settings: Settings | GoldenSettings,
     *,
     embed: Embed | None = None,
     now: Callable[[], datetime] | None = None,
 ) -> dict[str, Any]:
     """Add a run's flagged interactions to the candidates; returns the report's ``golden`` part.
 
-    ``settings`` is the full settings object (its ``golden`` section is read) or a
-    ``GoldenSettings``. The report holds ``new_candidates``, ``merged_duplicates``,
-    ``covered_by_golden``, ``already_seen``, ``skipped_no_query``, ``pii_scrubbed`` and
-    ``new_categories`` (id, name, terms, example queries, root cause, failures seen), the part the
-    run report calls out first.
+    The report holds ``new_candidates``, ``merged_duplicates``, ``covered_by_golden``,
+    ``already_seen``, ``skipped_no_query``, ``pii_scrubbed``, ``merges`` (trace, candidate,
+    why), ``category_events`` (merges and splits of categories) and ``new_categories``: the
+    categories announced as new by this run (each is announced once).
     """
-    cfg = getattr(settings, "golden", settings)
+    cfg = golden_settings(settings)
     embed_fn = embed or _default_embed
-    clock = now or (lambda: datetime.now(UTC))
-    stamp = clock()
+    stamp = (now or (lambda: datetime.now(UTC)))()
     repo = CandidateRepo(store)
     scrub = Scrubber(cfg.scrub_pii, cfg.pii_patterns)
     reference = load_reference(repo, cfg.path, embed_fn)
     rows = repo.select(["candidate", "accepted", "rejected", "covered"])
-    by_norm = {r.norm_query: r for r in rows}
-    by_trace = {t: r for r in rows for t in r.source_trace_ids}
-    vec_rows: list[Candidate] = [r for r in rows if r.embedding is not None]
-    index = _Index([r.embedding for r in vec_rows])  # type: ignore[misc]
-    sums = centroid_sums(rows)
-    cat_threshold = float(getattr(cfg, "category_cosine", cfg.new_category_cosine))
-    dup_threshold = float(cfg.near_duplicate_cosine)
-
-    todo = [f for f in flagged if normalize_text(f.interaction.query or "")]  # "¿?" has none
-    queries = [scrub(f.interaction.query) or "" for f in todo]
-    matrix = embed_fn(queries) if queries else np.zeros((0, 512), np.float32)
-    report: Counter[str] = Counter(skipped_no_query=len(flagged) - len(todo))
-    changed: dict[str, Candidate] = {}
-    for f, query, vec in zip(todo, queries, matrix, strict=True):
-        trace = f.interaction.trace_id
-        if trace in by_trace:
-            report["already_seen"] += 1
-            continue
-        norm = normalize_text(query)
-        target = by_norm.get(norm)
-        sim = 1.0
-        if target is None and len(index):
-            best, best_sim = index.nearest(vec)
-            if best_sim >= dup_threshold:
-                target, sim = vec_rows[best], best_sim
-        gold_i = reference.exact(norm)
-        gold_sim = 1.0 if gold_i is not None else 0.0
-        if gold_i is None and len(reference):
-            gsims = reference.vectors @ vec
-            gold_i, gold_sim = int(np.argmax(gsims)), float(np.max(gsims))
-        if target is not None and (sim >= gold_sim or target.status == "covered"):
-            _merge(target, f, scrub, stamp, sim)
-            report["merged_duplicates"] += 1
-        else:
-            is_covered = gold_i is not None and gold_sim >= dup_threshold
-            body = _new_body(f, query, scrub, stamp)
-            body["embedding"] = encode_vector(vec)
-            cid = candidate_id(norm)
-            if is_covered:
-                body["golden_id"] = reference.ids[gold_i]  # type: ignore[index]
-                body["golden_similarity"] = round(gold_sim, 4)
-            cat = assign(vec, f.root_cause, sums, cat_threshold) or category_id(f.root_cause, cid)
-            target = Candidate(
-                id=cid,
-                status="covered" if is_covered else "candidate",
-                norm_query=norm,
-                category=cat,
-                root_cause=f.root_cause,
-                body=body,
-            )
-            report["covered_by_golden" if is_covered else "new_candidates"] += 1
-            by_norm[norm] = target
-            vec_rows.append(target)
-            index.add(vec)
-            cause, total = sums.get(cat, (f.root_cause, np.zeros_like(vec)))
-            sums[cat] = (cause, total + vec)
-        by_trace[trace] = target
-        changed[target.id] = target
-    repo.save(changed.values(), now=stamp.timestamp())
-    summaries = summarize(list(by_norm.values()), reference, new_threshold=cfg.new_category_cosine)
-    touched = {c.category for c in changed.values()}
-    out: dict[str, Any] = {
-        k: int(report[k])
-        for k in (
-            "new_candidates",
-            "merged_duplicates",
-            "covered_by_golden",
-            "already_seen",
-            "skipped_no_query",
-        )
-    }
-    out["pii_scrubbed"] = dict(scrub.counts)
-    out["flagged_by_category"] = dict(
-        Counter(
-            by_trace[f.interaction.trace_id].category
-            if f.interaction.trace_id in by_trace
-            else "no_query"
-            for f in flagged
-        )
+    prepared = prepare(store, flagged, scrub, embed_fn)
+    changes = match_candidates(
+        prepared,
+        rows,
+        reference,
+        rule=dedup_rule(cfg),
+        new_body=lambda p: _new_body(p.case, p.query, scrub, stamp),
+        merge=lambda row, p, sim, why: _merge(row, p.case, scrub, stamp, sim, why),
+        candidate_id=lambda norm: candidate_id(norm),
     )
+    changes.counts["skipped_no_query"] = len(flagged) - len(prepared)
+    everyone = {r.id: r for r in rows} | changes.rows
+    events = _recategorise(list(everyone.values()), changes)
+    repo.save(changes.rows.values(), now=stamp.timestamp())
+    summaries = summarize(
+        list(everyone.values()),
+        reference,
+        new_threshold=cfg.new_category_cosine,
+        min_cases=cfg.new_category_min_cases,
+    )
+    announce = _announce(store, summaries, events, stamp, flagged)
+    out = _report(changes, flagged, summaries, announce, reference)
+    out["pii_scrubbed"] = dict(scrub.counts)
+    out["category_events"] = [e.__dict__ for e in events]
+    log.info("golden growth: %s", {k: out[k] for k in ("new_candidates", "merged_duplicates")})
+    return out
+
+
+def _recategorise(rows: list[Candidate], changes: Changes) -> list[Event]:
+    """Re-cluster every row; rows whose category or topic moved join ``changes.rows``."""
+    before = {r.id: (r.category, r.body.get("topic")) for r in rows}
+    assigned, events = categorise(rows)
+    for r in rows:
+        r.category = assigned.get(r.id, r.category)
+        if (r.category, r.body.get("topic")) != before[r.id] or r.id in changes.rows:
+            changes.rows[r.id] = r
+    return events
+
+
+def _announce(
+    store: Store,
+    summaries: Sequence[CategorySummary],
+    events: Sequence[Event],
+    stamp: datetime,
+    flagged: Sequence[FlaggedCase],
+) -> list[CategorySummary]:
+    """The new categories not announced before; records them, names and events."""
+    catlog = CategoryLog(store)
+    done = catlog.announced()
+    fresh = [s for s in summaries if s.new and s.id not in done]
+    run_id = flagged[0].run_id if flagged else None
+    catlog.record(summaries, events, [s.id for s in fresh], now=stamp.timestamp(), run_id=run_id)
+    return fresh
+
+
+def _report(
+    changes: Changes,
+    flagged: Sequence[FlaggedCase],
+    summaries: Sequence[CategorySummary],
+    announce: Sequence[CategorySummary],
+    reference: GoldenReference,
+) -> dict[str, Any]:
+    keys = ("new_candidates", "merged_duplicates", "covered_by_golden", "already_seen")
+    out: dict[str, Any] = {k: int(changes.counts[k]) for k in (*keys, "skipped_no_query")}
+    cat_of = {t: r.category for t, r in changes.by_trace.items()}
+    out["flagged_by_category"] = dict(
+        Counter(str(cat_of.get(f.interaction.trace_id, "no_query")) for f in flagged)
+    )
+    out["merges"] = changes.merges
     out["new_categories"] = [
         {
             "category": s.id,
             "name": s.name,
             "terms": s.terms,
+            "language": s.language,
             "examples": s.examples,
             "root_cause": s.root_cause,
             "failures_seen": s.failures_seen,
-            "touched_this_run": s.id in touched,
+            "nearest_golden": round(s.nearest_golden, 3),
         }
-        for s in summaries
-        if s.new
+        for s in announce
     ]
+    out["new_categories_open"] = sum(s.new for s in summaries)
     out["categories"] = len(summaries)
-    out["open_candidates"] = sum(1 for r in by_norm.values() if r.status == "candidate")
+    out["open_candidates"] = sum(s.statuses.get("candidate", 0) for s in summaries)
     out["golden_reference"] = {"source": reference.source, "cases": len(reference)}
-    log.info("golden growth: %s", {k: out[k] for k in ("new_candidates", "merged_duplicates")})
     return out

@@ -1,8 +1,12 @@
-"""Failure categories: query clusters within each root cause, named by their most telling terms.
+"""Failure categories: a topic area (question + documents) × a root cause, named by its telling
+terms, *new* when no golden case lies in its topic area.
 
-A candidate joins the category (of its root cause) whose centroid is closest, when that cosine
-reaches the threshold; otherwise it founds a new one. A category is *new* when none of its
-queries is close to any golden case; coverage compares golden cases with production failures.
+:func:`categorise` clusters every candidate's topic vector (see ``topics.py``) and splits each
+topic by root cause; ids carry over from the previous run, merges and splits are returned as
+events. :func:`summarize` says what the report and ``golden status`` show: a category is new
+when no golden case (its query and its relevant chunks' documents) comes within
+``new_category_cosine`` of any failure of the category's topic area, and it has at least
+``min_cases`` failures.
 """
 
 from __future__ import annotations
@@ -10,15 +14,17 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ragsieve.evaluators.judges.text import language
 from ragsieve.evaluators.records import normalize_text
-from ragsieve.jobs.golden.reference import GoldenReference
-from ragsieve.jobs.golden.repo import Candidate
+from ragsieve.jobs.golden.reference import DOC_WEIGHT, GoldenReference
+from ragsieve.jobs.golden.repo import Candidate, decode_vector
+from ragsieve.jobs.golden.topics import Event, carry_ids, cluster, fresh_id, unit
 
 STOPWORDS = frozenset(
     """a an the and or but if of to in on at by for with from into about as is are was were be
@@ -26,13 +32,20 @@ STOPWORDS = frozenset(
     their what which who whom this that these those am can could should would will shall may
     might must not no nor so than too very just how why when where there here all any both each
     few more most other some such only own same s t don now get got also please need needs
-    want wants use using
+    want wants use using many much
     el la los las un una unos unas y o pero si de del al a en con por para sin sobre entre como
     que qué es son fue ser está están estar hay mi mis tu tus su sus nuestro nuestra yo tú él
     ella nosotros ellos ellas me te se lo le les nos cómo como cuál cual cuáles cuándo cuando
-    dónde donde quién por qué porque muy más menos ya no sí este esta estos estas ese esa eso
-    puedo puede pueden hacer tengo tiene tener necesito necesita quiero""".split()
+    dónde donde quién quiénes por qué porque muy más menos ya no sí este esta estos estas ese esa
+    eso puedo puede pueden hacer tengo tiene tener necesito necesita quiero cuántos cuántas
+    cuánto cuánta""".split()
 )
+# the cut of the topic tree is searched in this range of cosine distance (tuned on the tune half
+# of bench/categories.py, where the best silhouette fell near 0.5): a cut wider than 0.6 lets
+# average linkage join areas whose failures are barely related (cosine 0.4)
+MIN_CUT, MAX_CUT = 0.3, 0.6
+# a golden case owns the topic area of its closest failure from this cosine on (tune half)
+OWN_COSINE = 0.5
 
 
 def category_id(root_cause: str | None, founder_id: str) -> str:
@@ -41,44 +54,34 @@ def category_id(root_cause: str | None, founder_id: str) -> str:
     return f"{root_cause or 'unknown'}-{digest}"
 
 
-def centroid_sums(rows: Sequence[Candidate]) -> dict[str, tuple[str | None, np.ndarray]]:
-    """Category id → (root cause, sum of member vectors) over rows that carry an embedding."""
-    out: dict[str, tuple[str | None, np.ndarray]] = {}
-    for row in rows:
-        vec = row.embedding
-        if row.category is None or vec is None:
-            continue
-        cause, total = out.get(row.category, (row.root_cause, np.zeros_like(vec)))
-        out[row.category] = (cause, total + vec)
-    return out
+def topic_of(row: Candidate) -> np.ndarray | None:
+    """The row's topic vector (question + documents); its query vector for older rows."""
+    vec = decode_vector(row.body.get("topic_embedding"))
+    return unit(vec) if vec is not None else row.embedding
 
 
-def centroids(rows: Sequence[Candidate]) -> dict[str, tuple[str | None, np.ndarray]]:
-    """Category id → (root cause, unit centroid) over rows that carry an embedding."""
-    return {
-        cat: (cause, total / max(float(np.linalg.norm(total)), 1e-12))
-        for cat, (cause, total) in centroid_sums(rows).items()
-    }
+def categorise(rows: Sequence[Candidate]) -> tuple[dict[str, str], list[Event]]:
+    """Row id → category id for every row with a topic vector, and the merges/splits seen.
 
-
-def assign(
-    vec: np.ndarray,
-    root_cause: str | None,
-    sums: dict[str, tuple[str | None, np.ndarray]],
-    threshold: float,
-) -> str | None:
-    """The ``root_cause`` category whose centroid is closest to ``vec`` (None below threshold).
-
-    ``sums`` maps category → (root cause, sum of member vectors); centroids are their directions.
+    Rows are clustered into topic areas once (all root causes together, so an area is found
+    from every failure about it); each area then splits by root cause.
     """
-    best, best_sim = None, threshold
-    for cat, (cause, total) in sums.items():
-        if cause != root_cause:
-            continue
-        sim = float(total @ vec) / max(float(np.linalg.norm(total)), 1e-12)
-        if sim >= best_sim:
-            best, best_sim = cat, sim
-    return best
+    have = [(r, v) for r in rows if (v := topic_of(r)) is not None]
+    if not have:
+        return {}, []
+    labels = cluster(np.vstack([v for _, v in have]), min_cut=MIN_CUT, max_cut=MAX_CUT)
+    groups: dict[tuple[int, str], list[str]] = defaultdict(list)
+    topics: dict[int, list[str]] = defaultdict(list)
+    for (row, _), label in zip(have, labels, strict=True):
+        groups[(int(label), row.root_cause or "unknown")].append(row.id)
+        topics[int(label)].append(row.id)
+    previous = {r.id: r.category for r, _ in have}
+    names, events = carry_ids(groups, previous, {g: g[1] for g in groups})
+    out: dict[str, str] = {}
+    for (row, _), label in zip(have, labels, strict=True):
+        out[row.id] = names[(int(label), row.root_cause or "unknown")]
+        row.body["topic"] = fresh_id("topic", min(topics[int(label)]))
+    return out, events
 
 
 _TAG = re.compile(r"\[[A-Z_]+\]")  # redaction tags such as [EMAIL] are not topic words
@@ -117,6 +120,9 @@ class CategorySummary:
     new: bool
     golden_category: str | None = None
     statuses: dict[str, int] = field(default_factory=dict)
+    language: str = "unknown"
+    nearest_golden_id: str | None = None
+    topic: str | None = None
 
     @property
     def name(self) -> str:
@@ -131,6 +137,7 @@ class CategorySummary:
             "root_cause": self.root_cause,
             "new": self.new,
             "terms": self.terms,
+            "language": self.language,
             "examples": self.examples,
             "candidates": self.candidates,
             "failures_seen": self.failures_seen,
@@ -139,9 +146,110 @@ class CategorySummary:
             if self.failures_seen
             else None,
             "nearest_golden": round(self.nearest_golden, 3),
+            "nearest_golden_id": self.nearest_golden_id,
             "golden_category": self.golden_category,
+            "topic": self.topic,
             "statuses": self.statuses,
         }
+
+
+def _majority_language(members: Sequence[Candidate]) -> str:
+    langs: Counter[str] = Counter()
+    for m in members:
+        langs[language(m.query)] += m.seen
+    known = [(n, lang) for lang, n in langs.items() if lang != "unknown"]
+    return max(known)[1] if known else "unknown"
+
+
+def name_terms(
+    groups: Mapping[str, Sequence[Candidate]], n_terms: int
+) -> dict[str, tuple[list[str], str]]:
+    """Category → (its most telling terms, the language they are in).
+
+    Terms come from the queries in the category's majority language and are scored by
+    tf × log(1 + categories / categories holding the term), so words every category shares
+    (question words, the product name) lose to the ones that set this one apart.
+    """
+    tf: dict[str, Counter[str]] = {}
+    df: Counter[str] = Counter()
+    shown: dict[str, str] = {}
+    langs: dict[str, str] = {}
+    for cat, members in groups.items():
+        langs[cat] = lang = _majority_language(members)
+        counts: Counter[str] = Counter()
+        for m in members:
+            if lang != "unknown" and language(m.query) not in (lang, "unknown"):
+                continue
+            for t, word in surface_terms(m.query).items():
+                counts[t] += m.seen
+                shown.setdefault(t, word)
+        tf[cat] = counts
+        df.update(counts.keys())
+    out: dict[str, tuple[list[str], str]] = {}
+    for cat, counts in tf.items():
+        scored = {t: c * math.log(1 + len(groups) / df[t]) for t, c in counts.items()}
+        # ties go to the longer word: it is usually the more specific one
+        top = sorted(scored, key=lambda t: (-scored[t], -len(t), t))[:n_terms]
+        out[cat] = ([shown[t] for t in top], langs[cat])
+    return out
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How close the golden set comes to one topic area, and how many failures the area has."""
+
+    nearest: float
+    golden_id: str | None
+    owned: bool  # some golden case's closest failure lies in this area (at >= OWN_COSINE)
+    failures: int = 0
+
+
+def topic_coverage(
+    groups: Mapping[str, Sequence[Candidate]], reference: GoldenReference
+) -> dict[str, Coverage]:
+    """Topic id → how close the golden set comes (topic vectors: query + documents).
+
+    Each golden case *owns* the area of the failure closest to it (at ``OWN_COSINE`` or more):
+    an area the golden set covers has a case about it, even when other failures of the area are
+    worded far from that case.
+    """
+    members = [m for ms in groups.values() for m in ms if topic_of(m) is not None]
+    topic = [str(m.body.get("topic") or m.category) for m in members]
+    failures = Counter()
+    for m, t in zip(members, topic, strict=True):
+        failures[t] += m.seen
+    if not members or not len(reference):
+        return {t: Coverage(0.0, None, False, failures[t]) for t in failures}
+    sims = np.vstack([topic_of(m) for m in members]) @ reference.topics.T
+    owned = {topic[int(np.argmax(col))] for col in sims.T if float(col.max()) >= OWN_COSINE}
+    out: dict[str, Coverage] = {}
+    for t in failures:
+        rows = [i for i, x in enumerate(topic) if x == t]
+        sub = sims[rows]
+        j = int(np.argmax(sub.max(axis=0)))
+        out[t] = Coverage(float(sub[:, j].max()), reference.ids[j], t in owned, failures[t])
+    return out
+
+
+def _vectors(members: Sequence[Candidate]) -> list[np.ndarray]:
+    return [v for m in members if (v := topic_of(m)) is not None]
+
+
+def _owners(
+    groups: Mapping[str, Sequence[Candidate]], reference: GoldenReference, threshold: float
+) -> dict[str, list[int]]:
+    """Category → golden cases whose nearest category (by centroid) it is, above threshold."""
+    cats = [c for c, ms in groups.items() if any(topic_of(m) is not None for m in ms)]
+    if not len(reference) or not cats:
+        return {}
+    cents = np.vstack([unit(np.sum(_vectors(groups[c]), axis=0)) for c in cats])
+    sims = reference.topics @ cents.T
+    out: dict[str, list[int]] = defaultdict(list)
+    for i, row in enumerate(sims):
+        j = int(np.argmax(row))
+        if row[j] >= threshold:
+            out[cats[j]].append(i)
+    return out
 
 
 def summarize(
@@ -149,62 +257,71 @@ def summarize(
     reference: GoldenReference,
     *,
     new_threshold: float,
+    min_cases: int = 3,
     n_terms: int = 3,
     n_examples: int = 3,
 ) -> list[CategorySummary]:
     """One summary per category: new categories first, then by failures seen."""
-    groups: dict[str, list[Candidate]] = {}
+    groups: dict[str, list[Candidate]] = defaultdict(list)
     for row in rows:
         if row.category is not None and row.status != "golden":
-            groups.setdefault(row.category, []).append(row)
-    if not groups:
-        return []
-    tf: dict[str, Counter[str]] = {}
-    df: Counter[str] = Counter()
-    shown: dict[str, str] = {}
-    for cat, members in groups.items():
-        counts: Counter[str] = Counter()
-        for m in members:
-            for t, word in surface_terms(m.query).items():
-                counts[t] += m.seen
-                shown.setdefault(t, word)
-        tf[cat] = counts
-        df.update(counts.keys())
-    cents = centroids([m for ms in groups.values() for m in ms])
-    gold = reference.vectors
-    owner: list[str | None] = []
-    if len(reference) and cents:
-        cat_ids = list(cents)
-        sims = gold @ np.vstack([cents[c][1] for c in cat_ids]).T
-        for i in range(len(reference)):
-            j = int(np.argmax(sims[i]))
-            owner.append(cat_ids[j] if sims[i, j] >= new_threshold else None)
-    out: list[CategorySummary] = []
-    n_cats = len(groups)
-    for cat, members in groups.items():
-        scored = {t: c * math.log(1 + n_cats / df[t]) for t, c in tf[cat].items()}
-        # ties go to the longer word: it is usually the more specific one
-        top = sorted(scored, key=lambda t: (-scored[t], -len(t), t))[:n_terms]
-        vecs = [m.embedding for m in members if m.embedding is not None]
-        nearest = float((np.vstack(vecs) @ gold.T).max()) if vecs and len(reference) else 0.0
-        covered = any(m.status == "covered" for m in members)
-        owned = [i for i, o in enumerate(owner) if o == cat]
-        labels = Counter(reference.categories[i] for i in owned if reference.categories[i])
-        by_seen = sorted(members, key=lambda m: (-m.seen, m.created_at, m.id))
-        out.append(
-            CategorySummary(
-                id=cat,
-                root_cause=members[0].root_cause,
-                terms=[shown[t] for t in top],
-                examples=[m.query for m in by_seen[:n_examples]],
-                candidates=len(members),
-                failures_seen=sum(m.seen for m in members),
-                golden_cases=len(owned),
-                nearest_golden=nearest,
-                new=not covered and nearest < new_threshold,
-                golden_category=labels.most_common(1)[0][0] if labels else None,
-                statuses=dict(Counter(m.status for m in members)),
-            )
-        )
+            groups[row.category].append(row)
+    named = name_terms(groups, n_terms)
+    cover = topic_coverage(groups, reference)
+    owners = _owners(groups, reference, new_threshold)
+    out = [
+        _summary(cat, members, named[cat], cover, owners.get(cat, []), reference, n_examples)
+        for cat, members in groups.items()
+    ]
+    for s in out:
+        area = cover.get(s.topic or "", Coverage(0.0, None, False))
+        s.new = s.new and not area.owned and s.nearest_golden < new_threshold
+        s.new = s.new and area.failures >= min_cases
     out.sort(key=lambda s: (not s.new, -s.failures_seen, s.id))
     return out
+
+
+def _summary(
+    cat: str,
+    members: Sequence[Candidate],
+    named: tuple[list[str], str],
+    cover: Mapping[str, Coverage],
+    owned: Sequence[int],
+    reference: GoldenReference,
+    n_examples: int,
+) -> CategorySummary:
+    topic = str(members[0].body.get("topic") or cat)
+    near = cover.get(topic, Coverage(0.0, None, False))
+    labels = Counter(reference.categories[i] for i in owned if reference.categories[i])
+    by_seen = sorted(members, key=lambda m: (-m.seen, m.created_at, m.id))
+    return CategorySummary(
+        id=cat,
+        root_cause=members[0].root_cause,
+        terms=named[0],
+        examples=[m.query for m in by_seen[:n_examples]],
+        candidates=len(members),
+        failures_seen=sum(m.seen for m in members),
+        golden_cases=len(owned),
+        nearest_golden=near.nearest,
+        new=not any(m.status == "covered" for m in members),
+        golden_category=labels.most_common(1)[0][0] if labels else None,
+        statuses=dict(Counter(m.status for m in members)),
+        language=named[1],
+        nearest_golden_id=near.golden_id,
+        topic=topic,
+    )
+
+
+__all__ = [
+    "DOC_WEIGHT",
+    "CategorySummary",
+    "Coverage",
+    "categorise",
+    "category_id",
+    "name_terms",
+    "summarize",
+    "surface_terms",
+    "terms",
+    "topic_coverage",
+    "topic_of",
+]

@@ -1,4 +1,9 @@
-"""The current golden set as dedup and novelty see it: store rows plus the newest file version."""
+"""The current golden set as dedup and novelty see it: store rows plus the newest file version.
+
+Each case carries two vectors: its query's (dedup: "is this failure already a golden case?")
+and its *topic* (novelty: the query plus the documents of its relevant chunks, read from the
+observed corpus when the traces retrieved them; the query alone otherwise).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ragsieve.collector.store import Store
 from ragsieve.evaluators.embeddings import DIM
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.golden import load_golden, parse_version
 from ragsieve.evaluators.records import GoldenCase, normalize_text
 from ragsieve.jobs.golden.repo import CandidateRepo
+from ragsieve.jobs.golden.topics import topic_vector, unit
 
 Embed = Callable[[Sequence[str]], np.ndarray]
+DOC_WEIGHT = 1.0  # documents count as much as the query in a topic vector (categories.py too)
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,13 @@ class GoldenReference:
     categories: list[str | None]
     vectors: np.ndarray
     source: str
+    relevant: list[list[str]] | None = None
+    topics_: np.ndarray | None = None
+
+    @property
+    def topics(self) -> np.ndarray:
+        """Topic vectors (query + relevant documents), one row per case."""
+        return self.vectors if self.topics_ is None else self.topics_
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -58,9 +73,43 @@ def newest_version(path: str | Path) -> Path:
     return best
 
 
-def load_reference(repo: CandidateRepo, path: str | Path | None, embed: Embed) -> GoldenReference:
+def chunk_vectors(store: Store, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """Vectors of the observed corpus (``corpus_chunks``) for the ids it holds."""
+    wanted = sorted(set(chunk_ids))
+    if not wanted:
+        return {}
+    rows = store.query_in(
+        "SELECT chunk_id, vector FROM corpus_chunks WHERE chunk_id IN ({ids})", wanted
+    )
+    out: dict[str, np.ndarray] = {}
+    for cid, blob in rows:
+        if blob:
+            out[str(cid)] = np.frombuffer(bytes(blob), dtype=np.float32).copy()
+    return out
+
+
+def _topics(
+    store: Store, vectors: np.ndarray, relevant: list[list[str]], doc_weight: float
+) -> np.ndarray:
+    known = chunk_vectors(store, [c for ids in relevant for c in ids])
+    out = np.array(vectors, copy=True)
+    for i, ids in enumerate(relevant):
+        vecs = [known[c] for c in ids if c in known]
+        if vecs:
+            out[i] = topic_vector(vectors[i], unit(np.sum(vecs, axis=0)), doc_weight)
+    return out
+
+
+def load_reference(
+    repo: CandidateRepo,
+    path: str | Path | None,
+    embed: Embed,
+    *,
+    doc_weight: float = DOC_WEIGHT,
+) -> GoldenReference:
     """Golden rows of the store, plus the newest version of ``path`` when one is configured."""
     ids: list[str] = []
+    relevant: list[list[str]] = []
     queries: list[str] = []
     cats: list[str | None] = []
     vecs: list[np.ndarray] = []
@@ -69,6 +118,7 @@ def load_reference(repo: CandidateRepo, path: str | Path | None, embed: Embed) -
         ids.append(str(row.body.get("case_id", row.id)))
         queries.append(row.query)
         cats.append(row.category)
+        relevant.append(list((row.body.get("case") or {}).get("relevant_chunks") or {}))
         vec = row.embedding
         if vec is None:
             missing.append(len(vecs))
@@ -86,6 +136,7 @@ def load_reference(repo: CandidateRepo, path: str | Path | None, embed: Embed) -
             ids.append(case.id)
             queries.append(case.query)
             cats.append(case.category)
+            relevant.append(list(case.relevant_chunks))
             missing.append(len(vecs))
             vecs.append(np.zeros(DIM, dtype=np.float32))
     matrix = np.vstack(vecs).astype(np.float32) if vecs else np.zeros((0, DIM), np.float32)
@@ -98,4 +149,6 @@ def load_reference(repo: CandidateRepo, path: str | Path | None, embed: Embed) -
         categories=cats,
         vectors=matrix,
         source=source,
+        relevant=relevant,
+        topics_=_topics(repo.store, matrix, relevant, doc_weight) if len(ids) else None,
     )

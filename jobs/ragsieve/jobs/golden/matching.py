@@ -1,0 +1,167 @@
+"""Match a run's flagged failures against the candidates and the golden set, without a store.
+
+:func:`match_candidates` is pure: it takes the existing rows, the golden reference and the
+prepared failures (:class:`Prepared`: scrubbed query, vectors, signature) and returns
+:class:`Changes` (rows created or merged into, counts, one merge record per merged trace).
+``candidates.grow`` loads, calls it, categorises and saves.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ragsieve.evaluators.embeddings import DIM
+from ragsieve.jobs.golden.reference import GoldenReference
+from ragsieve.jobs.golden.repo import Candidate, encode_vector
+from ragsieve.jobs.golden.signature import DedupRule, Signature, duplicate_reason, from_body
+from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
+
+SHORTLIST = 5  # nearest same-cause candidates whose failure is compared in full
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One flagged failure ready to match: scrubbed query, its vectors and its signature."""
+
+    case: FlaggedCase
+    query: str
+    vector: np.ndarray
+    topic: np.ndarray
+    signature: Signature
+
+
+@dataclass
+class Changes:
+    """What matching decided: rows to write, counts for the report, why each merge happened."""
+
+    rows: dict[str, Candidate] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
+    merges: list[dict[str, Any]] = field(default_factory=list)
+    by_trace: dict[str, Candidate] = field(default_factory=dict)
+
+
+class _Index:
+    """Unit vectors in a growable matrix: nearest neighbours by dot product, amortised appends."""
+
+    def __init__(self, rows: Sequence[Candidate]) -> None:
+        self.rows: list[Candidate] = []
+        self._m = np.zeros((max(len(rows) * 2, 64), DIM), dtype=np.float32)
+        for r in rows:
+            if r.embedding is not None:
+                self.add(r, r.embedding)
+
+    def add(self, row: Candidate, vec: np.ndarray) -> None:
+        if len(self.rows) == len(self._m):
+            self._m = np.vstack([self._m, np.zeros_like(self._m)])
+        self._m[len(self.rows)] = vec
+        self.rows.append(row)
+
+    def nearest(self, vec: np.ndarray, k: int) -> list[tuple[Candidate, float]]:
+        if not self.rows:
+            return []
+        sims = self._m[: len(self.rows)] @ vec
+        top = np.argsort(-sims)[:k]
+        return [(self.rows[i], float(sims[i])) for i in top]
+
+
+def _find_duplicate(
+    p: Prepared, by_norm: dict[str, Candidate], index: _Index, rule: DedupRule
+) -> tuple[Candidate | None, float, str]:
+    """The candidate ``p`` repeats, its query cosine and the reason (None, 0, '' when none)."""
+    same = by_norm.get(p.signature.norm)
+    if same is not None:
+        return same, 1.0, "same normalised query"
+    for row, cos in index.nearest(p.vector, SHORTLIST):
+        if cos < rule.support_cosine - rule.strong_relief:
+            break
+        old = from_body(row.body, row.norm_query, row.root_cause)
+        why = duplicate_reason(p.signature, old, cos, rule)
+        if why:
+            return row, cos, why
+    return None, 0.0, ""
+
+
+def _golden_match(p: Prepared, reference: GoldenReference) -> tuple[int | None, float]:
+    exact = reference.exact(p.signature.norm)
+    if exact is not None:
+        return exact, 1.0
+    if not len(reference):
+        return None, 0.0
+    sims = reference.vectors @ p.vector
+    best = int(np.argmax(sims))
+    return best, float(sims[best])
+
+
+def match_candidates(
+    prepared: Sequence[Prepared],
+    rows: Sequence[Candidate],
+    reference: GoldenReference,
+    *,
+    rule: DedupRule,
+    new_body: Callable[[Prepared], dict[str, Any]],
+    merge: Callable[[Candidate, Prepared, float, str], None],
+    candidate_id: Callable[[str], str],
+) -> Changes:
+    """Merge each failure into the case it repeats, or open a candidate (or a covered row).
+
+    A failure already merged (its trace id is a source of a row) is counted as already seen.
+    ``new_body`` and ``merge`` build and extend row bodies (scrubbing, provenance).
+    """
+    out = Changes()
+    by_norm = {r.norm_query: r for r in rows}
+    seen = {t: r for r in rows for t in r.source_trace_ids}
+    index = _Index(rows)
+    for p in prepared:
+        trace = p.case.interaction.trace_id
+        if trace in seen:
+            out.counts["already_seen"] += 1
+            continue
+        target, sim, why = _find_duplicate(p, by_norm, index, rule)
+        gold_i, gold_sim = _golden_match(p, reference)
+        if target is not None and (sim >= gold_sim or target.status == "covered"):
+            merge(target, p, sim, why)
+            out.counts["merged_duplicates"] += 1
+            out.merges.append({"trace_id": trace, "into": target.id, "reason": why})
+        else:
+            target = _open(p, reference, gold_i, gold_sim, rule, new_body, candidate_id)
+            out.counts["covered_by_golden" if target.status == "covered" else "new_candidates"] += 1
+            by_norm[target.norm_query] = target
+            index.add(target, p.vector)
+        seen[trace] = out.by_trace[trace] = target
+        out.rows[target.id] = target
+    return out
+
+
+def _open(
+    p: Prepared,
+    reference: GoldenReference,
+    gold_i: int | None,
+    gold_sim: float,
+    rule: DedupRule,
+    new_body: Callable[[Prepared], dict[str, Any]],
+    candidate_id: Callable[[str], str],
+) -> Candidate:
+    """A new row for ``p``: ``covered`` when its query is (nearly) a golden case's."""
+    covered = gold_i is not None and gold_sim >= rule.near_duplicate_cosine
+    body = new_body(p)
+    body["embedding"] = encode_vector(p.vector)
+    body["topic_embedding"] = encode_vector(p.topic)
+    body["signature"] = p.signature.to_json()
+    if covered:
+        body["golden_id"] = reference.ids[gold_i]  # type: ignore[index]
+        body["golden_similarity"] = round(gold_sim, 4)
+    return Candidate(
+        id=candidate_id(p.signature.norm),
+        status="covered" if covered else "candidate",
+        norm_query=p.signature.norm,
+        root_cause=p.case.root_cause,
+        body=body,
+    )
+
+
+__all__ = ["Changes", "Prepared", "match_candidates"]

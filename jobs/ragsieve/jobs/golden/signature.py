@@ -1,0 +1,205 @@
+"""What makes two flagged failures one case: the question (in any language or spelling) and the
+failure itself (root cause, chunks, wrong value).
+
+A :class:`Signature` holds what dedup compares; :func:`duplicate_reason` decides and says why.
+A question and its translation, a paraphrase and a typo'd copy are one case; two different
+questions about one passage are two cases even when they fail on the same chunk. The rule:
+
+1. the same normalised query merges whatever else differs;
+2. otherwise the root cause must agree, and then either the query cosine (the multilingual
+   encoder) reaches ``near_duplicate_cosine``, or it reaches ``support_cosine`` *and* the failure
+   agrees (same missed chunk, mostly the same chunks, or the same unsupported value) *and* the
+   key terms agree (their share found in the other query, typos forgiven, translations found
+   when the two are in different languages) by at least ``term_share``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ragsieve.evaluators.judges.terms import TermIndex, all_values, tokens
+from ragsieve.evaluators.judges.text import STOPWORDS, entities, language
+from ragsieve.evaluators.records import RagInteraction, normalize_text
+
+_TAG = re.compile(r"\[[A-Z_]+\]")
+CHUNK_OVERLAP = 0.5  # Jaccard of two chunk-id sets that counts as "the same chunks"
+
+
+@dataclass(frozen=True)
+class DedupRule:
+    """The thresholds of :func:`duplicate_reason` (from ``golden`` settings)."""
+
+    near_duplicate_cosine: float = 0.9
+    support_cosine: float = 0.7
+    term_share: float = 0.5
+    strong_relief: float = 0.15
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A failure as dedup sees it."""
+
+    query: str
+    norm: str
+    root_cause: str | None
+    chunks: frozenset[str]
+    missed: str | None
+    values: frozenset[str]
+    lang: str
+
+    def to_json(self) -> dict[str, Any]:
+        """What a candidate keeps (``body["signature"]``) to be compared in later runs."""
+        return {
+            "chunks": sorted(self.chunks),
+            "missed": self.missed,
+            "values": sorted(self.values),
+            "lang": self.lang,
+        }
+
+
+def unsupported_values(answer: str | None, context: Iterable[str], query: str) -> frozenset[str]:
+    """Numbers and names the answer states that neither the chunks nor the question hold."""
+    if not answer:
+        return frozenset()
+    answer = _TAG.sub(" ", answer)  # a redaction tag ([EMAIL]) is not a value
+    ctx = " ".join(context)
+    nums = all_values(answer) - all_values(ctx) - all_values(query)
+    names = entities(answer) - entities(ctx) - entities(query)
+    low = ctx.lower()
+    return frozenset(nums | {n for n in names if n not in low})
+
+
+def from_interaction(
+    it: RagInteraction,
+    query: str,
+    answer: str | None,
+    root_cause: str | None,
+    missed: str | None,
+) -> Signature:
+    """The signature of a flagged interaction (``query`` and ``answer`` already scrubbed)."""
+    used = [d for d in it.documents if d.in_prompt is not False]
+    norm = normalize_text(query)
+    return Signature(
+        query=query,
+        norm=norm,
+        root_cause=root_cause,
+        chunks=frozenset(d.id for d in used if d.id),
+        missed=missed,
+        values=unsupported_values(answer, [d.content or "" for d in used], query),
+        lang=language(query),
+    )
+
+
+def from_body(body: Mapping[str, Any], norm: str, root_cause: str | None) -> Signature:
+    """The signature a candidate row kept (older rows: chunk ids and missed chunk only)."""
+    sig = body.get("signature") or {}
+    chunks = sig.get("chunks")
+    if chunks is None:
+        chunks = [c.get("id") for c in body.get("chunks") or [] if c.get("in_prompt") is not False]
+    query = str(body.get("query", ""))
+    return Signature(
+        query=query,
+        norm=norm,
+        root_cause=root_cause,
+        chunks=frozenset(str(c) for c in chunks if c),
+        missed=sig.get("missed", body.get("missed_chunk")),
+        values=frozenset(sig.get("values") or ()),
+        lang=str(sig.get("lang") or language(query)),
+    )
+
+
+def _content(text: str) -> list[str]:
+    return [w for w in tokens(text) if w not in STOPWORDS and len(w) > 1]
+
+
+def term_share(a: Signature, b: Signature) -> float:
+    """Mean strength with which each query's key terms occur in the other (0 when none).
+
+    Exact keys and misspellings always count; translations count when the languages differ.
+    """
+    cross = a.lang != b.lang
+    shares: list[float] = []
+    for one, other in ((a, b), (b, a)):
+        words = _content(one.query)
+        if not words:
+            continue
+        index = TermIndex([other.query], cross_lingual=cross)
+        shares.append(sum(index.find(w).strength for w in words) / len(words))
+    return sum(shares) / len(shares) if shares else 0.0
+
+
+def failure_agrees(a: Signature, b: Signature) -> tuple[str, bool] | None:
+    """Why the two failures look like one, and whether that evidence is strong, or None.
+
+    Strong: the same missed chunk, the same unsupported value, or exactly the same chunks (two
+    or more). Weak: mostly the same chunks.
+    """
+    if a.missed and a.missed == b.missed:
+        return f"same missed chunk {a.missed}", True
+    if a.values & b.values:
+        return f"same wrong value {sorted(a.values & b.values)[0]!r}", True
+    if len(a.chunks) >= 2 and a.chunks == b.chunks:
+        return f"same {len(a.chunks)} chunks", True
+    if a.chunks and b.chunks:
+        jac = len(a.chunks & b.chunks) / len(a.chunks | b.chunks)
+        if jac >= CHUNK_OVERLAP:
+            shared, every = len(a.chunks & b.chunks), len(a.chunks | b.chunks)
+            return f"mostly the same chunks ({shared} of {every})", False
+    return None
+
+
+def duplicate_reason(new: Signature, old: Signature, cosine: float, rule: DedupRule) -> str | None:
+    """Why ``new`` is the same case as ``old`` (one line for the merge record), or None.
+
+    With strong failure evidence the query may be further away (``rule.strong_relief`` off the
+    cosine, half the term share): a translation with typos still names the same things.
+    """
+    if new.norm == old.norm:
+        return "same normalised query"
+    if new.root_cause != old.root_cause:
+        return None
+    if cosine >= rule.near_duplicate_cosine:
+        return f"query cosine {cosine:.2f}"
+    if cosine < rule.support_cosine - rule.strong_relief:
+        return None
+    agrees = failure_agrees(new, old)
+    if agrees is None:
+        return None
+    failure, strong = agrees
+    if cosine < rule.support_cosine - (rule.strong_relief if strong else 0.0):
+        return None
+    share = term_share(new, old)
+    if share < rule.term_share * (0.6 if strong else 1.0):
+        return None
+    how = "translation" if new.lang != old.lang and "unknown" not in (new.lang, old.lang) else ""
+    parts = [f"query cosine {cosine:.2f}", f"key terms {share:.2f}", failure]
+    return (how + ": " if how else "") + ", ".join(parts)
+
+
+def doc_vector(chunk_vectors: Mapping[str, np.ndarray], sig: Signature) -> np.ndarray | None:
+    """The documents a failure is about: its chunks' vectors, the missed chunk counted twice."""
+    vecs = [chunk_vectors[c] for c in sorted(sig.chunks) if c in chunk_vectors]
+    if sig.missed and sig.missed in chunk_vectors:
+        vecs += [chunk_vectors[sig.missed]] * 2
+    if not vecs:
+        return None
+    total = np.sum(vecs, axis=0)
+    return np.asarray(total / max(float(np.linalg.norm(total)), 1e-12), dtype=np.float32)
+
+
+__all__ = [
+    "DedupRule",
+    "Signature",
+    "doc_vector",
+    "duplicate_reason",
+    "failure_agrees",
+    "from_body",
+    "from_interaction",
+    "term_share",
+    "unsupported_values",
+]

@@ -1,0 +1,138 @@
+"""Topic areas of failures: agglomerative clustering with a cut the data chooses, and ids that
+survive re-clustering.
+
+A failure's *topic vector* is its question and the documents it retrieved or should have
+retrieved, added as unit vectors and renormalised (:func:`topic_vector`), so two questions about
+one document area land together whatever their wording or language. :func:`cluster` builds an
+average-linkage tree over cosine distances (scipy) and cuts it at the height, within
+``[min_cut, max_cut]``, that gives the best mean silhouette: the cut adapts to how tight the
+areas of this data are instead of one fixed radius. :func:`carry_ids` maps the new groups onto
+the ids of the previous run: a group keeps the id most of its members had; when two old groups
+now form one, the larger id stays and the merge is recorded; when one old group is now two, the
+larger part keeps the id and the other is recorded as split from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+G = TypeVar("G", bound=Hashable)
+CUTS = 24  # candidate cut heights tried between min_cut and max_cut
+
+
+def unit(vec: np.ndarray) -> np.ndarray:
+    """``vec`` scaled to length 1 (a zero vector stays zero)."""
+    return np.asarray(vec / max(float(np.linalg.norm(vec)), 1e-12), dtype=np.float32)
+
+
+def topic_vector(query: np.ndarray, docs: np.ndarray | None, doc_weight: float) -> np.ndarray:
+    """``unit(query + doc_weight * docs)``; the query alone when no document is known."""
+    if docs is None or doc_weight <= 0:
+        return unit(query)
+    return unit(query + doc_weight * docs)
+
+
+def _silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
+    """Mean silhouette over points of clusters of size >= 2; singletons score 0."""
+    ids = np.unique(labels)
+    if len(ids) < 2 or len(ids) >= len(labels):
+        return -1.0
+    onehot = (labels[:, None] == ids[None, :]).astype(np.float64)
+    sizes = onehot.sum(axis=0)
+    sums = dist @ onehot  # distance of each point to each cluster, summed
+    own = np.searchsorted(ids, labels)
+    n_own = sizes[own]
+    a = sums[np.arange(len(labels)), own] / np.maximum(n_own - 1, 1)
+    other = sums / sizes[None, :]
+    other[np.arange(len(labels)), own] = np.inf
+    b = other.min(axis=1)
+    s = np.where(n_own > 1, (b - a) / np.maximum(np.maximum(a, b), 1e-12), 0.0)
+    return float(s.mean())
+
+
+def cluster(vectors: np.ndarray, *, min_cut: float, max_cut: float) -> np.ndarray:
+    """Cluster labels (0..k-1) for unit ``vectors``: average linkage, best-silhouette cut."""
+    n = len(vectors)
+    if n <= 2:
+        return (
+            np.arange(n)
+            if n == 2 and float(vectors[0] @ vectors[1]) < 1 - max_cut
+            else (np.zeros(n, dtype=np.int64))
+        )
+    from scipy.cluster.hierarchy import fcluster, linkage  # type: ignore[import-untyped]
+    from scipy.spatial.distance import squareform  # type: ignore[import-untyped]
+
+    dist = np.clip(1.0 - vectors.astype(np.float64) @ vectors.T.astype(np.float64), 0.0, 2.0)
+    np.fill_diagonal(dist, 0.0)
+    dist = (dist + dist.T) / 2
+    tree = linkage(squareform(dist, checks=False), method="average")
+    best, best_score = None, -2.0
+    for cut in np.linspace(min_cut, max_cut, CUTS):
+        labels = fcluster(tree, t=cut, criterion="distance")
+        score = _silhouette(dist, labels)
+        if score > best_score + 1e-9:
+            best, best_score = labels, score
+    if best is None:  # every cut gave one cluster or all singletons: take the widest cut
+        best = fcluster(tree, t=max_cut, criterion="distance")
+    _, out = np.unique(best, return_inverse=True)
+    return np.asarray(out, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One change of the category map between two runs."""
+
+    kind: str  # merge | split
+    category: str  # the id that stays (merge) or the new id (split)
+    other: str  # the id merged away (merge) or split from (split)
+    members: int  # how many items moved
+
+
+def fresh_id(prefix: str, founder: str) -> str:
+    """``<prefix>-<6 hex>`` from the founding member's id: stable for the same data."""
+    return f"{prefix}-{hashlib.sha256(f'{prefix}:{founder}'.encode()).hexdigest()[:6]}"
+
+
+def carry_ids(
+    groups: Mapping[G, Sequence[str]],
+    previous: Mapping[str, str | None],
+    prefix: Mapping[G, str],
+) -> tuple[dict[G, str], list[Event]]:
+    """Name each group (of member ids) by the old id most of its members had.
+
+    ``previous`` maps member → old group id (None for new members); an old id is only taken by
+    a group with the same ``prefix`` (its root cause). Returns group → id and the merges and
+    splits seen.
+    """
+    votes: dict[G, Counter[str]] = {
+        g: Counter(old for m in ms if (old := previous.get(m))) for g, ms in groups.items()
+    }
+    claims = sorted(
+        ((n, g, old) for g, c in votes.items() for old, n in c.items()),
+        key=lambda x: (-x[0], str(x[1]), x[2]),
+    )
+    names: dict[G, str] = {}
+    for _, g, old in claims:
+        free = old not in names.values() and old.startswith(prefix[g] + "-")
+        if g not in names and free:
+            names[g] = old
+    for g, ms in groups.items():
+        if g not in names:
+            names[g] = fresh_id(prefix[g], min(ms))
+    kept = set(names.values())
+    events = [
+        Event("split" if old in kept else "merge", names[g], old, n)
+        for g, c in votes.items()
+        for old, n in c.items()
+        if old != names[g]
+    ]
+    return names, sorted(events, key=lambda e: (e.category, e.other))
+
+
+__all__ = ["Event", "carry_ids", "cluster", "fresh_id", "topic_vector", "unit"]
