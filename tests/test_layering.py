@@ -95,7 +95,7 @@ def test_the_import_scan_sees_every_spelling(tmp_path: Path) -> None:
 # golden/ (fed by verdicts, run by a pass) and demo/ (drives a pass) sit where they are used.
 # So sampling and verdicts, in particular, import nothing from run, workers or sinks.
 LAYERS = (
-    "sampling", "results", "judging", "verdicts", "sinks", "golden", "workers",
+    "sampling", "results", "judging", "verdicts", "fitting", "sinks", "golden", "workers",
     "history", "alerts", "report", "run", "demo",
 )  # fmt: skip
 JOBS = Path(__file__).resolve().parents[1] / "jobs"

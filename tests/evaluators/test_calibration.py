@@ -16,7 +16,7 @@ from ragsieve.evaluators.calibration import (
     read_rows,
 )
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.judges.cli import judges
+from ragsieve.jobs.fitting.cli import judges
 
 
 def test_binary_stats_hand_computed():

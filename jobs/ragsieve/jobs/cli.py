@@ -27,7 +27,7 @@ COMMANDS: dict[str, str] = {
     "golden": "ragsieve.jobs.golden.cli:golden",
     "eval": "ragsieve.evaluators.cli:eval_command",
     "gate": "ragsieve.evaluators.cli:gate_command",
-    "judges": "ragsieve.evaluators.judges.cli:judges",
+    "judges": "ragsieve.jobs.fitting.cli:judges",
     "demo": "ragsieve.jobs.demo.cli:demo",
     "config": "ragsieve.jobs.config_cli:config",
     "workers": "ragsieve.jobs.workers.cli:workers",

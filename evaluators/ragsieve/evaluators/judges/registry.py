@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import entry_points
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.judges.llm import LLMConfig
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
+
+if TYPE_CHECKING:
+    from ragsieve.evaluators.judges.calibrated import Calibration
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 Backend = Literal["offline", "llm", "cascade"]
@@ -100,6 +104,19 @@ def get_judge(name: str, **options: Any) -> Any:
     return obj(**options) if callable(obj) else obj
 
 
+def _calibrated(key: str, metric: str, opts: dict[str, Any], calibration: Calibration) -> Any:
+    """The judge ``key`` under ``calibration``: fitted threshold (and, offline, weights)."""
+    from ragsieve.evaluators.judges.calibrated import CalibratedJudge
+
+    fitted = calibration.metrics[metric]
+    job = float(opts.get("threshold", DEFAULT_THRESHOLDS[metric]))
+    if key in METRICS:  # the offline judge combines its evidence with the fitted weights
+        opts = {**opts, "threshold": fitted.threshold, "calibration": calibration.id}
+        if fitted.weights:
+            opts["weights"] = dict(fitted.weights)
+    return CalibratedJudge(get_judge(key, **opts), fitted.threshold, job, calibration.id)
+
+
 def build_judges(
     names: Sequence[str],
     *,
@@ -107,11 +124,14 @@ def build_judges(
     llm: LLMConfig | None = None,
     cache_path: str | None = None,
     thresholds: Mapping[str, float] | None = None,
+    calibration: Calibration | None = None,
 ) -> list[Any]:
     """Judges for metric ``names`` on one backend; an explicit registry name is used as is.
 
     ``thresholds`` (metric → score) are the job's decision thresholds: the offline judges (alone
     or inside a cascade) label with them, so a judge's label and the job's flag are one decision.
+    ``calibration`` (a fit, :mod:`.calibrated`) replaces a metric's threshold and, for the
+    offline judge, its evidence weights; the judge reports its score on the job's scale.
     """
     if backend not in ("offline", "llm", "cascade"):
         raise ConfigError(f"judges.backend: must be offline, llm or cascade (got {backend!r})")
@@ -124,5 +144,9 @@ def build_judges(
         metric = key.removeprefix("cascade_")  # offline or cascade: an offline judge labels
         if thresholds and metric in METRICS and metric in thresholds:
             opts["threshold"] = float(thresholds[metric])
-        out.append(get_judge(key, **opts))
+        base = metric.removeprefix("llm_")
+        if calibration is None or base not in calibration.metrics:
+            out.append(get_judge(key, **opts))
+        else:
+            out.append(_calibrated(key, base, opts, calibration))
     return out

@@ -9,6 +9,7 @@ splits of the judge datasets, and are reported on held-out articles (README, "Ju
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 
 DEFAULT_THRESHOLDS = MappingProxyType(
@@ -19,4 +20,14 @@ DEFAULT_THRESHOLDS = MappingProxyType(
     }
 )
 
-__all__ = ["DEFAULT_THRESHOLDS"]
+_CAL_ID = re.compile(r"\bcal\d+-[0-9a-f]{8}\b")
+
+
+def calibration_id(judge_version: str | None) -> str | None:
+    """The id of the fitted calibration (``ragsieve judges fit``) a judge version carries, e.g.
+    ``cal3-1a2b3c4d`` in ``offline-5:t0.65:cal3-1a2b3c4d``; None for an uncalibrated judge."""
+    m = _CAL_ID.search(judge_version or "")
+    return m.group(0) if m else None
+
+
+__all__ = ["DEFAULT_THRESHOLDS", "calibration_id"]

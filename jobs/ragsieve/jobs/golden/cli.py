@@ -150,6 +150,7 @@ def candidates_cmd(
     show_default=True,
     help="Flagged failures, audited passes (is it really a pass?), or both (failures first).",
 )
+@click.option("--audit", is_flag=True, help="Audit items only (same as --kind audits).")
 @store_option
 @click.pass_obj
 def review_cmd(
@@ -158,12 +159,15 @@ def review_cmd(
     limit: int | None,
     reviewer: str | None,
     kind: str,
+    audit: bool,
     store: str | None,
 ) -> None:
-    """Review open candidates and audited passes in the terminal: accept / edit / reject / skip."""
+    """Review open candidates and audited passes in the terminal: accept / edit / reject / skip,
+    or say the judge was wrong (a label for ``ragsieve judges fit``, golden set untouched)."""
     from ragsieve.jobs.golden.audit import OPEN
     from ragsieve.jobs.golden.review import review
 
+    kind = "audits" if audit else kind
     with _Context(obj, store) as ctx:
         cat = _resolve_category(ctx, category)
         sums = ctx.summaries()
@@ -315,51 +319,74 @@ def import_cmd(obj: Any, file: Path, dry_run: bool, as_json: bool, store: str | 
 @store_option
 @click.pass_obj
 def status_cmd(obj: Any, as_json: bool, store: str | None) -> None:
-    """New failure categories first, then coverage per category and counts per status."""
+    """New failure categories first, then coverage per category, category changes and counts."""
+    from ragsieve.jobs.golden.category_log import CategoryLog
+
     with _Context(obj, store) as ctx:
         sums = list(ctx.summaries().values())
         counts = ctx.repo.counts()
+        catlog = CategoryLog(ctx.store)
+        announced = {k: _iso(v) for k, v in catlog.announced().items()}
+        history = catlog.history()[-20:]
         if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "new_categories": [s.to_json() for s in sums if s.new],
-                        "categories": [s.to_json() for s in sums],
-                        "counts": counts,
-                    },
-                    ensure_ascii=False,
-                )
-            )
+            new = [{**s.to_json(), "announced_at": announced.get(s.id)} for s in sums if s.new]
+            payload = {
+                "new_categories": new,
+                "categories": [s.to_json() for s in sums],
+                "category_events": [{**e, "at": _iso(e["at"])} for e in history],
+                "counts": counts,
+            }
+            click.echo(json.dumps(payload, ensure_ascii=False))
             return
-        new = [s for s in sums if s.new]
-        out = sys.stdout
-        if new:
-            click.echo(
-                f"NEW FAILURE CATEGORIES ({len(new)}): no close case in the golden set", file=out
-            )
-            for s in new:
-                click.echo(
-                    f"  * {s.name}  [{s.id}, {s.root_cause}]  seen {s.failures_seen}", file=out
-                )
-                for q in s.examples:
-                    click.echo(f"      e.g. {q}", file=out)
-            click.echo("", file=out)
-        click.echo("COVERAGE (golden cases vs production failures seen)", file=out)
+        _print_status(sums, counts, announced, history)
+
+
+def _print_status(
+    sums: list[Any],
+    counts: dict[str, int],
+    announced: dict[str, str],
+    history: list[dict[str, Any]],
+) -> None:
+    new = [s for s in sums if s.new]
+    out = sys.stdout
+    if new:
         click.echo(
-            f"  {'category':<40} {'root cause':<14} {'golden':>6} {'failures':>8}  open", file=out
+            f"NEW FAILURE CATEGORIES ({len(new)}): no golden case in their topic area", file=out
         )
-        for s in sums:
-            mark = "NEW " if s.new else ""
-            open_n = s.statuses.get("candidate", 0)
+        for s in new:
+            when = announced.get(s.id, "this run")[:16]
             click.echo(
-                f"  {(mark + s.name)[:40]:<40} {s.root_cause or '-':<14} {s.golden_cases:>6}"
-                f" {s.failures_seen:>8}  {open_n}",
+                f"  * {s.name}  [{s.id}, {s.root_cause}]  seen {s.failures_seen},"
+                f" nearest golden {s.nearest_golden:.2f}, announced {when}",
                 file=out,
             )
+            for q in s.examples:
+                click.echo(f"      e.g. {q}", file=out)
         click.echo("", file=out)
+    click.echo("COVERAGE (golden cases vs production failures seen)", file=out)
+    click.echo(
+        f"  {'category':<40} {'root cause':<14} {'golden':>6} {'failures':>8}  open", file=out
+    )
+    for s in sums:
+        mark = "NEW " if s.new else ""
+        open_n = s.statuses.get("candidate", 0)
         click.echo(
-            "candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=out
+            f"  {(mark + s.name)[:40]:<40} {s.root_cause or '-':<14} {s.golden_cases:>6}"
+            f" {s.failures_seen:>8}  {open_n}",
+            file=out,
         )
+    if history:
+        click.echo("\nCATEGORY CHANGES (latest last)", file=out)
+        for e in history[-5:]:
+            verb = "merged into" if e["kind"] == "merge" else "split from"
+            moved = (
+                f"{e['other']} {verb} {e['category']}"
+                if e["kind"] == "merge"
+                else (f"{e['category']} {verb} {e['other']}")
+            )
+            click.echo(f"  {_iso(e['at'])[:16]}  {moved} ({e['members']} candidates)", file=out)
+    click.echo("", file=out)
+    click.echo("candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=out)
 
 
 def _kv(out: dict[str, Any]) -> str:

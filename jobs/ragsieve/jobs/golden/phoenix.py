@@ -222,10 +222,11 @@ def pull(repo: CandidateRepo, client: PhoenixDatasets, dataset: str) -> dict[str
         decision = str(meta.get("decision") or "").strip().lower()
         who = str(meta.get("reviewer") or "phoenix")
         if decision in ACCEPT:
-            decide(repo, c, "accepted", who, None)
+            decide(repo, c, "accepted", who, None, via="phoenix")
             counts["accepted"] += 1
         elif decision in REJECT:
-            decide(repo, c, "rejected", who, str(meta.get("reason") or "rejected in Phoenix"))
+            why = str(meta.get("reason") or "rejected in Phoenix")
+            decide(repo, c, "rejected", who, why, via="phoenix")
             counts["rejected"] += 1
         elif changed:
             repo.save([c])

@@ -89,8 +89,8 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
         "RETRIEVED CHUNKS (suggestions)",
     ]
     for ch in b.get("chunks", []) or []:
-        mark = "" if ch.get("in_prompt") is not False else " (not in prompt)"
-        lines.append(f"  [{ch.get('rank')}] {ch.get('id')}{mark}")
+        mark = "" if ch.get("in_prompt") is not False else ", not in prompt"
+        lines.append(f"  {ch.get('id')}  (rank {ch.get('rank')}{mark})")
         if ch.get("content"):
             lines.append(wrap.fill(str(ch["content"])[:300]))
     if not b.get("chunks"):
@@ -113,7 +113,23 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
     return "\n".join(lines)
 
 
-def _edit(c: Candidate) -> None:
+def unknown_chunks(repo: CandidateRepo, c: Candidate, ids: Sequence[str]) -> list[str]:
+    """The ``ids`` that are neither among the trace's retrieved chunks nor in the observed
+    corpus (chunks any trace retrieved): a typo, or a list position typed for an id."""
+    known = {str(ch.get("id")) for ch in c.body.get("chunks", []) or []}
+    rest = sorted(set(ids) - known)
+    if not rest:
+        return []
+    seen = {
+        r[0]
+        for r in repo.store.query_in(
+            "SELECT chunk_id FROM corpus_chunks WHERE chunk_id IN ({ids})", rest
+        )
+    }
+    return [i for i in rest if i not in seen]
+
+
+def _edit(c: Candidate, repo: CandidateRepo) -> None:
     b = c.body
     # the default is the reviewer's own answer so far, never the (failing) system answer
     answer = click.prompt(
@@ -127,10 +143,19 @@ def _edit(c: Candidate) -> None:
             default=chunks_default or "-",
         )
         try:
-            b["relevant_chunks"] = {} if raw.strip() == "-" else parse_chunks(raw)
-            break
+            chunks = {} if raw.strip() == "-" else parse_chunks(raw)
         except click.BadParameter as exc:
             click.echo(f"  {exc.message}")
+            continue
+        unknown = unknown_chunks(repo, c, list(chunks))
+        if unknown:
+            click.echo(
+                f"  not a chunk of this trace nor of the observed corpus: {', '.join(unknown)}"
+                " (give chunk ids, not positions)"
+            )
+            continue
+        b["relevant_chunks"] = chunks
+        break
 
 
 def review(
@@ -151,13 +176,23 @@ def review(
             click.echo(render(c, summaries.get(c.category or "")))
             click.echo(f"\n[{i}/{len(rows)}]")
             action = click.prompt(
-                "[a]ccept  [e]dit reference  [r]eject  [s]kip  [q]uit",
-                type=click.Choice(["a", "e", "r", "s", "q"]),
+                "[a]ccept  [e]dit reference  [c]orrect root cause  [r]eject"
+                "  [w] the judge was wrong  [s]kip  [q]uit",
+                type=click.Choice(["a", "e", "c", "r", "w", "s", "q"]),
                 show_choices=False,
             )
             if action == "e":
                 _record_edit(repo, c, reviewer, report)
                 continue
+            if action == "c":
+                _correct_root_cause(repo, c)
+                continue
+            if action == "w":
+                why = judge_was_wrong(repo, c, reviewer, "pass")
+                decide(repo, c, "rejected", reviewer, f"false_alarm: the judge was wrong: {why}")
+                report.rejected.append(c.id)
+                click.echo(f"labelled {c.id} a pass (the judge was wrong); golden set untouched")
+                break
             if action == "a":
                 if not c.body.get("relevant_chunks") and not click.confirm(
                     "No relevant chunks: accept as a no-answer case (the system must abstain)?",
@@ -182,7 +217,7 @@ def review(
 
 def _record_edit(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> None:
     """Let the reviewer edit the reference answer and chunks, and save who did it."""
-    _edit(c)
+    _edit(c, repo)
     c.body.setdefault("review", {})["edited_by"] = reviewer
     repo.save([c])
     report.edited.append(c.id)
@@ -196,14 +231,20 @@ def _review_audit(
         click.echo(render(c, None))
         click.echo(f"\n{where}")
         action = click.prompt(
-            "Really a pass? [y]es, a pass  [n]o, a missed failure  [e]dit reference  [s]kip"
-            "  [q]uit",
-            type=click.Choice(["y", "n", "e", "s", "q"]),
+            "Really a pass? [y]es, a pass  [n]o, a missed failure  [w] the judge was wrong"
+            "  [e]dit reference  [s]kip  [q]uit",
+            type=click.Choice(["y", "n", "w", "e", "s", "q"]),
             show_choices=False,
         )
         if action == "e":
             _record_edit(repo, c, reviewer, report)
             continue
+        if action == "w":
+            why = judge_was_wrong(repo, c, reviewer, "fail")
+            decide(repo, c, MISSED, reviewer, f"missed_failure: {why}", verdict="fail")
+            report.audit_misses.append(c.id)
+            click.echo(f"labelled {c.id} a failure (the judge was wrong); golden set untouched")
+            return True
         if action == "y":
             decide(repo, c, PASSED, reviewer, "confirmed_pass", verdict="pass")
             report.audit_passes.append(c.id)
@@ -231,6 +272,43 @@ def _review_audit(
         return True
 
 
+def judge_was_wrong(repo: CandidateRepo, c: Candidate, reviewer: str, verdict: str) -> str:
+    """Ask why, and record a label (the trace's true ``verdict``) for ``ragsieve judges fit``;
+    nothing is added to or removed from the golden set."""
+    from ragsieve.jobs.fitting.labels import Label, add_label
+
+    why = ""
+    while not why:
+        why = click.prompt("Why was the judge wrong? (one line)").strip()
+    cause = None
+    if verdict == "fail":
+        cause = _ask_root_cause(None)
+    traces = c.source_trace_ids
+    if traces:
+        add_label(repo.store, Label(traces[0], verdict, "review", None, cause, why), by=reviewer)  # type: ignore[arg-type]
+    return why
+
+
+def _ask_root_cause(current: str | None) -> str | None:
+    from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES
+
+    raw = click.prompt(
+        f"Root cause ({', '.join(ROOT_CAUSES)}; '-' for none)",
+        type=click.Choice([*ROOT_CAUSES, "-"]),
+        default=current or "-",
+        show_choices=False,
+    )
+    return None if raw == "-" else raw
+
+
+def _correct_root_cause(repo: CandidateRepo, c: Candidate) -> None:
+    """The reviewer's root cause, kept beside the job's (a fit learns from both)."""
+    review = c.body.setdefault("review", {})
+    review["root_cause"] = _ask_root_cause(review.get("root_cause") or c.root_cause)
+    repo.save([c])
+    click.echo(f"  root cause: {review['root_cause'] or '-'} (the job said {c.root_cause})")
+
+
 def _reason() -> str:
     while True:
         raw = click.prompt(
@@ -248,8 +326,10 @@ def decide(
     reason: str | None,
     *,
     verdict: str | None = None,
+    via: str | None = None,
 ) -> None:
-    """Record a person's decision on one candidate (``verdict``: an audit's pass / fail)."""
+    """Record a person's decision on one candidate (``verdict``: an audit's pass / fail;
+    ``via``: where it was given when not here, e.g. ``phoenix``; labels name it as their source)."""
     c.status = status
     c.body["review"] = {
         **c.body.get("review", {}),
@@ -260,4 +340,6 @@ def decide(
     }
     if verdict is not None:
         c.body["review"]["verdict"] = verdict
+    if via is not None:
+        c.body["review"]["via"] = via
     repo.save([c])

@@ -43,6 +43,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ragsieve.evaluators.ppi import Labelled, ppi_failure_rate, variance_from_interval
+
 if TYPE_CHECKING:
     from ragsieve.jobs.results.reviews import ReviewLabel
 
@@ -151,6 +153,7 @@ def failure_rate(
         "covered": part,
         "raw": round(sum(failed for _, failed in weighted) / len(weighted), 6),
         "traffic_estimate": round(sum_w, 3),
+        "variance": var,
     }
 
 
@@ -171,10 +174,38 @@ def _clamp(v: float) -> float:
     return min(1.0, max(0.0, v))
 
 
+def _ppi(
+    raw: float | None,
+    raw_ci: tuple[float, float] | None,
+    raw_variance: float | None,
+    labels: Sequence[ReviewLabel],
+) -> dict[str, Any] | None:
+    """The prediction-powered failure rate (``ragsieve.evaluators.ppi``) from the reviews."""
+    if raw is None:
+        return None
+    if raw_variance is None:
+        lo, hi = raw_ci or (raw, raw)
+        raw_variance = variance_from_interval(raw, lo, hi)
+    labelled = [
+        Labelled(lab.outcome in ("tp", "fp"), lab.outcome in ("tp", "fn"), lab.weight)
+        for lab in labels
+        if lab.outcome in ("tp", "fp", "tn", "fn")
+    ]
+    return ppi_failure_rate(raw, raw_variance, labelled)
+
+
 def judge_quality(
-    raw: float | None, raw_ci: tuple[float, float] | None, labels: Sequence[ReviewLabel]
+    raw: float | None,
+    raw_ci: tuple[float, float] | None,
+    labels: Sequence[ReviewLabel],
+    raw_variance: float | None = None,
 ) -> dict[str, Any]:
-    """Measured precision, TPR/FPR, false-omission rate and the corrected failure rate."""
+    """Measured precision, TPR/FPR, false-omission rate and the corrected failure rate.
+
+    ``failure_rate_ppi`` is the prediction-powered estimate with its 95% interval (module
+    ``ragsieve.evaluators.ppi``), beside ``raw_failure_rate``; ``raw_variance`` is the raw
+    estimate's design variance (``failure_rate(...)["variance"]``), else read off ``raw_ci``.
+    """
     w: dict[str, list[float]] = {o: [] for o in OUTCOMES}
     for lab in labels:
         if lab.outcome not in w:
@@ -194,6 +225,7 @@ def judge_quality(
         "tpr": None,
         "fpr": None,
         "raw_failure_rate": raw,
+        "failure_rate_ppi": _ppi(raw, raw_ci, raw_variance, labels),
         "corrected_failure_rate": None,
     }
     ppv = fomr = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ragsieve.evaluators.judges.thresholds import calibration_id
 from ragsieve.evaluators.redact import redact
 from ragsieve.jobs.judging.spend import Spend
 from ragsieve.jobs.results.reviews import ReviewLabel
@@ -79,7 +80,7 @@ def build_report(inp: RunReportInput) -> dict[str, Any]:
             "routed": len(inp.audit),
             "trace_ids": [c.interaction.trace_id for c in inp.audit],
         },
-        "judge_quality": judge_quality(rate["estimate"], ci, inp.labels),
+        "judge_quality": judge_quality(rate["estimate"], ci, inp.labels, rate.get("variance")),
         **_cost_and_budget(inp),
         "flagged_cases": flagged_cases(inp.flagged, inp.settings),
     }
@@ -134,7 +135,10 @@ def _window_and_sample(inp: RunReportInput) -> dict[str, Any]:
         "run_id": None if inp.dry_run else inp.run_id,
         "dry_run": inp.dry_run,
         "window": {"start": lo.isoformat(), "end": hi.isoformat()},
-        "judges": [{"name": j.name, "version": str(j.version)} for j in inp.judges],
+        "judges": [
+            {"name": j.name, "version": str(j.version), "calibration": calibration_id(j.version)}
+            for j in inp.judges
+        ],
         "judge_set": inp.judge_set,
         "settled": inp.settled,
         "discovered": sel.discovered,

@@ -1,7 +1,8 @@
 """Phoenix span annotations for every verdict: queued in the durable outbox, delivered with retries.
 
 Each judge result becomes one annotation on the trace's root span (name = evaluator, label,
-score, explanation, annotator kind LLM or CODE, root cause and run id in metadata), plus one
+score, explanation, annotator kind LLM or CODE, root cause, run id and the calibration that
+judged it, if any, in metadata), plus one
 ``ragsieve_verdict`` annotation (pass / fail, root cause as explanation). The ``identifier`` is
 stable per (trace, name), so re-posting updates the annotation instead of adding a duplicate,
 and it is the outbox dedup key, so a requeue replaces a pending payload.
@@ -26,6 +27,7 @@ import httpx
 
 from ragsieve.collector.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
+from ragsieve.evaluators.judges.thresholds import calibration_id
 from ragsieve.evaluators.records import EvalResult
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,7 @@ def build_annotations(
                     "verdict": verdict,
                     "judge_version": r.judge_version,
                     "judge_model": r.judge_model,
+                    "calibration": calibration_id(r.judge_version),
                 },
                 "identifier": identifier(r.trace_id, r.evaluator),
             }
@@ -81,7 +84,14 @@ def build_annotations(
                     "score": 0.0 if verdict == "fail" else 1.0,
                     "explanation": f"{root_cause}: {evidence}" if root_cause else evidence,
                 },
-                "metadata": {"root_cause": root_cause, "run_id": run_id, "trace_id": trace_id},
+                "metadata": {
+                    "root_cause": root_cause,
+                    "run_id": run_id,
+                    "trace_id": trace_id,
+                    "calibration": next(
+                        (c for r in results if (c := calibration_id(r.judge_version))), None
+                    ),
+                },
                 "identifier": identifier(trace_id, VERDICT_NAME),
             }
         )

@@ -65,14 +65,18 @@ class WorkerRuntime:
     latency_ms: float = 0.0
     judge_options: dict[str, Any] = field(default_factory=dict)
     pii_patterns: tuple[str, ...] | None = None  # None: results kept as judged; else redacted
-    _judges: dict[tuple[tuple[str, ...], str], list[Any]] = field(default_factory=dict)
+    _judges: dict[tuple[tuple[str, ...], str, str | None], list[Any]] = field(default_factory=dict)
 
     def judges(self, names: Sequence[str], backend: str) -> list[Any]:
-        """The judge objects for a batch's judge names and backend."""
-        key = (tuple(names), backend)
+        """The judge objects for a batch's judge names and backend, under the store's active
+        calibration (``ragsieve judges fit``), read per batch so a new fit is picked up."""
+        from ragsieve.jobs.judging.judges import load_active
+
+        cal = load_active(None, self.store)
+        key = (tuple(names), backend, cal.id if cal else None)
         if key not in self._judges:
             built = build_judge_set(
-                names, backend, latency_ms=self.latency_ms, **self.judge_options
+                names, backend, latency_ms=self.latency_ms, calibration=cal, **self.judge_options
             )
             if self.pii_patterns is not None:
                 from ragsieve.evaluators.redact import RedactingJudge

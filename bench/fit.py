@@ -1,0 +1,169 @@
+"""Fit benchmark: does ``ragsieve judges fit`` on one batch's labels make the job better on another?
+
+Usage: ``.venv/bin/python bench/fit.py [--data DIR] [--sizes 20,40,60,100,200]``
+-> prints a table, writes ``bench/results/fit.json``.
+
+Traffic is ``bench/e2e_traffic.py``'s, held-out articles only (the judges were tuned on the other
+half). The held-out articles are split in two batches by their order: batch A (labelled) and
+batch B (fresh). All of it goes through the real collector and ``ragsieve jobs run --all`` (as in
+``bench/e2e.py``); then, for each label count N, a copy of that store gets N labels on batch A
+traces (a labels file: half real failures, half real passes, drawn at random; the truth is the
+trace's planted kind and root cause), ``ragsieve judges fit --labels`` runs as a user would run
+it (stored only when better beyond noise), and ``ragsieve jobs run --all`` judges again under the
+stored calibration. Batch B's false-positive rate, recall and root-cause accuracy are read from
+the job's own verdicts, before and after.
+
+Goals (issue 12): with 60 labels, FPR at least halved when it starts above 0.10, recall not lower
+by more than 0.03, root-cause accuracy not lower; the fit of 200 labels under 10 s on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from e2e import RAGSIEVE, run_pipeline, score, verdicts  # noqa: E402
+from e2e_traffic import DATA, Trace, build  # noqa: E402
+
+ONE_CORE = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def batches(traces: list[Trace]) -> tuple[list[Trace], set[str], set[str]]:
+    """Held-out traces, and the articles of batch A (labelled) and batch B (fresh)."""
+    held = [t for t in traces if t.split == "heldout"]
+    articles = list(dict.fromkeys(t.article for t in held))
+    half = len(articles) // 2
+    return held, set(articles[:half]), set(articles[half:])
+
+
+def labels_file(
+    sent: dict[str, Trace], articles: set[str], n: int, seed: int, path: Path
+) -> dict[str, int]:
+    """``n`` labels on batch-A traces, half real failures and half real passes."""
+    rng = random.Random(seed)
+    pool = sorted((tid, t) for tid, t in sent.items() if t.article in articles)
+    fails = [p for p in pool if p[1].expect != "pass"]
+    passes = [p for p in pool if p[1].expect == "pass"]
+    pick = rng.sample(fails, min(n // 2, len(fails))) + rng.sample(passes, n - n // 2)
+    with path.open("w") as f:
+        for tid, t in pick:
+            line: dict[str, Any] = {"trace_id": tid, "verdict": "pass" if t.expect == "pass" else "fail"}
+            if t.expect != "pass":
+                line["root_cause"] = t.expect
+            f.write(json.dumps(line) + "\n")
+    return {"labels": len(pick), "fail": sum(t.expect != "pass" for _, t in pick)}
+
+
+def ragsieve(args: list[str], store: str, one_core: bool = False) -> tuple[int, Any]:
+    env = {**os.environ, "RAGSIEVE_STORE": store, **(ONE_CORE if one_core else {})}
+    cmd = [RAGSIEVE, *args, "--store", store, "--json"]
+    if one_core and shutil.which("taskset"):
+        cmd = ["taskset", "-c", "0", *cmd]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if out.returncode not in (0, 1):
+        return out.returncode, {"error": out.stderr.strip().splitlines()[-1:]}
+    return out.returncode, json.loads(out.stdout)
+
+
+def fresh(sent: dict[str, Trace], articles: set[str]) -> dict[str, Trace]:
+    return {tid: t for tid, t in sent.items() if t.article in articles}
+
+
+def one_size(
+    n: int, sent: dict[str, Trace], a: set[str], b: set[str], db: Path, work: Path, seed: int
+) -> dict[str, Any]:
+    """Label N batch-A traces on a copy of the store, fit, re-run the job, score batch B."""
+    copy = work / f"fit{n}.db"
+    shutil.copy(db, copy)
+    store = f"sqlite:///{copy}"
+    drawn = labels_file(sent, a, n, seed, work / f"labels{n}.jsonl")
+    t0 = time.perf_counter()
+    code, fit = ragsieve(["judges", "fit", "--labels", str(work / f"labels{n}.jsonl")], store, True)
+    wall = round(time.perf_counter() - t0, 2)
+    row: dict[str, Any] = {"labels": n, "drawn": drawn, "fit_exit": code, "fit_wall_s": wall}
+    if "agreement" not in fit:
+        row["refused"] = fit.get("error")
+        return row
+    row["cv"] = {k: fit["agreement"][k] for k in ("before", "after", "delta")}
+    row.update(
+        better=fit["better"],
+        written=fit["written"],
+        seconds=fit["seconds"],
+        metrics=fit["metrics"],
+        root_cause_cv=fit["root_cause_accuracy"],
+    )
+    if fit["written"]:
+        ragsieve(["jobs", "run", "--since", "24h", "--settle", "0", "--all"], store)
+    row["batch_b"] = _pick(score(fresh(sent, b), verdicts(copy), "all"))
+    return row
+
+
+def _pick(s: dict[str, Any]) -> dict[str, Any]:
+    return {k: s[k] for k in ("traces", "fpr", "recall", "root_cause_accuracy", "fpr_cross_lingual")}
+
+
+def table(result: dict[str, Any]) -> str:
+    base = result["baseline_batch_b"]
+    lines = [
+        f"batch B (fresh, held-out articles): {base['traces']} traces; unfitted judge:"
+        f" FPR {base['fpr']}, recall {base['recall']}, root cause {base['root_cause_accuracy']}",
+        f"{'labels':>6} {'written':>14} {'CV BA before -> after':>28} {'FPR':>7} {'recall':>7}"
+        f" {'rc acc':>7} {'fit s':>6}",
+    ]
+    for r in result["curve"]:
+        if "refused" in r:
+            lines.append(f"{r['labels']:>6} refused: {r['refused']}")
+            continue
+        cv = r["cv"]
+        ba = f"{cv['before']['balanced_accuracy']['value']:.3f} -> {cv['after']['balanced_accuracy']['value']:.3f}"
+        bb = r["batch_b"]
+        lines.append(
+            f"{r['labels']:>6} {str(r['written'] or 'no'):>14} {ba:>28} {bb['fpr']!s:>7}"
+            f" {bb['recall']!s:>7} {bb['root_cause_accuracy']!s:>7} {r['seconds']['fit']:>6}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--sizes", default="20,40,60,100,200")
+    ap.add_argument("--seed", type=int, default=11)
+    args = ap.parse_args()
+    held, a, b = batches(build(args.data))
+    work = Path(tempfile.mkdtemp(prefix="ragsieve-fit-"))
+    try:
+        sent, report, db = run_pipeline(held, work)
+        base = _pick(score(fresh(sent, b), verdicts(db), "all"))
+        curve = [one_size(int(n), sent, a, b, db, work, args.seed) for n in args.sizes.split(",")]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result = {
+        "benchmark": "fit",
+        "data": "XQuAD es/en held-out articles; batch A (labelled) and batch B (fresh) by article",
+        "judge": "offline heuristic, jobs.thresholds; fitted by `ragsieve judges fit --labels`",
+        "baseline_job_seconds": report.get("_job_seconds"),
+        "baseline_batch_b": base,
+        "curve": curve,
+    }
+    out = ROOT / "results" / "fit.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(table(result))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

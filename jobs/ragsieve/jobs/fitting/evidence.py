@@ -1,0 +1,105 @@
+"""The labelled examples a fit learns from: each labelled trace's offline evidence and verdicts.
+
+A trace's evidence is the newest stored offline result per metric that recorded it (a calibrated
+run records the same evidence: weights only change how it combines); a trace judged before the
+judges recorded evidence, or never judged offline, is judged now with the uncalibrated offline
+judges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ragsieve.collector.store import Store
+from ragsieve.evaluators.judges import build_judges, safe_evaluate
+from ragsieve.evaluators.judges.calibrated import UNKNOWN
+from ragsieve.evaluators.records import EvalResult, RagInteraction
+from ragsieve.jobs.fitting.fit import METRICS, Example, Item, verdict_table
+from ragsieve.jobs.fitting.labels import Label, effective
+from ragsieve.jobs.results.judgements import load_interactions
+
+if TYPE_CHECKING:
+    from ragsieve.jobs.settings import Settings
+
+OFFLINE_PREFIX = "offline-5"
+
+
+def has_evidence(r: EvalResult) -> bool:
+    """A result a fit can re-score: unknown (nothing to weigh), or with its evidence recorded."""
+    if r.label in UNKNOWN or r.score is None:
+        return True
+    if r.evaluator == "context_relevance":
+        chunks = r.metadata.get("chunks") or []
+        return bool(chunks) and all("density" in c for c in chunks)
+    return isinstance(r.metadata.get("evidence"), dict)
+
+
+def stored_evidence(store: Store, trace_ids: Sequence[str]) -> dict[str, dict[str, EvalResult]]:
+    """Newest offline result with evidence per (trace, metric)."""
+    out: dict[str, dict[str, EvalResult]] = {}
+    for tid, evaluator, version, body in store.query_in(
+        "SELECT trace_id, evaluator, judge_version, body FROM results WHERE trace_id IN ({ids})"
+        " ORDER BY created_at",
+        trace_ids,
+    ):
+        if evaluator not in METRICS or not str(version).startswith(OFFLINE_PREFIX):
+            continue
+        r = EvalResult.model_validate(json.loads(body))
+        if has_evidence(r):
+            out.setdefault(tid, {})[evaluator] = r
+    return out
+
+
+async def _judge_missing(
+    records: dict[str, RagInteraction],
+    have: dict[str, dict[str, EvalResult]],
+    settings: Settings,
+) -> None:
+    judges = build_judges(list(METRICS), thresholds=settings.jobs.thresholds)
+    sem = asyncio.Semaphore(max(1, settings.jobs.concurrency))
+
+    async def one(it: RagInteraction, judge: object) -> None:
+        async with sem:
+            for r in await safe_evaluate(judge, it):  # type: ignore[arg-type]
+                have.setdefault(it.trace_id, {})[r.evaluator] = r
+
+    await asyncio.gather(
+        *(
+            one(it, j)
+            for tid, it in records.items()
+            for j in judges
+            if j.name not in have.get(tid, {})
+        )
+    )
+
+
+def build_examples(
+    store: Store, settings: Settings, labels: Sequence[Label]
+) -> tuple[list[Example], list[Item], int]:
+    """Examples and items for the labels on traces the store holds; also how many traces had to
+    be judged now."""
+    eff = effective(labels)
+    ids = sorted({x.trace_id for x in eff})
+    records = load_interactions(store, ids)
+    have = stored_evidence(store, sorted(records))
+    judged_now = sum(1 for t in records if set(METRICS) - set(have.get(t, {})))
+    if judged_now:
+        asyncio.run(_judge_missing(records, have, settings))
+    order = sorted(records)
+    index = {t: i for i, t in enumerate(order)}
+    examples = []
+    for tid in order:
+        fail, causes = verdict_table(records[tid], have.get(tid, {}))
+        examples.append(Example(tid, have.get(tid, {}), fail, causes))
+    items = [
+        Item(index[x.trace_id], x.metric, x.verdict == "fail", x.root_cause)
+        for x in eff
+        if x.trace_id in index
+    ]
+    return examples, items, judged_now
+
+
+__all__ = ["build_examples", "has_evidence", "stored_evidence"]

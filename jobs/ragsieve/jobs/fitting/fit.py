@@ -1,0 +1,428 @@
+"""Fitting the offline judge to a deployment's labels: per metric a threshold and evidence weights.
+
+What is fitted is the job's own decision. For each labelled trace the offline judges' evidence is
+read (stored results, else judged now); the job's verdict rule (``verdicts.flagging.decide``) is
+evaluated once for each of the 8 pass/fail combinations of the three metrics, so a candidate
+calibration only changes which combination a trace lands in. Coordinate ascent then picks, metric
+by metric (two sweeps), the evidence weights (a grid on the simplex) and the threshold (0.05 to
+0.95 by 0.01) that maximise balanced accuracy against the labels (failure = positive; ties go to
+the better root-cause agreement, then to the values nearer the defaults).
+
+A label names a trace's verdict (``fail`` / ``pass``), or one metric's when it says which. The
+agreement reported is k-fold cross-validated: each fold is predicted by a fit on the other folds
+("after") and by the defaults ("before"); the two are bootstrapped together (95% intervals, and
+the paired interval of the difference). A fit is "better beyond noise" when the lower end of the
+balanced-accuracy difference's interval is above 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ragsieve.evaluators.agreement import bootstrap
+from ragsieve.evaluators.errors import RagsieveError
+from ragsieve.evaluators.judges import context
+from ragsieve.evaluators.judges.calibrated import (
+    DEFAULT_WEIGHTS,
+    LABELS,
+    UNKNOWN,
+    Calibration,
+    MetricCalibration,
+)
+from ragsieve.evaluators.records import EvalResult, RagInteraction
+from ragsieve.jobs.verdicts.flagging import decide
+
+METRICS = ("faithfulness", "answer_relevance", "context_relevance")
+THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.01), 2)
+MIN_PER_CLASS = 20
+
+
+@dataclass
+class Example:
+    """One labelled trace: its default results and the verdict for each metric combination."""
+
+    trace_id: str
+    results: dict[str, EvalResult]
+    fail: np.ndarray  # (8,) bool: the job fails the trace when bit k says metric k failed
+    cause: list[str | None]  # (8,) the root cause it assigns
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One label to agree with: a trace's verdict (``metric`` None) or one metric's."""
+
+    example: int
+    metric: str | None
+    failed: bool
+    root_cause: str | None = None
+
+
+@dataclass
+class Params:
+    """Per metric: threshold and weights."""
+
+    thresholds: dict[str, float]
+    weights: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def copy(self) -> Params:
+        """An independent copy."""
+        return Params(dict(self.thresholds), {m: dict(w) for m, w in self.weights.items()})
+
+
+def verdict_table(
+    interaction: RagInteraction, results: Mapping[str, EvalResult]
+) -> tuple[np.ndarray, list[str | None]]:
+    """The job's verdict and root cause for each of the 8 pass/fail combinations of the
+    metrics (bit k of the index = metric k failed); unknown results stay as they are."""
+    fail = np.zeros(8, bool)
+    causes: list[str | None] = []
+    for combo in range(8):
+        synth = [
+            _forced(r, bool(combo >> k & 1)) for k, m in enumerate(METRICS) if (r := results.get(m))
+        ]
+        v = decide(interaction, synth, {m: 0.5 for m in METRICS})
+        fail[combo] = v.outcome == "fail"
+        causes.append(v.root_cause)
+    return fail, causes
+
+
+def _forced(r: EvalResult, failed: bool) -> EvalResult:
+    """``r`` with its decision forced to ``failed`` (score 0 or 1 against a 0.5 threshold)."""
+    if r.label in UNKNOWN or r.score is None or r.evaluator not in LABELS:
+        return r
+    meta = dict(r.metadata)
+    chunks = meta.get("chunks")
+    if isinstance(chunks, list) and chunks:
+        best = max(range(len(chunks)), key=lambda i: float(chunks[i].get("score") or 0.0))
+        meta["chunks"] = [
+            {**c, "relevant": (i == best and not failed)} for i, c in enumerate(chunks)
+        ]
+    ok, bad = LABELS[r.evaluator]
+    update = {"score": 0.0 if failed else 1.0, "label": bad if failed else ok, "metadata": meta}
+    return r.model_copy(update=update)
+
+
+class Scorer:
+    """Each metric's raw score for every example under given weights, vectorised."""
+
+    def __init__(self, examples: Sequence[Example]) -> None:
+        n = len(examples)
+        self.n = n
+        self.faith = np.full((n, 3), np.nan)
+        self.ans = np.full((n, 4), np.nan)
+        self.abstained = np.zeros(n, bool)
+        rows: list[tuple[int, Mapping[str, Any]]] = []
+        for i, ex in enumerate(examples):
+            self._read(i, ex, rows)
+        self.owner = np.array([i for i, _ in rows], int)
+        c = [ch for _, ch in rows]
+        self.terms = np.array([float(x["terms"]) for x in c], float)
+        typed = [x.get("typed") for x in c]
+        self.untyped = np.array([t is None for t in typed], bool)
+        self.typed_false = np.array([t is False for t in typed], bool)
+        self.type_credit = np.where(self.untyped, context.UNTYPED_CREDIT, [bool(t) for t in typed])
+        self.cos = np.array([np.nan if x.get("cosine") is None else float(x["cosine"]) for x in c])
+        self.other = np.array([bool(x.get("other_language")) for x in c], bool)
+        self.density = np.array([float(x["density"]) for x in c], float)
+
+    def _read(self, i: int, ex: Example, rows: list[tuple[int, Mapping[str, Any]]]) -> None:
+        r = ex.results.get("faithfulness")
+        if (
+            r is not None
+            and r.label not in UNKNOWN
+            and isinstance(r.metadata.get("evidence"), Mapping)
+        ):
+            ev = r.metadata["evidence"]
+            self.faith[i] = [ev["mean"], ev["min"], ev["share"]]
+        r = ex.results.get("answer_relevance")
+        if (
+            r is not None
+            and r.label not in UNKNOWN
+            and isinstance(r.metadata.get("evidence"), Mapping)
+        ):
+            ev = r.metadata["evidence"]
+            self.ans[i] = [ev["addressed"], ev["type_ok"], ev["direct"], ev["specificity"]]
+            self.abstained[i] = bool(r.metadata.get("abstained"))
+        r = ex.results.get("context_relevance")
+        if r is not None and r.label not in UNKNOWN and r.score is not None:
+            rows += [(i, ch) for ch in r.metadata.get("chunks") or [] if "density" in ch]
+
+    def score(self, metric: str, w: Mapping[str, float]) -> np.ndarray:
+        """Raw scores (NaN where the metric is unknown)."""
+        if metric == "faithfulness":
+            return self.faith @ np.array([w["mean"], w["min"], w["share"]])
+        if metric == "answer_relevance":
+            vec = np.array([w["addressed"], w["type_ok"], w["direct"], w["specificity"]])
+            s = self.ans @ vec
+            s = np.where(self.ans[:, 1] == 0, s * 0.7, s)
+            return np.where(self.abstained, np.minimum(s, 0.2), s)
+        return self._context(w)
+
+    def _context(self, w: Mapping[str, float]) -> np.ndarray:
+        lexical = w["terms"] * self.terms + w["type"] * self.type_credit
+        lexical = np.where(self.typed_false, np.minimum(lexical, 0.6 * self.terms + 0.1), lexical)
+        floor = context.SEMANTIC_FLOOR - np.where(self.other, context.XLING_FLOOR_SHIFT, 0.0)
+        with np.errstate(invalid="ignore"):
+            meaning = np.clip((self.cos - floor) / context.SEMANTIC_SPAN, 0.0, 1.0)
+        blended = w["lexical"] * lexical + w["meaning"] * meaning * (0.5 + 0.5 * self.type_credit)
+        both = np.where(np.isnan(self.cos), lexical, np.maximum(lexical, blended))
+        graded = np.round(
+            both * (1.0 - context.DENSITY_WEIGHT + context.DENSITY_WEIGHT * self.density), 4
+        )
+        out = np.full(self.n, np.nan)
+        if len(graded):
+            np.fmax.at(out, self.owner, graded)
+        return out
+
+
+def weight_grid(metric: str) -> list[dict[str, float]]:
+    """Candidate weights: the simplex on a grid (faithfulness and answer relevance), pairs for
+    context relevance; the defaults always among them."""
+    default = dict(DEFAULT_WEIGHTS[metric])
+    keys = list(default)
+    out = [default]
+    if metric == "context_relevance":
+        for t, lex in itertools.product(np.arange(0.4, 1.01, 0.1), np.arange(0.3, 0.91, 0.1)):
+            t, lex = round(float(t), 2), round(float(lex), 2)
+            out.append(
+                {"terms": t, "type": round(1 - t, 2), "lexical": lex, "meaning": round(1 - lex, 2)}
+            )
+        return out
+    steps = 10 if len(keys) == 3 else 8
+    for parts in itertools.product(range(steps + 1), repeat=len(keys) - 1):
+        if sum(parts) <= steps:
+            vals = [p / steps for p in parts] + [(steps - sum(parts)) / steps]
+            out.append({k: round(v, 4) for k, v in zip(keys, vals, strict=True)})
+    return out
+
+
+class NotEnoughLabels(RagsieveError):
+    """Fewer labels per class than a fit needs (exit 1; the message says how many more)."""
+
+
+class Problem:
+    """Examples, their scorer and the labels to agree with: predicts items under parameters."""
+
+    def __init__(self, examples: Sequence[Example], items: Sequence[Item]) -> None:
+        self.examples, self.items = list(examples), list(items)
+        self.scorer = Scorer(examples)
+        self.fail_table = (
+            np.stack([ex.fail for ex in examples]) if examples else np.zeros((0, 8), bool)
+        )
+        self.ex = np.array([it.example for it in items], int)
+        self.truth = np.array([it.failed for it in items], bool)
+        self.metric = np.array([METRICS.index(it.metric) if it.metric else -1 for it in items], int)
+        causes = [ex.cause for ex in examples]
+        self.cause_ok = np.array(
+            [[c == it.root_cause for c in causes[it.example]] for it in items], bool
+        ).reshape(len(items), 8)
+        self.has_cause = np.array(
+            [it.metric is None and it.failed and it.root_cause is not None for it in items], bool
+        )
+
+    def bits(self, p: Params) -> np.ndarray:
+        """(n, 3): metric k fails under ``p`` (unknown: False, which the table ignores)."""
+        out = np.zeros((self.scorer.n, 3), bool)
+        for k, m in enumerate(METRICS):
+            s = self.scorer.score(m, p.weights.get(m) or DEFAULT_WEIGHTS[m])
+            with np.errstate(invalid="ignore"):
+                out[:, k] = s < p.thresholds[m]
+        return out
+
+    def predict(self, p: Params) -> tuple[np.ndarray, np.ndarray]:
+        """Per item: predicted failure, and the root cause agreeing (trace items with one)."""
+        bits = self.bits(p)
+        combo = (bits * (1 << np.arange(3))).sum(1)
+        pred, cause = self._predict(bits, combo[:, None])
+        return pred[:, 0], cause[:, 0]
+
+    def _predict(
+        self,
+        bits: np.ndarray,
+        combos: np.ndarray,
+        k: int | None = None,
+        fails_k: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per item and column of ``combos`` (n, c): failure, root cause agreeing; metric
+        ``k``'s own items read ``fails_k``."""
+        c = combos[self.ex]
+        trace_pred = np.take_along_axis(self.fail_table[self.ex], c, 1)
+        cause = np.take_along_axis(self.cause_ok, c, 1) & trace_pred
+        pred = trace_pred.copy()
+        for j in range(3):
+            rows = self.metric == j
+            if not rows.any():
+                continue
+            col = (
+                fails_k[self.ex[rows]]
+                if (j == k and fails_k is not None)
+                else bits[self.ex[rows], j][:, None]
+            )
+            pred[rows] = np.broadcast_to(col, (int(rows.sum()), c.shape[1]))
+        return pred, cause
+
+    def best_for(self, p: Params, k: int, mask: np.ndarray) -> Params:
+        """``p`` with metric ``k``'s weights and threshold the best on the items in ``mask``."""
+        m = METRICS[k]
+        bits = self.bits(p)
+        base = (bits * (1 << np.arange(3))).sum(1) - (bits[:, k].astype(int) << k)
+        t0, w0 = p.thresholds[m], p.weights.get(m) or dict(DEFAULT_WEIGHTS[m])
+        best: tuple[float, float, dict[str, float]] = (-np.inf, t0, dict(w0))
+        for w in weight_grid(m):
+            with np.errstate(invalid="ignore"):
+                fails = self.scorer.score(m, w)[:, None] < THRESHOLDS[None, :]
+            pred, cause = self._predict(bits, base[:, None] + (fails.astype(int) << k), k, fails)
+            obj = _objective(self.truth[mask], pred[mask], cause[mask], self.has_cause[mask])
+            dist = np.abs(THRESHOLDS - t0) + sum(abs(w[x] - w0[x]) for x in w)
+            j = int(np.argmax(obj - 1e-5 * dist))
+            val = float(obj[j] - 1e-5 * dist[j])
+            if val > best[0] + 1e-12:
+                best = (val, float(THRESHOLDS[j]), w)
+        out = p.copy()
+        out.thresholds[m] = best[1]
+        out.weights[m] = dict(best[2])
+        return out
+
+
+def _objective(
+    truth: np.ndarray, pred: np.ndarray, cause: np.ndarray, has_cause: np.ndarray
+) -> np.ndarray:
+    """Per column: balanced accuracy + 0.001 x root-cause agreement (a tie-break)."""
+    y = truth[:, None]
+    pos, neg = max(int(truth.sum()), 1), max(int((~truth).sum()), 1)
+    tpr = (pred & y).sum(0) / pos
+    tnr = (~pred & ~y).sum(0) / neg
+    rc = cause[has_cause].sum(0) / max(int(has_cause.sum()), 1)
+    return (tpr + tnr) / 2 + 0.001 * rc
+
+
+def fit_params(problem: Problem, start: Params, mask: np.ndarray, sweeps: int = 2) -> Params:
+    """Coordinate ascent over the metrics, ``sweeps`` times, on the items in ``mask``."""
+    p = start.copy()
+    for _ in range(sweeps):
+        for k in range(3):
+            p = problem.best_for(p, k, mask)
+    return p
+
+
+def folds(problem: Problem, k: int, seed: int) -> np.ndarray:
+    """A fold per item: examples (with all their items) dealt round-robin per class."""
+    rng = np.random.default_rng(seed)
+    any_fail = np.zeros(len(problem.examples), bool)
+    np.logical_or.at(any_fail, problem.ex, problem.truth)
+    of_example = np.zeros(len(problem.examples), int)
+    for cls in (True, False):
+        idx = np.flatnonzero(any_fail == cls)
+        rng.shuffle(idx)
+        of_example[idx] = np.arange(len(idx)) % k
+    return of_example[problem.ex]
+
+
+def check_counts(problem: Problem, minimum: int = MIN_PER_CLASS) -> None:
+    """Refuse a fit below ``minimum`` labels per class, saying how many more are needed."""
+    fails, passes = int(problem.truth.sum()), int((~problem.truth).sum())
+    short = [
+        f"{minimum - n} more {what}"
+        for n, what in ((fails, "failures"), (passes, "passes"))
+        if n < minimum
+    ]
+    if short:
+        raise NotEnoughLabels(
+            f"a fit needs at least {minimum} labelled failures and {minimum} passes on traces"
+            f" the store holds; have {fails} failures and {passes} passes:"
+            f" label {' and '.join(short)}"
+        )
+
+
+@dataclass
+class FitResult:
+    """A fit's parameters and its cross-validated agreement, before and after."""
+
+    params: Params
+    defaults: Params
+    report: dict[str, Any]
+
+    @property
+    def better(self) -> bool:
+        """The balanced-accuracy gain's 95% interval lies above 0."""
+        return bool(self.report["agreement"]["delta"]["balanced_accuracy"]["ci"][0] > 0)
+
+    def calibration(self, series: int, created_at: float) -> Calibration:
+        """The fit as a storable calibration."""
+        metrics = {
+            m: MetricCalibration(self.params.thresholds[m], self.params.weights.get(m))
+            for m in METRICS
+        }
+        return Calibration(metrics, series, created_at, _brief(self.report))
+
+
+def _brief(report: Mapping[str, Any]) -> dict[str, Any]:
+    keep = ("labels", "traces", "folds", "agreement", "root_cause_accuracy", "better")
+    return {k: report[k] for k in keep if k in report}
+
+
+def run_fit(
+    examples: Sequence[Example],
+    items: Sequence[Item],
+    job_thresholds: Mapping[str, float],
+    *,
+    k: int = 5,
+    seed: int = 0,
+    reps: int = 1000,
+    minimum: int = MIN_PER_CLASS,
+) -> FitResult:
+    """Cross-validate, then fit on every label (see the module docstring)."""
+    problem = Problem(examples, items)
+    check_counts(problem, minimum)
+    defaults = Params(
+        {m: float(job_thresholds[m]) for m in METRICS},
+        {m: dict(DEFAULT_WEIGHTS[m]) for m in METRICS},
+    )
+    fold = folds(problem, k, seed)
+    before, before_rc = problem.predict(defaults)
+    after = np.zeros(len(items), bool)
+    after_rc = np.zeros(len(items), bool)
+    for f in range(k):
+        test = fold == f
+        fitted = fit_params(problem, defaults, ~test)
+        pred, rc = problem.predict(fitted)
+        after[test], after_rc[test] = pred[test], rc[test]
+    final = fit_params(problem, defaults, np.ones(len(items), bool))
+    agreement = bootstrap(
+        problem.truth,
+        {"before": before, "after": after},
+        reps=reps,
+        seed=seed,
+        paired=("before", "after"),
+    )
+    n_rc = int(problem.has_cause.sum())
+    report: dict[str, Any] = {
+        "labels": len(items),
+        "traces": len(examples),
+        "failures": int(problem.truth.sum()),
+        "passes": int((~problem.truth).sum()),
+        "folds": k,
+        "agreement": agreement,
+        "root_cause_accuracy": {
+            "n": n_rc,
+            "before": round(float(before_rc[problem.has_cause].mean()), 4) if n_rc else None,
+            "after": round(float(after_rc[problem.has_cause].mean()), 4) if n_rc else None,
+        },
+        "metrics": {
+            m: {
+                "threshold": final.thresholds[m],
+                "default_threshold": defaults.thresholds[m],
+                "weights": final.weights[m],
+                "default_weights": defaults.weights[m],
+            }
+            for m in METRICS
+        },
+    }
+    result = FitResult(final, defaults, report)
+    report["better"] = result.better
+    return result
