@@ -252,3 +252,16 @@ def test_alerts_and_history_on_postgres(pg_store: Any, tmp_path: Path, receiver:
         b["status"] for b, p in zip(receiver.bodies, receiver.paths, strict=True) if p == "/hook"
     ]
     assert hooks == ["firing"]
+
+
+def test_a_corrected_basis_reads_the_judge_corrected_rate() -> None:
+    runs = _runs(HistorySpec(runs=60, rate=lambda i: 0.04))  # 20 reviewed flags, 40 audits
+    corrected = runs[-1].report["judge_quality"]["corrected_failure_rate"]
+    rule = AlertRule(kind="failure_rate_above", value=0.0, basis="corrected")
+    (f,) = evaluate([rule], runs)
+    assert (
+        f.values["estimate"] == corrected["estimate"] != runs[-1].report["failure_rate"]["estimate"]
+    )
+    assert f.interval == (corrected["ci_low"], corrected["ci_high"])
+    with pytest.raises(ValueError, match="whole-traffic rate rules only"):
+        AlertRule(kind="failure_rate_above", value=0.1, basis="corrected", cell="route=/chat")

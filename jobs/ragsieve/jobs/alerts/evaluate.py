@@ -22,7 +22,7 @@ from typing import Any
 
 from ragsieve.collector.timeutil import parse_duration
 from ragsieve.jobs.alerts.rules import AlertRule
-from ragsieve.jobs.history.runs import Rate, RunRecord, rate_of
+from ragsieve.jobs.history.runs import Rate, RunRecord, corrected_rate, rate_of
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,13 @@ class Finding:
     interval: tuple[float, float] | None = None
 
 
+def rule_rate(rule: AlertRule, report: Mapping[str, Any]) -> Rate | None:
+    """The rate a rule reads: the cell's or the whole traffic's, raw or judge-corrected."""
+    if rule.basis == "corrected":
+        return corrected_rate(report)
+    return rate_of(report, rule.cell)
+
+
 def _rate_values(rate: Rate) -> dict[str, float]:
     return {"estimate": rate.estimate, "ci_low": rate.ci_low, "ci_high": rate.ci_high}
 
@@ -47,7 +54,7 @@ def _where(rule: AlertRule) -> str:
 
 def failure_rate_above(rule: AlertRule, runs: Sequence[RunRecord]) -> list[Finding]:
     """Fires when the latest interval's lower bound exceeds ``value``."""
-    rate = rate_of(runs[-1].report, rule.cell)
+    rate = rule_rate(rule, runs[-1].report)
     value = float(rule.value or 0.0)
     if rate is None:
         return [Finding(rule.label, rule, False, f"no failure rate estimated{_where(rule)}")]
@@ -84,9 +91,9 @@ def failure_rate_rise(rule: AlertRule, runs: Sequence[RunRecord]) -> list[Findin
     base = [
         (r, _traffic(x.report, rule.cell))
         for x in runs[:-1]
-        if x.started_at >= start and (r := rate_of(x.report, rule.cell)) is not None
+        if x.started_at >= start and (r := rule_rate(rule, x.report)) is not None
     ]
-    now = rate_of(latest.report, rule.cell)
+    now = rule_rate(rule, latest.report)
     p0 = pooled(base)
     if now is None or p0 is None:
         why = "no failure rate estimated" if now is None else "no baseline runs"
@@ -115,7 +122,7 @@ def failure_rate_rise(rule: AlertRule, runs: Sequence[RunRecord]) -> list[Findin
 def sustained(rule: AlertRule, runs: Sequence[RunRecord]) -> list[Finding]:
     """Fires when each of the last ``runs`` runs estimates a rate above ``value``."""
     value = float(rule.value or 0.0)
-    last = [rate_of(x.report, rule.cell) for x in runs[-rule.runs :]]
+    last = [rule_rate(rule, x.report) for x in runs[-rule.runs :]]
     above = [r is not None and r.estimate > value for r in last]
     firing = len(last) == rule.runs and all(above)
     shown = ", ".join("-" if r is None else f"{r.estimate:.1%}" for r in last)
@@ -192,4 +199,4 @@ def evaluate(rules: Sequence[AlertRule], runs: Sequence[RunRecord]) -> list[Find
     return [f for rule in rules for f in KINDS[rule.kind](rule, runs)]
 
 
-__all__ = ["KINDS", "Finding", "evaluate", "pooled"]
+__all__ = ["KINDS", "Finding", "evaluate", "pooled", "rule_rate"]

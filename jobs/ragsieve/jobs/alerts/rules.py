@@ -14,8 +14,11 @@ A rule is a ``[[alerts.rules]]`` table with a ``kind`` and the parameters that k
 - ``root_cause_share`` (``value``, ``root_cause``, ``min_cases``, ``cell``): ``root_cause``'s
   share of the weighted failure rate is above ``value``, with at least ``min_cases`` flagged.
 
-``cell`` names one attribute cell as ``name=value`` (``route=/chat``, ``model=gpt-4o``,
-``tenant=acme``; names come from ``report.cells``); without it the rule reads the whole traffic.
+``basis = "corrected"`` makes a whole-traffic rate rule read the judge-corrected failure rate
+(and its conservative interval) instead of the raw weighted one; a run without reviewed labels
+then has no rate for it. ``cell`` names one attribute cell as ``name=value`` (``route=/chat``,
+``model=gpt-4o``, ``tenant=acme``; names come from ``report.cells``); without it the rule reads
+the whole traffic.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ RuleKind = Literal[
     "failure_rate_above", "failure_rate_rise", "sustained", "new_category", "root_cause_share"
 ]
 NEEDS_VALUE = frozenset({"failure_rate_above", "sustained", "root_cause_share"})
+RATE_KINDS = frozenset({"failure_rate_above", "failure_rate_rise", "sustained"})
 
 
 class AlertRule(BaseModel):
@@ -47,6 +51,9 @@ class AlertRule(BaseModel):
     min_cases: int = Field(1, ge=1, description="new_category / root_cause_share: least cases.")
     root_cause: str = Field("retrieval", description="root_cause_share: the cause watched.")
     cell: str | None = Field(None, description="Attribute cell name=value, e.g. route=/chat.")
+    basis: Literal["raw", "corrected"] = Field(
+        "raw", description="Rate rules: the weighted rate, or the judge-corrected one."
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> AlertRule:
@@ -56,6 +63,8 @@ class AlertRule(BaseModel):
             raise ValueError(f"cell must be name=value (e.g. route=/chat), got {self.cell!r}")
         if self.cell is not None and self.kind == "new_category":
             raise ValueError("new_category rules take no cell")
+        if self.basis == "corrected" and (self.cell is not None or self.kind not in RATE_KINDS):
+            raise ValueError("basis = corrected applies to whole-traffic rate rules only")
         return self
 
     @property
@@ -82,4 +91,4 @@ class AlertSettings(BaseModel):
     max_backoff_s: float = Field(600.0, gt=0, description="Longest retry delay.")
 
 
-__all__ = ["NEEDS_VALUE", "AlertRule", "AlertSettings", "RuleKind"]
+__all__ = ["NEEDS_VALUE", "RATE_KINDS", "AlertRule", "AlertSettings", "RuleKind"]

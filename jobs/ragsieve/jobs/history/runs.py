@@ -113,22 +113,16 @@ def summary(run: RunRecord) -> dict[str, Any]:
     }
 
 
+def _ci(r: Sequence[float] | None) -> str:
+    return "-" if r is None else f"{r[0]:.1%} ({r[1]:.1%}-{r[2]:.1%})"
+
+
 def render(rows: Sequence[Mapping[str, Any]]) -> str:
     """``runs list`` as a table, one run a line."""
-    head = (
-        "run",
-        "started",
-        "sampled",
-        "judged",
-        "flagged",
-        "failure rate (95% CI)",
-        "errors",
-        "USD",
-    )
+    head = ("run", "started", "sampled", "judged", "flagged", "failure rate (95% CI)",
+            "corrected", "errors", "USD", "new cat.")  # fmt: skip
     lines = [head]
     for s in rows:
-        fr = s["failure_rate"]
-        rate = "-" if fr is None else f"{fr[0]:.1%} ({fr[1]:.1%}-{fr[2]:.1%})"
         lines.append(
             (
                 s["run_id"],
@@ -136,13 +130,17 @@ def render(rows: Sequence[Mapping[str, Any]]) -> str:
                 str(s["sampled"]),
                 str(s["judged"]),
                 str(s["flagged"]),
-                rate,
+                _ci(s["failure_rate"]),
+                _ci(s["corrected_failure_rate"]),
                 str(s["judge_errors"]),
                 f"{s['usd']:.4f}",
+                str(len(s["new_categories"])),
             )  # fmt: skip
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(x, widths, strict=True)) for x in lines)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(x, widths, strict=True)).rstrip() for x in lines
+    )
 
 
 __all__ = ["Rate", "RunRecord", "corrected_rate", "load_runs", "rate_of", "render", "summary"]
