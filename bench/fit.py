@@ -59,7 +59,10 @@ def labels_file(
     pick = rng.sample(fails, min(n // 2, len(fails))) + rng.sample(passes, n - n // 2)
     with path.open("w") as f:
         for tid, t in pick:
-            line: dict[str, Any] = {"trace_id": tid, "verdict": "pass" if t.expect == "pass" else "fail"}
+            line: dict[str, Any] = {
+                "trace_id": tid,
+                "verdict": "pass" if t.expect == "pass" else "fail",
+            }
             if t.expect != "pass":
                 line["root_cause"] = t.expect
             f.write(json.dumps(line) + "\n")
@@ -72,9 +75,10 @@ def ragsieve(args: list[str], store: str, one_core: bool = False) -> tuple[int, 
     if one_core and shutil.which("taskset"):
         cmd = ["taskset", "-c", "0", *cmd]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if out.returncode not in (0, 1):
-        return out.returncode, {"error": out.stderr.strip().splitlines()[-1:]}
-    return out.returncode, json.loads(out.stdout)
+    try:
+        return out.returncode, json.loads(out.stdout)
+    except ValueError:  # a refusal or an error: its one line is on stderr
+        return out.returncode, {"error": " ".join(out.stderr.strip().splitlines()[-1:])}
 
 
 def fresh(sent: dict[str, Trace], articles: set[str]) -> dict[str, Trace]:
@@ -111,7 +115,9 @@ def one_size(
 
 
 def _pick(s: dict[str, Any]) -> dict[str, Any]:
-    return {k: s[k] for k in ("traces", "fpr", "recall", "root_cause_accuracy", "fpr_cross_lingual")}
+    return {
+        k: s[k] for k in ("traces", "fpr", "recall", "root_cause_accuracy", "fpr_cross_lingual")
+    }
 
 
 def table(result: dict[str, Any]) -> str:
@@ -127,7 +133,8 @@ def table(result: dict[str, Any]) -> str:
             lines.append(f"{r['labels']:>6} refused: {r['refused']}")
             continue
         cv = r["cv"]
-        ba = f"{cv['before']['balanced_accuracy']['value']:.3f} -> {cv['after']['balanced_accuracy']['value']:.3f}"
+        before, after = (cv[k]["balanced_accuracy"]["value"] for k in ("before", "after"))
+        ba = f"{before:.3f} -> {after:.3f}"
         bb = r["batch_b"]
         lines.append(
             f"{r['labels']:>6} {str(r['written'] or 'no'):>14} {ba:>28} {bb['fpr']!s:>7}"

@@ -1,0 +1,242 @@
+"""``ragsieve judges fit``: labels, the fit on the job's verdict rule, calibrations in the store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragsieve.collector.store import Store, open_store
+from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.judges import build_judges
+from ragsieve.evaluators.judges.calibrated import (
+    CalibratedJudge,
+    Calibration,
+    MetricCalibration,
+    rescore,
+)
+from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
+from ragsieve.jobs.fitting.fit import (
+    Example,
+    Item,
+    NotEnoughLabels,
+    run_fit,
+    verdict_table,
+)
+from ragsieve.jobs.fitting.labels import Label, add_label, read_labels_file, store_labels
+from ragsieve.jobs.judging import calibrations
+from ragsieve.jobs.verdicts.flagging import decide
+
+JOB = {"faithfulness": 0.65, "answer_relevance": 0.5, "context_relevance": 0.6}
+
+
+def _interaction(i: int) -> RagInteraction:
+    return RagInteraction(
+        trace_id=f"{i:032x}",
+        span_id=f"{i:016x}",
+        started_at=datetime(2026, 1, 1, tzinfo=UTC),
+        query="What is the capital of France?",
+        answer="The capital of France is Paris.",
+        documents=[RetrievedDocument(id="c1", content="Paris is the capital of France.", rank=0)],
+    )
+
+
+def _faith(i: int, support: float) -> EvalResult:
+    return EvalResult(
+        trace_id=f"{i:032x}",
+        span_id=f"{i:016x}",
+        evaluator="faithfulness",
+        label="faithful" if support >= 0.65 else "unfaithful",
+        score=support,
+        judge_version="offline-5:t0.65",
+        metadata={"evidence": {"mean": support, "min": support, "share": 1.0}},
+    )
+
+
+def _examples(n: int, seed: int = 1) -> tuple[list[Example], list[Item]]:
+    """Traces whose faithfulness support is uniform on [0.1, 0.9]; a person says a trace fails
+    exactly when its support is below 0.4 (the default threshold, 0.65, over-flags)."""
+    rng = np.random.default_rng(seed)
+    examples, items = [], []
+    for i, x in enumerate(rng.uniform(0.1, 0.9, n)):
+        results = {"faithfulness": _faith(i, round(float(x), 4))}
+        fail, causes = verdict_table(_interaction(i), results)
+        examples.append(Example(f"{i:032x}", results, fail, causes))
+        items.append(Item(i, None, bool(x < 0.4), "generation" if x < 0.4 else None))
+    return examples, items
+
+
+def test_verdict_table_is_the_job_rule_per_combination() -> None:
+    it = _interaction(1)
+    results = {"faithfulness": _faith(1, 0.9)}
+    fail, causes = verdict_table(it, results)
+    # bit 0 (faithfulness) decides; the other metrics are not judged here
+    assert [bool(fail[c]) for c in range(8)] == [False, True] * 4
+    assert causes[1] == decide(it, [_faith(1, 0.1)], JOB).root_cause == "generation"
+
+
+def test_fit_finds_the_people_s_threshold_and_says_it_is_better() -> None:
+    examples, items = _examples(120)
+    result = run_fit(examples, items, JOB, k=5, seed=0, reps=400)
+    assert 0.36 <= result.params.thresholds["faithfulness"] <= 0.42
+    agreement = result.report["agreement"]
+    assert agreement["after"]["balanced_accuracy"]["value"] > 0.95
+    assert agreement["before"]["balanced_accuracy"]["value"] < 0.85
+    assert result.better and result.report["better"] is True
+    assert result.report["root_cause_accuracy"]["after"] == 1.0
+
+
+def test_fit_refuses_below_the_minimum_and_says_how_many_more() -> None:
+    examples, items = _examples(120)
+    few = [it for it in items if not it.failed][:30] + [it for it in items if it.failed][:12]
+    with pytest.raises(NotEnoughLabels, match="label 8 more failures"):
+        run_fit(examples, few, JOB)
+
+
+def test_same_labels_no_gain_is_not_written() -> None:
+    # labels that agree with the default decision: nothing to gain, so not "better"
+    examples, _ = _examples(80)
+    items = [
+        Item(i, None, bool(ex.fail[1] and ex.results["faithfulness"].score < 0.65))
+        for i, ex in enumerate(examples)
+    ]
+    result = run_fit(examples, items, JOB, k=4, reps=300)
+    assert not result.better
+
+
+def test_calibrated_judge_labels_at_the_fit_and_reports_on_the_job_scale() -> None:
+    cal = Calibration({"faithfulness": MetricCalibration(0.4, None)}, series=1)
+    [judge] = build_judges(["faithfulness"], thresholds=JOB, calibration=cal)
+    assert judge.version.endswith(cal.id) and cal.id.startswith("cal1-")
+    it = _interaction(3).model_copy(update={"answer": "The capital of France is Paris since 1850."})
+    [r] = asyncio.run(judge.evaluate(it))
+    raw = r.metadata["raw_score"]
+    assert r.metadata["calibration"] == cal.id
+    assert (r.label == "faithful") == (raw >= 0.4)
+    # the job decides with jobs.thresholds on the reported score: the same decision
+    assert (r.score < JOB["faithfulness"]) == (raw < 0.4)
+    assert rescore("faithfulness", r, {"mean": 0.5, "min": 0.5, "share": 0.0}) == pytest.approx(
+        raw, abs=1e-4
+    )
+
+
+def test_calibrated_context_chunks_are_relevant_at_the_fitted_threshold() -> None:
+    inner = build_judges(["context_relevance"], thresholds=JOB)[0]
+    judge = CalibratedJudge(inner, 0.2, 0.6, "cal9-00000000")
+    [r] = asyncio.run(judge.evaluate(_interaction(4)))
+    for c in r.metadata["chunks"]:
+        assert c["relevant"] == (c["raw_score"] >= 0.2)
+        assert (c["score"] >= 0.6) == c["relevant"]
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Store:
+    st = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    for i in range(3):  # derived records, as the collector stores them
+        it = _interaction(i)
+        st.execute(
+            "INSERT INTO interactions (trace_id, revision, seq, started_at, settled_at, status,"
+            " body) VALUES (?, 1, ?, 0, 0, ?, ?)",
+            (it.trace_id, i + 1, it.status, it.model_dump_json()),
+        )
+    yield st
+    st.close()
+
+
+def test_labels_file_lines_are_checked_against_the_store(
+    tmp_path: Path, sqlite_store: Store
+) -> None:
+    good = tmp_path / "ok.jsonl"
+    good.write_text(
+        json.dumps({"trace_id": f"{1:032x}", "verdict": "fail", "root_cause": "retrieval"})
+        + "\n\n"
+        + json.dumps({"trace_id": f"{2:032x}", "verdict": "pass", "metric": "faithfulness"})
+        + "\n"
+    )
+    labels = read_labels_file(good, sqlite_store)
+    assert [(x.verdict, x.metric, x.root_cause) for x in labels] == [
+        ("fail", None, "retrieval"),
+        ("pass", "faithfulness", None),
+    ]
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text(
+        json.dumps({"trace_id": f"{1:032x}", "verdict": "pass"})
+        + "\n"
+        + json.dumps({"trace_id": "f" * 32, "verdict": "pass"})
+        + "\n"
+    )
+    with pytest.raises(ConfigError, match=r"unknown.jsonl:2: trace_id: f{32} is not in the store"):
+        read_labels_file(unknown, sqlite_store)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"trace_id": f"{1:032x}", "verdict": "maybe"}) + "\n")
+    with pytest.raises(ConfigError, match=r"bad.jsonl:1: verdict: "):
+        read_labels_file(bad, sqlite_store)
+
+
+def test_review_labels_and_candidates_become_labels(sqlite_store: Store) -> None:
+    rows = [
+        ("q1", "accepted", "generation", {"source_trace_ids": ["t1"]}),
+        (
+            "q2",
+            "rejected",
+            "retrieval",
+            {"source_trace_ids": ["t2"], "review": {"reason": "false_alarm: x"}},
+        ),
+        (
+            "q3",
+            "rejected",
+            "retrieval",
+            {"source_trace_ids": ["t3"], "review": {"reason": "duplicate"}},
+        ),
+        ("audit:t4", "audit_fail", None, {"source_trace_ids": ["t4"], "audit": True}),
+        (
+            "q5",
+            "accepted",
+            "generation",
+            {"source_trace_ids": ["t5"], "review": {"via": "phoenix", "root_cause": "retrieval"}},
+        ),
+    ]
+    for cid, status, cause, body in rows:
+        sqlite_store.execute(
+            "INSERT INTO candidates (id, status, category, root_cause, norm_query, seen,"
+            " created_at, updated_at, body) VALUES (?, ?, NULL, ?, ?, 1, 0, 0, ?)",
+            (cid, status, cause, cid, json.dumps(body)),
+        )
+    add_label(sqlite_store, Label("t6", "pass", "review", reason="the answer is right"), by="ann")
+    got = {(x.trace_id, x.verdict, x.source, x.root_cause) for x in store_labels(sqlite_store)}
+    assert got == {
+        ("t1", "fail", "candidates", "generation"),
+        ("t2", "pass", "candidates", None),
+        ("t4", "fail", "audits", None),
+        ("t5", "fail", "phoenix", "retrieval"),
+        ("t6", "pass", "review", None),
+    }
+
+
+def test_calibrations_are_versioned_exported_imported_and_reset(
+    tmp_path: Path, sqlite_store: Store
+) -> None:
+    assert calibrations.active(sqlite_store) is None
+    cal = Calibration(
+        {"faithfulness": MetricCalibration(0.5, {"mean": 0.4, "min": 0.6, "share": 0.0})},
+        series=calibrations.next_series(sqlite_store),
+    )
+    calibrations.save(sqlite_store, cal)
+    got = calibrations.active(sqlite_store)
+    assert got is not None and got.id == cal.id and got.metrics == cal.metrics
+    calibrations.export(sqlite_store, tmp_path / "cal.json")
+    other = open_store(f"sqlite:///{tmp_path / 'other.db'}")
+    try:
+        imported = calibrations.import_(other, tmp_path / "cal.json")
+        assert imported.metrics == cal.metrics and imported.series == 1
+    finally:
+        other.close()
+    assert calibrations.next_series(sqlite_store) == 2
+    assert calibrations.reset(sqlite_store) == 1 and calibrations.active(sqlite_store) is None
+    (tmp_path / "bad.json").write_text('{"metrics": {"faithfulness": {"threshold": 2}}}')
+    with pytest.raises(ConfigError, match="bad.json: metrics.faithfulness.threshold"):
+        calibrations.import_(sqlite_store, tmp_path / "bad.json")
