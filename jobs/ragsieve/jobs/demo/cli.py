@@ -101,13 +101,16 @@ def _print_human(result: DemoResult, *, verbose: bool = False) -> None:
         for cat in golden.get("new_categories") or []:
             click.echo(
                 f"{cat.get('category')}  {cat.get('name')}  root cause={cat.get('root_cause')}"
+                f"  failures={cat.get('failures_seen')}"
             )
+            for example in (cat.get("examples") or [])[:1]:
+                click.echo(f"{'':4}e.g. {example}")
         if not golden.get("new_categories"):
             click.echo("(none)")
         click.echo(
             f"golden candidates: new {golden.get('new_candidates', 0)}, merged duplicates"
             f" {golden.get('merged_duplicates', 0)}, covered by golden"
-            f" {golden.get('covered_by_golden', 0)}"
+            f" {golden.get('covered_by_golden', 0)}, categories {golden.get('categories', 0)}"
         )
     cases = result.flagged if verbose else result.flagged[:SHOWN_CASES]
     more = len(result.flagged) - len(cases)

@@ -187,7 +187,9 @@ def prepare(
     ]
 
 
-def _chunk_vectors(store: Store, todo: Sequence[FlaggedCase], embed: Embed) -> dict[str, Any]:
+def _chunk_vectors(
+    store: Store, todo: Sequence[FlaggedCase], embed: Embed
+) -> dict[str, np.ndarray]:
     """Chunk id → vector: the observed corpus's, else the encoder's on the chunk's head."""
     content: dict[str, str] = {}
     for f in todo:

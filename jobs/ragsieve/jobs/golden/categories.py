@@ -213,14 +213,14 @@ def topic_coverage(
     an area the golden set covers has a case about it, even when other failures of the area are
     worded far from that case.
     """
-    members = [m for ms in groups.values() for m in ms if topic_of(m) is not None]
-    topic = [str(m.body.get("topic") or m.category) for m in members]
-    failures = Counter()
-    for m, t in zip(members, topic, strict=True):
+    members = [(m, v) for ms in groups.values() for m in ms if (v := topic_of(m)) is not None]
+    topic = [str(m.body.get("topic") or m.category) for m, _ in members]
+    failures: Counter[str] = Counter()
+    for (m, _), t in zip(members, topic, strict=True):
         failures[t] += m.seen
     if not members or not len(reference):
         return {t: Coverage(0.0, None, False, failures[t]) for t in failures}
-    sims = np.vstack([topic_of(m) for m in members]) @ reference.topics.T
+    sims = np.vstack([v for _, v in members]) @ reference.topics.T
     owned = {topic[int(np.argmax(col))] for col in sims.T if float(col.max()) >= OWN_COSINE}
     out: dict[str, Coverage] = {}
     for t in failures:

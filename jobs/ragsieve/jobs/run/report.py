@@ -298,6 +298,7 @@ def _summary_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("flagged", str(report["flagged"])),
         ("by root cause", _kv(report["flagged_by_root_cause"]) or "-"),
         ("by category", _kv(report["flagged_by_category"]) or "-"),
+        ("new categories", _new_categories(report)),
         ("failure rate", _rate_line(report.get("failure_rate") or {})),
         ("still settling", (report.get("settling") or {}).get("note") or "0"),
         (
@@ -350,6 +351,12 @@ def _rate_line(fr: Mapping[str, Any]) -> str:
         f" {_pct(part['estimate'])} (95% CI {_pct(part['ci_low'])} - {_pct(part['ci_high'])},"
         f" n={fr.get('n', 0)}))"
     )
+
+
+def _new_categories(report: Mapping[str, Any]) -> str:
+    """The failure categories this run announced as new (each is announced once), or '-'."""
+    new = (report.get("golden") or {}).get("new_categories") or []
+    return "; ".join(f"{c['name']} ({c['root_cause']}, {c['failures_seen']})" for c in new) or "-"
 
 
 def _kv(d: Mapping[str, Any]) -> str:

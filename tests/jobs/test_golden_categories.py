@@ -1,0 +1,169 @@
+"""Failure categories: repeats merge on the failure itself, areas cluster, ids survive, new is
+announced once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from golden_plant import CHUNKS, PORTS_EN, PORTS_ES, flagged, stream, write_golden_v3
+
+from ragsieve.collector.store import Store
+from ragsieve.evaluators.embeddings import embed
+from ragsieve.evaluators.records import normalize_text
+from ragsieve.jobs.golden import grow
+from ragsieve.jobs.golden.candidates import candidate_id
+from ragsieve.jobs.golden.categories import name_terms
+from ragsieve.jobs.golden.category_log import CategoryLog
+from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.topics import carry_ids, cluster, unit
+from ragsieve.jobs.settings import GoldenSettings
+
+
+def _row(repo: CandidateRepo, query: str) -> Candidate | None:
+    return repo.get(candidate_id(normalize_text(query)))
+
+
+def test_a_translation_of_the_same_failure_merges_and_says_why(store: Store) -> None:
+    ports = CHUNKS["ports"]
+    cases = [
+        flagged(PORTS_EN, "retrieval", 1, chunks=ports),
+        flagged(PORTS_ES, "retrieval", 2, chunks=ports),  # same chunks, other language
+        flagged("What prots does the on-prem agnet need open?", "retrieval", 3, chunks=ports),
+        flagged("How do I install the on-prem agent?", "retrieval", 4, chunks=ports),
+        flagged(PORTS_ES, "generation", 5, chunks=ports),  # another failure of the question
+    ]
+    report = grow(store, cases, GoldenSettings())
+    repo = CandidateRepo(store)
+    row = _row(repo, PORTS_EN)
+    assert row is not None and row.seen == 3
+    assert row.source_trace_ids == [f"{n:032x}" for n in (1, 2, 3)]
+    why = row.body["merged_because"]
+    assert why[f"{2:032x}"].startswith("translation: query cosine")
+    assert "same 2 chunks" in why[f"{2:032x}"]
+    assert why[f"{3:032x}"]  # the typo'd repeat says why too
+    assert [m["into"] for m in report["merges"]] == [row.id, row.id]
+    # a different question about the same documents is its own case; so is another root cause
+    assert _row(repo, "How do I install the on-prem agent?") is not None
+    other = _row(repo, PORTS_ES)
+    assert other is not None and other.root_cause == "generation" and other.seen == 1
+
+
+def test_a_translated_question_with_other_chunks_needs_more_than_the_query(store: Store) -> None:
+    cases = [
+        flagged(PORTS_EN, "retrieval", 1, chunks=CHUNKS["ports"]),
+        flagged(PORTS_ES, "retrieval", 2, chunks=CHUNKS["billing"]),
+    ]
+    report = grow(store, cases, GoldenSettings())
+    assert report["new_candidates"] == 2 and report["merged_duplicates"] == 0
+
+
+def test_a_new_category_is_announced_once_and_keeps_its_id(store: Store, tmp_path: Path) -> None:
+    v3 = write_golden_v3(tmp_path)
+    cfg = GoldenSettings(path=str(v3))
+    first = grow(store, stream()[:2], cfg)  # two failures of the ports area: below the minimum
+    assert first["new_categories"] == [] and first["new_categories_open"] == 0
+    second = grow(store, stream(start=100), cfg)
+    announced = second["new_categories"]
+    assert [c["terms"] for c in announced] == [["on-prem", "agent", "ports"]]
+    assert announced[0]["language"] == "en"
+    cat = announced[0]["category"]
+    third = grow(store, stream(start=200), cfg)
+    assert third["new_categories"] == []  # announced once
+    assert third["new_categories_open"] == 1  # ... and still new
+    assert _row(CandidateRepo(store), PORTS_EN).category == cat  # type: ignore[union-attr]
+    assert cat in CategoryLog(store).announced()
+
+
+def test_ids_carry_over_and_merges_and_splits_are_recorded() -> None:
+    previous = {"a": "retrieval-111111", "b": "retrieval-111111", "c": "retrieval-222222"}
+    previous |= {"d": "retrieval-222222", "e": "retrieval-333333"}
+    # a, b, c, d now form one group; e is split off with a new member f
+    groups = {1: ["a", "b", "c", "d"], 2: ["e", "f"], 3: ["g"]}
+    names, events = carry_ids(groups, previous, dict.fromkeys(groups, "retrieval"))
+    assert names[1] in ("retrieval-111111", "retrieval-222222")
+    assert names[2] == "retrieval-333333"
+    assert names[3].startswith("retrieval-") and names[3] not in previous.values()
+    gone = ({"retrieval-111111", "retrieval-222222"} - {names[1]}).pop()
+    assert [(e.kind, e.category, e.other, e.members) for e in events] == [
+        ("merge", names[1], gone, 2)
+    ]
+    # one old group now in two: the larger part keeps the id, the other is recorded as a split
+    names, events = carry_ids(
+        {1: ["a", "b"], 2: ["c"]},
+        {k: "generation-9" for k in "abc"},
+        {
+            1: "generation",
+            2: "generation",
+        },
+    )
+    assert names[1] == "generation-9" and names[2] != "generation-9"
+    assert [(e.kind, e.other) for e in events] == [("split", "generation-9")]
+    # an id of another root cause is never taken
+    names, _ = carry_ids({1: ["a"]}, {"a": "retrieval-1"}, {1: "generation"})
+    assert names[1] != "retrieval-1"
+
+
+def test_the_cut_follows_the_data() -> None:
+    rng = np.random.default_rng(0)
+
+    def blobs(k: int) -> np.ndarray:
+        centres = rng.normal(size=(k, 64))
+        points = [c + 0.15 * rng.normal(size=(6, 64)) for c in centres]
+        return np.vstack([unit(p) for p in np.vstack(points)])
+
+    for k in (2, 3, 5):
+        labels = cluster(blobs(k), min_cut=0.05, max_cut=0.9)
+        assert len(set(labels.tolist())) == k
+        assert all(len(set(labels[i * 6 : (i + 1) * 6].tolist())) == 1 for i in range(k))
+
+
+def test_names_come_from_the_majority_language() -> None:
+    def row(i: int, query: str) -> Candidate:
+        return Candidate(id=f"c{i}", status="candidate", norm_query=query, body={"query": query})
+
+    groups = {
+        "x": [
+            row(1, "¿Qué puertos necesita abiertos el agente local?"),
+            row(2, "¿Cuántos puertos abre el agente local?"),
+            row(3, "Which ports does the local agent open?"),
+        ],
+        "y": [row(4, "How do I get a refund for my plan?")],
+    }
+    named = name_terms(groups, 2)
+    assert named["x"][1] == "es"
+    assert set(named["x"][0]) <= {"puertos", "agente", "local", "necesita", "abiertos", "abre"}
+    assert "puertos" in named["x"][0]
+
+
+def test_golden_documents_cover_a_topic_area(store: Store, tmp_path: Path) -> None:
+    """A golden case about the failures' documents covers them even when its query differs."""
+    doc = "Install the on-prem agent with apt; it runs as a systemd service."
+    vec = embed([doc])[0]
+    store.execute(
+        "INSERT INTO corpus_chunks (chunk_id, content, first_seen, vector) VALUES (?, ?, 0, ?)",
+        ("kb-install", doc, vec.astype(np.float32).tobytes()),
+    )
+    golden = tmp_path / "golden_v1.jsonl"
+    golden.write_text(
+        '{"id": "g-svc", "query": "Does it run as a service?", "relevant_chunks": ["kb-install"]}\n'
+    )
+    questions = [
+        PORTS_EN,
+        "Which ports must be open for the on-prem agent?",
+        "What firewall ports does the on-prem agent use?",
+    ]
+    cases = [flagged(q, "retrieval", n) for n, q in enumerate(questions, start=1)]
+    report = grow(store, cases, GoldenSettings(path=str(golden)))
+    assert report["new_categories"] == []
+    bare = tmp_path / "golden_v1b.jsonl"
+    bare.write_text('{"id": "g-svc", "query": "Does it run as a service?"}\n')
+    fresh = tmp_path / "other.db"
+    from ragsieve.collector.store import open_store
+
+    other = open_store(f"sqlite:///{fresh}", create=True)
+    try:
+        again = grow(other, cases, GoldenSettings(path=str(bare)))
+        assert [c["root_cause"] for c in again["new_categories"]] == ["retrieval"]
+    finally:
+        other.close()
