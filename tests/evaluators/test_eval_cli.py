@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from ragsieve.evaluators.cli import eval_command, gate_command
+from ragsieve.jobs.cli import main
 
 GOLDEN = [
     {
@@ -57,8 +60,25 @@ def files(tmp_path: Path) -> dict[str, Path]:
     }
 
 
-def _invoke(cmd, args: list[str]):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(cmd, [str(a) for a in args], catch_exceptions=False)
+@dataclass
+class Ran:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def _invoke(cmd: click.Command, args: list[object]) -> Ran:
+    """Run ``ragsieve <cmd> args`` through the root entry point, which maps errors to exit codes."""
+    with CliRunner().isolation() as (out, err, _):
+        try:
+            main([str(cmd.name), *(str(a) for a in args)])
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return Ran(code, out.getvalue().decode(), err.getvalue().decode())
 
 
 def test_eval_json_object_with_run_file(files: dict[str, Path], tmp_path: Path) -> None:

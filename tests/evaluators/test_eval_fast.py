@@ -153,6 +153,7 @@ def test_eval_cli_writes_the_values_the_stdlib_path_wrote(tmp_path: Path) -> Non
         ["recall", "precision", "hit_rate", "mrr", "ndcg", "context_precision"], [1, 5]
     )
     old = build_report(golden, _reference_run(run_path), specs, source=str(golden_path))
+    old.retriever, old.created_at = f"run file {run_path}", written["created_at"]
     assert written == json.loads(json.dumps(old.to_json(), ensure_ascii=False))
     assert out.read_text("utf-8").startswith('{\n "golden"')  # one member per line, as before
 

@@ -111,16 +111,19 @@ def test_unpaired_queries_and_versions_are_noted() -> None:
     cand = EvalResults(
         metrics={"mrr": 1.0}, per_query={"q0": {"mrr": 1.0}, "new": {"mrr": 1.0}}, golden_version=4
     )
-    report = compare(base, cand, GatePolicy())
+    with pytest.raises(GateError, match=r"golden versions differ \(baseline v3, candidate v4\)"):
+        compare(base, cand, GatePolicy())
+    report = compare(base, cand, GatePolicy(), allow_version_change=True)
     assert report.n_paired == 1
     assert report.notes == [
+        "golden versions differ (baseline v3, candidate v4): only the queries in both are "
+        "compared, so the change measured mixes the pipeline's and the golden set's",
         "3 queries present in only one file were left out of the paired test",
-        "golden versions differ: baseline v3, candidate v4",
     ]
     with pytest.raises(GateError, match="share no query ids"):
         compare(
             results({"mrr": [1.0]}),
-            EvalResults(metrics={"mrr": 1}, per_query={"x": {"mrr": 1}}),
+            EvalResults(metrics={"mrr": 1}, per_query={"x": {"mrr": 1}}, golden_version=1),
             GatePolicy(),
         )
     with pytest.raises(GateError, match="not in the baseline"):

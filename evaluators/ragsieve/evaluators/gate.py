@@ -24,21 +24,32 @@ Policy file (TOML)::
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragsieve.evaluators.errors import ConfigError, GateError
+from ragsieve.evaluators.experiments import (
+    Change,
+    ConfigValue,
+    changes_warning,
+    config_changes,
+    log_line,
+)
 from ragsieve.evaluators.golden import first_error
 from ragsieve.evaluators.metrics import parse_metric
+from ragsieve.evaluators.records import GoldenRole
 
 _EPS = 1e-12
+DEFAULT_GATE_ROLE: GoldenRole = "regression"
 Status = Literal["pass", "improved", "regression", "floor", "regression+floor"]
 
 
@@ -122,9 +133,15 @@ class EvalResults(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     metrics: dict[str, float]
-    per_query: dict[str, dict[str, float]]
+    per_query: dict[str, dict[str, float]] = Field(default_factory=dict)
     golden_version: int | None = None
     query_category: dict[str, str] = Field(default_factory=dict)
+    roles: list[GoldenRole] | None = None
+    query_role: dict[str, GoldenRole] = Field(default_factory=dict)
+    aggregate_only: bool = False
+    spread: dict[str, dict[str, float]] = Field(default_factory=dict)
+    by_category: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    config: dict[str, ConfigValue] = Field(default_factory=dict)
 
 
 def load_results(path: str | Path) -> EvalResults:
@@ -136,6 +153,8 @@ def load_results(path: str | Path) -> EvalResults:
         raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from exc
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{p}:{exc.lineno}: json: {exc.msg}") from None
+    if isinstance(data, dict) and not data.get("aggregate_only") and "per_query" not in data:
+        raise ConfigError(f"{p}: per_query: Field required (only holdout results go without)")
     try:
         return EvalResults.model_validate(data)
     except ValidationError as exc:
@@ -181,6 +200,11 @@ class GateReport:
     checks: list[MetricCheck]
     categories: list[CategoryCheck] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    role: str = DEFAULT_GATE_ROLE
+    method: Literal["paired bootstrap", "unpaired normal"] = "paired bootstrap"
+    changes: list[Change] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    log_line: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form of the report."""
@@ -200,8 +224,20 @@ def paired_bootstrap(
     return low, high
 
 
-def compare(baseline: EvalResults, candidate: EvalResults, policy: GatePolicy) -> GateReport:
-    """Apply the policy to a baseline and a candidate; raises GateError when they don't compare."""
+@dataclass
+class _Stats:
+    """Per gated metric: baseline and candidate means, the mean change and its interval."""
+
+    n: int
+    base: np.ndarray
+    cand: np.ndarray
+    delta: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    rows: tuple[np.ndarray, np.ndarray] | None = None  # paired: (baseline, candidate) per query
+
+
+def _gated_metrics(baseline: EvalResults, candidate: EvalResults, policy: GatePolicy) -> list[str]:
     shared = [m for m in candidate.metrics if m in baseline.metrics]
     metrics = list(policy.metrics) if policy.metrics is not None else shared
     for m in [*metrics, *policy.floors]:
@@ -210,180 +246,257 @@ def compare(baseline: EvalResults, candidate: EvalResults, policy: GatePolicy) -
     for m in metrics:
         if m not in baseline.metrics:
             raise GateError(f"metric {m!r} is not in the baseline results")
-    ids = [q for q in candidate.per_query if q in baseline.per_query]
-    if not ids:
-        raise GateError("baseline and candidate share no query ids")
+    return metrics
+
+
+def _role_notes(
+    baseline: EvalResults, candidate: EvalResults, role: GoldenRole, allow: bool
+) -> list[str]:
+    """Refuse comparisons across golden versions or roles unless ``allow``; say what they mean."""
     notes: list[str] = []
-    dropped = len(candidate.per_query) + len(baseline.per_query) - 2 * len(ids)
+    b, c = baseline.golden_version, candidate.golden_version
+    if b is None or c is None:  # BEIR files, or results written before versions were kept
+        notes += [
+            f"golden version unknown for the {w}"
+            for w, v in (("baseline", b), ("candidate", c))
+            if v is None and b != c
+        ]
+    elif b != c:
+        if not allow:
+            raise GateError(
+                f"golden versions differ (baseline v{b}, candidate v{c}): re-run the baseline on "
+                f"v{c}, or pass --allow-version-change"
+            )
+        notes.append(
+            f"golden versions differ (baseline v{b}, candidate v{c}): only the queries in both "
+            "are compared, so the change measured mixes the pipeline's and the golden set's"
+        )
+    if baseline.aggregate_only != candidate.aggregate_only or baseline.aggregate_only != (
+        role == "holdout"
+    ):
+        raise GateError(
+            f"--role {role}: "
+            + (
+                "both files must come from `ragsieve eval --role holdout`"
+                if role == "holdout"
+                else "a holdout (aggregate-only) results file has no queries to pair; "
+                "gate it with --role holdout"
+            )
+        )
+    notes += _role_mismatch(baseline, candidate, role, allow)
+    return notes
+
+
+def _role_mismatch(
+    baseline: EvalResults, candidate: EvalResults, role: GoldenRole, allow: bool
+) -> list[str]:
+    have = [set(r.roles) if r.roles is not None else None for r in (baseline, candidate)]
+    if have == [None, None]:
+        return []  # a set never split: every query is compared
+    if all(h is not None and role in h for h in have):
+        return []
+    shown = ["+".join(sorted(h)) if h is not None else "none" for h in have]
+    message = f"roles differ from --role {role} (baseline {shown[0]}, candidate {shown[1]})"
+    if not allow:
+        raise GateError(f"{message}: re-run eval with --role {role}, or --allow-version-change")
+    return [f"{message}: every shared query is compared, whatever its role"]
+
+
+def _paired(
+    baseline: EvalResults,
+    candidate: EvalResults,
+    metrics: Sequence[str],
+    policy: GatePolicy,
+    role: GoldenRole,
+) -> tuple[_Stats, list[str], list[str]]:
+    """Paired bootstrap over the shared queries of ``role``; also returns ids and notes."""
+    roles = {**baseline.query_role, **candidate.query_role}
+    keep = (lambda q: roles.get(q, role) == role) if roles else (lambda q: True)  # noqa: E731
+    b_ids = [q for q in baseline.per_query if keep(q)]
+    c_ids = [q for q in candidate.per_query if keep(q)]
+    ids = [q for q in c_ids if q in baseline.per_query and keep(q)]
+    if not ids:
+        raise GateError(f"baseline and candidate share no query ids of role {role}")
+    notes = []
+    dropped = len(b_ids) + len(c_ids) - 2 * len(ids)
     if dropped:
         notes.append(f"{dropped} queries present in only one file were left out of the paired test")
-    if baseline.golden_version != candidate.golden_version:
-        notes.append(
-            f"golden versions differ: baseline v{baseline.golden_version}, "
-            f"candidate v{candidate.golden_version}"
-        )
     try:
         base = np.array([[baseline.per_query[q][m] for m in metrics] for q in ids], dtype=float)
         cand = np.array([[candidate.per_query[q][m] for m in metrics] for q in ids], dtype=float)
     except KeyError as exc:
         raise GateError(f"per_query lacks metric {exc.args[0]!r} for some queries") from None
     base, cand = base.reshape(len(ids), len(metrics)), cand.reshape(len(ids), len(metrics))
-    diffs = cand - base
     low, high = paired_bootstrap(
-        diffs, resamples=policy.resamples, confidence=policy.confidence, seed=policy.seed
+        cand - base, resamples=policy.resamples, confidence=policy.confidence, seed=policy.seed
     )
+    diff = (cand - base).mean(0)
+    stats = _Stats(len(ids), base.mean(0), cand.mean(0), diff, low, high, rows=(base, cand))
+    return stats, ids, notes
+
+
+def _unpaired(
+    baseline: EvalResults, candidate: EvalResults, metrics: Sequence[str], policy: GatePolicy
+) -> _Stats:
+    """Normal interval on the difference of means from each file's ``spread`` (n, sd).
+
+    Holdout results carry no per-query rows, so the runs cannot be paired; ignoring the
+    (positive) correlation between them widens the interval: fewer false alarms, less power.
+    """
+    z = NormalDist().inv_cdf(0.5 + policy.confidence / 2)
+    rows = []
+    for m in metrics:
+        try:
+            sb, sc = baseline.spread[m], candidate.spread[m]
+        except KeyError:
+            raise GateError(f"spread lacks metric {m!r}: re-run eval with this version") from None
+        b, c = baseline.metrics[m], candidate.metrics[m]
+        se = math.sqrt(sb["sd"] ** 2 / max(sb["n"], 1) + sc["sd"] ** 2 / max(sc["n"], 1))
+        rows.append((b, c, c - b, c - b - z * se, c - b + z * se))
+    cols = np.array(rows, dtype=float).reshape(len(metrics), 5).T
+    n = min((min(baseline.spread[m]["n"], candidate.spread[m]["n"]) for m in metrics), default=0)
+    return _Stats(int(n), *cols)
+
+
+def _status(regressed: bool, below: bool, ci_low: float) -> Status:
+    if regressed and below:
+        return "regression+floor"
+    if regressed:
+        return "regression"
+    if below:
+        return "floor"
+    return "improved" if ci_low > 0 else "pass"
+
+
+def _checks(
+    stats: _Stats, candidate: EvalResults, metrics: Sequence[str], policy: GatePolicy
+) -> list[MetricCheck]:
     checks: list[MetricCheck] = []
+    nan = float("nan")
     for j, m in enumerate([*metrics, *(f for f in policy.floors if f not in metrics)]):
         floor = policy.floors.get(m)
         below = floor is not None and candidate.metrics[m] < floor - _EPS
         if j < len(metrics):
-            delta = float(diffs[:, j].mean())
-            regressed = high[j] < 0 and -delta > policy.min_effect
-            row = (
-                float(base[:, j].mean()),
-                float(cand[:, j].mean()),
-                delta,
-                float(low[j]),
-                float(high[j]),
-            )
+            delta, low, high = float(stats.delta[j]), float(stats.low[j]), float(stats.high[j])
+            regressed = high < 0 and -delta > policy.min_effect
+            row = (float(stats.base[j]), float(stats.cand[j]), delta, low, high)
         else:  # floor-only metric: no regression test
-            regressed, row = False, (float("nan"), candidate.metrics[m], 0.0, 0.0, 0.0)
-        status: Status = (
-            "regression+floor"
-            if regressed and below
-            else "regression"
-            if regressed
-            else "floor"
-            if below
-            else "improved"
-            if row[3] > 0
-            else "pass"
-        )
-        checks.append(MetricCheck(m, *row, floor=floor, status=status))
+            regressed, row = False, (nan, candidate.metrics[m], 0.0, nan, nan)
+        checks.append(MetricCheck(m, *row, floor=floor, status=_status(regressed, below, row[3])))
+    return checks
+
+
+def _category_row(
+    cat: str, m: str, n: int, means: tuple[float, float, float], policy: GatePolicy
+) -> CategoryCheck:
+    b, c, d = means
+    return CategoryCheck(cat, m, n, b, c, d, failed=d < -policy.protected_max_drop - _EPS)
+
+
+def _paired_categories(
+    baseline: EvalResults,
+    candidate: EvalResults,
+    ids: Sequence[str],
+    stats: _Stats,
+    metrics: Sequence[str],
+    policy: GatePolicy,
+) -> list[CategoryCheck]:
+    if stats.rows is None:
+        raise GateError("protected categories need per-query rows")
+    base, cand = stats.rows
     cats = [candidate.query_category.get(q, baseline.query_category.get(q, "")) for q in ids]
-    categories: list[CategoryCheck] = []
+    out: list[CategoryCheck] = []
     for cat in policy.protected_categories:
         mask = np.array([c == cat for c in cats], dtype=bool)
         if not mask.any():
             raise GateError(f"protected category {cat!r} has no paired queries")
         for j, m in enumerate(metrics):
-            d = float(diffs[mask, j].mean())
-            categories.append(
-                CategoryCheck(
-                    cat,
-                    m,
-                    int(mask.sum()),
-                    float(base[mask, j].mean()),
-                    float(cand[mask, j].mean()),
-                    d,
-                    failed=d < -policy.protected_max_drop - _EPS,
-                )
-            )
+            b, c = float(base[mask, j].mean()), float(cand[mask, j].mean())
+            d = float((cand[mask, j] - base[mask, j]).mean())
+            out.append(_category_row(cat, m, int(mask.sum()), (b, c, d), policy))
+    return out
+
+
+def _aggregate_categories(
+    baseline: EvalResults, candidate: EvalResults, metrics: Sequence[str], policy: GatePolicy
+) -> list[CategoryCheck]:
+    out: list[CategoryCheck] = []
+    for cat in policy.protected_categories:
+        b_row, c_row = baseline.by_category.get(cat), candidate.by_category.get(cat)
+        if not b_row or not c_row:
+            raise GateError(f"protected category {cat!r} is not in both holdout results")
+        for m in metrics:
+            b, c = float(b_row["metrics"][m]), float(c_row["metrics"][m])
+            out.append(_category_row(cat, m, int(c_row["n"]), (b, c, c - b), policy))
+    return out
+
+
+def compare(
+    baseline: EvalResults,
+    candidate: EvalResults,
+    policy: GatePolicy,
+    *,
+    role: GoldenRole = DEFAULT_GATE_ROLE,
+    allow_version_change: bool = False,
+) -> GateReport:
+    """Apply the policy to the ``role`` part of a baseline and a candidate.
+
+    Raises:
+        GateError: the files do not compare (metrics, queries, golden versions or roles).
+    """
+    notes = _role_notes(baseline, candidate, role, allow_version_change)
+    metrics = _gated_metrics(baseline, candidate, policy)
+    if role == "holdout":
+        stats = _unpaired(baseline, candidate, metrics, policy)
+        categories = _aggregate_categories(baseline, candidate, metrics, policy)
+        notes.append("holdout: no per-query rows, so an unpaired interval (wider) is used")
+    else:
+        stats, ids, more = _paired(baseline, candidate, metrics, policy, role)
+        categories = _paired_categories(baseline, candidate, ids, stats, metrics, policy)
+        notes += more
+    checks = _checks(stats, candidate, metrics, policy)
+    changes = config_changes(baseline.config, candidate.config)
+    warning = changes_warning(changes)
     passed = all(c.status in ("pass", "improved") for c in checks) and not any(
         c.failed for c in categories
     )
     return GateReport(
-        passed, len(ids), policy.confidence, policy.resamples, checks, categories, notes
+        passed,
+        stats.n,
+        policy.confidence,
+        policy.resamples,
+        checks,
+        categories,
+        notes,
+        role=role,
+        method="unpaired normal" if role == "holdout" else "paired bootstrap",
+        changes=changes,
+        warnings=[warning] if warning else [],
+        log_line=log_line(changes, checks),
     )
-
-
-def _summary(report: GateReport) -> str:
-    reg = sum(c.status.startswith("regression") for c in report.checks)
-    flo = sum(c.status.endswith("floor") for c in report.checks)
-    cat = sum(c.failed for c in report.categories)
-    parts = [
-        f"{reg} regression(s)" if reg else "",
-        f"{flo} floor breach(es)" if flo else "",
-        f"{cat} protected-category drop(s)" if cat else "",
-    ]
-    return "passed" if report.passed else "failed: " + ", ".join(p for p in parts if p)
-
-
-def _fmt(x: float, signed: bool = False) -> str:
-    return "—" if x != x else (f"{x:+.4f}" if signed else f"{x:.4f}")
 
 
 def render(report: GateReport, fmt: str = "table") -> str:
     """Render as ``table`` (terminal), ``markdown`` (PR comment) or ``json``."""
-    if fmt == "json":
-        return json.dumps(report.to_json(), indent=2, default=lambda x: None)
-    pct = f"{report.confidence:.0%}"
-    head = ["metric", "baseline", "candidate", "Δ", f"{pct} CI", "floor", "status"]
-    rows = [
-        [
-            c.metric,
-            _fmt(c.baseline),
-            _fmt(c.candidate),
-            _fmt(c.delta, True),
-            "—" if c.baseline != c.baseline else f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]",
-            "—" if c.floor is None else f"≥ {c.floor:.2f}",
-            c.status,
-        ]
-        for c in report.checks
-    ]
-    crow = [
-        [
-            c.category,
-            str(c.n),
-            c.metric,
-            _fmt(c.baseline),
-            _fmt(c.candidate),
-            _fmt(c.delta, True),
-            "drop" if c.failed else "ok",
-        ]
-        for c in report.categories
-    ]
-    chead = ["category", "n", "metric", "baseline", "candidate", "Δ", "status"]
-    intro = (
-        f"Paired bootstrap over {report.n_paired} queries "
-        f"({report.resamples:,} resamples, {pct} CI)."
-    )
-    if fmt == "markdown":
-        icon = "✅" if report.passed else "❌"
-        out = [
-            f"### {icon} ragsieve gate {_summary(report)}",
-            "",
-            intro,
-            "",
-            "| " + " | ".join(head) + " |",
-            "|---|---:|---:|---:|---|---:|---|",
-        ]
-        out += [
-            "| "
-            + " | ".join(r[:-1] + [("❌ " if r[-1] not in ("pass", "improved") else "") + r[-1]])
-            + " |"
-            for r in rows
-        ]
-        if crow:
-            out += [
-                "",
-                "**Protected categories**",
-                "",
-                "| " + " | ".join(chead) + " |",
-                "|---|---:|---|---:|---:|---:|---|",
-            ]
-            out += ["| " + " | ".join(r) + " |" for r in crow]
-        out += [""] + [f"> {n}" for n in report.notes]
-        return "\n".join(out).rstrip() + "\n"
-    if fmt != "table":
-        raise ValueError(f"unknown format {fmt!r}; expected table, markdown or json")
+    from ragsieve.evaluators.gate_render import render_report
 
-    def table(h: list[str], body: list[list[str]]) -> list[str]:
-        w = [max(len(r[i]) for r in [h, *body]) for i in range(len(h))]
-        return ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in [h, *body]]
-
-    out = [f"gate {_summary(report)}", intro, "", *table(head, rows)]
-    if crow:
-        out += ["", "protected categories:", *table(chead, crow)]
-    out += [f"note: {n}" for n in report.notes]
-    return "\n".join(out) + "\n"
+    return render_report(report, fmt)
 
 
 def gate_files(
     baseline: str | Path,
     candidate: str | Path,
     policy: GatePolicy | Mapping[str, Any] | None = None,
+    *,
+    role: GoldenRole = DEFAULT_GATE_ROLE,
+    allow_version_change: bool = False,
 ) -> GateReport:
     """Load two results files and compare them (a convenience for scripts and the pytest plugin)."""
     pol = policy if isinstance(policy, GatePolicy) else GatePolicy.model_validate(policy or {})
-    return compare(load_results(baseline), load_results(candidate), pol)
+    return compare(
+        load_results(baseline),
+        load_results(candidate),
+        pol,
+        role=role,
+        allow_version_change=allow_version_change,
+    )

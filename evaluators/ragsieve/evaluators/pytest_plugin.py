@@ -9,18 +9,19 @@ Enable it in a ``conftest.py`` with ``pytest_plugins = ["ragsieve.evaluators.pyt
 
 The policy comes from ``--ragsieve-policy`` or the ``ragsieve_policy`` ini key (a gate TOML), the
 baseline results JSON from ``--ragsieve-baseline`` or ``ragsieve_baseline``. Without a baseline
-only the floors apply.
+only the floors apply. Like ``ragsieve gate``, it scores the golden set's ``regression`` part
+(every case of a set never split by ``ragsieve golden split``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ragsieve.evaluators.gate import (
+    DEFAULT_GATE_ROLE,
     EvalResults,
     GatePolicy,
     GateReport,
@@ -32,6 +33,8 @@ from ragsieve.evaluators.gate import (
 from ragsieve.evaluators.golden import GoldenSet, load_golden
 from ragsieve.evaluators.metrics import DEFAULT_METRICS, expand_metrics
 from ragsieve.evaluators.metrics.report import EvalReport, build_report
+from ragsieve.evaluators.records import GoldenRole
+from ragsieve.evaluators.roles import select_roles
 from ragsieve.evaluators.runs import load_run, retrieve_all
 
 
@@ -56,12 +59,18 @@ class RagEval:
         golden: str | Path | GoldenSet,
         *,
         run: str | Path | Mapping[str, Sequence[str]] | None = None,
-        retriever: Callable[..., Any] | None = None,
+        retriever: Callable[..., object] | None = None,
         k: Iterable[int] = (5, 10),
         metrics: Iterable[str] = DEFAULT_METRICS,
+        role: GoldenRole = DEFAULT_GATE_ROLE,
     ) -> EvalReport:
-        """Score a run file, a ``{query id: ids}`` mapping or a ``search(query, k)`` callable."""
+        """Score a run file, a ``{query id: ids}`` mapping or a ``search(query, k)`` callable on
+        the ``role`` part of the golden set (never the holdout: it is not shown case by case)."""
+        if role == "holdout":
+            raise ValueError("the holdout is scored with `ragsieve eval --role holdout` only")
         gs = golden if isinstance(golden, GoldenSet) else load_golden(golden)
+        split = any(c.role is not None for c in gs.cases)
+        gs = select_roles(gs, (role,)) if split else gs
         ks = sorted(set(k))
         specs = expand_metrics(metrics, ks)
         if (run is None) == (retriever is None):
@@ -77,9 +86,10 @@ class RagEval:
             ranking = run or {}
         report = build_report(gs, ranking, specs)
         report.retriever_errors = errors
+        report.roles = [role] if split else None
         return report
 
-    def gate(self, report: EvalReport | Mapping[str, Any]) -> GateReport:
+    def gate(self, report: EvalReport | Mapping[str, object]) -> GateReport:
         """Apply the policy: floors always, regressions when a baseline is configured."""
         data = report.to_json() if isinstance(report, EvalReport) else report
         candidate = EvalResults.model_validate(data)
@@ -88,7 +98,7 @@ class RagEval:
             return compare(candidate, candidate, policy)
         return compare(self.baseline, candidate, self.policy)
 
-    def check(self, report: EvalReport | Mapping[str, Any]) -> GateReport:
+    def check(self, report: EvalReport | Mapping[str, object]) -> GateReport:
         """Like :meth:`gate`, but fails the current test with the rendered table."""
         outcome = self.gate(report)
         if not outcome.passed:

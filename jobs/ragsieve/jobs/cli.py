@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "golden": "ragsieve.jobs.golden.cli:golden",
     "eval": "ragsieve.evaluators.cli:eval_command",
     "gate": "ragsieve.evaluators.cli:gate_command",
+    "experiments": "ragsieve.evaluators.cli:experiments",
     "judges": "ragsieve.jobs.fitting.cli:judges",
     "demo": "ragsieve.jobs.demo.cli:demo",
     "config": "ragsieve.jobs.config_cli:config",

@@ -13,11 +13,12 @@ import inspect
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.judges import safe_evaluate
+from ragsieve.evaluators.judges import Judge, safe_evaluate
 from ragsieve.evaluators.records import (
     EvalResult,
     GoldenCase,
@@ -55,7 +56,7 @@ def make_interaction(
     )
 
 
-async def _answer(answerer: Callable[..., Any], query: str, texts: list[str]) -> str:
+async def _answer(answerer: Callable[..., object], query: str, texts: list[str]) -> str:
     out = answerer(query, texts)
     if inspect.isawaitable(out):
         out = await out
@@ -74,13 +75,59 @@ def _summary(results: Sequence[EvalResult]) -> dict[str, Any]:
     }
 
 
+@dataclass
+class _Answering:
+    """Answers one case with its retrieved chunks and judges the answer (bounded concurrency)."""
+
+    run: Mapping[str, Sequence[str]]
+    texts: Mapping[str, str]
+    answerer: Callable[..., object]
+    gate: asyncio.Semaphore
+    now: datetime
+    errors: dict[str, str] = field(default_factory=dict)
+
+    async def __call__(
+        self, case: GoldenCase, judges: Sequence[Judge]
+    ) -> tuple[str, list[EvalResult]]:
+        ids = dict.fromkeys(self.run.get(case.id, ()))
+        chunks = [(cid, self.texts[cid]) for cid in ids if cid in self.texts]
+        async with self.gate:
+            try:
+                answer = await _answer(self.answerer, case.query, [t for _, t in chunks])
+            except Exception as exc:  # the user's answerer: record, keep going
+                self.errors[case.id] = f"{type(exc).__name__}: {exc}"
+                return case.id, []
+            interaction = make_interaction(case, answer, chunks, self.now)
+            results = [r for j in judges for r in await safe_evaluate(j, interaction)]
+        return case.id, results
+
+
+Judged = Sequence[tuple[str, list[EvalResult]]]
+
+
+def _rate(results: Sequence[EvalResult]) -> float | None:
+    return sum(r.label == "abstained" for r in results) / len(results) if results else None
+
+
+def _summarize(judges: Sequence[Judge], ans: Judged, na: Judged) -> dict[str, Any]:
+    by_judge = {j.name: [r for _, rs in ans for r in rs if r.evaluator == j.name] for j in judges}
+    faith_na = [r for _, rs in na for r in rs if r.evaluator == ABSTENTION_JUDGE]
+    return {
+        "judges": {j.name: {"version": j.version, **_summary(by_judge[j.name])} for j in judges},
+        "abstention_rate_no_answer": _rate(faith_na),
+        "n_no_answer_judged": len(faith_na),
+        "abstention_rate_answerable": _rate(by_judge[ABSTENTION_JUDGE]),
+        "cases": {cid: {r.evaluator: r.label for r in rs} for cid, rs in [*ans, *na]},
+    }
+
+
 async def generation_metrics(
     answerable: Sequence[GoldenCase],
     no_answer: Sequence[GoldenCase],
     run: Mapping[str, Sequence[str]],
     texts: Mapping[str, str],
-    answerer: Callable[..., Any],
-    judges: Sequence[Any],
+    answerer: Callable[..., object],
+    judges: Sequence[Judge],
     *,
     sample: int = 20,
     seed: int = 0,
@@ -90,49 +137,21 @@ async def generation_metrics(
     """Answer and judge up to ``sample`` answerable and ``sample`` no-answer cases."""
     if sample < 1:
         raise ConfigError(f"sample: must be >= 1 (got {sample})")
-    names = [j.name for j in judges]
-    if ABSTENTION_JUDGE not in names:
+    if ABSTENTION_JUDGE not in [j.name for j in judges]:
         raise ConfigError(f"judges: abstention needs the {ABSTENTION_JUDGE!r} judge")
-    stamp = now or utcnow()
-    gate = asyncio.Semaphore(concurrency)
-    answer_errors: dict[str, str] = {}
-
-    async def one(case: GoldenCase, which: Sequence[Any]) -> tuple[str, list[EvalResult]]:
-        chunks = [(cid, texts[cid]) for cid in dict.fromkeys(run.get(case.id, ())) if cid in texts]
-        async with gate:
-            try:
-                answer = await _answer(answerer, case.query, [t for _, t in chunks])
-            except Exception as exc:  # the user's answerer: record, keep going
-                answer_errors[case.id] = f"{type(exc).__name__}: {exc}"
-                return case.id, []
-            interaction = make_interaction(case, answer, chunks, stamp)
-            results = [r for j in which for r in await safe_evaluate(j, interaction)]
-        return case.id, results
-
+    one = _Answering(run, texts, answerer, asyncio.Semaphore(concurrency), now or utcnow())
     picked = sample_cases(answerable, sample, seed)
     picked_na = sample_cases(no_answer, sample, seed)
     abstain = [j for j in judges if j.name == ABSTENTION_JUDGE]
     done = await asyncio.gather(
         *[one(c, judges) for c in picked], *[one(c, abstain) for c in picked_na]
     )
-    ans, na = done[: len(picked)], done[len(picked) :]
-    by_judge = {n: [r for _, rs in ans for r in rs if r.evaluator == n] for n in names}
-    faith_na = [r for _, rs in na for r in rs if r.evaluator == ABSTENTION_JUDGE]
-    faith_ans = by_judge[ABSTENTION_JUDGE]
-    abstained_na = sum(r.label == "abstained" for r in faith_na)
+    summary = _summarize(judges, done[: len(picked)], done[len(picked) :])
     return {
         "sample": sample,
         "seed": seed,
-        "judges": {
-            n: {"version": j.version, **_summary(by_judge[n])}
-            for n, j in zip(names, judges, strict=True)
-        },
-        "n_answered": len(picked) + len(picked_na) - len(answer_errors),
-        "answerer_errors": answer_errors,
-        "abstention_rate_no_answer": abstained_na / len(faith_na) if faith_na else None,
-        "n_no_answer_judged": len(faith_na),
-        "abstention_rate_answerable": (
-            sum(r.label == "abstained" for r in faith_ans) / len(faith_ans) if faith_ans else None
-        ),
-        "cases": {cid: {r.evaluator: r.label for r in rs} for cid, rs in [*ans, *na]},
+        "judges": summary.pop("judges"),
+        "n_answered": len(picked) + len(picked_na) - len(one.errors),
+        "answerer_errors": one.errors,
+        **summary,
     }

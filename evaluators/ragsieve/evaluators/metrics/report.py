@@ -17,6 +17,10 @@ from ragsieve.evaluators.records import GoldenCase
 UNCATEGORIZED = "uncategorized"
 
 
+PER_QUERY_KEYS = ("per_query", "query_category", "query_role", "worst", "no_answer")
+"""Keys of the JSON form that name single queries; an aggregate-only (holdout) report has none."""
+
+
 @dataclass
 class EvalReport:
     """Everything ``ragsieve eval`` prints; :meth:`to_json` is the ``--json`` object."""
@@ -33,27 +37,65 @@ class EvalReport:
     worst_by: str
     worst: list[dict[str, Any]]
     no_answer: list[dict[str, Any]]
+    spread: dict[str, dict[str, float]] = field(default_factory=dict)
     retriever_errors: dict[str, str] = field(default_factory=dict)
     generation: dict[str, Any] | None = None
+    roles: list[str] | None = None
+    query_role: dict[str, str] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    retriever: str | None = None
+    created_at: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    aggregate_only: bool = False
+    n_retriever_errors: int = 0
+
+    def seal(self) -> None:
+        """Drop everything that names a single query (the holdout is never shown case by case).
+
+        Counts stay: how many queries, missing, retriever and answerer errors.
+        """
+        self.aggregate_only = True
+        self.per_query, self.query_category, self.query_role = {}, {}, {}
+        self.worst, self.no_answer = [], []
+        self.n_retriever_errors = len(self.retriever_errors)
+        self.retriever_errors = {}
+        if self.generation is not None:
+            gen = dict(self.generation)
+            gen.pop("cases", None)
+            gen["answerer_errors"] = len(gen.get("answerer_errors") or {})
+            self.generation = gen
 
     def to_json(self) -> dict[str, Any]:
         """The stable machine-readable form (also the gate's input)."""
-        return {
+        data: dict[str, Any] = {
             "golden": self.golden,
             "golden_version": self.golden_version,
+            "roles": self.roles,
+            "aggregate_only": self.aggregate_only,
+            "config": self.config,
+            "retriever": self.retriever,
+            "created_at": self.created_at,
             "n_queries": self.n_queries,
             "n_no_answer": self.n_no_answer,
             "n_missing": self.n_missing,
             "metrics": self.metrics,
+            "spread": self.spread,
             "by_category": self.by_category,
             "worst_by": self.worst_by,
             "worst": self.worst,
             "no_answer": self.no_answer,
             "retriever_errors": self.retriever_errors,
+            "n_retriever_errors": max(self.n_retriever_errors, len(self.retriever_errors)),
             "generation": self.generation,
+            "warnings": self.warnings,
             "query_category": self.query_category,
+            "query_role": self.query_role,
             "per_query": self.per_query,
         }
+        if self.aggregate_only:
+            for key in PER_QUERY_KEYS:
+                data.pop(key)
+        return data
 
 
 def dumps(data: Mapping[str, Any], *, indent: int = 0) -> bytes:
@@ -73,6 +115,80 @@ def _ranked(ids: Sequence[str] | None, depth: int) -> list[str]:
     return list(dict.fromkeys(ids or ()))[:depth]
 
 
+def _default_worst_by(metrics: Sequence[MetricSpec], names: Sequence[str]) -> str:
+    ndcgs = [m for m in metrics if m.name == "ndcg"]
+    return str(max(ndcgs, key=lambda m: m.k or 0)) if ndcgs else names[0]
+
+
+def _by_category(
+    cases: Sequence[GoldenCase], values: Mapping[str, np.ndarray], names: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    code_of: dict[str, int] = {}
+    codes = np.fromiter(
+        (code_of.setdefault(c.category or UNCATEGORIZED, len(code_of)) for c in cases),
+        dtype=np.int64,
+        count=len(cases),
+    )
+    out: dict[str, dict[str, Any]] = {}
+    for cat in sorted(code_of):
+        mask = codes == code_of[cat]
+        out[cat] = {
+            "n": int(mask.sum()),
+            "metrics": {m: float(values[m][mask].mean()) for m in names},
+        }
+    return out
+
+
+def _spread(values: Mapping[str, np.ndarray], names: Sequence[str]) -> dict[str, dict[str, float]]:
+    """``metric → {n, sd}`` (sample standard deviation over queries): enough for an unpaired
+    interval on a difference of means when the per-query values may not be shown."""
+    out: dict[str, dict[str, float]] = {}
+    for m in names:
+        v = values[m]
+        sd = float(v.std(ddof=1)) if v.size > 1 else 0.0
+        out[m] = {"n": float(v.size), "sd": sd}
+    return out
+
+
+def _worst_rows(
+    cases: Sequence[GoldenCase],
+    run: Mapping[str, Sequence[str]],
+    scores: np.ndarray,
+    worst: int,
+    depth: int,
+) -> list[dict[str, Any]]:
+    order: list[int] = np.argsort(scores, kind="stable")[: max(worst, 0)].tolist()
+    return [
+        {
+            "id": cases[i].id,
+            "query": cases[i].query,
+            "category": cases[i].category,
+            "value": float(scores[i]),
+            "relevant": dict(cases[i].relevant_chunks),
+            "missing_from_run": cases[i].id not in run,
+            "retrieved": [
+                {"id": cid, "grade": cases[i].relevant_chunks.get(cid, 0)}
+                for cid in _ranked(run.get(cases[i].id), depth)
+            ],
+        }
+        for i in order
+    ]
+
+
+def _no_answer_rows(
+    cases: Sequence[GoldenCase], run: Mapping[str, Sequence[str]]
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": c.id,
+            "query": c.query,
+            "category": c.category,
+            "retrieved": _ranked(run.get(c.id), 5),
+        }
+        for c in cases
+    ]
+
+
 def build_report(
     golden: GoldenSet,
     run: Mapping[str, Sequence[str]],
@@ -86,128 +202,107 @@ def build_report(
 
     ``worst_by`` defaults to the nDCG with the largest cutoff, else the first metric.
     """
-    cases: list[GoldenCase] = []
-    no_answer_cases: list[GoldenCase] = []
-    for case in golden.cases:
-        (no_answer_cases if case.is_no_answer else cases).append(case)
+    cases = golden.answerable
     # one ranking at a time: a run file decodes each when read (see runs.RunFile)
     rel = build_relevance([c.relevant_chunks for c in cases], (run.get(c.id) for c in cases))
     values = score_relevance(rel, metrics)
     names = [str(m) for m in metrics]
     if worst_by is None:
-        ndcgs = [m for m in metrics if m.name == "ndcg"]
-        worst_by = str(max(ndcgs, key=lambda m: m.k or 0)) if ndcgs else names[0]
+        worst_by = _default_worst_by(metrics, names)
     elif worst_by not in values:
         raise ValueError(f"worst_by {worst_by!r} is not among the metrics: {', '.join(names)}")
     ids = [c.id for c in cases]
     rows = np.column_stack([values[m] for m in names]).tolist() if cases else []
-    per_query = {q: dict(zip(names, row, strict=True)) for q, row in zip(ids, rows, strict=True)}
-    query_category = {c.id: c.category or UNCATEGORIZED for c in cases}
-    code_of: dict[str, int] = {}
-    codes = np.fromiter(
-        (code_of.setdefault(c.category or UNCATEGORIZED, len(code_of)) for c in cases),
-        dtype=np.int64,
-        count=len(cases),
-    )
-    by_category: dict[str, dict[str, Any]] = {}
-    for cat in sorted(code_of):
-        mask = codes == code_of[cat]
-        by_category[cat] = {
-            "n": int(mask.sum()),
-            "metrics": {m: float(values[m][mask].mean()) for m in names},
-        }
     depth = max((m.k or 10 for m in metrics), default=10)
-    order: list[int] = np.argsort(values[worst_by], kind="stable")[: max(worst, 0)].tolist()
-    worst_rows = [
-        {
-            "id": cases[i].id,
-            "query": cases[i].query,
-            "category": cases[i].category,
-            "value": float(values[worst_by][i]),
-            "relevant": dict(cases[i].relevant_chunks),
-            "missing_from_run": cases[i].id not in run,
-            "retrieved": [
-                {"id": cid, "grade": cases[i].relevant_chunks.get(cid, 0)}
-                for cid in _ranked(run.get(cases[i].id), depth)
-            ],
-        }
-        for i in order
-    ]
-    no_answer = [
-        {
-            "id": c.id,
-            "query": c.query,
-            "category": c.category,
-            "retrieved": _ranked(run.get(c.id), 5),
-        }
-        for c in no_answer_cases
-    ]
+    no_answer = _no_answer_rows(golden.no_answer, run)
     return EvalReport(
         golden=source or str(golden.path),
         golden_version=golden.version,
         metrics={m: float(values[m].mean()) if len(cases) else 0.0 for m in names},
-        per_query=per_query,
+        per_query={q: dict(zip(names, row, strict=True)) for q, row in zip(ids, rows, strict=True)},
         n_queries=len(cases),
         n_no_answer=len(no_answer),
         n_missing=sum(1 for q in ids if q not in run),
-        by_category=by_category,
-        query_category=query_category,
+        by_category=_by_category(cases, values, names),
+        query_category={c.id: c.category or UNCATEGORIZED for c in cases},
         worst_by=worst_by,
-        worst=worst_rows,
+        worst=_worst_rows(cases, run, values[worst_by], worst, depth),
         no_answer=no_answer,
+        spread=_spread(values, names),
+        query_role={c.id: c.role for c in golden.cases if c.role is not None},
     )
 
 
 def render_text(report: EvalReport) -> str:
     """A human-readable report: metrics, per category, worst queries with what was retrieved."""
-    version = "" if report.golden_version is None else f" (v{report.golden_version})"
-    lines = [
-        f"golden: {report.golden}{version}",
-        f"queries: {report.n_queries} scored, {report.n_no_answer} no-answer (excluded), "
-        f"{report.n_missing} missing from the run (scored 0)",
-        "",
-    ]
+    lines = _head_lines(report)
     names = list(report.metrics)
     width = max((len(n) for n in names), default=6)
     lines += [f"  {n:<{width}}  {report.metrics[n]:.4f}" for n in names]
     if len(report.by_category) > 1 or UNCATEGORIZED not in report.by_category:
-        shown = names[:6]
-        lines += [
-            "",
-            "per category:",
-            "  "
-            + "  ".join(
-                ["category".ljust(20), "n".rjust(5)] + [s.rjust(max(len(s), 6)) for s in shown]
-            ),
-        ]
-        for cat, row in report.by_category.items():
-            cells = [f"{row['metrics'][s]:.4f}".rjust(max(len(s), 6)) for s in shown]
-            lines.append("  " + "  ".join([cat[:20].ljust(20), str(row["n"]).rjust(5), *cells]))
-    if report.worst:
-        lines += ["", f"worst {len(report.worst)} by {report.worst_by} (* relevant, grade in []):"]
-        for row in report.worst:
-            cat = f" [{row['category']}]" if row["category"] else ""
-            lines.append(f"  {row['id']}{cat}  {report.worst_by}={row['value']:.4f}")
-            lines.append(f"    query:    {row['query'][:160]}")
-            lines.append(
-                f"    relevant: {', '.join(f'{c}[{g}]' for c, g in row['relevant'].items())}"
-            )
-            got = [f"*{r['id']}[{r['grade']}]" if r["grade"] else r["id"] for r in row["retrieved"]]
-            lines.append(f"    got:      {', '.join(got) or '(nothing)'}")
-    if report.retriever_errors:
-        lines += ["", f"retriever errors: {len(report.retriever_errors)} queries (scored 0)"]
-    gen = report.generation
-    if gen:
-        lines += ["", f"generation (sample {gen['sample']} per group, seed {gen['seed']}):"]
-        for name, row in gen["judges"].items():
-            labels = ", ".join(f"{k}={v}" for k, v in sorted(row["labels"].items()))
-            mean = "—" if row["mean_score"] is None else f"{row['mean_score']:.3f}"
-            lines.append(f"  {name} (v{row['version']}): n={row['n']} mean={mean} {labels}")
-        rate = gen["abstention_rate_no_answer"]
-        lines.append(
-            f"  abstention on no-answer cases: "
-            f"{'—' if rate is None else f'{rate:.0%}'} of {gen['n_no_answer_judged']}"
-        )
-        if gen["answerer_errors"]:
-            lines.append(f"  answerer errors: {len(gen['answerer_errors'])}")
+        lines += _category_lines(report, names[:6])
+    lines += _worst_lines(report)
+    n_errors = max(report.n_retriever_errors, len(report.retriever_errors))
+    if n_errors:
+        lines += ["", f"retriever errors: {n_errors} queries (scored 0)"]
+    if report.generation:
+        lines += _generation_lines(report.generation)
+    lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines)
+
+
+def _head_lines(report: EvalReport) -> list[str]:
+    version = "" if report.golden_version is None else f" (v{report.golden_version})"
+    roles = f", roles {'+'.join(report.roles)}" if report.roles else ""
+    lines = [f"golden: {report.golden}{version}{roles}"]
+    if report.config:
+        lines.append("config: " + ", ".join(f"{k}={v}" for k, v in report.config.items()))
+    if report.aggregate_only:
+        lines.append("holdout: aggregates and per-category figures only")
+    lines += [
+        f"queries: {report.n_queries} scored, {report.n_no_answer} no-answer (excluded), "
+        f"{report.n_missing} missing from the run (scored 0)",
+        "",
+    ]
+    return lines
+
+
+def _category_lines(report: EvalReport, shown: Sequence[str]) -> list[str]:
+    head = ["category".ljust(20), "n".rjust(5)] + [s.rjust(max(len(s), 6)) for s in shown]
+    lines = ["", "per category:", "  " + "  ".join(head)]
+    for cat, row in report.by_category.items():
+        cells = [f"{row['metrics'][s]:.4f}".rjust(max(len(s), 6)) for s in shown]
+        lines.append("  " + "  ".join([cat[:20].ljust(20), str(row["n"]).rjust(5), *cells]))
+    return lines
+
+
+def _worst_lines(report: EvalReport) -> list[str]:
+    if not report.worst:
+        return []
+    lines = ["", f"worst {len(report.worst)} by {report.worst_by} (* relevant, grade in []):"]
+    for row in report.worst:
+        cat = f" [{row['category']}]" if row["category"] else ""
+        lines.append(f"  {row['id']}{cat}  {report.worst_by}={row['value']:.4f}")
+        lines.append(f"    query:    {row['query'][:160]}")
+        lines.append(f"    relevant: {', '.join(f'{c}[{g}]' for c, g in row['relevant'].items())}")
+        got = [f"*{r['id']}[{r['grade']}]" if r["grade"] else r["id"] for r in row["retrieved"]]
+        lines.append(f"    got:      {', '.join(got) or '(nothing)'}")
+    return lines
+
+
+def _generation_lines(gen: Mapping[str, Any]) -> list[str]:
+    lines = ["", f"generation (sample {gen['sample']} per group, seed {gen['seed']}):"]
+    for name, row in gen["judges"].items():
+        labels = ", ".join(f"{k}={v}" for k, v in sorted(row["labels"].items()))
+        mean = "—" if row["mean_score"] is None else f"{row['mean_score']:.3f}"
+        lines.append(f"  {name} (v{row['version']}): n={row['n']} mean={mean} {labels}")
+    rate = gen["abstention_rate_no_answer"]
+    lines.append(
+        f"  abstention on no-answer cases: "
+        f"{'—' if rate is None else f'{rate:.0%}'} of {gen['n_no_answer_judged']}"
+    )
+    errors = gen["answerer_errors"]
+    n_errors = errors if isinstance(errors, int) else len(errors)
+    if n_errors:
+        lines.append(f"  answerer errors: {n_errors}")
+    return lines

@@ -1,0 +1,143 @@
+"""One variable at a time: the pipeline settings an eval ran with, what changed between two runs,
+and the one-line experiment log entry.
+
+``ragsieve eval --config chunk_size=800 --config-file run.toml`` records the settings (dotted keys,
+TOML values) in its JSON output; the gate and ``ragsieve experiments list`` read them back, say
+what differs, warn when more than one setting changed, and print::
+
+    chunk_size 512 → 800: recall@5 +0.040 [+0.010, +0.070], mrr −0.010 [−0.030, +0.010]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ragsieve.evaluators.errors import ConfigError
+
+ConfigValue = str | int | float | bool | list[object] | None
+_UNSET = "(unset)"
+
+
+def parse_config_pairs(pairs: Iterable[str]) -> dict[str, ConfigValue]:
+    """``["chunk_size=800", "model=bge-m3"]`` → ``{"chunk_size": 800, "model": "bge-m3"}``.
+
+    A value is read as a TOML value when it is one (numbers, booleans, quoted strings, arrays),
+    else kept as the text written.
+    """
+    out: dict[str, ConfigValue] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--config {pair!r}: expected key=value, e.g. chunk_size=800")
+        out[key] = _value(raw.strip())
+    return out
+
+
+def _value(raw: str) -> ConfigValue:
+    try:
+        value: ConfigValue = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+    return value
+
+
+def load_config_file(path: str | Path) -> dict[str, ConfigValue]:
+    """A TOML file of pipeline settings, nested tables flattened to dotted keys."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+)", str(exc))
+        raise ConfigError(f"{p}:{m.group(1) if m else 1}: toml: {exc}") from None
+    return _flatten(doc)
+
+
+def _flatten(doc: Mapping[str, object], prefix: str = "") -> dict[str, ConfigValue]:
+    out: dict[str, ConfigValue] = {}
+    for key, value in doc.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{name}."))
+        elif isinstance(value, str | int | float | bool | list):
+            out[name] = value
+        else:  # dates and times: recorded as written
+            out[name] = str(value)
+    return out
+
+
+@dataclass(frozen=True)
+class Change:
+    """One setting that differs between baseline and candidate (``None``: not set)."""
+
+    key: str
+    before: ConfigValue
+    after: ConfigValue
+
+    def __str__(self) -> str:
+        return f"{self.key} {_show(self.before)} → {_show(self.after)}"
+
+
+def _show(value: ConfigValue) -> str:
+    return _UNSET if value is None else json.dumps(value, ensure_ascii=False).strip('"')
+
+
+def config_changes(
+    baseline: Mapping[str, ConfigValue], candidate: Mapping[str, ConfigValue]
+) -> list[Change]:
+    """Settings whose value differs, in key order; a key set on one side only counts."""
+    keys = sorted({*baseline, *candidate})
+    return [
+        Change(k, baseline.get(k), candidate.get(k))
+        for k in keys
+        if baseline.get(k) != candidate.get(k)
+    ]
+
+
+def describe_changes(changes: Sequence[Change]) -> str:
+    """``chunk_size 512 → 800`` (several joined by commas), or ``no setting changed``."""
+    return ", ".join(str(c) for c in changes) if changes else "no setting changed"
+
+
+def changes_warning(changes: Sequence[Change]) -> str | None:
+    """The warning for a comparison that changed more than one thing at a time."""
+    if len(changes) <= 1:
+        return None
+    keys = ", ".join(c.key for c in changes)
+    return (
+        f"{len(changes)} settings changed ({keys}): the difference cannot be put on any one "
+        "of them; change one at a time"
+    )
+
+
+class Interval(Protocol):
+    """A metric's change with its interval (the gate's ``MetricCheck`` is one)."""
+
+    metric: str
+    delta: float
+    ci_low: float
+    ci_high: float
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.3f}".replace("-", "−")
+
+
+def log_line(changes: Sequence[Change], intervals: Iterable[Interval]) -> str:
+    """The experiment log entry: what changed, then each metric's change and interval."""
+    parts = [
+        f"{i.metric} {_signed(i.delta)} [{_signed(i.ci_low)}, {_signed(i.ci_high)}]"
+        for i in intervals
+        if i.ci_low == i.ci_low  # NaN: a floor-only metric has no interval
+    ]
+    return f"{describe_changes(changes)}: {', '.join(parts) or 'no metric compared'}"
