@@ -248,8 +248,10 @@ def grow(
         new_threshold=cfg.new_category_cosine,
         min_cases=cfg.new_category_min_cases,
     )
-    announce = _announce(store, summaries, events, stamp, flagged)
+    due = [s for s in summaries if s.new and s.failures_seen >= cfg.new_category_min_cases]
+    announce = _announce(store, summaries, due, events, stamp, flagged)
     out = _report(changes, flagged, summaries, announce, reference)
+    out["new_categories_open"] = len(due)
     out["pii_scrubbed"] = dict(scrub.counts)
     out["category_events"] = [e.__dict__ for e in events]
     log.info("golden growth: %s", {k: out[k] for k in ("new_candidates", "merged_duplicates")})
@@ -270,14 +272,19 @@ def _recategorise(rows: list[Candidate], changes: Changes) -> list[Event]:
 def _announce(
     store: Store,
     summaries: Sequence[CategorySummary],
+    due: Sequence[CategorySummary],
     events: Sequence[Event],
     stamp: datetime,
     flagged: Sequence[FlaggedCase],
 ) -> list[CategorySummary]:
-    """The new categories not announced before; records them, names and events."""
+    """The ``due`` categories not announced before; records them, every name and the events.
+
+    A category is due when it is new (its topic area has no golden case) and has itself at
+    least ``golden.new_category_min_cases`` failures.
+    """
     catlog = CategoryLog(store)
     done = catlog.announced()
-    fresh = [s for s in summaries if s.new and s.id not in done]
+    fresh = [s for s in due if s.id not in done]
     run_id = flagged[0].run_id if flagged else None
     catlog.record(summaries, events, [s.id for s in fresh], now=stamp.timestamp(), run_id=run_id)
     return fresh
@@ -310,7 +317,6 @@ def _report(
         }
         for s in announce
     ]
-    out["new_categories_open"] = sum(s.new for s in summaries)
     out["categories"] = len(summaries)
     out["open_candidates"] = sum(s.statuses.get("candidate", 0) for s in summaries)
     out["golden_reference"] = {"source": reference.source, "cases": len(reference)}

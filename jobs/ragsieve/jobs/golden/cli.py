@@ -7,13 +7,16 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ragsieve.collector.cliopts import json_option, store_option
 from ragsieve.jobs.golden.audit import is_audit
 from ragsieve.jobs.golden.repo import STATUSES, Candidate, CandidateRepo
+
+if TYPE_CHECKING:
+    from ragsieve.jobs.golden.categories import CategorySummary
 
 
 class _Context:
@@ -328,8 +331,13 @@ def status_cmd(obj: Any, as_json: bool, store: str | None) -> None:
         catlog = CategoryLog(ctx.store)
         announced = {k: _iso(v) for k, v in catlog.announced().items()}
         history = catlog.history()[-20:]
+        due = ctx.settings.golden.new_category_min_cases
         if as_json:
-            new = [{**s.to_json(), "announced_at": announced.get(s.id)} for s in sums if s.new]
+            new = [
+                {**s.to_json(), "announced_at": announced.get(s.id)}
+                for s in sums
+                if s.new and s.failures_seen >= due
+            ]
             payload = {
                 "new_categories": new,
                 "categories": [s.to_json() for s in sums],
@@ -338,16 +346,17 @@ def status_cmd(obj: Any, as_json: bool, store: str | None) -> None:
             }
             click.echo(json.dumps(payload, ensure_ascii=False))
             return
-        _print_status(sums, counts, announced, history)
+        _print_status(sums, counts, announced, history, due)
 
 
 def _print_status(
-    sums: list[Any],
+    sums: list[CategorySummary],
     counts: dict[str, int],
     announced: dict[str, str],
     history: list[dict[str, Any]],
+    due: int,
 ) -> None:
-    new = [s for s in sums if s.new]
+    new = [s for s in sums if s.new and s.failures_seen >= due]
     out = sys.stdout
     if new:
         click.echo(

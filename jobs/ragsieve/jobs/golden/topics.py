@@ -24,6 +24,7 @@ import numpy as np
 
 G = TypeVar("G", bound=Hashable)
 CUTS = 24  # candidate cut heights tried between min_cut and max_cut
+MAX_POINTS = 3000  # clustered exactly (a 3000² distance matrix is 72 MB); the rest join the nearest
 
 
 def unit(vec: np.ndarray) -> np.ndarray:
@@ -43,9 +44,11 @@ def _silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
     ids = np.unique(labels)
     if len(ids) < 2 or len(ids) >= len(labels):
         return -1.0
-    onehot = (labels[:, None] == ids[None, :]).astype(np.float64)
-    sizes = onehot.sum(axis=0)
-    sums = dist @ onehot  # distance of each point to each cluster, summed
+    order = np.argsort(labels, kind="stable")
+    sizes = np.bincount(np.searchsorted(ids, labels)).astype(np.float64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    # distance of each point to each cluster, summed: O(n²) whatever the number of clusters
+    sums = np.add.reduceat(dist[:, order], starts, axis=1)
     own = np.searchsorted(ids, labels)
     n_own = sizes[own]
     a = sums[np.arange(len(labels)), own] / np.maximum(n_own - 1, 1)
@@ -56,8 +59,20 @@ def _silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
     return float(s.mean())
 
 
-def cluster(vectors: np.ndarray, *, min_cut: float, max_cut: float) -> np.ndarray:
-    """Cluster labels (0..k-1) for unit ``vectors``: average linkage, best-silhouette cut."""
+def cluster(
+    vectors: np.ndarray, *, min_cut: float, max_cut: float, max_points: int = MAX_POINTS
+) -> np.ndarray:
+    """Cluster labels (0..k-1) for unit ``vectors``: average linkage, best-silhouette cut.
+
+    Past ``max_points`` (the tree needs n² memory) the first ``max_points`` vectors are
+    clustered and every other one joins the cluster whose centroid is closest.
+    """
+    if len(vectors) > max_points:
+        head = cluster(vectors[:max_points], min_cut=min_cut, max_cut=max_cut)
+        k = int(head.max()) + 1
+        cents = np.vstack([unit(vectors[:max_points][head == j].sum(axis=0)) for j in range(k)])
+        rest = np.argmax(vectors[max_points:] @ cents.T, axis=1)
+        return np.concatenate([head, rest]).astype(np.int64)
     n = len(vectors)
     if n <= 2:
         return (
