@@ -160,48 +160,19 @@ class LLMJudge:
                 self.settings_digest(),
                 *(f"{k}={v}" for k, v in sorted(sent.items())),
             )
-            if self.cache is not None:
-                hit = self.cache.get(self.name, self.prompt_version, self.config.model, key)
-                if hit is not None and isinstance(hit.get("verdicts"), list):
-                    runs = [
-                        self.score(self.verdict_model.model_validate(v), x, sent)
-                        for v in hit["verdicts"]
-                    ]
-                    label, score, explanation, extra = self._aggregate(runs)
-                    meta.update(extra, cache="hit")
-                    tokens = (int(hit["prompt_tokens"]), int(hit["completion_tokens"]))
-                    return [self._result(x, label, score, explanation, meta, tokens, True)]
-            fence = secrets.token_hex(6)
-            prompt = fill(self.template, {**self.layout(sent, fence), "fence": fence})
-            runs, verdicts, latency = [], [], 0.0
-            for _ in range(self.config.n_runs):
-                try:
-                    reply = await self.client.complete(
-                        [{"role": "user", "content": prompt}], parse=self._validate
-                    )
-                except LLMCallError as exc:
-                    usage[0] += exc.prompt_tokens
-                    usage[1] += exc.completion_tokens
-                    raise
-                usage[0] += reply.prompt_tokens
-                usage[1] += reply.completion_tokens
-                latency += reply.latency_ms
-                verdicts.append(reply.value.model_dump(mode="json"))
-                runs.append(self.score(reply.value, x, sent))
+            cached = self._from_cache(x, sent, key, meta)
+            if cached is not None:
+                return [cached]
+            runs, verdicts, latency = await self._call(x, sent, usage)
             label, score, explanation, extra = self._aggregate(runs)
             meta.update(extra, llm_latency_ms=round(latency, 3))
             if self.cache is not None:
-                self.cache.put(
-                    self.name,
-                    self.prompt_version,
-                    self.config.model,
-                    key,
-                    {
-                        "verdicts": verdicts,
-                        "prompt_tokens": usage[0],
-                        "completion_tokens": usage[1],
-                    },
-                )
+                entry = {
+                    "verdicts": verdicts,
+                    "prompt_tokens": usage[0],
+                    "completion_tokens": usage[1],
+                }
+                self.cache.put(self.name, self.prompt_version, self.config.model, key, entry)
             return [self._result(x, label, score, explanation, meta, (usage[0], usage[1]))]
         except Exception as exc:  # never raise into the job: the error is a result
             log.warning("%s failed on trace %s: %s", self.name, x.trace_id, exc)
@@ -210,6 +181,45 @@ class LLMJudge:
                     x, "error", None, f"LLM judge failed: {exc}", meta, (usage[0], usage[1])
                 )
             ]
+
+    def _from_cache(
+        self, x: RagInteraction, sent: dict[str, str], key: str, meta: dict[str, Any]
+    ) -> EvalResult | None:
+        """The result rebuilt from cached verdicts (scored against this trace), or None."""
+        if self.cache is None:
+            return None
+        hit = self.cache.get(self.name, self.prompt_version, self.config.model, key)
+        if hit is None or not isinstance(hit.get("verdicts"), list):
+            return None
+        runs = [self.score(self.verdict_model.model_validate(v), x, sent) for v in hit["verdicts"]]
+        label, score, explanation, extra = self._aggregate(runs)
+        meta.update(extra, cache="hit")
+        tokens = (int(hit["prompt_tokens"]), int(hit["completion_tokens"]))
+        return self._result(x, label, score, explanation, meta, tokens, True)
+
+    async def _call(
+        self, x: RagInteraction, sent: dict[str, str], usage: list[int]
+    ) -> tuple[list[Any], list[Any], float]:
+        """``n_runs`` model calls: the scored runs, the raw verdicts and the summed latency;
+        ``usage`` counts the tokens spent, also by a call that fails."""
+        fence = secrets.token_hex(6)
+        prompt = fill(self.template, {**self.layout(sent, fence), "fence": fence})
+        runs, verdicts, latency = [], [], 0.0
+        for _ in range(self.config.n_runs):
+            try:
+                reply = await self.client.complete(
+                    [{"role": "user", "content": prompt}], parse=self._validate
+                )
+            except LLMCallError as exc:
+                usage[0] += exc.prompt_tokens
+                usage[1] += exc.completion_tokens
+                raise
+            usage[0] += reply.prompt_tokens
+            usage[1] += reply.completion_tokens
+            latency += reply.latency_ms
+            verdicts.append(reply.value.model_dump(mode="json"))
+            runs.append(self.score(reply.value, x, sent))
+        return runs, verdicts, latency
 
     def relabel(self, score: float, labels: list[str]) -> str:
         """Label of an n-run average (majority of the per-run labels on ties)."""
