@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.golden import changelog_path, load_golden
 from ragsieve.evaluators.records import normalize_text
+from ragsieve.evaluators.roles import case_key, next_role, read_rule, split_golden
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.candidates import candidate_id
 from ragsieve.jobs.golden.categories import summarize
@@ -204,3 +206,29 @@ def test_near_duplicate_of_a_golden_case_is_covered(store: Store, tmp_path: Path
     row = _by_query(CandidateRepo(store), near)
     assert row.status == "covered" and row.body["golden_id"] == "g-refund" and row.seen == 2
     assert 0.95 < row.body["golden_similarity"] < 1.0
+
+
+def test_promoted_cases_get_roles_and_a_new_category_goes_to_regression(grown) -> None:  # type: ignore[no-untyped-def]
+    repo, v3, _ = grown
+    split = split_golden(v3, by="ana", salt="5a17")
+    v4 = split.path
+    assert v4 is not None
+    before = {c.id: c.role for c in load_golden(v4).cases}
+    decide(repo, _by_query(repo, PORTS_EN), "accepted", "alice", None)
+    refund = "Can I get a refund on my annual plan?"
+    decide(repo, _by_query(repo, refund), "accepted", "carol", None)
+    res = promote(repo, v4, _summaries(repo, v4), by="bob")
+    v5 = load_golden(res.path)
+    roles = {c.id: c.role for c in v5.cases}
+    assert {q: roles[q] for q in before} == before  # nothing already in the set moves
+    added = {c.query: c for c in v5.cases if c.id not in before}
+    assert added[PORTS_EN].metadata["new_category"] is True
+    assert added[PORTS_EN].role == "regression"
+    # a known category follows the rule: the role furthest below its share in that category
+    billing = Counter(c.role for c in load_golden(v4).cases if c.category == "billing")
+    rule = read_rule(v4)
+    assert rule is not None
+    expected = next_role(billing, rule, case_key(rule.salt, added[refund].id))
+    assert added[refund].role == expected
+    assert res.to_json()["roles"] == {c.id: c.role for c in added.values()}
+    assert "new failure categories to regression first" in changelog_path(res.path).read_text()

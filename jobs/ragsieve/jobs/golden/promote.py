@@ -3,13 +3,16 @@
 Only candidates a person accepted are promoted. The next version is a new file (an existing one
 is never replaced); rejected candidates are written beside it as negative labels in the
 calibration format, and the promoted cases join the store's golden rows so novelty sees them.
+In a set split into roles (``ragsieve golden split``) promoted cases get roles by the set's rule,
+except that cases of a new failure category go to ``regression`` first: they exist to stop that
+failure coming back, which is what the CI gate checks.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +26,8 @@ from ragsieve.evaluators.golden import (
     next_version_path,
     write_golden,
 )
-from ragsieve.evaluators.records import GoldenCase, normalize_text
+from ragsieve.evaluators.records import GoldenCase, GoldenRole, normalize_text
+from ragsieve.evaluators.roles import ROLES, assign_roles, read_rule
 from ragsieve.jobs.golden.categories import CategorySummary
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
 
@@ -39,6 +43,7 @@ class PromoteResult:
     added: list[GoldenCase] = field(default_factory=list)
     already_in_golden: list[str] = field(default_factory=list)
     by_category: dict[str, int] = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=dict)
     negatives_path: Path | None = None
     negatives: int = 0
     changelog: Path | None = None
@@ -52,6 +57,7 @@ class PromoteResult:
             "added": [c.id for c in self.added],
             "already_in_golden": self.already_in_golden,
             "by_category": self.by_category,
+            "roles": self.roles,
             "negatives_path": str(self.negatives_path) if self.negatives_path else None,
             "negatives": self.negatives,
             "changelog": str(self.changelog) if self.changelog else None,
@@ -143,7 +149,9 @@ def promote(
             result.already_in_golden.append(c.id)
             continue
         fresh.append((c, to_case(c, summaries.get(c.category or ""), stamp)))
+    fresh = _with_roles(src, current.cases, fresh)
     result.added = [case for _, case in fresh]
+    result.roles = {case.id: case.role for case in result.added if case.role is not None}
     result.by_category = dict(Counter(case.category or "-" for case in result.added))
     rejected = repo.select(["rejected"])
     result.negatives = len(rejected)
@@ -175,6 +183,20 @@ def promote(
     return result
 
 
+def _with_roles(
+    src: Path, cases: Sequence[GoldenCase], fresh: list[tuple[Candidate, GoldenCase]]
+) -> list[tuple[Candidate, GoldenCase]]:
+    """Promoted cases with roles by the set's rule; a new failure category's go to regression."""
+    rule = read_rule(src)
+    if rule is None or not fresh:
+        return fresh  # a set never split stays without roles
+    pins: dict[str, GoldenRole] = {
+        case.id: "regression" for _, case in fresh if case.metadata.get("new_category")
+    }
+    placed = assign_roles([*cases, *(case for _, case in fresh)], rule, forced=pins)
+    return [(c, case) for (c, _), case in zip(fresh, placed[len(cases) :], strict=True)]
+
+
 def _entry(
     result: PromoteResult,
     fresh: list[tuple[Candidate, GoldenCase]],
@@ -200,6 +222,13 @@ def _entry(
         cause = members[0][0].root_cause
         ids = ", ".join(case.id for _, case in members)
         lines.append(f"- {name} ({cause}{tag}): {len(members)} — {ids}")
+    if result.roles:
+        per_role = Counter(result.roles.values())
+        lines += [
+            "",
+            "Roles (by the split's rule; new failure categories to regression first): "
+            + ", ".join(f"{r} {per_role[r]}" for r in ROLES if per_role[r]),
+        ]
     if result.negatives_path is not None:
         lines += [
             "",
