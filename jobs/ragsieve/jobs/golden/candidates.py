@@ -218,8 +218,9 @@ def grow(
 
     The report holds ``new_candidates``, ``merged_duplicates``, ``covered_by_golden``,
     ``already_seen``, ``skipped_no_query``, ``pii_scrubbed``, ``merges`` (trace, candidate,
-    why), ``category_events`` (merges and splits of categories) and ``new_categories``: the
-    categories announced as new by this run (each is announced once).
+    why), ``category_events`` (merges and splits of categories), ``new_categories`` (every
+    category that is new now, with ``announced_now`` true in the one run that first announces
+    it) and ``announced_categories`` (those ids).
     """
     cfg = golden_settings(settings)
     embed_fn = embed or _default_embed
@@ -250,8 +251,12 @@ def grow(
     )
     due = [s for s in summaries if s.new and s.failures_seen >= cfg.new_category_min_cases]
     announce = _announce(store, summaries, due, events, stamp, flagged)
-    out = _report(changes, flagged, summaries, announce, reference)
-    out["new_categories_open"] = len(due)
+    out = _report(changes, flagged, summaries, reference)
+    fresh = {s.id for s in announce}
+    # every category that is new now (alerts and the weekly report follow their state); the
+    # ones this run announces for the first time say so, and only those are printed as news
+    out["new_categories"] = [{**_new_json(s), "announced_now": s.id in fresh} for s in due]
+    out["announced_categories"] = [s.id for s in announce]
     out["pii_scrubbed"] = dict(scrub.counts)
     out["category_events"] = [e.__dict__ for e in events]
     log.info("golden growth: %s", {k: out[k] for k in ("new_candidates", "merged_duplicates")})
@@ -290,11 +295,23 @@ def _announce(
     return fresh
 
 
+def _new_json(s: CategorySummary) -> dict[str, Any]:
+    return {
+        "category": s.id,
+        "name": s.name,
+        "terms": s.terms,
+        "language": s.language,
+        "examples": s.examples,
+        "root_cause": s.root_cause,
+        "failures_seen": s.failures_seen,
+        "nearest_golden": round(s.nearest_golden, 3),
+    }
+
+
 def _report(
     changes: Changes,
     flagged: Sequence[FlaggedCase],
     summaries: Sequence[CategorySummary],
-    announce: Sequence[CategorySummary],
     reference: GoldenReference,
 ) -> dict[str, Any]:
     keys = ("new_candidates", "merged_duplicates", "covered_by_golden", "already_seen")
@@ -304,19 +321,6 @@ def _report(
         Counter(str(cat_of.get(f.interaction.trace_id, "no_query")) for f in flagged)
     )
     out["merges"] = changes.merges
-    out["new_categories"] = [
-        {
-            "category": s.id,
-            "name": s.name,
-            "terms": s.terms,
-            "language": s.language,
-            "examples": s.examples,
-            "root_cause": s.root_cause,
-            "failures_seen": s.failures_seen,
-            "nearest_golden": round(s.nearest_golden, 3),
-        }
-        for s in announce
-    ]
     out["categories"] = len(summaries)
     out["open_candidates"] = sum(s.statuses.get("candidate", 0) for s in summaries)
     out["golden_reference"] = {"source": reference.source, "cases": len(reference)}

@@ -356,7 +356,10 @@ def _rate_line(fr: Mapping[str, Any]) -> str:
 def _new_categories(report: Mapping[str, Any]) -> str:
     """The failure categories this run announced as new (each is announced once), or '-'."""
     new = (report.get("golden") or {}).get("new_categories") or []
-    return "; ".join(f"{c['name']} ({c['root_cause']}, {c['failures_seen']})" for c in new) or "-"
+    now = [c for c in new if c.get("announced_now", True)]
+    shown = "; ".join(f"{c['name']} ({c['root_cause']}, {c['failures_seen']})" for c in now)
+    older = len(new) - len(now)
+    return (shown or "-") + (f" (+{older} announced before, still new)" if older else "")
 
 
 def _kv(d: Mapping[str, Any]) -> str:
