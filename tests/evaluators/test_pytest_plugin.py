@@ -93,3 +93,37 @@ def test_regression_against_a_baseline(project: pytest.Pytester) -> None:
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*protected-category drop*"])
+
+
+SPLIT_TESTS = """
+def search(query, k):
+    # right on the regression cases, wrong on every other one
+    return ["c1"] if query.startswith("reg") else ["x"]
+
+def test_regression_part(ragsieve_eval):
+    report = ragsieve_eval.run("golden_v2.jsonl", retriever=search, k=[1])
+    assert report.roles == ["regression"]
+    assert sorted(report.per_query) == ["r1", "r2"]
+    ragsieve_eval.check(report)
+
+def test_no_holdout(ragsieve_eval):
+    import pytest
+    with pytest.raises(ValueError, match="holdout"):
+        ragsieve_eval.run("golden_v2.jsonl", retriever=search, role="holdout")
+"""
+
+
+def test_a_split_golden_set_is_checked_on_its_regression_part(pytester: pytest.Pytester) -> None:
+    rows = [
+        {"id": "r1", "query": "reg one", "relevant_chunks": ["c1"], "role": "regression"},
+        {"id": "r2", "query": "reg two", "relevant_chunks": ["c1"], "role": "regression"},
+        {"id": "d1", "query": "dev one", "relevant_chunks": ["c1"], "role": "dev"},
+        {"id": "h1", "query": "hold one", "relevant_chunks": ["c1"], "role": "holdout"},
+    ]
+    pytester.makefile(".jsonl", golden_v2="\n".join(json.dumps(r) for r in rows) + "\n")
+    pytester.makepyfile(test_split=SPLIT_TESTS)
+    pytester.makeconftest('pytest_plugins = ["ragsieve.evaluators.pytest_plugin"]\n')
+    pytester.makeini(INI + "ragsieve_policy = gate.toml\n")
+    pytester.makefile(".toml", gate='[floors]\n"recall@1" = 1.0\n')
+    # the floor holds on the regression part; over the whole set recall@1 would be 0.5
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
