@@ -85,7 +85,9 @@ def _load(opts: Mapping[str, Any], roles: Sequence[GoldenRole] | None) -> Golden
     return golden
 
 
-def _rankings(opts: Mapping[str, Any], golden: GoldenSet, depth: int) -> Retrieval:
+def _rankings(
+    opts: Mapping[str, Any], golden: GoldenSet, depth: int, config: Mapping[str, ConfigValue]
+) -> Retrieval:
     from ragsieve.evaluators.runs import (
         BM25Retriever,
         Retrieval,
@@ -100,7 +102,7 @@ def _rankings(opts: Mapping[str, Any], golden: GoldenSet, depth: int) -> Retriev
         return Retrieval(run=dict(load_run(opts["run"])), texts=texts)
     _importable_cwd()
     search = BM25Retriever(texts).search if opts["baseline"] else import_object(opts["retriever"])
-    got = retrieve_all(search, golden.cases, depth)
+    got = retrieve_all(search, golden.cases, depth, config=config)
     got.texts = {**got.texts, **texts}
     return got
 
@@ -175,7 +177,7 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
     golden = _load(opts, roles)
     ks = sorted(set(opts["k"] or (5, 10)))
     metrics = expand_metrics(opts["metrics"] or DEFAULT_METRICS, ks)
-    got = _rankings(opts, golden, opts["depth"] or max(ks + [m.k or 0 for m in metrics]))
+    got = _rankings(opts, golden, opts["depth"] or max(ks + [m.k or 0 for m in metrics]), config)
     if opts["save_run"]:
         write_run(opts["save_run"], got.run)
     source = str(opts["golden"] or f"{opts['queries']} + {opts['qrels']}")

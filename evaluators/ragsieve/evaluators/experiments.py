@@ -133,11 +133,28 @@ def _signed(x: float) -> str:
     return f"{x:+.3f}".replace("-", "−")
 
 
-def log_line(changes: Sequence[Change], intervals: Iterable[Interval]) -> str:
-    """The experiment log entry: what changed, then each metric's change and interval."""
+def headline(metrics: Sequence[str]) -> list[str]:
+    """The metrics a log line names: recall at the smallest cutoff, MRR, nDCG at the largest
+    (those present), so a line stays one line; all of them when none of those is there."""
+    by_k = [(int(m.split("@")[1]), m) for m in metrics if "@" in m and m.split("@")[1].isdigit()]
+    recall = min((km for km in by_k if km[1].startswith("recall@")), default=None)
+    ndcg = max((km for km in by_k if km[1].startswith("ndcg@")), default=None)
+    picked = [recall[1] if recall else None, "mrr" if "mrr" in metrics else None]
+    picked.append(ndcg[1] if ndcg else None)
+    return [m for m in picked if m] or list(metrics)
+
+
+def log_line(
+    changes: Sequence[Change], intervals: Iterable[Interval], metrics: Sequence[str] | None = None
+) -> str:
+    """The experiment log entry: what changed, then each metric's change and interval.
+
+    ``metrics`` picks and orders the metrics named (default: :func:`headline` of those given).
+    """
+    rows = {i.metric: i for i in intervals if i.ci_low == i.ci_low}  # NaN: floor-only, no interval
+    names = [m for m in (metrics or headline(list(rows))) if m in rows]
     parts = [
-        f"{i.metric} {_signed(i.delta)} [{_signed(i.ci_low)}, {_signed(i.ci_high)}]"
-        for i in intervals
-        if i.ci_low == i.ci_low  # NaN: a floor-only metric has no interval
+        f"{m} {_signed(rows[m].delta)} [{_signed(rows[m].ci_low)}, {_signed(rows[m].ci_high)}]"
+        for m in names
     ]
     return f"{describe_changes(changes)}: {', '.join(parts) or 'no metric compared'}"

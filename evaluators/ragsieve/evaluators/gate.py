@@ -472,7 +472,7 @@ def compare(
         method="unpaired normal" if role == "holdout" else "paired bootstrap",
         changes=changes,
         warnings=[warning] if warning else [],
-        log_line=log_line(changes, checks),
+        log_line=log_line(changes, checks, policy.metrics),
     )
 
 

@@ -7,6 +7,7 @@ Rank is the order of ``retrieved_ids``; ``scores`` are checked but never reorder
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import importlib
 import inspect
@@ -186,13 +187,31 @@ def _item_id(item: Any) -> tuple[str, str | None]:
     return str(cid), text if isinstance(text, str) else None
 
 
-def retrieve_all(search: Callable[..., Any], cases: Iterable[GoldenCase], k: int) -> Retrieval:
+def _with_config(search: Callable[..., Any], config: Mapping[str, object] | None) -> Any:
+    if config is None:
+        return search
+    try:
+        params = inspect.signature(search).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return search
+    return functools.partial(search, config=dict(config)) if "config" in params else search
+
+
+def retrieve_all(
+    search: Callable[..., Any],
+    cases: Iterable[GoldenCase],
+    k: int,
+    *,
+    config: Mapping[str, object] | None = None,
+) -> Retrieval:
     """Call ``search(query, k)`` for every case; a failing call is logged, kept and scores 0.
 
     ``search`` may be sync or async and may return ids, objects with ``.id`` (and ``.content``
-    or ``.text``) or dicts with ``"id"``.
+    or ``.text``) or dicts with ``"id"``. When it takes a ``config`` parameter it gets the run's
+    pipeline settings (``eval --config``), so the settings recorded are the settings used.
     """
     out = Retrieval()
+    search = _with_config(search, config)
     is_async = inspect.iscoroutinefunction(search)
 
     async def one_async(query: str) -> Any:
