@@ -147,7 +147,7 @@ def write_run(path: str | Path, run: Mapping[str, Sequence[str]]) -> Path:
     return p
 
 
-def import_object(spec: str) -> Any:
+def import_object(spec: str) -> Callable[..., Any]:
     """Import ``package.module:attribute`` (attribute may be dotted); raises ConfigError."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -187,7 +187,9 @@ def _item_id(item: Any) -> tuple[str, str | None]:
     return str(cid), text if isinstance(text, str) else None
 
 
-def _with_config(search: Callable[..., Any], config: Mapping[str, object] | None) -> Any:
+def _with_config(
+    search: Callable[..., Any], config: Mapping[str, object] | None
+) -> Callable[..., Any]:
     if config is None:
         return search
     try:
