@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
@@ -33,27 +35,43 @@ def test_weights_are_inclusion_weights() -> None:
     assert out is not None and out["false_omission_rate"] == pytest.approx(0.9)
 
 
-def _deployment(rng: np.random.Generator) -> tuple[float, float, list[Sampled]]:
-    """One synthetic deployment with a known true failure rate: three strata (300 picks each) at
-    different rates, a biased judge of known error rates (it misses 10-30% of failures and
-    flags 8-20% of passes), people reviewing 60% of flagged traces and auditing 25% of passes.
-    Returns the truth, the judge's bias and the sample."""
+STRATA = ("normal", "slow", "errors")
+
+
+@dataclass(frozen=True)
+class _World:
+    """A deployment's truth: per-stratum failure rates and the judge's error rates."""
+
+    rates: dict[str, float]
+    tpr: float
+    fpr: float
+
+
+def _deployment(
+    rng: np.random.Generator, picks: int = 300, world: _World | None = None
+) -> tuple[float, _World, list[Sampled]]:
+    """One synthetic deployment with a known true failure rate: three strata (``picks`` each)
+    sampled at different rates, a biased judge of known error rates (it misses 10-30% of
+    failures and flags 8-20% of passes), people reviewing 60% of flagged traces and auditing
+    25% of passes. ``world``: sample that deployment again."""
     pops = {"normal": 6000, "slow": 1500, "errors": 500}
-    rates = {"normal": rng.uniform(0.03, 0.1), "slow": rng.uniform(0.1, 0.3), "errors": 0.4}
-    tpr, fpr = rng.uniform(0.7, 0.9), rng.uniform(0.08, 0.2)
-    truth = sum(pops[h] * rates[h] for h in pops) / sum(pops.values())
+    if world is None:
+        world = _World(
+            {"normal": rng.uniform(0.03, 0.1), "slow": rng.uniform(0.1, 0.3), "errors": 0.4},
+            rng.uniform(0.7, 0.9),
+            rng.uniform(0.08, 0.2),
+        )
+    truth = sum(pops[h] * world.rates[h] for h in pops) / sum(pops.values())
     items: list[Sampled] = []
     for h, n in pops.items():
-        m = 300
-        y = rng.random(m) < rates[h]
-        judged = np.where(y, rng.random(m) < tpr, rng.random(m) < fpr)
-        reviewed = rng.random(m) < np.where(judged, 0.6, 0.25)
+        y = rng.random(picks) < world.rates[h]
+        judged = np.where(y, rng.random(picks) < world.tpr, rng.random(picks) < world.fpr)
+        reviewed = rng.random(picks) < np.where(judged, 0.6, 0.25)
         items += [
-            Sampled(h, n / m, bool(j), bool(t) if r else None)
+            Sampled(h, n / picks, bool(j), bool(t) if r else None)
             for j, t, r in zip(judged, y, reviewed, strict=True)
         ]
-    bias = truth * tpr + (1 - truth) * fpr - truth
-    return truth, bias, items
+    return truth, world, items
 
 
 def test_estimate_over_a_sample_is_unbiased_for_a_perfectly_labelled_sample() -> None:
@@ -69,15 +87,34 @@ def test_interval_covers_the_truth_and_the_judge_only_one_does_not() -> None:
     rng = np.random.default_rng(2026)
     reps, ppi_hits, raw_hits = 1000, 0, 0
     for _ in range(reps):
-        truth, bias, items = _deployment(rng)
+        truth, _, items = _deployment(rng)
         out = ppi_estimate(items)
         assert out is not None
         ppi_hits += out["ci_low"] <= truth <= out["ci_high"]
-        pops = {
-            h: round(sum(x.weight for x in items if x.stratum == h))
-            for h in ("normal", "slow", "errors")
-        }
+        pops = {h: round(sum(x.weight for x in items if x.stratum == h)) for h in STRATA}
         raw = failure_rate([(x.stratum, x.judge_failed) for x in items], pops)
         raw_hits += raw["ci_low"] <= truth <= raw["ci_high"]
     assert 0.93 <= ppi_hits / reps <= 0.97
     assert raw_hits / reps < 0.2  # the biased judge's own interval misses the truth
+
+
+def test_report_estimate_with_labels_from_earlier_runs_covers_the_truth() -> None:
+    """The run report's form: this run's raw rate, rectified by reviews of earlier samples
+    (independent of this run's), judge error rates unchanged in between."""
+    rng = np.random.default_rng(7)
+    reps, hits, raw_hits = 1000, 0, 0
+    for _ in range(reps):
+        truth, world, earlier = _deployment(rng, picks=150)
+        # the same deployment's next window: same rates, a fresh sample
+        _, _, current = _deployment(rng, picks=150, world=world)
+        labelled = [
+            Labelled(x.judge_failed, x.failed, x.weight) for x in earlier if x.failed is not None
+        ]
+        pops = {h: round(sum(x.weight for x in current if x.stratum == h)) for h in STRATA}
+        raw = failure_rate([(x.stratum, x.judge_failed) for x in current], pops)
+        out = ppi_failure_rate(raw["estimate"], raw["variance"], labelled)
+        assert out is not None
+        hits += out["ci_low"] <= truth <= out["ci_high"]
+        raw_hits += raw["ci_low"] <= truth <= raw["ci_high"]
+    assert 0.93 <= hits / reps <= 0.97
+    assert raw_hits / reps < 0.2

@@ -18,8 +18,11 @@ Its variance is the delta method's over three independent estimates,
 ``(PPV - FOR)^2 var(q) + q^2 var(PPV) + (1 - q)^2 var(FOR)``; ``var(q)`` is the stratified
 design variance of the raw estimate (``ragsieve.jobs.run.estimate``), ``var(PPV)`` and
 ``var(FOR)`` are binomial at their Kish effective sizes, with the Wilson-consistent guard when a
-share is 0 or 1. The 95% interval is ``theta +- z * sqrt(var)``, clipped to [0, 1]. Unlike the
-judge-only interval it covers the truth when the judge is biased (tested by simulation).
+share is 0 or 1. The 95% interval is ``theta +- z * sqrt(var)``, clipped to [0, 1]. It treats
+the labels as independent of the sample ``q`` comes from: right for reviews of earlier runs (the
+run report's case; simulated coverage ~96%), conservative when they label the same sample (use
+:func:`ppi_estimate` there). Unlike the judge-only interval it covers the truth when the judge
+is biased.
 """
 
 from __future__ import annotations
