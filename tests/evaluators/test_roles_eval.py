@@ -92,7 +92,12 @@ def test_holdout_output_never_names_a_query_and_each_look_is_logged(
     data = json.loads(out)
     assert data["aggregate_only"] is True and data["n_queries"] == len(holdout)
     assert not {"per_query", "query_role", "query_category", "worst", "no_answer"} & set(data)
-    assert set(data["by_category"]) == set(CATS) and data["roles"] == ["holdout"]
+    per_cat = {c: sum(h.category == c for h in holdout) for c in CATS}
+    assert per_cat == {"billing": 4, "shipping": 3, "returns": 1}
+    # a category of one holdout case would show that case's values: it is pooled, unshown
+    assert data["by_category"]["(categories under 3 cases)"] == {"n": 1, "categories": 1}
+    assert set(data["by_category"]) == {"billing", "shipping", "(categories under 3 cases)"}
+    assert data["roles"] == ["holdout"]
     log = changelog_path(split["golden"]).read_text()
     assert log.count("Holdout evaluation") == 2
     assert f"Holdout evaluation 1 by ana: retriever run file {split['base']}" in log
@@ -240,3 +245,21 @@ def test_different_golden_versions_are_refused_unless_allowed(split: dict, tmp_p
     assert code == 2 and "golden versions differ (baseline v2, candidate v4)" in err
     code, out, _ = ran(["gate", "--baseline", base, "--candidate", cand, "--allow-version-change"])
     assert code == 0 and "mixes the pipeline's and the golden set's" in out
+
+
+def test_small_categories_are_pooled_with_weighted_means() -> None:
+    from ragsieve.evaluators.metrics.report import pool_small_categories
+
+    rows = {
+        "big": {"n": 5, "metrics": {"mrr": 0.5}},
+        "one": {"n": 1, "metrics": {"mrr": 1.0}},
+        "two": {"n": 2, "metrics": {"mrr": 0.25}},
+    }
+    pooled = pool_small_categories(rows)
+    assert pooled["big"] == rows["big"]
+    assert pooled["(categories under 3 cases)"] == {
+        "n": 3,
+        "categories": 2,
+        "metrics": {"mrr": pytest.approx(0.5)},  # (1.0 + 2 × 0.25) / 3
+    }
+    assert pool_small_categories({"big": rows["big"]}) == {"big": rows["big"]}

@@ -424,7 +424,10 @@ def _aggregate_categories(
     for cat in policy.protected_categories:
         b_row, c_row = baseline.by_category.get(cat), candidate.by_category.get(cat)
         if not b_row or not c_row:
-            raise GateError(f"protected category {cat!r} is not in both holdout results")
+            raise GateError(
+                f"protected category {cat!r} is not in both holdout results (categories with "
+                "few holdout cases are pooled, never shown alone)"
+            )
         for m in metrics:
             b, c = float(b_row["metrics"][m]), float(c_row["metrics"][m])
             out.append(_category_row(cat, m, int(c_row["n"]), (b, c, c - b), policy))

@@ -17,6 +17,10 @@ from ragsieve.evaluators.records import GoldenCase
 UNCATEGORIZED = "uncategorized"
 
 
+SMALL_CATEGORY = 3
+"""Below this many cases a category's mean is close to a single query's value: in an
+aggregate-only report such categories are pooled (and the pool's mean shown only from this size)."""
+POOLED = f"(categories under {SMALL_CATEGORY} cases)"
 PER_QUERY_KEYS = ("per_query", "query_category", "query_role", "worst", "no_answer")
 """Keys of the JSON form that name single queries; an aggregate-only (holdout) report has none."""
 
@@ -55,6 +59,7 @@ class EvalReport:
         Counts stay: how many queries, missing, retriever and answerer errors.
         """
         self.aggregate_only = True
+        self.by_category = pool_small_categories(self.by_category)
         self.per_query, self.query_category, self.query_role = {}, {}, {}
         self.worst, self.no_answer = [], []
         self.n_retriever_errors = len(self.retriever_errors)
@@ -96,6 +101,25 @@ class EvalReport:
             for key in PER_QUERY_KEYS:
                 data.pop(key)
         return data
+
+
+def pool_small_categories(
+    by_category: Mapping[str, dict[str, Any]], min_n: int = SMALL_CATEGORY
+) -> dict[str, dict[str, Any]]:
+    """Categories of ``min_n`` cases or more as they are; the others pooled into one row whose
+    metrics (means weighted by cases) appear only when the pool itself has ``min_n`` cases."""
+    kept = {c: row for c, row in by_category.items() if row["n"] >= min_n}
+    small = [row for row in by_category.values() if row["n"] < min_n]
+    n = sum(int(row["n"]) for row in small)
+    if not n:
+        return kept
+    pooled: dict[str, Any] = {"n": n, "categories": len(small)}
+    if n >= min_n:
+        names = small[0]["metrics"]
+        pooled["metrics"] = {
+            m: sum(row["metrics"][m] * row["n"] for row in small) / n for m in names
+        }
+    return {**kept, POOLED: pooled}
 
 
 def dumps(data: Mapping[str, Any], *, indent: int = 0) -> bytes:
@@ -271,7 +295,8 @@ def _category_lines(report: EvalReport, shown: Sequence[str]) -> list[str]:
     head = ["category".ljust(20), "n".rjust(5)] + [s.rjust(max(len(s), 6)) for s in shown]
     lines = ["", "per category:", "  " + "  ".join(head)]
     for cat, row in report.by_category.items():
-        cells = [f"{row['metrics'][s]:.4f}".rjust(max(len(s), 6)) for s in shown]
+        values = row.get("metrics")
+        cells = [(f"{values[s]:.4f}" if values else "—").rjust(max(len(s), 6)) for s in shown]
         lines.append("  " + "  ".join([cat[:20].ljust(20), str(row["n"]).rjust(5), *cells]))
     return lines
 
