@@ -5,6 +5,13 @@ baseline, paired by query id) lies entirely below zero, so the tolerance follows
 eval set. A floor is an absolute minimum on the candidate's mean. A protected category fails on
 any drop of its mean larger than ``protected_max_drop``, significant or not.
 
+The gate reads the ``regression`` part of a split golden set by default. ``role="holdout"`` (a
+release check) compares two aggregate-only holdout results by an unpaired normal interval from
+each run's mean and spread, since they carry no per-query rows to pair. Runs on different golden
+versions or roles are refused unless ``allow_version_change``; the report says which pipeline
+settings differ (``eval --config``), warns when more than one did, and carries the experiment log
+line (see :mod:`ragsieve.evaluators.experiments`).
+
 Policy file (TOML)::
 
     [gate]
