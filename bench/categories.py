@@ -143,71 +143,108 @@ def run(traces: list[Trace], golden: list[dict[str, Any]], workdir: Path) -> dic
     return {"sent": sent, "report": report, "status": status, "candidates": cands, "s": seconds}
 
 
-def score(out: dict[str, Any], covered: set[str], split: str) -> dict[str, Any]:
-    """The issue's four measures (and a few more) over the articles of ``split``."""
-    sent: dict[str, Trace] = out["sent"]
-    cats = {c["category"]: c for c in out["status"]["categories"]}
-    rows = [c for c in out["candidates"] if c["kind"] == "failure" and c["category"]]
+def _located(out: dict[str, Any], split: str) -> tuple[dict[str, Trace], dict[str, dict]]:
+    """Flagged traces of ``split`` that became candidates, and trace id -> its candidate."""
     where: dict[str, dict[str, Any]] = {}
-    for c in rows:
-        for tid in c["source_trace_ids"]:
-            where[tid] = c
-    mine = {tid: t for tid, t in sent.items() if t.split == split and tid in where}
-    groups: dict[str, set[str]] = defaultdict(set)  # repeat group -> candidate ids
-    causes: dict[str, set[str]] = defaultdict(set)
+    for c in out["candidates"]:
+        if c["kind"] == "failure" and c["category"]:
+            for tid in c["source_trace_ids"]:
+                where[tid] = c
+    mine = {tid: t for tid, t in out["sent"].items() if t.split == split and tid in where}
+    return mine, where
+
+
+def _repeats(mine: dict[str, Trace], where: dict[str, dict]) -> dict[str, int]:
+    """Planted repeat groups with >= 2 flagged members; how many share one candidate."""
+    members: dict[str, list[str]] = defaultdict(list)
     for tid, t in mine.items():
-        g = str(t.meta.get("repeat_of") or t.trace_key)
-        groups[g].add(where[tid]["id"])
-        causes[g].add(where[tid]["root_cause"])
-    planted = {
-        g for g, t in ((str(t.meta.get("repeat_of")), t) for t in mine.values()) if g != "None"
-    }
-    multi = [
-        g
-        for g in planted
-        if sum(1 for t in mine.values() if str(t.meta.get("repeat_of") or t.trace_key) == g) >= 2
-    ]
-    same_cause = [g for g in multi if len(causes[g]) == 1]
-    collapsed = [g for g in same_cause if len(groups[g]) == 1]
+        members[str(t.meta.get("repeat_of") or t.trace_key)].append(tid)
+    planted = {str(t.meta["repeat_of"]) for t in mine.values() if t.meta.get("repeat_of")}
+    multi = [g for g in planted if len(members[g]) >= 2]
+    same = [g for g in multi if len({where[t]["root_cause"] for t in members[g]}) == 1]
+    collapsed = [g for g in same if len({where[t]["id"] for t in members[g]}) == 1]
+    return {"groups": len(multi), "same_cause": len(same), "collapsed": len(collapsed)}
+
+
+def _novelty(
+    mine: dict[str, Trace], where: dict[str, dict], cats: dict[str, dict], covered: set[str]
+) -> dict[str, Any]:
+    """Left-out articles called new (most of their failures in new categories); covered
+    articles' candidates called new."""
     per_article: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for tid, t in mine.items():
         per_article[t.article].append(where[tid])
-    left_out = {a: v for a, v in per_article.items() if a not in covered}
-    called = {
-        a: sum(cats.get(c["category"], {}).get("new", False) for c in v) / len(v)
-        for a, v in left_out.items()
+    share = {
+        a: sum(bool(cats.get(c["category"], {}).get("new")) for c in v) / len(v)
+        for a, v in per_article.items()
+        if a not in covered and len(v) >= 3
     }
-    eligible = [a for a, v in left_out.items() if len(v) >= 3]
-    cov_cands = {c["id"]: c for a, v in per_article.items() if a in covered for c in v}
-    cov_new = sum(cats.get(c["category"], {}).get("new", False) for c in cov_cands.values())
-    pairs = {(t.article, where[tid]["root_cause"]) for tid, t in mine.items()}
+    cov = {c["id"]: c for a, v in per_article.items() if a in covered for c in v}
+    return {
+        "left_out_articles_ge3": len(share),
+        "left_out_called_new": sum(x >= 0.5 for x in share.values()),
+        "left_out_new_share": {a: round(x, 2) for a, x in sorted(share.items())},
+        "covered_candidates": len(cov),
+        "covered_new": sum(bool(cats.get(c["category"], {}).get("new")) for c in cov.values()),
+    }
+
+
+def score(out: dict[str, Any], covered: set[str], split: str) -> dict[str, Any]:
+    """The issue's four measures (and a few more) over the articles of ``split``."""
+    mine, where = _located(out, split)
+    cats = {c["category"]: c for c in out["status"]["categories"]}
+    rep = _repeats(mine, where)
+    nov = _novelty(mine, where, cats, covered)
     cat_split: dict[str, Counter[str]] = defaultdict(Counter)
-    for tid, t in sent.items():
+    for tid, t in out["sent"].items():
         if tid in where:
             cat_split[where[tid]["category"]][t.split] += 1
-    n_cats = sum(1 for c in cat_split.values() if c.most_common(1)[0][0] == split)
     qids_in: dict[str, set[str]] = defaultdict(set)
     for tid, t in mine.items():
         qids_in[where[tid]["id"]].add(t.qid)
     return {
         "split": split,
         "flagged_traces": len(mine),
-        "candidates": len(
-            {c["id"] for c in where.values() if c["id"] in {where[t]["id"] for t in mine}}
-        ),
-        "repeat_groups_flagged": len(multi),
-        "repeat_groups_same_cause": len(same_cause),
-        "repeats_collapsed": round(len(collapsed) / len(same_cause), 3) if same_cause else None,
-        "repeats_collapsed_any_cause": round(len(collapsed) / len(multi), 3) if multi else None,
+        "candidates": len(qids_in),
+        "repeat_groups_flagged": rep["groups"],
+        "repeat_groups_same_cause": rep["same_cause"],
+        "repeat_groups_collapsed": rep["collapsed"],
+        "repeats_collapsed": _ratio(rep["collapsed"], rep["same_cause"]),
+        "repeats_collapsed_any_cause": _ratio(rep["collapsed"], rep["groups"]),
         "candidates_with_two_questions": sum(len(q) > 1 for q in qids_in.values()),
-        "left_out_articles_ge3": len(eligible),
-        "left_out_called_new": sum(called[a] >= 0.5 for a in eligible),
-        "left_out_new_share": {a: round(called[a], 2) for a in sorted(eligible)},
-        "covered_candidates": len(cov_cands),
-        "covered_called_new": round(cov_new / len(cov_cands), 3) if cov_cands else None,
-        "categories": n_cats,
-        "article_cause_pairs": len(pairs),
-        "categories_ratio": round(n_cats / len(pairs), 3) if pairs else None,
+        **nov,
+        "covered_called_new": _ratio(nov["covered_new"], nov["covered_candidates"]),
+        "categories": sum(1 for c in cat_split.values() if c.most_common(1)[0][0] == split),
+        "article_cause_pairs": len(
+            {(t.article, where[tid]["root_cause"]) for tid, t in mine.items()}
+        ),
+    }
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return round(num / den, 3) if den else None
+
+
+def pooled(runs: list[dict[str, Any]], split: str) -> dict[str, Any]:
+    """The measures over every seed's traffic together (sums of numerators and denominators)."""
+    keys = (
+        "flagged_traces", "candidates", "repeat_groups_flagged", "repeat_groups_same_cause",
+        "repeat_groups_collapsed", "candidates_with_two_questions", "left_out_articles_ge3",
+        "left_out_called_new", "covered_candidates", "covered_new", "categories",
+        "article_cause_pairs",
+    )  # fmt: skip
+    tot = {k: sum(r["results"][split][k] for r in runs) for k in keys}
+    return {
+        "split": split,
+        **tot,
+        "repeats_collapsed": _ratio(
+            tot["repeat_groups_collapsed"], tot["repeat_groups_same_cause"]
+        ),
+        "repeats_collapsed_any_cause": _ratio(
+            tot["repeat_groups_collapsed"], tot["repeat_groups_flagged"]
+        ),
+        "covered_called_new": _ratio(tot["covered_new"], tot["covered_candidates"]),
+        "categories_ratio": _ratio(tot["categories"], tot["article_cause_pairs"]),
     }
 
 
@@ -226,52 +263,68 @@ def table(s: dict[str, Any]) -> str:
             f"  covered-article candidates called new         {s['covered_called_new']}"
             f"  of {s['covered_candidates']}   goal <= 0.10",
             f"  categories / (article, root cause) pairs      {s['categories']} /"
-            f" {s['article_cause_pairs']} = {s['categories_ratio']}   goal 0.5 - 1.5",
+            f" {s['article_cause_pairs']} = {_ratio(s['categories'], s['article_cause_pairs'])}"
+            "   goal 0.5 - 1.5",
             f"  candidates holding two XQuAD questions        {s['candidates_with_two_questions']}",
         ]
     )
 
 
+def one(data: Path, seed: int, keep: Path | None) -> dict[str, Any]:
+    """Plan, run and score one seed's traffic."""
+    traces, golden, covered = plan(data, seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = run(traces, golden, Path(tmp))
+        if keep:  # the store and the plan, for looking into a run afterwards
+            import shutil
+
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(Path(tmp) / "categories.db", keep / f"seed{seed}.db")
+            sent = {tid: t.__dict__ for tid, t in out["sent"].items()}
+            (keep / f"seed{seed}.plan.json").write_text(
+                json.dumps({"sent": sent, "covered": sorted(covered)})
+            )
+    golden_report = out["report"].get("golden") or {}
+    return {
+        "seed": seed,
+        "traces": len(out["sent"]),
+        "golden_cases": len(golden),
+        "covered_articles": len(covered),
+        "job_seconds": out["s"],
+        "run_report_golden": {
+            k: golden_report.get(k)
+            for k in ("new_candidates", "merged_duplicates", "covered_by_golden", "categories")
+        },
+        "new_categories_announced": len(golden_report.get("announced_categories") or []),
+        "results": {s: score(out, covered, s) for s in ("tune", "heldout")},
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
-    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--seeds", default="13,14,15", help="Traffic plans, comma-separated.")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "categories.json")
-    ap.add_argument("--keep", type=Path, default=None, help="Copy the store here after the run.")
+    ap.add_argument("--keep", type=Path, default=None, help="Keep each seed's store in DIR.")
     args = ap.parse_args()
     if not (args.data / "xquad_en").exists():
         raise SystemExit(f"{args.data}/xquad_en: not found (XQuAD dev splits are needed)")
-    traces, golden, covered = plan(args.data, args.seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = run(traces, golden, Path(tmp))
-        if args.keep:
-            import shutil
-
-            shutil.copy(Path(tmp) / "categories.db", args.keep)
-            plan_file = args.keep.with_suffix(".plan.json")
-            sent = {tid: t.__dict__ for tid, t in out["sent"].items()}
-            plan_file.write_text(json.dumps({"sent": sent, "covered": sorted(covered)}))
-    results = {s: score(out, covered, s) for s in ("tune", "heldout")}
-    for s in ("tune", "heldout"):
-        print(table(results[s]))
-    print(f"job: {out['s']} s for {len(out['sent'])} traces; golden cases {len(golden)}")
+    runs = [one(args.data, int(seed), args.keep) for seed in args.seeds.split(",")]
+    for r in runs:
+        print(f"== seed {r['seed']}: {r['traces']} traces, job {r['job_seconds']} s")
+        for split in ("tune", "heldout"):
+            print(table(r["results"][split]))
+    total = {s: pooled(runs, s) for s in ("tune", "heldout")}
+    print(f"== all {len(runs)} seeds pooled")
+    for split in ("tune", "heldout"):
+        print(table(total[split]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "benchmark": "categories",
         "data": "XQuAD es/en dev (../shared/data); articles as topics, split 24 tune / 24 held out",
-        "traffic": {
-            "traces": len(out["sent"]),
-            "golden_cases": len(golden),
-            "covered_articles": len(covered),
-            "seed": args.seed,
-        },
-        "job_seconds": out["s"],
-        "run_report_golden": {
-            k: out["report"].get("golden", {}).get(k)
-            for k in ("new_candidates", "merged_duplicates", "covered_by_golden", "categories")
-        },
-        "new_categories_announced": len(out["report"].get("golden", {}).get("new_categories", [])),
-        "results": results,
+        "settings": "defaults (golden.*), offline judge, jobs run --all",
+        "pooled": total,
+        "runs": runs,
     }
     args.out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 

@@ -171,25 +171,29 @@ def name_terms(
     (question words, the product name) lose to the ones that set this one apart.
     """
     tf: dict[str, Counter[str]] = {}
+    support: dict[str, Counter[str]] = {}  # how many questions hold the term
     df: Counter[str] = Counter()
     shown: dict[str, str] = {}
     langs: dict[str, str] = {}
     for cat, members in groups.items():
         langs[cat] = lang = _majority_language(members)
-        counts: Counter[str] = Counter()
+        tf[cat], support[cat] = Counter(), Counter()
         for m in members:
             if lang != "unknown" and language(m.query) not in (lang, "unknown"):
                 continue
             for t, word in surface_terms(m.query).items():
-                counts[t] += m.seen
+                tf[cat][t] += m.seen
+                support[cat][t] += 1
                 shown.setdefault(t, word)
-        tf[cat] = counts
-        df.update(counts.keys())
+        df.update(tf[cat].keys())
     out: dict[str, tuple[list[str], str]] = {}
     for cat, counts in tf.items():
         scored = {t: c * math.log(1 + len(groups) / df[t]) for t, c in counts.items()}
+        # a term two questions share beats one question's word (a typo is rare, not telling);
         # ties go to the longer word: it is usually the more specific one
-        top = sorted(scored, key=lambda t: (-scored[t], -len(t), t))[:n_terms]
+        top = sorted(scored, key=lambda t: (-min(support[cat][t], 2), -scored[t], -len(t), t))[
+            :n_terms
+        ]
         out[cat] = ([shown[t] for t in top], langs[cat])
     return out
 
