@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # numpy-backed modules load when a command runs, not for `rag
     from ragsieve.evaluators.golden import GoldenSet
     from ragsieve.evaluators.judges import Judge
     from ragsieve.evaluators.metrics.report import EvalReport
-    from ragsieve.evaluators.runs import Retrieval
 
 log = logging.getLogger(__name__)
 _CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -45,6 +44,14 @@ def _get_judges(names: Sequence[str]) -> list[Judge]:
     except ImportError as exc:
         raise ConfigError(f"judges: the judge registry is not available ({exc})") from exc
     return [get_judge(n) for n in dict.fromkeys(["faithfulness", *names])]
+
+
+class _Ranked(NamedTuple):
+    """The rankings scored: query id → chunk ids, chunk texts seen, retriever errors."""
+
+    run: Mapping[str, Sequence[str]]
+    texts: dict[str, str]
+    errors: dict[str, str]
 
 
 def _check_usage(opts: Mapping[str, Any], roles: Sequence[GoldenRole] | None) -> None:
@@ -87,10 +94,9 @@ def _load(opts: Mapping[str, Any], roles: Sequence[GoldenRole] | None) -> Golden
 
 def _rankings(
     opts: Mapping[str, Any], golden: GoldenSet, depth: int, config: Mapping[str, ConfigValue]
-) -> Retrieval:
+) -> _Ranked:
     from ragsieve.evaluators.runs import (
         BM25Retriever,
-        Retrieval,
         import_object,
         load_corpus,
         load_run,
@@ -98,13 +104,12 @@ def _rankings(
     )
 
     texts: dict[str, str] = load_corpus(opts["corpus"]) if opts["corpus"] else {}
-    if opts["run"]:
-        return Retrieval(run=dict(load_run(opts["run"])), texts=texts)
+    if opts["run"]:  # a run file stays lazy: each ranking is decoded when scored (runs.RunFile)
+        return _Ranked(load_run(opts["run"]), texts, {})
     _importable_cwd()
     search = BM25Retriever(texts).search if opts["baseline"] else import_object(opts["retriever"])
     got = retrieve_all(search, golden.cases, depth, config=config)
-    got.texts = {**got.texts, **texts}
-    return got
+    return _Ranked(got.run, {**got.texts, **texts}, got.errors)
 
 
 def _retriever_name(opts: Mapping[str, Any]) -> str:
@@ -113,7 +118,7 @@ def _retriever_name(opts: Mapping[str, Any]) -> str:
     return "baseline bm25" if opts["baseline"] else str(opts["retriever"])
 
 
-def _generation(opts: Mapping[str, Any], golden: GoldenSet, got: Retrieval) -> dict[str, Any]:
+def _generation(opts: Mapping[str, Any], golden: GoldenSet, got: _Ranked) -> dict[str, Any]:
     from ragsieve.evaluators.metrics.generation import generation_metrics
     from ragsieve.evaluators.runs import import_object
 
