@@ -28,6 +28,7 @@ import multiprocessing as mp
 import os
 import platform
 import random
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -48,8 +49,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from fixtures_phoenix import find_phoenix, free_port, start_phoenix  # noqa: E402
+from probe import limit_probe  # noqa: E402
 
 GOAL_RATIO = 20.0
+PROBE_GOAL = 0.6  # issue 19: the collector stores >= 0.6 of the limit probe
 WORDS = (
     "refund invoice plan annual monthly billing support contract renewal cancel account "
     "payment policy customer period prorated access license seat upgrade downgrade tax "
@@ -243,13 +246,21 @@ def rss_every(samples: list[tuple[float, int]], step: float) -> list[tuple[float
     return out
 
 
+SERVER_CORE: int | None = None  # set by --pin: the collector (and the probe) run on this core
+
+
+def pinned(cmd: list[str]) -> list[str]:
+    """``cmd`` run on :data:`SERVER_CORE` only (taskset), when pinning is on."""
+    return cmd if SERVER_CORE is None else ["taskset", "-c", str(SERVER_CORE), *cmd]
+
+
 def start_collector(db: Path, log: Path) -> tuple[subprocess.Popen[bytes], str, str]:
     """A fresh ``collector serve``: the process, its HTTP base URL and its gRPC target."""
     port, grpc_port = free_port(), free_port()
     exe = Path(sys.executable).with_name("ragsieve")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSIEVE_", "OTEL_"))}
     proc = subprocess.Popen(
-        [str(exe), "collector", "serve", "--port", str(port), "--grpc-port", str(grpc_port)]
+        pinned([str(exe), "collector", "serve", "--port", str(port), "--grpc-port", str(grpc_port)])
         + ["--store", f"sqlite:///{db}"],
         env=env,
         stdout=open(log, "wb"),
@@ -293,19 +304,32 @@ def pct(values: list[float], p: float) -> float:
 
 # ---------------------------------------------------------------- load generators
 async def raw_posts(
-    url: str, factory: PayloadFactory, clients: int, duration_s: float
+    url: str,
+    factory: PayloadFactory,
+    clients: int,
+    duration_s: float,
+    rate: float | None = None,
 ) -> dict[str, Any]:
-    """``clients`` concurrent posters for ``duration_s``; 429/503 back off 1 s like exporters."""
+    """``clients`` concurrent posters for ``duration_s``; 429/503 back off 1 s like exporters.
+
+    With ``rate`` (spans/s) the clients together send on a fixed schedule (an open loop that
+    catches up when late) instead of as fast as answers come back.
+    """
     latencies: list[float] = []
+    interval = factory.spans * clients / rate if rate else 0.0
     acked = throttled = errors = 0
     headers = {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}
     deadline = time.monotonic() + duration_s
     last_ack = time.monotonic()
 
-    async def client(http: httpx.AsyncClient) -> None:
+    async def client(http: httpx.AsyncClient, offset: float) -> None:
         nonlocal acked, throttled, errors, last_ack
+        due = time.monotonic() + offset
         while time.monotonic() < deadline:
             body = factory.make()
+            if interval:
+                await asyncio.sleep(max(due - time.monotonic(), 0.0))
+                due += interval
             t0 = time.perf_counter()
             try:
                 resp = await http.post(url, content=body, headers=headers)
@@ -326,8 +350,9 @@ async def raw_posts(
     start = time.monotonic()
     limits = httpx.Limits(max_connections=clients)
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
-        await asyncio.gather(*(client(http) for _ in range(clients)))
+        await asyncio.gather(*(client(http, i * interval / clients) for i in range(clients)))
     return {
+        "offered_spans_per_s": rate,
         "acked_spans": acked,
         "requests": len(latencies),
         "throttled": throttled,
@@ -515,6 +540,9 @@ def ragsieve_phase(name: str, tmp: Path, run: Any, transport: str = "http") -> d
     result["spans_per_s"] = round(stored / result["elapsed_s"], 1)
     result["collector_ready"] = ready
     result.update(rss.summary())
+    # CPU time of the whole collector process per stored span: what the rate would be if it
+    # had its core to itself (the machine is shared, so spans/s alone also measures neighbours).
+    result["cpu_us_per_span"] = round(rss.cpu_s / stored * 1e6, 1) if stored else None
     return result
 
 
@@ -527,6 +555,12 @@ def phoenix_phase(
     workdir = tmp / "phoenix"
     workdir.mkdir()
     with start_phoenix(exe, workdir) as server:
+        if SERVER_CORE is not None:  # every thread of Phoenix on the collector's core
+            subprocess.run(
+                ["taskset", "-a", "-p", "-c", str(SERVER_CORE), str(server.process.pid)],
+                check=True,
+                capture_output=True,
+            )
         db = workdir / "phoenix.db"
         rss = RssSampler(server.process.pid)
         rss.start()
@@ -566,7 +600,7 @@ def phoenix_phase(
     return result
 
 
-def main() -> None:
+def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--duration", type=float, default=20.0, help="seconds of raw posting")
     ap.add_argument("--exporter-duration", type=float, default=15.0)
@@ -579,14 +613,162 @@ def main() -> None:
         default=3000.0,
         help="spans/s the exporting app processes produce in total",
     )
+    ap.add_argument("--paced-rate", type=float, default=5000.0, help="spans/s of the paced phase")
+    ap.add_argument("--probe-requests", type=int, default=1600, help="requests the probe stores")
     ap.add_argument("--phoenix-duration", type=float, default=30.0)
     ap.add_argument("--phoenix-drain", type=float, default=30.0)
     ap.add_argument("--no-phoenix", action="store_true")
-    args = ap.parse_args()
+    ap.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="do not pin the server (collector, probe, Phoenix) to core 1 and clients to core 0",
+    )
+    ap.add_argument("--phases", default=",".join(PHASES), help="comma-separated subset to run")
+    return ap.parse_args()
 
+
+PHASES = ("probe", "raw", "paced", "raw_grpc", "exporter", "exporter_grpc", "phoenix")
+
+
+def _pin(args: argparse.Namespace) -> None:
+    """Server work on core 1, this process (clients, exporter apps) on core 0."""
+    global SERVER_CORE
+    if args.no_pin or (os.cpu_count() or 1) < 2 or not shutil.which("taskset"):
+        return
+    SERVER_CORE = 1
+    os.sched_setaffinity(0, {0})
+
+
+def _run_phases(args: argparse.Namespace, factory: PayloadFactory, out: dict[str, Any]) -> None:
+    phases = set(args.phases.split(","))
+    with tempfile.TemporaryDirectory(prefix="ragsieve-bench-") as tmp_s:
+        tmp = Path(tmp_s)
+        if "probe" in phases:
+            bodies = [factory.make() for _ in range(args.probe_requests)]
+            out["probe"] = {m: limit_probe(bodies, m, SERVER_CORE) for m in ("bytes", "json")}
+            del bodies
+        if "raw" in phases:
+            out["raw"] = ragsieve_phase(
+                "raw",
+                tmp,
+                lambda url: asyncio.run(raw_posts(url, factory, args.clients, args.duration)),
+            )
+        if "paced" in phases:
+            out["paced"] = ragsieve_phase(
+                "paced",
+                tmp,
+                lambda url: asyncio.run(
+                    raw_posts(url, factory, args.clients, args.duration, rate=args.paced_rate)
+                ),
+            )
+        if "raw_grpc" in phases:
+            out["raw_grpc"] = ragsieve_phase(
+                "raw_grpc",
+                tmp,
+                lambda target: asyncio.run(
+                    raw_grpc_calls(target, factory, args.clients, args.duration)
+                ),
+                transport="grpc",
+            )
+        for name, transport in (("exporter", "http"), ("exporter_grpc", "grpc")):
+            if name in phases:
+                out[name] = ragsieve_phase(
+                    name,
+                    tmp,
+                    lambda url, t=transport: exporter_load(
+                        url, args.exporter_procs, args.exporter_duration, args.exporter_rate, t
+                    ),
+                    transport=transport,
+                )
+        if "phoenix" in phases and not args.no_phoenix:
+            out["phoenix"] = phoenix_phase(
+                tmp, factory, args.clients, args.phoenix_duration, args.phoenix_drain
+            )
+
+
+def _ratios(out: dict[str, Any]) -> None:
+    probe, raw = out.get("probe"), out.get("raw")
+    if probe and raw:
+        out["ratio_raw_vs_probe"] = round(raw["spans_per_s"] / probe["bytes"]["spans_per_s"], 2)
+        out["ratio_raw_vs_json_probe"] = round(raw["spans_per_s"] / probe["json"]["spans_per_s"], 2)
+        out["probe_goal_met"] = out["ratio_raw_vs_probe"] >= PROBE_GOAL
+        if raw.get("cpu_us_per_span"):
+            out["cpu_ratio_raw_vs_probe"] = round(
+                probe["bytes"]["cpu_us_per_span"] / raw["cpu_us_per_span"], 2
+            )
+    phx = out.get("phoenix")
+    if phx and phx["spans_per_s"] and raw:
+        out["ratio_raw_vs_phoenix"] = round(raw["spans_per_s"] / phx["spans_per_s"], 1)
+        for key in ("raw_grpc", "exporter", "exporter_grpc"):
+            if key in out:
+                out[f"ratio_{key}_vs_phoenix"] = round(
+                    out[key]["spans_per_s"] / phx["spans_per_s"], 1
+                )
+        out["goal_met"] = out["ratio_raw_vs_phoenix"] >= GOAL_RATIO
+
+
+def _print(out: dict[str, Any], args: argparse.Namespace) -> None:
+    print(f"server core: {out['server_core']} (clients on the other core); durable = fsync'd")
+    for mode, r in (out.get("probe") or {}).items():
+        print(
+            f"limit probe ({mode}): {r['spans_per_s']:.0f} spans/s ({r['spans']} spans),"
+            f" {r['cpu_us_per_span']} CPU us/span"
+        )
+    labels = {
+        "raw": "ragsieve raw posts",
+        "paced": f"ragsieve paced {args.paced_rate:.0f}/s",
+        "raw_grpc": "ragsieve raw gRPC",
+        "exporter": "ragsieve OTel exporter",
+        "exporter_grpc": "ragsieve OTel exp. gRPC",
+        "phoenix": "phoenix raw posts",
+    }
+    print(
+        f"{'phase':<26}{'spans/s':>10}{'acked':>9}{'stored':>9}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'peak RSS MB':>13}{'RSS 1st/last q':>16}{'CPU %':>7}{'CPU us/span':>12}"
+    )
+    for key, label in labels.items():
+        r = out.get(key)
+        if not r:
+            continue
+        stored = r.get("stored_spans", r.get("stored_at_end_of_send"))
+        print(
+            f"{label:<26}{r['spans_per_s']:>10.0f}{r['acked_spans']:>9}{stored:>9}"
+            f"{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}{r['peak_rss_mb']:>13.1f}"
+            f"{r['rss_first_quarter_mb']:>8.0f}/{r['rss_last_quarter_mb']:<7.0f}"
+            f"{r['cpu_percent']:>7.0f}{r.get('cpu_us_per_span') or float('nan'):>12.1f}"
+        )
+    if "ratio_raw_vs_probe" in out:
+        print(
+            f"collector / limit probe: {out['ratio_raw_vs_probe']} of the bytes probe,"
+            f" {out['ratio_raw_vs_json_probe']} of the JSON probe (goal {PROBE_GOAL}:"
+            f" {'met' if out['probe_goal_met'] else 'NOT met'}); per CPU second"
+            f" {out.get('cpu_ratio_raw_vs_probe')} of the bytes probe"
+        )
+    phx = out.get("phoenix")
+    if phx and "ratio_raw_vs_phoenix" in out:
+        print(
+            f"phoenix accepted {phx['accepted_per_s']:.0f} spans/s (2xx) but stored "
+            f"{phx['spans_per_s']:.0f}/s (best 10 s window); "
+            f"{phx['stored_after_drain']} of {phx['acked_spans']} "
+            f"stored after a {args.phoenix_drain:.0f} s drain"
+        )
+        print(
+            f"ratio vs phoenix: raw {out['ratio_raw_vs_phoenix']}x"
+            f" (goal {GOAL_RATIO:.0f}x: {'met' if out['goal_met'] else 'NOT met'})"
+        )
+
+
+def main() -> None:
+    args = _args()
+    _pin(args)
     factory = PayloadFactory(args.traces_per_request)
     out: dict[str, Any] = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_avg_at_start": os.getloadavg(),
+        },
+        "server_core": SERVER_CORE,
         "trace": {
             "spans": 5,
             "chunks": 5,
@@ -597,75 +779,10 @@ def main() -> None:
         },
         "args": vars(args),
     }
-    with tempfile.TemporaryDirectory(prefix="ragsieve-bench-") as tmp_s:
-        tmp = Path(tmp_s)
-        out["raw"] = ragsieve_phase(
-            "raw",
-            tmp,
-            lambda url: asyncio.run(raw_posts(url, factory, args.clients, args.duration)),
-        )
-        out["raw_grpc"] = ragsieve_phase(
-            "raw_grpc",
-            tmp,
-            lambda target: asyncio.run(
-                raw_grpc_calls(target, factory, args.clients, args.duration)
-            ),
-            transport="grpc",
-        )
-        for name, transport in (("exporter", "http"), ("exporter_grpc", "grpc")):
-            out[name] = ragsieve_phase(
-                name,
-                tmp,
-                lambda url, t=transport: exporter_load(
-                    url, args.exporter_procs, args.exporter_duration, args.exporter_rate, t
-                ),
-                transport=transport,
-            )
-        if not args.no_phoenix:
-            out["phoenix"] = phoenix_phase(
-                tmp, factory, args.clients, args.phoenix_duration, args.phoenix_drain
-            )
-    phx = out.get("phoenix")
-    if phx and phx["spans_per_s"]:
-        out["ratio_raw_vs_phoenix"] = round(out["raw"]["spans_per_s"] / phx["spans_per_s"], 1)
-        for key in ("raw_grpc", "exporter", "exporter_grpc"):
-            out[f"ratio_{key}_vs_phoenix"] = round(out[key]["spans_per_s"] / phx["spans_per_s"], 1)
-        out["goal_met"] = out["ratio_raw_vs_phoenix"] >= GOAL_RATIO
-
-    rows = [
-        ("ragsieve raw posts", out["raw"]),
-        ("ragsieve raw gRPC", out["raw_grpc"]),
-        ("ragsieve OTel exporter", out["exporter"]),
-        ("ragsieve OTel exp. gRPC", out["exporter_grpc"]),
-    ]
-    if phx:
-        rows.append(("phoenix raw posts", phx))
-    print(
-        f"{'phase':<24}{'spans/s':>10}{'acked':>9}{'stored':>9}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'peak RSS MB':>13}{'RSS 1st/last q':>16}{'CPU %':>7}"
-    )
-    for label, r in rows:
-        stored = r.get("stored_spans", r.get("stored_at_end_of_send"))
-        print(
-            f"{label:<24}{r['spans_per_s']:>10.0f}{r['acked_spans']:>9}{stored:>9}"
-            f"{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}{r['peak_rss_mb']:>13.1f}"
-            f"{r['rss_first_quarter_mb']:>8.0f}/{r['rss_last_quarter_mb']:<7.0f}"
-            f"{r['cpu_percent']:>7.0f}"
-        )
-    if phx and "ratio_raw_vs_phoenix" in out:
-        print(
-            f"phoenix accepted {phx['accepted_per_s']:.0f} spans/s (2xx) but stored "
-            f"{phx['spans_per_s']:.0f}/s (best 10 s window); "
-            f"{phx['stored_after_drain']} of {phx['acked_spans']} "
-            f"stored after a {args.phoenix_drain:.0f} s drain"
-        )
-        print(
-            f"ratio vs phoenix: raw {out['ratio_raw_vs_phoenix']}x (gRPC "
-            f"{out['ratio_raw_grpc_vs_phoenix']}x), exporter "
-            f"{out['ratio_exporter_vs_phoenix']}x (gRPC {out['ratio_exporter_grpc_vs_phoenix']}x)"
-            f" (goal {GOAL_RATIO:.0f}x: "
-            f"{'met' if out['goal_met'] else 'NOT met'})"
-        )
+    _run_phases(args, factory, out)
+    out["machine"]["load_avg_at_end"] = os.getloadavg()
+    _ratios(out)
+    _print(out, args)
     dest = ROOT / "bench" / "results" / "ingest.json"
     dest.parent.mkdir(exist_ok=True)
     dest.write_text(json.dumps(out, indent=2) + "\n")
