@@ -1,4 +1,9 @@
-"""``ragsieve eval`` (offline metrics on a golden set) and ``ragsieve gate`` (the CI gate)."""
+"""``ragsieve eval`` (offline metrics on a golden set's roles), ``ragsieve gate`` (the CI gate) and
+``ragsieve experiments list`` (eval outputs read as an experiment log).
+
+Errors are raised, not printed: ``ConfigError`` (and a gate's ``GateError``, turned into one) and
+click's usage errors become one line and exit 2 in the root ``main()``; a failed gate exits 1.
+"""
 
 from __future__ import annotations
 
