@@ -61,6 +61,12 @@ class CollectorSettings(BaseModel):
     outbox_retention_s: float = Field(
         86400.0, ge=0, description="Delivered outbox rows are deleted after this long."
     )
+    retention_days: float | None = Field(
+        None,
+        gt=0,
+        description="Traces (spans, interactions) and outbox rows older than this are deleted"
+        " by the job, in batches; results, candidates and feedback are kept (unset: keep all).",
+    )
     forward_max_spans_per_s: float = Field(
         200.0, gt=0, description="Pace of forwarding (Phoenix stores ~200 spans/s per process)."
     )
