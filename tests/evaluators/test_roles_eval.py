@@ -263,3 +263,35 @@ def test_small_categories_are_pooled_with_weighted_means() -> None:
         "metrics": {"mrr": pytest.approx(0.5)},  # (1.0 + 2 × 0.25) / 3
     }
     assert pool_small_categories({"big": rows["big"]}) == {"big": rows["big"]}
+
+
+def test_experiments_list_never_compares_across_golden_versions(
+    split: dict, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    _eval(split, "base", runs / "a.json", "--config", "k=5")
+    extra = GoldenCase(id="returns-new", query="a new returns question", relevant_chunks={"x": 1})
+    write_golden(tmp_path / "golden_v3.jsonl", [*split["cases"], extra])
+    split_golden(tmp_path / "golden_v3.jsonl", by="ana")
+    code, _, err = ran(
+        [
+            "eval",
+            "--golden",
+            tmp_path / "golden_v4.jsonl",
+            "--run",
+            split["cand"],
+            "--out",
+            runs / "b.json",
+            "--config",
+            "k=8",
+        ]
+    )
+    assert code == 0, err
+    (runs / "gate.json").write_text('{"passed": true}')  # not an eval output: left out
+    code, out, _ = ran(["experiments", "list", runs, "--json"])
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert [(r["file"], r["golden_version"], r["compared_with"]) for r in rows] == [
+        ("a.json", 2, None),
+        ("b.json", 4, None),
+    ]
