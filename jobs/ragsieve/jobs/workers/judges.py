@@ -32,10 +32,22 @@ class PacedJudge:
 
 
 def build_judge_set(
-    names: Sequence[str], backend: str = "offline", *, latency_ms: float = 0.0, **options: Any
+    names: Sequence[str],
+    backend: str = "offline",
+    *,
+    latency_ms: float = 0.0,
+    store: Store | None = None,
+    **options: Any,
 ) -> list[Any]:
-    """Judges by registry name via ``ragsieve.evaluators.judges.build_judges`` when available."""
+    """Judges by registry name via ``ragsieve.evaluators.judges.build_judges`` when available;
+    with ``store`` (and no ``calibration`` option), under that store's active calibration, so
+    the scheduler's judge versions are the workers' (``ragsieve judges fit``)."""
     from ragsieve.evaluators import judges as registry
+
+    if store is not None and "calibration" not in options:
+        from ragsieve.jobs.judging.judges import load_active
+
+        options["calibration"] = load_active(None, store)
 
     build = getattr(registry, "build_judges", None)
     if build is not None:
