@@ -13,6 +13,9 @@ it (stored only when better beyond noise), and ``ragsieve jobs run --all`` judge
 stored calibration. Batch B's false-positive rate, recall and root-cause accuracy are read from
 the job's own verdicts, before and after.
 
+Each label count also runs with ``--force`` (stored whatever the cross-validation says), to show
+what a fit judged "not better beyond noise" would have done.
+
 Goals (issue 12): with 60 labels, FPR at least halved when it starts above 0.10, recall not lower
 by more than 0.03, root-cause accuracy not lower; the fit of 200 labels under 10 s on one core.
 """
@@ -53,7 +56,10 @@ def labels_file(
 ) -> dict[str, int]:
     """``n`` labels on batch-A traces, half real failures and half real passes."""
     rng = random.Random(seed)
-    pool = sorted((tid, t) for tid, t in sent.items() if t.article in articles)
+    # by the planned trace, not its (random) trace id: the same labels on every run
+    pool = sorted(
+        ((tid, t) for tid, t in sent.items() if t.article in articles), key=lambda p: p[1].trace_key
+    )
     fails = [p for p in pool if p[1].expect != "pass"]
     passes = [p for p in pool if p[1].expect == "pass"]
     pick = rng.sample(fails, min(n // 2, len(fails))) + rng.sample(passes, n - n // 2)
@@ -86,17 +92,33 @@ def fresh(sent: dict[str, Trace], articles: set[str]) -> dict[str, Trace]:
 
 
 def one_size(
-    n: int, sent: dict[str, Trace], a: set[str], b: set[str], db: Path, work: Path, seed: int
+    n: int,
+    sent: dict[str, Trace],
+    a: set[str],
+    b: set[str],
+    db: Path,
+    work: Path,
+    seed: int,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Label N batch-A traces on a copy of the store, fit, re-run the job, score batch B."""
-    copy = work / f"fit{n}.db"
+    copy = work / f"fit{n}{'f' if force else ''}.db"
     shutil.copy(db, copy)
     store = f"sqlite:///{copy}"
     drawn = labels_file(sent, a, n, seed, work / f"labels{n}.jsonl")
     t0 = time.perf_counter()
-    code, fit = ragsieve(["judges", "fit", "--labels", str(work / f"labels{n}.jsonl")], store, True)
+    flags = ["--force"] if force else []
+    code, fit = ragsieve(
+        ["judges", "fit", "--labels", str(work / f"labels{n}.jsonl"), *flags], store, True
+    )
     wall = round(time.perf_counter() - t0, 2)
-    row: dict[str, Any] = {"labels": n, "drawn": drawn, "fit_exit": code, "fit_wall_s": wall}
+    row: dict[str, Any] = {
+        "labels": n,
+        "forced": force,
+        "drawn": drawn,
+        "fit_exit": code,
+        "fit_wall_s": wall,
+    }
     if "agreement" not in fit:
         row["refused"] = fit.get("error")
         return row
@@ -120,6 +142,31 @@ def _pick(s: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def readme_table(result: dict[str, Any]) -> str:
+    """The README's table: batch-B figures per label count, stored by the rule and forced."""
+    base = result["baseline_batch_b"]
+    lines = [
+        "| labels (batch A) | stored? | CV balanced accuracy before → after | batch B FPR |"
+        " batch B recall | batch B root cause | forced: FPR / recall / root cause | fit s |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| 0 (unfitted) | – | – | {base['fpr']} | {base['recall']} |"
+        f" {base['root_cause_accuracy']} | – | – |",
+    ]
+    for r, f in zip(result["curve"], result["curve_forced"], strict=True):
+        if "refused" in r:
+            lines.append(f"| {r['labels']} | refused (< 20 per class) | – | – | – | – | – | – |")
+            continue
+        cv = r["cv"]
+        ba = " → ".join(f"{cv[k]['balanced_accuracy']['value']:.3f}" for k in ("before", "after"))
+        b, fb = r["batch_b"], f["batch_b"]
+        forced = f"{fb['fpr']} / {fb['recall']} / {fb['root_cause_accuracy']}"
+        lines.append(
+            f"| {r['labels']} | {'yes' if r['written'] else 'no'} | {ba} | {b['fpr']} |"
+            f" {b['recall']} | {b['root_cause_accuracy']} | {forced} | {r['seconds']['fit']} |"
+        )
+    return "\n".join(lines)
+
+
 def table(result: dict[str, Any]) -> str:
     base = result["baseline_batch_b"]
     lines = [
@@ -128,10 +175,12 @@ def table(result: dict[str, Any]) -> str:
         f"{'labels':>6} {'written':>14} {'CV BA before -> after':>28} {'FPR':>7} {'recall':>7}"
         f" {'rc acc':>7} {'fit s':>6}",
     ]
-    for r in result["curve"]:
+    for r in [*result["curve"], *result["curve_forced"]]:
         if "refused" in r:
             lines.append(f"{r['labels']:>6} refused: {r['refused']}")
             continue
+        if r["forced"] and r is result["curve_forced"][0]:
+            lines.append("  stored anyway (--force):")
         cv = r["cv"]
         before, after = (cv[k]["balanced_accuracy"]["value"] for k in ("before", "after"))
         ba = f"{before:.3f} -> {after:.3f}"
@@ -154,7 +203,10 @@ def main() -> None:
     try:
         sent, report, db = run_pipeline(held, work)
         base = _pick(score(fresh(sent, b), verdicts(db), "all"))
-        curve = [one_size(int(n), sent, a, b, db, work, args.seed) for n in args.sizes.split(",")]
+        sizes = [int(n) for n in args.sizes.split(",")]
+        curve = [one_size(n, sent, a, b, db, work, args.seed) for n in sizes]
+        # what each fit would do if stored anyway (--force): is "not better" the right call?
+        forced = [one_size(n, sent, a, b, db, work, args.seed, force=True) for n in sizes]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {
@@ -164,11 +216,13 @@ def main() -> None:
         "baseline_job_seconds": report.get("_job_seconds"),
         "baseline_batch_b": base,
         "curve": curve,
+        "curve_forced": forced,
     }
     out = ROOT / "results" / "fit.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(table(result))
+    print(readme_table(result))
     print(f"wrote {out}")
 
 
