@@ -158,6 +158,9 @@ def _edit(c: Candidate, repo: CandidateRepo) -> None:
         break
 
 
+_AGAIN, _NEXT, _QUIT = "again", "next", "quit"
+
+
 def review(
     repo: CandidateRepo,
     rows: Sequence[Candidate],
@@ -168,51 +171,61 @@ def review(
     """Walk ``rows`` with the reviewer; every decision is saved immediately."""
     report = ReviewReport()
     for i, c in enumerate(rows, 1):
+        where = f"[{i}/{len(rows)}]"
         if is_audit(c):
-            if not _review_audit(repo, c, f"[{i}/{len(rows)}]", reviewer, report):
+            if not _review_audit(repo, c, where, reviewer, report):
                 return report
             continue
-        while True:
+        step = _AGAIN
+        while step == _AGAIN:
             click.echo(render(c, summaries.get(c.category or "")))
-            click.echo(f"\n[{i}/{len(rows)}]")
-            action = click.prompt(
-                "[a]ccept  [e]dit reference  [c]orrect root cause  [r]eject"
-                "  [w] the judge was wrong  [s]kip  [q]uit",
-                type=click.Choice(["a", "e", "c", "r", "w", "s", "q"]),
-                show_choices=False,
-            )
-            if action == "e":
-                _record_edit(repo, c, reviewer, report)
-                continue
-            if action == "c":
-                _correct_root_cause(repo, c)
-                continue
-            if action == "w":
-                why = judge_was_wrong(repo, c, reviewer, "pass")
-                decide(repo, c, "rejected", reviewer, f"false_alarm: the judge was wrong: {why}")
-                report.rejected.append(c.id)
-                click.echo(f"labelled {c.id} a pass (the judge was wrong); golden set untouched")
-                break
-            if action == "a":
-                if not c.body.get("relevant_chunks") and not click.confirm(
-                    "No relevant chunks: accept as a no-answer case (the system must abstain)?",
-                    default=False,
-                ):
-                    continue
-                decide(repo, c, "accepted", reviewer, None)
-                report.accepted.append(c.id)
-                click.echo(f"accepted {c.id}")
-            elif action == "r":
-                reason = _reason()
-                decide(repo, c, "rejected", reviewer, reason)
-                report.rejected.append(c.id)
-                click.echo(f"rejected {c.id}: {reason}")
-            elif action == "s":
-                report.skipped.append(c.id)
-            else:
-                return report
-            break
+            click.echo(f"\n{where}")
+            step = _flagged_step(repo, c, reviewer, report)
+        if step == _QUIT:
+            return report
     return report
+
+
+def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> str:
+    """One answer on a flagged candidate: show it again, go to the next, or quit."""
+    action = click.prompt(
+        "[a]ccept  [e]dit reference  [c]orrect root cause  [r]eject"
+        "  [w] the judge was wrong  [s]kip  [q]uit",
+        type=click.Choice(["a", "e", "c", "r", "w", "s", "q"]),
+        show_choices=False,
+    )
+    if action == "e":
+        _record_edit(repo, c, reviewer, report)
+        return _AGAIN
+    if action == "c":
+        _correct_root_cause(repo, c)
+        return _AGAIN
+    if action == "w":
+        why = judge_was_wrong(repo, c, reviewer, "pass")
+        decide(repo, c, "rejected", reviewer, f"false_alarm: the judge was wrong: {why}")
+        report.rejected.append(c.id)
+        click.echo(f"labelled {c.id} a pass (the judge was wrong); golden set untouched")
+        return _NEXT
+    if action == "a":
+        if not c.body.get("relevant_chunks") and not click.confirm(
+            "No relevant chunks: accept as a no-answer case (the system must abstain)?",
+            default=False,
+        ):
+            return _AGAIN
+        decide(repo, c, "accepted", reviewer, None)
+        report.accepted.append(c.id)
+        click.echo(f"accepted {c.id}")
+        return _NEXT
+    if action == "r":
+        reason = _reason()
+        decide(repo, c, "rejected", reviewer, reason)
+        report.rejected.append(c.id)
+        click.echo(f"rejected {c.id}: {reason}")
+        return _NEXT
+    if action == "s":
+        report.skipped.append(c.id)
+        return _NEXT
+    return _QUIT
 
 
 def _record_edit(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> None:
@@ -227,49 +240,60 @@ def _review_audit(
     repo: CandidateRepo, c: Candidate, where: str, reviewer: str, report: ReviewReport
 ) -> bool:
     """One audit item; False when the reviewer quits."""
-    while True:
+    step = _AGAIN
+    while step == _AGAIN:
         click.echo(render(c, None))
         click.echo(f"\n{where}")
-        action = click.prompt(
-            "Really a pass? [y]es, a pass  [n]o, a missed failure  [w] the judge was wrong"
-            "  [e]dit reference  [s]kip  [q]uit",
-            type=click.Choice(["y", "n", "w", "e", "s", "q"]),
-            show_choices=False,
-        )
-        if action == "e":
-            _record_edit(repo, c, reviewer, report)
-            continue
-        if action == "w":
-            why = judge_was_wrong(repo, c, reviewer, "fail")
-            decide(repo, c, MISSED, reviewer, f"missed_failure: {why}", verdict="fail")
-            report.audit_misses.append(c.id)
-            click.echo(f"labelled {c.id} a failure (the judge was wrong); golden set untouched")
-            return True
-        if action == "y":
-            decide(repo, c, PASSED, reviewer, "confirmed_pass", verdict="pass")
-            report.audit_passes.append(c.id)
-            click.echo(f"confirmed pass {c.id}")
-        elif action == "n":
-            status = MISSED
-            if click.confirm("Also add it to the golden set as a case?", default=False):
-                if not c.body.get("relevant_chunks") and not click.confirm(
-                    "No relevant chunks: add as a no-answer case (the system must abstain)?",
-                    default=False,
-                ):
-                    click.echo("  edit the reference first ([e]), then answer again")
-                    continue
-                status = "accepted"
-                report.accepted.append(c.id)
-            decide(repo, c, status, reviewer, "missed_failure", verdict="fail")
-            report.audit_misses.append(c.id)
-            click.echo(
-                f"missed failure {c.id}" + (" (accepted as a case)" if status == "accepted" else "")
-            )
-        elif action == "s":
-            report.skipped.append(c.id)
-        else:
-            return False
-        return True
+        step = _audit_step(repo, c, reviewer, report)
+    return step != _QUIT
+
+
+def _audit_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> str:
+    """One answer on an audit item: show it again, go to the next, or quit."""
+    action = click.prompt(
+        "Really a pass? [y]es, a pass  [n]o, a missed failure  [w] the judge was wrong"
+        "  [e]dit reference  [s]kip  [q]uit",
+        type=click.Choice(["y", "n", "w", "e", "s", "q"]),
+        show_choices=False,
+    )
+    if action == "e":
+        _record_edit(repo, c, reviewer, report)
+        return _AGAIN
+    if action == "w":
+        why = judge_was_wrong(repo, c, reviewer, "fail")
+        decide(repo, c, MISSED, reviewer, f"missed_failure: {why}", verdict="fail")
+        report.audit_misses.append(c.id)
+        click.echo(f"labelled {c.id} a failure (the judge was wrong); golden set untouched")
+        return _NEXT
+    if action == "y":
+        decide(repo, c, PASSED, reviewer, "confirmed_pass", verdict="pass")
+        report.audit_passes.append(c.id)
+        click.echo(f"confirmed pass {c.id}")
+        return _NEXT
+    if action == "n":
+        return _missed(repo, c, reviewer, report)
+    if action == "s":
+        report.skipped.append(c.id)
+        return _NEXT
+    return _QUIT
+
+
+def _missed(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> str:
+    """A failure the judges missed, optionally also accepted as a golden case."""
+    status = MISSED
+    if click.confirm("Also add it to the golden set as a case?", default=False):
+        if not c.body.get("relevant_chunks") and not click.confirm(
+            "No relevant chunks: add as a no-answer case (the system must abstain)?",
+            default=False,
+        ):
+            click.echo("  edit the reference first ([e]), then answer again")
+            return _AGAIN
+        status = "accepted"
+        report.accepted.append(c.id)
+    decide(repo, c, status, reviewer, "missed_failure", verdict="fail")
+    report.audit_misses.append(c.id)
+    click.echo(f"missed failure {c.id}" + (" (accepted as a case)" if status == "accepted" else ""))
+    return _NEXT
 
 
 def judge_was_wrong(repo: CandidateRepo, c: Candidate, reviewer: str, verdict: str) -> str:
