@@ -264,4 +264,10 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX labels_trace ON labels (trace_id);
         """,
     ),
+    (
+        "010_ingest_span_bytes",
+        """
+        ALTER TABLE spans ADD COLUMN pb {blob};
+        """,
+    ),
 ]
