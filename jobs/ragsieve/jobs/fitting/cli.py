@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ragsieve.collector.cliopts import json_option, opened_store, store_option
+from ragsieve.collector.cliopts import SettingsSource, json_option, opened_store, store_option
 from ragsieve.evaluators.agreement import STATS
 from ragsieve.evaluators.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ragsieve.collector.store import Store
+    from ragsieve.jobs.settings import Settings
 
 _CTX = {"help_option_names": ["-h", "--help"]}
 
@@ -52,7 +56,7 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--cache", "cache_path", default=None, help="SQLite file for cached LLM verdicts.")
 @click.pass_obj
 def calibrate_cmd(
-    obj: Any,
+    obj: SettingsSource,
     data: str,
     judge_name: str,
     task: str | None,
@@ -90,7 +94,9 @@ def calibrate_cmd(
 @json_option
 @store_option
 @click.pass_obj
-def labels_cmd(obj: Any, labels_file: str | None, as_json: bool, store: str | None) -> None:
+def labels_cmd(
+    obj: SettingsSource, labels_file: str | None, as_json: bool, store: str | None
+) -> None:
     """How many labels per source, metric and verdict, and how many traces a fit would use."""
     from ragsieve.jobs.fitting.labels import read_labels_file, store_labels, summary
     from ragsieve.jobs.results.judgements import load_interactions
@@ -133,7 +139,7 @@ def _kv(d: dict[str, Any]) -> str:
 @store_option
 @click.pass_obj
 def fit_cmd(
-    obj: Any,
+    obj: SettingsSource,
     labels_file: str | None,
     force: bool,
     dry_run: bool,
@@ -162,7 +168,9 @@ def fit_cmd(
         click.echo(_render(out))
 
 
-def _move(st: Any, export_file: str | None, import_file: str | None, reset: bool) -> dict[str, Any]:
+def _move(
+    st: Store, export_file: str | None, import_file: str | None, reset: bool
+) -> dict[str, Any]:
     from ragsieve.jobs.judging import calibrations
 
     if reset:
@@ -173,18 +181,18 @@ def _move(st: Any, export_file: str | None, import_file: str | None, reset: bool
 
 
 def _fit(
-    st: Any,
-    settings: Any,
+    st: Store,
+    settings: Settings,
     labels_file: str | None,
     force: bool,
     dry_run: bool,
     folds: int,
     seed: int,
 ) -> dict[str, Any]:
-    from ragsieve.jobs.judging import calibrations
     from ragsieve.jobs.fitting.evidence import build_examples
     from ragsieve.jobs.fitting.fit import run_fit
     from ragsieve.jobs.fitting.labels import read_labels_file, store_labels
+    from ragsieve.jobs.judging import calibrations
 
     if settings.jobs.backend != "offline":
         raise ConfigError(
