@@ -38,7 +38,9 @@ def _by_query(repo: CandidateRepo, query: str):  # type: ignore[no-untyped-def]
 def _summaries(repo: CandidateRepo, golden: Path | None) -> dict[str, object]:
     ref = load_reference(repo, golden, embed)
     rows = repo.select(["candidate", "accepted", "rejected", "covered"])
-    return {s.id: s for s in summarize(rows, ref, new_threshold=0.6)}
+    return {
+        s.id: s for s in summarize(rows, ref, new_threshold=GoldenSettings().new_category_cosine)
+    }
 
 
 @pytest.fixture

@@ -4,9 +4,8 @@ terms, *new* when no golden case lies in its topic area.
 :func:`categorise` clusters every candidate's topic vector (see ``topics.py``) and splits each
 topic by root cause; ids carry over from the previous run, merges and splits are returned as
 events. :func:`summarize` says what the report and ``golden status`` show: a category is new
-when no golden case (its query and its relevant chunks' documents) comes within
-``new_category_cosine`` of any failure of the category's topic area, and it has at least
-``min_cases`` failures.
+when most failures of its topic area have no golden case (its query and its relevant chunks'
+documents) within ``new_category_cosine``, and the area has at least ``min_cases`` failures.
 """
 
 from __future__ import annotations
@@ -44,8 +43,7 @@ STOPWORDS = frozenset(
 # of bench/categories.py, where the best silhouette fell near 0.5): a cut wider than 0.6 lets
 # average linkage join areas whose failures are barely related (cosine 0.4)
 MIN_CUT, MAX_CUT = 0.3, 0.6
-# a golden case owns the topic area of its closest failure from this cosine on (tune half)
-OWN_COSINE = 0.5
+NEW_SHARE = 0.5  # an area is new while fewer than half its failures are near a golden case
 
 
 def category_id(root_cause: str | None, founder_id: str) -> str:
@@ -204,18 +202,19 @@ class Coverage:
 
     nearest: float
     golden_id: str | None
-    owned: bool  # some golden case's closest failure lies in this area (at >= OWN_COSINE)
     failures: int = 0
+    near_share: float = 0.0  # share of the area's failures near a golden case
 
 
 def topic_coverage(
-    groups: Mapping[str, Sequence[Candidate]], reference: GoldenReference
+    groups: Mapping[str, Sequence[Candidate]], reference: GoldenReference, near: float
 ) -> dict[str, Coverage]:
-    """Topic id → how close the golden set comes (topic vectors: query + documents).
+    """Topic id → how close the golden set comes to it (topic vectors: query + documents).
 
-    Each golden case *owns* the area of the failure closest to it (at ``OWN_COSINE`` or more):
-    an area the golden set covers has a case about it, even when other failures of the area are
-    worded far from that case.
+    A failure is *near* the golden set when some golden case comes within cosine ``near`` of
+    it; an area counts its failures (as seen) that are. Most failures of a covered area are near
+    a case about its documents even when worded far from it, while an area mixed into a
+    cluster with a few failures of a covered neighbour stays mostly far.
     """
     members = [(m, v) for ms in groups.values() for m in ms if (v := topic_of(m)) is not None]
     topic = [str(m.body.get("topic") or m.category) for m, _ in members]
@@ -223,15 +222,17 @@ def topic_coverage(
     for (m, _), t in zip(members, topic, strict=True):
         failures[t] += m.seen
     if not members or not len(reference):
-        return {t: Coverage(0.0, None, False, failures[t]) for t in failures}
+        return {t: Coverage(0.0, None, failures[t]) for t in failures}
     sims = np.vstack([v for _, v in members]) @ reference.topics.T
-    owned = {topic[int(np.argmax(col))] for col in sims.T if float(col.max()) >= OWN_COSINE}
+    close: Counter[str] = Counter()
+    for (m, _), t, best in zip(members, topic, sims.max(axis=1), strict=True):
+        close[t] += m.seen * int(float(best) >= near)
     out: dict[str, Coverage] = {}
     for t in failures:
-        rows = [i for i, x in enumerate(topic) if x == t]
-        sub = sims[rows]
+        sub = sims[[i for i, x in enumerate(topic) if x == t]]
         j = int(np.argmax(sub.max(axis=0)))
-        out[t] = Coverage(float(sub[:, j].max()), reference.ids[j], t in owned, failures[t])
+        share = close[t] / failures[t]
+        out[t] = Coverage(float(sub[:, j].max()), reference.ids[j], failures[t], share)
     return out
 
 
@@ -271,16 +272,15 @@ def summarize(
         if row.category is not None and row.status != "golden":
             groups[row.category].append(row)
     named = name_terms(groups, n_terms)
-    cover = topic_coverage(groups, reference)
+    cover = topic_coverage(groups, reference, new_threshold)
     owners = _owners(groups, reference, new_threshold)
     out = [
         _summary(cat, members, named[cat], cover, owners.get(cat, []), reference, n_examples)
         for cat, members in groups.items()
     ]
     for s in out:
-        area = cover.get(s.topic or "", Coverage(0.0, None, False))
-        s.new = s.new and not area.owned and s.nearest_golden < new_threshold
-        s.new = s.new and area.failures >= min_cases
+        area = cover.get(s.topic or "", Coverage(0.0, None))
+        s.new = s.new and area.near_share < NEW_SHARE and area.failures >= min_cases
     out.sort(key=lambda s: (not s.new, -s.failures_seen, s.id))
     return out
 
@@ -295,7 +295,7 @@ def _summary(
     n_examples: int,
 ) -> CategorySummary:
     topic = str(members[0].body.get("topic") or cat)
-    near = cover.get(topic, Coverage(0.0, None, False))
+    near = cover.get(topic, Coverage(0.0, None))
     labels = Counter(reference.categories[i] for i in owned if reference.categories[i])
     by_seen = sorted(members, key=lambda m: (-m.seen, m.created_at, m.id))
     return CategorySummary(
