@@ -240,3 +240,44 @@ def test_calibrations_are_versioned_exported_imported_and_reset(
     (tmp_path / "bad.json").write_text('{"metrics": {"faithfulness": {"threshold": 2}}}')
     with pytest.raises(ConfigError, match="bad.json: metrics.faithfulness.threshold"):
         calibrations.import_(sqlite_store, tmp_path / "bad.json")
+
+
+def _llm_examples(n: int) -> tuple[list[Example], list[Item]]:
+    """LLM faithfulness results (a score, no evidence); people fail a trace below 0.3."""
+    rng = np.random.default_rng(3)
+    examples, items = [], []
+    for i, x in enumerate(rng.uniform(0.0, 1.0, n)):
+        r = _faith(i, round(float(x), 4)).model_copy(
+            update={"metadata": {}, "judge_version": "llm-2:judge-1"}
+        )
+        fail, causes = verdict_table(_interaction(i), {"faithfulness": r})
+        examples.append(Example(f"{i:032x}", {"faithfulness": r}, fail, causes))
+        items.append(Item(i, None, bool(x < 0.3)))
+    return examples, items
+
+
+def test_llm_judges_get_a_threshold_only() -> None:
+    examples, items = _llm_examples(100)
+    result = run_fit(examples, items, JOB, k=4, reps=300, backend="llm")
+    assert 0.25 <= result.params.thresholds["faithfulness"] <= 0.35
+    assert result.better
+    cal = result.calibration(1, 0.0)
+    assert cal.backend == "llm" and cal.metrics["faithfulness"].weights is None
+    assert result.report["metrics"]["faithfulness"]["weights"] is None
+
+
+def test_a_calibration_applies_to_the_backend_it_was_fitted_for() -> None:
+    from ragsieve.evaluators.judges import LLMConfig
+
+    llm = LLMConfig(base_url="http://127.0.0.1:9/v1", model="judge-1")
+    llm_cal = Calibration({"faithfulness": MetricCalibration(0.3, None)}, backend="llm")
+    off_cal = Calibration({"faithfulness": MetricCalibration(0.4, None)})
+    [judged] = build_judges(["faithfulness"], backend="llm", llm=llm, calibration=llm_cal)
+    assert isinstance(judged, CalibratedJudge) and judged.version.endswith(llm_cal.id)
+    [plain] = build_judges(["faithfulness"], backend="llm", llm=llm, calibration=off_cal)
+    assert not isinstance(plain, CalibratedJudge)
+    [offline] = build_judges(["faithfulness"], calibration=llm_cal)
+    assert not isinstance(offline, CalibratedJudge)
+    assert llm_cal.id != Calibration(llm_cal.metrics).id  # the backend is part of the fit
+    again = Calibration.from_json(llm_cal.to_json())
+    assert again.backend == "llm" and again.id == llm_cal.id

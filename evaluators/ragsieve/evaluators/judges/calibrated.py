@@ -56,6 +56,7 @@ class Calibration:
     series: int = 1
     created_at: float = 0.0
     report: Mapping[str, Any] = field(default_factory=dict)
+    backend: str = "offline"  # the judges it was fitted for: offline (weights too), llm, cascade
 
     @property
     def id(self) -> str:
@@ -64,19 +65,25 @@ class Calibration:
         return f"cal{self.series}-{hashlib.sha256(body.encode()).hexdigest()[:8]}"
 
     def params(self) -> dict[str, Any]:
-        """The fitted numbers only (what the id hashes)."""
-        return {
+        """The fitted numbers only (what the id hashes, with the backend unless offline)."""
+        out: dict[str, Any] = {
             m: {"threshold": c.threshold, "weights": dict(c.weights) if c.weights else None}
             for m, c in sorted(self.metrics.items())
         }
+        if self.backend != "offline":
+            out["backend"] = self.backend
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """The calibration as stored and exported."""
+        metrics = self.params()
+        metrics.pop("backend", None)
         return {
             "id": self.id,
             "series": self.series,
             "created_at": self.created_at,
-            "metrics": self.params(),
+            "backend": self.backend,
+            "metrics": metrics,
             "report": dict(self.report),
         }
 
@@ -93,12 +100,17 @@ class Calibration:
                 )
                 for m, c in dict(data["metrics"]).items()
             }
-            out = cls(metrics, int(data.get("series", 1)), float(data.get("created_at", 0.0)))
+            series, created = int(data.get("series", 1)), float(data.get("created_at", 0.0))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"{source}: not a calibration ({exc!r})") from exc
+        backend = str(data.get("backend") or "offline")
+        if backend not in ("offline", "llm", "cascade"):
+            raise ConfigError(f"{source}: backend: must be offline, llm or cascade")
         for m, c in metrics.items():
             _check(m, c, source)
-        return cls(out.metrics, out.series, out.created_at, dict(data.get("report") or {}))
+            if c.weights is not None and backend != "offline":
+                raise ConfigError(f"{source}: metrics.{m}.weights: only the offline judge has them")
+        return cls(metrics, series, created, dict(data.get("report") or {}), backend)
 
 
 def _check(metric: str, c: MetricCalibration, source: str) -> None:

@@ -104,16 +104,18 @@ def get_judge(name: str, **options: Any) -> Any:
     return obj(**options) if callable(obj) else obj
 
 
-def _calibrated(metric: str, opts: dict[str, Any], calibration: Calibration) -> Any:
-    """The offline judge of ``metric`` under ``calibration``: fitted threshold and weights."""
+def _calibrated(key: str, metric: str, opts: dict[str, Any], calibration: Calibration) -> Any:
+    """Judge ``key`` under ``calibration``: labelled at the fitted threshold (the offline judge
+    also combines its evidence with the fitted weights), scored on the job's scale."""
     from ragsieve.evaluators.judges.calibrated import CalibratedJudge
 
     fitted = calibration.metrics[metric]
     job = float(opts.get("threshold", DEFAULT_THRESHOLDS[metric]))
-    opts = {**opts, "threshold": fitted.threshold, "calibration": calibration.id}
-    if fitted.weights:
-        opts["weights"] = dict(fitted.weights)
-    return CalibratedJudge(get_judge(metric, **opts), fitted.threshold, job, calibration.id)
+    if key == metric:
+        opts = {**opts, "threshold": fitted.threshold, "calibration": calibration.id}
+        if fitted.weights:
+            opts["weights"] = dict(fitted.weights)
+    return CalibratedJudge(get_judge(key, **opts), fitted.threshold, job, calibration.id)
 
 
 def build_judges(
@@ -129,9 +131,9 @@ def build_judges(
 
     ``thresholds`` (metric → score) are the job's decision thresholds: the offline judges (alone
     or inside a cascade) label with them, so a judge's label and the job's flag are one decision.
-    ``calibration`` (a fit, :mod:`.calibrated`) replaces an offline judge's threshold and
-    evidence weights; the judge reports its score on the job's scale. LLM and cascade judges
-    are built uncalibrated (a fit on offline evidence says nothing about their scores).
+    ``calibration`` (a fit, :mod:`.calibrated`) replaces the threshold of the judges of the
+    backend it was fitted for (and the offline judge's evidence weights); a calibrated judge
+    reports its score on the job's scale. Judges of another backend are built uncalibrated.
     """
     if backend not in ("offline", "llm", "cascade"):
         raise ConfigError(f"judges.backend: must be offline, llm or cascade (got {backend!r})")
@@ -144,9 +146,11 @@ def build_judges(
         metric = key.removeprefix("cascade_")  # offline or cascade: an offline judge labels
         if thresholds and metric in METRICS and metric in thresholds:
             opts["threshold"] = float(thresholds[metric])
-        # a calibration is fitted on the offline judge's evidence: it applies to that judge only
-        if calibration is None or key not in calibration.metrics:
+        # a calibration applies to the judges it was fitted for (their backend, their metric)
+        kind = "offline" if key in METRICS else key.partition("_")[0]
+        base = key.removeprefix(f"{kind}_")
+        if calibration is None or calibration.backend != kind or base not in calibration.metrics:
             out.append(get_judge(key, **opts))
         else:
-            out.append(_calibrated(key, opts, calibration))
+            out.append(_calibrated(key, base, opts, calibration))
     return out

@@ -17,7 +17,6 @@ import click
 
 from ragsieve.collector.cliopts import SettingsSource, json_option, opened_store, store_option
 from ragsieve.evaluators.agreement import STATS
-from ragsieve.evaluators.errors import ConfigError
 
 if TYPE_CHECKING:
     from ragsieve.collector.store import Store
@@ -194,18 +193,15 @@ def _fit(
     from ragsieve.jobs.fitting.labels import read_labels_file, store_labels
     from ragsieve.jobs.judging import calibrations
 
-    if settings.jobs.backend != "offline":
-        raise ConfigError(
-            f"jobs.backend: {settings.jobs.backend!r}; `judges fit` fits the offline judge only"
-        )
     labels = store_labels(st) + (read_labels_file(labels_file, st) if labels_file else [])
     t0 = time.perf_counter()
-    examples, items, judged_now = build_examples(st, settings, labels)
+    examples, items, counts = build_examples(st, settings, labels)
     t1 = time.perf_counter()
-    result = run_fit(examples, items, settings.jobs.thresholds, k=folds, seed=seed)
+    backend = settings.jobs.backend
+    result = run_fit(examples, items, settings.jobs.thresholds, k=folds, seed=seed, backend=backend)
     report = dict(result.report)
     report["seconds"] = {"evidence": round(t1 - t0, 3), "fit": round(time.perf_counter() - t1, 3)}
-    report["judged_now"] = judged_now
+    report.update(counts)
     write = not dry_run and (result.better or force)
     report["written"] = None
     if write:
@@ -229,7 +225,7 @@ def _render(out: dict[str, Any]) -> str:
     rc = out["root_cause_accuracy"]
     lines.append(f"root cause right  {rc['before']} -> {rc['after']} (n={rc['n']})")
     for m, v in out["metrics"].items():
-        w = ", ".join(f"{k} {x:g}" for k, x in v["weights"].items())
+        w = ", ".join(f"{k} {x:g}" for k, x in (v["weights"] or {}).items()) or "score as judged"
         lines.append(f"{m:<18} threshold {v['default_threshold']:g} -> {v['threshold']:g}; {w}")
     verdict = "better beyond noise" if out["better"] else "not better beyond noise"
     stored = f"stored as {out['written']}" if out["written"] else "nothing stored"

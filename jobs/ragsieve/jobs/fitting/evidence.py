@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ragsieve.collector.store import Store
@@ -76,18 +76,45 @@ async def _judge_missing(
     )
 
 
+def stored_scores(
+    store: Store, trace_ids: Sequence[str], versions: Mapping[str, str]
+) -> dict[str, dict[str, EvalResult]]:
+    """Newest result per (trace, metric) of the given (uncalibrated) judge versions, or of
+    those versions under a calibration (``<version>:cal…``)."""
+    out: dict[str, dict[str, EvalResult]] = {}
+    for tid, evaluator, version, body in store.query_in(
+        "SELECT trace_id, evaluator, judge_version, body FROM results WHERE trace_id IN ({ids})"
+        " ORDER BY created_at",
+        trace_ids,
+    ):
+        want = versions.get(evaluator)
+        if want and (version == want or str(version).startswith(f"{want}:cal")):
+            out.setdefault(tid, {})[evaluator] = EvalResult.model_validate(json.loads(body))
+    return out
+
+
 def build_examples(
     store: Store, settings: Settings, labels: Sequence[Label]
-) -> tuple[list[Example], list[Item], int]:
-    """Examples and items for the labels on traces the store holds; also how many traces had to
-    be judged now."""
+) -> tuple[list[Example], list[Item], dict[str, int]]:
+    """Examples and items for the labels on traces the store holds, and counts: ``judged_now``
+    (offline: traces judged here for lack of stored evidence) and ``without_results`` (LLM and
+    cascade judges are never called here: labelled traces they have not judged are left out)."""
     eff = effective(labels)
     ids = sorted({x.trace_id for x in eff})
     records = load_interactions(store, ids)
-    have = stored_evidence(store, sorted(records))
-    judged_now = sum(1 for t in records if set(METRICS) - set(have.get(t, {})))
-    if judged_now:
-        asyncio.run(_judge_missing(records, have, settings))
+    counts = {"judged_now": 0, "without_results": 0}
+    if settings.jobs.backend == "offline":
+        have = stored_evidence(store, sorted(records))
+        counts["judged_now"] = sum(1 for t in records if set(METRICS) - set(have.get(t, {})))
+        if counts["judged_now"]:
+            asyncio.run(_judge_missing(records, have, settings))
+    else:
+        from ragsieve.jobs.judging.judges import make_judges
+
+        judges = make_judges(settings, calibration=False)
+        have = stored_scores(store, sorted(records), {j.name: str(j.version) for j in judges})
+        counts["without_results"] = sum(1 for t in records if not have.get(t))
+        records = {t: it for t, it in records.items() if have.get(t)}
     order = sorted(records)
     index = {t: i for i, t in enumerate(order)}
     examples = []
@@ -99,7 +126,7 @@ def build_examples(
         for x in eff
         if x.trace_id in index
     ]
-    return examples, items, judged_now
+    return examples, items, counts
 
 
 __all__ = ["build_examples", "has_evidence", "stored_evidence"]

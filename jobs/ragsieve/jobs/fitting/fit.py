@@ -108,11 +108,19 @@ def _forced(r: EvalResult, failed: bool) -> EvalResult:
 
 
 class Scorer:
-    """Each metric's raw score for every example under given weights, vectorised."""
+    """Each metric's raw score for every example under given weights, vectorised.
 
-    def __init__(self, examples: Sequence[Example]) -> None:
+    With ``weighted=False`` (LLM and cascade judges: a threshold only) a metric's score is the
+    stored result's raw score, whatever the weights.
+    """
+
+    def __init__(self, examples: Sequence[Example], weighted: bool = True) -> None:
         n = len(examples)
         self.n = n
+        self.weighted = weighted
+        self.raw = {
+            m: np.array([_raw(ex.results.get(m)) for ex in examples], float) for m in METRICS
+        }
         self.faith = np.full((n, 3), np.nan)
         self.ans = np.full((n, 4), np.nan)
         self.abstained = np.zeros(n, bool)
@@ -154,6 +162,8 @@ class Scorer:
 
     def score(self, metric: str, w: Mapping[str, float]) -> np.ndarray:
         """Raw scores (NaN where the metric is unknown)."""
+        if not self.weighted:
+            return self.raw[metric]
         if metric == "faithfulness":
             return self.faith @ np.array([w["mean"], w["min"], w["share"]])
         if metric == "answer_relevance":
@@ -178,6 +188,13 @@ class Scorer:
         if len(graded):
             np.fmax.at(out, self.owner, graded)
         return out
+
+
+def _raw(r: EvalResult | None) -> float:
+    """A result's score before any calibration rescaled it; NaN when unknown."""
+    if r is None or r.label in UNKNOWN or r.score is None:
+        return float("nan")
+    return float(r.metadata.get("raw_score", r.score))
 
 
 def weight_grid(metric: str) -> list[dict[str, float]]:
@@ -208,9 +225,11 @@ class NotEnoughLabels(RagsieveError):
 class Problem:
     """Examples, their scorer and the labels to agree with: predicts items under parameters."""
 
-    def __init__(self, examples: Sequence[Example], items: Sequence[Item]) -> None:
+    def __init__(
+        self, examples: Sequence[Example], items: Sequence[Item], weighted: bool = True
+    ) -> None:
         self.examples, self.items = list(examples), list(items)
-        self.scorer = Scorer(examples)
+        self.scorer = Scorer(examples, weighted)
         self.fail_table = (
             np.stack([ex.fail for ex in examples]) if examples else np.zeros((0, 8), bool)
         )
@@ -273,7 +292,7 @@ class Problem:
         base = (bits * (1 << np.arange(3))).sum(1) - (bits[:, k].astype(int) << k)
         t0, w0 = p.thresholds[m], p.weights.get(m) or dict(DEFAULT_WEIGHTS[m])
         best: tuple[float, float, dict[str, float]] = (-np.inf, t0, dict(w0))
-        for w in weight_grid(m):
+        for w in weight_grid(m) if self.scorer.weighted else [dict(w0)]:
             with np.errstate(invalid="ignore"):
                 fails = self.scorer.score(m, w)[:, None] < THRESHOLDS[None, :]
             pred, cause = self._predict(bits, base[:, None] + (fails.astype(int) << k), k, fails)
@@ -354,15 +373,19 @@ class FitResult:
 
     def calibration(self, series: int, created_at: float) -> Calibration:
         """The fit as a storable calibration."""
+        backend = str(self.report.get("backend", "offline"))
         metrics = {
-            m: MetricCalibration(self.params.thresholds[m], self.params.weights.get(m))
+            m: MetricCalibration(
+                self.params.thresholds[m],
+                self.params.weights.get(m) if backend == "offline" else None,
+            )
             for m in METRICS
         }
-        return Calibration(metrics, series, created_at, _brief(self.report))
+        return Calibration(metrics, series, created_at, _brief(self.report), backend)
 
 
 def _brief(report: Mapping[str, Any]) -> dict[str, Any]:
-    keep = ("labels", "traces", "folds", "agreement", "root_cause_accuracy", "better")
+    keep = ("backend", "labels", "traces", "folds", "agreement", "root_cause_accuracy", "better")
     return {k: report[k] for k in keep if k in report}
 
 
@@ -375,9 +398,11 @@ def run_fit(
     seed: int = 0,
     reps: int = 1000,
     minimum: int = MIN_PER_CLASS,
+    backend: str = "offline",
 ) -> FitResult:
-    """Cross-validate, then fit on every label (see the module docstring)."""
-    problem = Problem(examples, items)
+    """Cross-validate, then fit on every label (see the module docstring); for the ``llm`` and
+    ``cascade`` backends the thresholds only, on the stored scores."""
+    problem = Problem(examples, items, weighted=backend == "offline")
     check_counts(problem, minimum)
     defaults = Params(
         {m: float(job_thresholds[m]) for m in METRICS},
@@ -402,6 +427,7 @@ def run_fit(
     )
     n_rc = int(problem.has_cause.sum())
     report: dict[str, Any] = {
+        "backend": backend,
         "labels": len(items),
         "traces": len(examples),
         "failures": int(problem.truth.sum()),
@@ -417,8 +443,8 @@ def run_fit(
             m: {
                 "threshold": final.thresholds[m],
                 "default_threshold": defaults.thresholds[m],
-                "weights": final.weights[m],
-                "default_weights": defaults.weights[m],
+                "weights": final.weights[m] if problem.scorer.weighted else None,
+                "default_weights": defaults.weights[m] if problem.scorer.weighted else None,
             }
             for m in METRICS
         },

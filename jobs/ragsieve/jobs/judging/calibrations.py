@@ -85,7 +85,7 @@ def import_(store: Store, path: str | Path) -> Calibration:
         raise ConfigError(f"{path}: not a calibration file (expected a JSON object)")
     cal = Calibration.from_json(data, str(path))
     report = {**cal.report, "imported_from": data.get("id")}
-    cal = Calibration(cal.metrics, next_series(store), time.time(), report)
+    cal = Calibration(cal.metrics, next_series(store), time.time(), report, cal.backend)
     save(store, cal)
     return cal
 
