@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 from google.protobuf import json_format
@@ -12,8 +13,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ragsieve.collector import otlp
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.signals import FORWARD_TOPIC, LOGS, TRACES
-from ragsieve.collector.spans import FLAG_HAS_IS_REMOTE, FLAG_PARENT_IS_REMOTE, span_row
-from ragsieve.collector.store.base import span_body
+from ragsieve.collector.spans import (
+    FLAG_HAS_IS_REMOTE,
+    FLAG_PARENT_IS_REMOTE,
+    SpanRecord,
+    span_row,
+)
+from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import BadPayload, PayloadTooLarge
 
 TID = "5b8efff798038103d269b633813fc60c"
@@ -87,40 +93,60 @@ SPANS = [
 ]
 
 
-def test_rows_are_the_records_rows() -> None:
+def test_rows_keep_the_bytes_and_give_back_the_records() -> None:
     raw = _request(SPANS)
     records, rows = otlp.decode_traces(raw, "protobuf"), otlp.decode_span_rows(raw, "protobuf")
-    assert (
-        (rows.rejected, rows.reasons)
-        == (records.rejected, records.reasons)
-        == (1, ["invalid span_id"])
-    )
+    assert (rows.rejected, rows.reasons) == (records.rejected, records.reasons)
+    assert rows.reasons == ["invalid span_id"] and rows.rejected == 1
     assert len(rows.rows) == len(records.spans) == 4
     for record, row in zip(records.spans, rows.rows, strict=True):
-        assert row == span_row(record)._replace(body=row.body)
-        assert json.loads(row.body) == json.loads(span_body(record)) == record.to_json()
+        assert isinstance(row.body, bytes)
+        assert row == span_row(record)._replace(body=row.body)  # same columns as a record's
+        assert otlp.span_from_bytes(row.body) == record
     assert [r.is_root for r in rows.rows] == [True, False, True, False]
-    assert (
-        rows.request is not None and len(rows.request.resource_spans[0].scope_spans[0].spans) == 4
-    )
+    assert rows.request is not None
+    assert len(rows.request.resource_spans[0].scope_spans[0].spans) == 4
 
 
-def test_nan_and_infinity_are_stored_as_before() -> None:
-    raw = _request(
-        [
-            _span(
-                "00000000000000b1",
-                attributes=[
-                    _kv("a", {"doubleValue": "NaN"}),
-                    _kv("b", {"arrayValue": {"values": [{"doubleValue": "-Infinity"}]}}),
-                ],
-            )
-        ]
-    )
+def test_repeated_attribute_keys_count_once() -> None:
+    kvs = [_kv("k", {"stringValue": "a"}), _kv("k", {"stringValue": "b"}), _kv("j", {})]
+    raw = _request([_span("00000000000000c1", attributes=kvs)])
     row = otlp.decode_span_rows(raw, "protobuf").rows[0]
-    assert '"a": NaN' in row.body and "-Infinity" in row.body  # not null, as json.dumps writes
-    stored = json.loads(row.body)["attributes"]
-    assert math.isnan(stored["a"]) and stored["b"] == [-math.inf]
+    assert row.n_attributes == 2
+    assert otlp.span_from_bytes(row.body).attributes == {"k": "b", "j": None}
+
+
+def _with(record: SpanRecord, **changes: object) -> SpanRecord:
+    return replace(record, **changes)  # type: ignore[arg-type]
+
+
+def test_stored_bytes_and_json_read_back_alike(store: Store) -> None:
+    raw = _request(SPANS[:2])
+    records = otlp.decode_traces(raw, "protobuf").spans
+    store.write_spans(otlp.decode_span_rows(raw, "protobuf").rows, now=1.0)
+    assert store.spans_for_trace(TID) == sorted(records, key=lambda s: (s.start_ns, s.span_id))
+    pb, body = store.query("SELECT pb, body FROM spans LIMIT 1")[0]
+    assert pb and body == ""  # the bytes once, no JSON copy
+    other = "6b8efff798038103d269b633813fc60c"
+    as_json = [_with(r, trace_id=other) for r in records]
+    store.write_spans(as_json, now=1.0)  # records (e.g. written by the job) keep JSON bodies
+    assert store.query("SELECT pb FROM spans WHERE trace_id = ?", (other,))[0][0] is None
+    assert store.spans_for_trace(other) == sorted(as_json, key=lambda s: (s.start_ns, s.span_id))
+
+
+def test_nan_and_infinity_survive_the_store(store: Store) -> None:
+    attrs = [
+        _kv("a", {"doubleValue": "NaN"}),
+        _kv("b", {"arrayValue": {"values": [{"doubleValue": "-Infinity"}]}}),
+    ]
+    raw = _request([_span("00000000000000b1", attributes=attrs)])
+    store.write_spans(otlp.decode_span_rows(raw, "protobuf").rows, now=1.0)
+    [record] = otlp.decode_traces(raw, "protobuf").spans
+    store.write_spans([_with(record, span_id="00000000000000b2")], now=1.0)
+    stored = store.spans_for_trace(TID)
+    assert len(stored) == 2  # one from the bytes, one from a record's JSON
+    for span in stored:
+        assert math.isnan(span.attributes["a"]) and span.attributes["b"] == [-math.inf]
 
 
 def test_traces_signal_counts_forwards_and_limits() -> None:

@@ -27,17 +27,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
 from ragsieve.collector.spans import (
     FLAG_HAS_IS_REMOTE,
     FLAG_PARENT_IS_REMOTE,
-    InexactJSON,
     LogEvent,
     SpanRecord,
     SpanRow,
-    body_json,
-    nonfinite,
 )
 from ragsieve.evaluators.errors import BadPayload, PayloadTooLarge, UnsupportedMediaType
 
@@ -225,20 +222,14 @@ def any_value(v: AnyValue) -> Any:
 def attributes(kvs: Any) -> dict[str, Any]:
     """KeyValue list → dict (a repeated key keeps its last value).
 
-    Plain strings, the bulk of RAG attributes, are read without the generic dispatch. A NaN or
-    an infinity anywhere makes the result an :class:`InexactJSON` (its JSON needs the stdlib).
+    Plain strings, the bulk of RAG attributes, are read without the generic dispatch.
     """
     out: dict[str, Any] = {}
-    inexact = False
     kv: KeyValue
     for kv in kvs:
         value = kv.value
-        if value.HasField("string_value"):
-            out[kv.key] = value.string_value
-            continue
-        out[kv.key] = got = any_value(value)
-        inexact = inexact or nonfinite(got)
-    return InexactJSON(out) if inexact else out
+        out[kv.key] = value.string_value if value.HasField("string_value") else any_value(value)
+    return out
 
 
 # -- traces ------------------------------------------------------------------------------------
@@ -361,48 +352,60 @@ def _record(s: Span, scope: _Scope) -> SpanRecord:
     )
 
 
-def _row(s: Span, scope: _Scope) -> SpanRow:
-    """One span straight to its store row: the JSON of :meth:`SpanRecord.to_json`, no record."""
-    attrs = attributes(s.attributes)
-    trace_id, span_id, parent = s.trace_id.hex(), s.span_id.hex(), _parent(s)
-    name = s.name.replace("\x00", "\ufffd")
-    start, end, flags = int(s.start_time_unix_nano), int(s.end_time_unix_nano), int(s.flags)
-    status = s.status
-    events, links = (_events(s) if s.events else ()), (_links(s) if s.links else ())
-    body = {
-        "trace_id": trace_id,
-        "span_id": span_id,
-        "parent_span_id": parent,
-        "name": name,
-        "kind": int(s.kind),
-        "start_ns": start,
-        "end_ns": end,
-        "status_code": int(status.code),
-        "status_message": status.message,
-        "attributes": attrs,
-        "events": events,
-        "links": links,
-        "resource": scope.resource,
-        "scope_name": scope.name,
-        "scope_version": scope.version,
-        "scope_attributes": scope.attributes,
-        "flags": flags,
-        "trace_state": s.trace_state,
-        "dropped_attributes_count": int(s.dropped_attributes_count),
-        "dropped_events_count": int(s.dropped_events_count),
-        "dropped_links_count": int(s.dropped_links_count),
-    }
-    root = not parent or (flags & _REMOTE_PARENT) == _REMOTE_PARENT
-    exact = not _inexact(attrs, scope, events, links)
-    text = body_json(body, exact=exact)
-    # tuple.__new__ skips the NamedTuple's generated __new__ (a Python call per span)
-    return _new_row(SpanRow, (trace_id, span_id, parent, name, start, end, len(attrs), text, root))
+def _field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (wire type 2) of a field number below 16."""
+    size = len(payload)
+    if size < 0x80:
+        head = bytes((number << 3 | 2, size))
+    elif size < 0x4000:
+        head = bytes((number << 3 | 2, size & 0x7F | 0x80, size >> 7))
+    else:
+        head = bytes((number << 3 | 2,)) + _varint(size)
+    return head + payload
 
 
-def _inexact(attrs: dict[str, Any], scope: _Scope, *nested: tuple[dict[str, Any], ...]) -> bool:
-    """True when any attribute map of the span holds a NaN or an infinity."""
-    maps = [attrs, scope.resource, scope.attributes, *(d["attributes"] for n in nested for d in n)]
-    return any(type(m) is InexactJSON for m in maps)
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _row(s: Span, res_field: bytes, scope_field: bytes) -> SpanRow:
+    """One span straight to its store row: its protobuf bytes as received, no flattening.
+
+    The row's body is a one-span ``ResourceSpans`` (``res_field`` and ``scope_field`` are the
+    request's serialized resource and scope fields), so :func:`span_from_bytes` gives back the
+    exact record :func:`decode_traces` would have built.
+    """
+    parent = _parent(s)
+    flags = int(s.flags)
+    body = res_field + _field(2, scope_field + _field(2, s.SerializeToString()))
+    return _new_row(
+        SpanRow,
+        (
+            s.trace_id.hex(),
+            s.span_id.hex(),
+            parent,
+            s.name.replace("\x00", "\ufffd"),
+            int(s.start_time_unix_nano),
+            int(s.end_time_unix_nano),
+            len({kv.key for kv in s.attributes}),
+            body,
+            not parent or (flags & _REMOTE_PARENT) == _REMOTE_PARENT,
+        ),
+    )
+
+
+def span_from_bytes(data: bytes) -> SpanRecord:
+    """The record of a span stored by :func:`decode_span_rows` (a one-span ``ResourceSpans``)."""
+    rs = ResourceSpans.FromString(data)
+    ss = rs.scope_spans[0]
+    sc = ss.scope
+    resource = attributes(rs.resource.attributes)
+    return _record(ss.spans[0], _Scope(resource, sc.name, sc.version, attributes(sc.attributes)))
 
 
 def _request(data: bytes, encoding: Encoding) -> ExportTraceServiceRequest:
@@ -429,20 +432,29 @@ def decode_traces(data: bytes, encoding: Encoding) -> DecodedTraces:
 def decode_span_rows(data: bytes, encoding: Encoding) -> DecodedRows:
     """Decode an ``ExportTraceServiceRequest`` body straight into store rows (the hot path).
 
-    Same spans, rejections and JSON bodies as :func:`decode_traces` followed by
-    :func:`ragsieve.collector.spans.span_row`, without a :class:`SpanRecord` per span.
+    Same spans and rejections as :func:`decode_traces`, without a :class:`SpanRecord` per span:
+    each row keeps the span's protobuf bytes (flattened only when the trace is derived).
     """
     out = DecodedRows(request=_request(data, encoding))
     assert out.request is not None  # noqa: S101 - set on the line above
-    for scope, spans in _scopes(out.request):
+    for res_field, scope_field, spans in _scope_fields(out.request):
         for index, s in enumerate(spans):
             reason = _invalid(s)
             if reason:
                 out.reject(reason, spans, index)
             else:
-                out.rows.append(_row(s, scope))
+                out.rows.append(_row(s, res_field, scope_field))
     out.drop_from_request()
     return out
+
+
+def _scope_fields(req: ExportTraceServiceRequest) -> Iterator[tuple[bytes, bytes, Any]]:
+    """``(resource field, scope field, spans)`` per ScopeSpans, the fields serialized once."""
+    for rs in req.resource_spans:
+        res_field = _field(1, rs.resource.SerializeToString()) if rs.HasField("resource") else b""
+        for ss in rs.scope_spans:
+            scope_field = _field(1, ss.scope.SerializeToString()) if ss.HasField("scope") else b""
+            yield res_field, scope_field, ss.spans
 
 
 @dataclass

@@ -125,12 +125,8 @@ class SpanRow(NamedTuple):
     start_ns: int
     end_ns: int
     n_attributes: int
-    body: str
+    body: str | bytes  # JSON text (spans.body), or protobuf bytes as received (spans.pb)
     is_root: bool  # no parent, or a parent in another process
-
-
-class InexactJSON(dict[str, Any]):
-    """Attributes holding a NaN or an infinity, which only the stdlib encoder writes as such."""
 
 
 _JSON = msgspec.json.Encoder()

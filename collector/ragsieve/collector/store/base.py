@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragsieve.collector.spans import LogEvent, SpanRecord, SpanRow, span_row
+from ragsieve.collector.otlp import span_from_bytes
+from ragsieve.collector.spans import (
+    LogEvent,
+    SpanRecord,
+    SpanRow,
+    body_json,
+    nonfinite,
+    span_row,
+)
 from ragsieve.collector.store.interactions_sql import InteractionsMixin
 from ragsieve.collector.store.outbox_sql import OutboxItem, OutboxMixin
 from ragsieve.collector.store.sql import Cursor, SQLBase, _digest, _now
@@ -37,11 +45,11 @@ _TRACE_UPDATE = (
 
 _SPAN_UPSERT = (
     "INSERT INTO spans (trace_id, span_id, parent_span_id, name, start_ns,"
-    " end_ns, n_attributes, body, received_at) VALUES (?,?,?,?,?,?,?,?,?)"
+    " end_ns, n_attributes, body, pb, received_at) VALUES (?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT (trace_id, span_id) DO UPDATE SET"
     " parent_span_id = excluded.parent_span_id, name = excluded.name,"
     " start_ns = excluded.start_ns, end_ns = excluded.end_ns,"
-    " n_attributes = excluded.n_attributes, body = excluded.body,"
+    " n_attributes = excluded.n_attributes, body = excluded.body, pb = excluded.pb,"
     " received_at = excluded.received_at"
 )
 _OUTBOX_INSERT = (
@@ -59,7 +67,8 @@ _Known = dict[str, dict[str, tuple[int, int]]]  # trace -> span -> (end_ns, n_at
 
 def span_body(span: SpanRecord) -> str:
     """The JSON kept in the ``spans.body`` column (computed off the writer thread when possible)."""
-    return span_row(span).body
+    data = span.to_json()
+    return body_json(data, exact=not nonfinite(data))
 
 
 @dataclass
@@ -85,7 +94,11 @@ def _plan_spans(by_trace: dict[str, list[SpanRow]], known: _Known, now: float) -
             existing[row.span_id] = (row.end_ns, row.n_attributes)
             has_root = has_root or row.is_root
             n_new += 1
-            plan.rows.append((*row[:8], now))
+            body = row.body
+            if body.__class__ is str:  # a record's JSON, kept in ``body``
+                plan.rows.append((*row[:7], body, None, now))
+            else:  # protobuf bytes as received, kept in ``pb`` (``body`` holds no copy)
+                plan.rows.append((*row[:7], "", body, now))
         if n_new:
             plan.touched[trace_id] = (n_new, has_root)
     return plan
@@ -193,9 +206,12 @@ class SQLStore(InteractionsMixin, OutboxMixin):
     def spans_for_trace(self, trace_id: str) -> list[SpanRecord]:
         """Every stored span of one trace, in start order."""
         rows = self.query(
-            "SELECT body FROM spans WHERE trace_id = ? ORDER BY start_ns, span_id", (trace_id,)
+            "SELECT body, pb FROM spans WHERE trace_id = ? ORDER BY start_ns, span_id", (trace_id,)
         )
-        return [SpanRecord.from_json(json.loads(r[0])) for r in rows]
+        return [
+            span_from_bytes(bytes(pb)) if pb is not None else SpanRecord.from_json(json.loads(body))
+            for body, pb in rows
+        ]
 
     def log_events_for_trace(self, trace_id: str) -> list[LogEvent]:
         """GenAI content events joined to one trace."""
