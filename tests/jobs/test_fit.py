@@ -281,3 +281,24 @@ def test_a_calibration_applies_to_the_backend_it_was_fitted_for() -> None:
     assert llm_cal.id != Calibration(llm_cal.metrics).id  # the backend is part of the fit
     again = Calibration.from_json(llm_cal.to_json())
     assert again.backend == "llm" and again.id == llm_cal.id
+
+
+def test_verdict_table_keeps_the_corpus_chunk_the_job_found() -> None:
+    it = _interaction(5).model_copy(update={"answer": "I don't know."})
+    faith = _faith(5, 0.9).model_copy(
+        update={"label": "abstained", "score": None, "metadata": {"abstained": True}}
+    )
+    ctx = EvalResult(
+        trace_id=it.trace_id,
+        span_id=it.span_id,
+        evaluator="context_relevance",
+        label="irrelevant",
+        score=0.1,
+        metadata={"chunks": [{"id": "c1", "relevant": False, "score": 0.1}]},
+    )
+    results = {"faithfulness": faith, "context_relevance": ctx}
+    ctx_fails = 1 << 2
+    fail, causes = verdict_table(it, results)
+    assert not fail[ctx_fails]  # a correct abstention: nothing answers it
+    fail, causes = verdict_table(it, results, missed_chunk="kb-9")
+    assert fail[ctx_fails] and causes[ctx_fails] == "retrieval"

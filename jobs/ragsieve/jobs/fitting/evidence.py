@@ -93,6 +93,23 @@ def stored_scores(
     return out
 
 
+def missed_chunks(store: Store, trace_ids: Sequence[str]) -> dict[str, str]:
+    """The observed-corpus chunk the job's latest verdict on each trace found (retrieval
+    missed it), for the traces that have one."""
+    out: dict[str, str] = {}
+    for tid, body in store.query_in(
+        "SELECT s.trace_id, s.body FROM samples s JOIN runs r ON r.run_id = s.run_id"
+        " WHERE s.trace_id IN ({ids}) ORDER BY r.started_at",
+        trace_ids,
+    ):
+        chunk = json.loads(body or "{}").get("missed_chunk")
+        if chunk:
+            out[tid] = str(chunk)
+        else:
+            out.pop(tid, None)
+    return out
+
+
 def build_examples(
     store: Store, settings: Settings, labels: Sequence[Label]
 ) -> tuple[list[Example], list[Item], dict[str, int]]:
@@ -117,9 +134,10 @@ def build_examples(
         records = {t: it for t, it in records.items() if have.get(t)}
     order = sorted(records)
     index = {t: i for i, t in enumerate(order)}
+    missed = missed_chunks(store, order)
     examples = []
     for tid in order:
-        fail, causes = verdict_table(records[tid], have.get(tid, {}))
+        fail, causes = verdict_table(records[tid], have.get(tid, {}), missed.get(tid))
         examples.append(Example(tid, have.get(tid, {}), fail, causes))
     items = [
         Item(index[x.trace_id], x.metric, x.verdict == "fail", x.root_cause)

@@ -35,7 +35,8 @@ from ragsieve.evaluators.judges.calibrated import (
     MetricCalibration,
 )
 from ragsieve.evaluators.records import EvalResult, RagInteraction
-from ragsieve.jobs.verdicts.flagging import decide
+from ragsieve.jobs.verdicts.corpus import CorpusHit
+from ragsieve.jobs.verdicts.flagging import CorpusAnswer, decide
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.01), 2)
@@ -75,17 +76,23 @@ class Params:
 
 
 def verdict_table(
-    interaction: RagInteraction, results: Mapping[str, EvalResult]
+    interaction: RagInteraction,
+    results: Mapping[str, EvalResult],
+    missed_chunk: str | None = None,
 ) -> tuple[np.ndarray, list[str | None]]:
     """The job's verdict and root cause for each of the 8 pass/fail combinations of the
-    metrics (bit k of the index = metric k failed); unknown results stay as they are."""
+    metrics (bit k of the index = metric k failed); unknown results stay as they are.
+    ``missed_chunk``: the observed-corpus chunk the job found for this question, if any."""
+    corpus = None
+    if missed_chunk:
+        corpus = CorpusAnswer(CorpusHit(missed_chunk, 1.0, 0, ""), 0)
     fail = np.zeros(8, bool)
     causes: list[str | None] = []
     for combo in range(8):
         synth = [
             _forced(r, bool(combo >> k & 1)) for k, m in enumerate(METRICS) if (r := results.get(m))
         ]
-        v = decide(interaction, synth, {m: 0.5 for m in METRICS})
+        v = decide(interaction, synth, {m: 0.5 for m in METRICS}, corpus=corpus)
         fail[combo] = v.outcome == "fail"
         causes.append(v.root_cause)
     return fail, causes
