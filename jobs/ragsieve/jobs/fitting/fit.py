@@ -1,9 +1,11 @@
-"""Fitting the offline judge to a deployment's labels: per metric a threshold and evidence weights.
+"""Fitting the judges to a deployment's labels: per metric a threshold (and evidence weights).
 
 What is fitted is the job's own decision. For each labelled trace the offline judges' evidence is
-read (stored results, else judged now); the job's verdict rule (``verdicts.flagging.decide``) is
-evaluated once for each of the 8 pass/fail combinations of the three metrics, so a candidate
-calibration only changes which combination a trace lands in. Coordinate ascent then picks, metric
+read (stored results, else judged now; LLM and cascade judges: their stored scores, thresholds
+only); the job's verdict rule (``verdicts.flagging.decide``, with the observed-corpus chunk the
+job found for the trace, if any; golden-set expectations are not used) is evaluated once for
+each of the 8 pass/fail combinations of the three metrics, so a candidate calibration only
+changes which combination a trace lands in. Coordinate ascent then picks, metric
 by metric (two sweeps), the evidence weights (a grid on the simplex) and the threshold (0.05 to
 0.95 by 0.01) that maximise balanced accuracy against the labels (failure = positive; ties go to
 the better root-cause agreement, then to the values nearer the defaults).
