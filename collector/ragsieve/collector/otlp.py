@@ -376,9 +376,11 @@ def _varint(n: int) -> bytes:
 def _row(s: Span, res_field: bytes, scope_field: bytes) -> SpanRow:
     """One span straight to its store row: its protobuf bytes as received, no flattening.
 
-    The row's body is a one-span ``ResourceSpans`` (``res_field`` and ``scope_field`` are the
-    request's serialized resource and scope fields), so :func:`span_from_bytes` gives back the
-    exact record :func:`decode_traces` would have built.
+    ``n_attributes`` counts the KeyValue entries (a record counts distinct keys: the two differ
+    only for a span that repeats a key, which OTLP forbids). The body is a one-span
+    ``ResourceSpans`` (``res_field`` and ``scope_field``: the request's serialized resource and
+    scope fields), from which :func:`span_from_bytes` gives back the record
+    :func:`decode_traces` would have built.
     """
     parent = _parent(s)
     flags = int(s.flags)
@@ -392,7 +394,7 @@ def _row(s: Span, res_field: bytes, scope_field: bytes) -> SpanRow:
             s.name.replace("\x00", "\ufffd"),
             int(s.start_time_unix_nano),
             int(s.end_time_unix_nano),
-            len({kv.key for kv in s.attributes}),
+            len(s.attributes),  # keys are unique in OTLP; a repeated one counts twice
             body,
             not parent or (flags & _REMOTE_PARENT) == _REMOTE_PARENT,
         ),
