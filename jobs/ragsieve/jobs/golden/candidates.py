@@ -237,7 +237,7 @@ def grow(
         rule=dedup_rule(cfg),
         new_body=lambda p: _new_body(p.case, p.query, scrub, stamp),
         merge=lambda row, p, sim, why: _merge(row, p.case, scrub, stamp, sim, why),
-        candidate_id=lambda norm: candidate_id(norm),
+        candidate_id=candidate_id,
     )
     changes.counts["skipped_no_query"] = len(flagged) - len(prepared)
     everyone = {r.id: r for r in rows} | changes.rows
