@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from golden_plant import CHUNKS, PORTS_EN, PORTS_ES, flagged, stream, write_golden_v3
 
 from ragsieve.collector.store import Store
@@ -169,3 +170,14 @@ def test_golden_documents_cover_a_topic_area(store: Store, tmp_path: Path) -> No
         assert [c["root_cause"] for c in again["new_categories"]] == ["retrieval"]
     finally:
         other.close()
+
+
+@pytest.mark.postgres
+def test_categories_on_postgres(pg_store: Store, tmp_path: Path) -> None:
+    v3 = write_golden_v3(tmp_path)
+    cfg = GoldenSettings(path=str(v3))
+    first = grow(pg_store, stream(), cfg)
+    assert [c["terms"] for c in first["new_categories"]] == [["on-prem", "agent", "ports"]]
+    again = grow(pg_store, stream(start=100), cfg)
+    assert [c["announced_now"] for c in again["new_categories"]] == [False]
+    assert list(CategoryLog(pg_store).announced()) == [first["new_categories"][0]["category"]]
