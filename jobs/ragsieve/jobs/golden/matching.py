@@ -1,9 +1,9 @@
 """Match a run's flagged failures against the candidates and the golden set, without a store.
 
-:func:`match_candidates` is pure: it takes the existing rows, the golden reference and the
-prepared failures (:class:`Prepared`: scrubbed query, vectors, signature) and returns
-:class:`Changes` (rows created or merged into, counts, one merge record per merged trace).
-``candidates.grow`` loads, calls it, categorises and saves.
+:func:`match_candidates` touches no store: it takes the existing rows, the golden reference and
+the prepared failures (:class:`Prepared`: scrubbed query, vectors, signature) and returns
+:class:`Changes` (rows created or merged into, counts, one merge record per merged trace); a
+merge updates the given row in place. ``candidates.grow`` loads, calls it, categorises and saves.
 """
 
 from __future__ import annotations
@@ -76,9 +76,13 @@ def _find_duplicate(
     same = by_norm.get(p.signature.norm)
     if same is not None:
         return same, 1.0, "same normalised query"
-    for row, cos in index.nearest(p.vector, SHORTLIST):
-        if cos < rule.support_cosine - rule.strong_relief:
+    same_cause = 0
+    for row, cos in index.nearest(p.vector, SHORTLIST * 4):
+        if cos < rule.support_cosine - rule.strong_relief or same_cause == SHORTLIST:
             break
+        if row.root_cause != p.signature.root_cause:
+            continue
+        same_cause += 1
         old = from_body(row.body, row.norm_query, row.root_cause)
         why = duplicate_reason(p.signature, old, cos, rule)
         if why:
