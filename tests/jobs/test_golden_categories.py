@@ -17,6 +17,7 @@ from ragsieve.jobs.golden.candidates import candidate_id
 from ragsieve.jobs.golden.categories import name_terms
 from ragsieve.jobs.golden.category_log import CategoryLog
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.signature import Signature, failure_agrees, unsupported_values
 from ragsieve.jobs.golden.topics import carry_ids, cluster, unit
 from ragsieve.jobs.settings import GoldenSettings
 
@@ -181,3 +182,28 @@ def test_categories_on_postgres(pg_store: Store, tmp_path: Path) -> None:
     again = grow(pg_store, stream(start=100), cfg)
     assert [c["announced_now"] for c in again["new_categories"]] == [False]
     assert list(CategoryLog(pg_store).announced()) == [first["new_categories"][0]["category"]]
+
+
+def test_the_failure_evidence_and_its_strength() -> None:
+    def sig(chunks: set[str], missed: str | None = None, values: tuple[str, ...] = ()) -> Signature:
+        return Signature("q", "q", "retrieval", frozenset(chunks), missed, frozenset(values), "en")
+
+    assert failure_agrees(sig({"a"}, "m"), sig({"b"}, "m")) == ("same missed chunk m", True)
+    assert failure_agrees(sig({"a"}, values=("1500",)), sig({"b"}, values=("1500",))) == (
+        "same wrong value '1500'",
+        True,
+    )
+    assert failure_agrees(sig({"a", "b"}), sig({"b", "a"})) == ("same 2 chunks", True)
+    assert failure_agrees(sig({"a", "b", "c"}), sig({"a", "b", "d"})) == (
+        "mostly the same chunks (2 of 4)",  # Jaccard 0.5: weak evidence
+        False,
+    )
+    assert failure_agrees(sig({"a", "b", "c"}), sig({"a", "d", "e"})) is None
+    assert failure_agrees(sig({"a"}), sig({"b"})) is None
+
+
+def test_unsupported_values_ignore_redaction_tags_and_what_the_context_holds() -> None:
+    answer = "The bridge is 1,500 m long and Gustave Eiffel built it; write to [EMAIL]."
+    found = unsupported_values(answer, ["The bridge, built by Gustave Eiffel, spans 900 m."], "")
+    assert found == frozenset({"1500", "1.5"})  # "1,500" may be a Spanish 1.5: both kept
+    assert unsupported_values(None, ["x"], "q") == frozenset()
