@@ -240,26 +240,39 @@ def grow(
         candidate_id=candidate_id,
     )
     changes.counts["skipped_no_query"] = len(flagged) - len(prepared)
-    everyone = {r.id: r for r in rows} | changes.rows
-    events = _recategorise(list(everyone.values()), changes)
+    out = _categorise_and_save(repo, rows, changes, reference, cfg, stamp, flagged)
+    out["pii_scrubbed"] = dict(scrub.counts)
+    log.info("golden growth: %s", {k: out[k] for k in ("new_candidates", "merged_duplicates")})
+    return out
+
+
+def _categorise_and_save(
+    repo: CandidateRepo,
+    rows: Sequence[Candidate],
+    changes: Changes,
+    reference: GoldenReference,
+    cfg: GoldenSettings,
+    stamp: datetime,
+    flagged: Sequence[FlaggedCase],
+) -> dict[str, Any]:
+    """Re-cluster, save what changed, announce categories that became new; the report part."""
+    everyone = list(({r.id: r for r in rows} | changes.rows).values())
+    events = _recategorise(everyone, changes)
     repo.save(changes.rows.values(), now=stamp.timestamp())
     summaries = summarize(
-        list(everyone.values()),
+        everyone,
         reference,
         new_threshold=cfg.new_category_cosine,
         min_cases=cfg.new_category_min_cases,
     )
     due = [s for s in summaries if s.new and s.failures_seen >= cfg.new_category_min_cases]
-    announce = _announce(store, summaries, due, events, stamp, flagged)
+    fresh = {s.id for s in _announce(repo.store, summaries, due, events, stamp, flagged)}
     out = _report(changes, flagged, summaries, reference)
-    fresh = {s.id for s in announce}
     # every category that is new now (alerts and the weekly report follow their state); the
     # ones this run announces for the first time say so, and only those are printed as news
     out["new_categories"] = [{**_new_json(s), "announced_now": s.id in fresh} for s in due]
-    out["announced_categories"] = [s.id for s in announce]
-    out["pii_scrubbed"] = dict(scrub.counts)
+    out["announced_categories"] = sorted(fresh)
     out["category_events"] = [e.__dict__ for e in events]
-    log.info("golden growth: %s", {k: out[k] for k in ("new_candidates", "merged_duplicates")})
     return out
 
 
