@@ -7,8 +7,9 @@ job found for the trace, if any; golden-set expectations are not used) is evalua
 each of the 8 pass/fail combinations of the three metrics, so a candidate calibration only
 changes which combination a trace lands in. Coordinate ascent then picks, metric
 by metric (two sweeps), the evidence weights (a grid on the simplex) and the threshold (0.05 to
-0.95 by 0.01) that maximise balanced accuracy against the labels (failure = positive; ties go to
-the better root-cause agreement, then to the values nearer the defaults).
+0.95 by 0.01) that maximise balanced accuracy against the labels (failure = positive) plus a
+quarter of the root-cause agreement on labelled failures (a fit must not buy agreement by
+blaming the wrong stage); ties go to the values nearer the defaults.
 
 A label names a trace's verdict (``fail`` / ``pass``), or one metric's when it says which. The
 agreement reported is k-fold cross-validated: each fold is predicted by a fit on the other folds
@@ -43,6 +44,7 @@ from ragsieve.jobs.verdicts.flagging import CorpusAnswer, decide
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.01), 2)
 MIN_PER_CLASS = 20
+RC_WEIGHT = 0.25  # a root cause wrongly assigned costs a quarter of a misjudged failure
 
 
 @dataclass
@@ -320,13 +322,13 @@ class Problem:
 def _objective(
     truth: np.ndarray, pred: np.ndarray, cause: np.ndarray, has_cause: np.ndarray
 ) -> np.ndarray:
-    """Per column: balanced accuracy + 0.001 x root-cause agreement (a tie-break)."""
+    """Per column: balanced accuracy + RC_WEIGHT x root-cause agreement on labelled failures."""
     y = truth[:, None]
     pos, neg = max(int(truth.sum()), 1), max(int((~truth).sum()), 1)
     tpr = (pred & y).sum(0) / pos
     tnr = (~pred & ~y).sum(0) / neg
     rc = cause[has_cause].sum(0) / max(int(has_cause.sum()), 1)
-    return (tpr + tnr) / 2 + 0.001 * rc
+    return (tpr + tnr) / 2 + RC_WEIGHT * rc
 
 
 def fit_params(problem: Problem, start: Params, mask: np.ndarray, sweeps: int = 2) -> Params:
