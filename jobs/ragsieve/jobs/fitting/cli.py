@@ -132,7 +132,7 @@ def _kv(d: dict[str, Any]) -> str:
 @click.option("--export", "export_file", default=None, help="Write the active calibration here.")
 @click.option("--import", "import_file", default=None, help="Make this calibration file active.")
 @click.option("--reset", is_flag=True, help="Deactivate every calibration (judge defaults).")
-@click.option("--folds", type=click.IntRange(2, 20), default=5, show_default=True)
+@click.option("--folds", type=click.IntRange(2, 20), default=5, show_default=True, help="CV folds.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Folds and bootstrap seed.")
 @json_option
 @store_option
