@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from test_store_contract import BACKENDS
 
 from ragsieve.collector import otlp
 from ragsieve.collector.settings import CollectorSettings
@@ -120,13 +121,20 @@ def _with(record: SpanRecord, **changes: object) -> SpanRecord:
     return replace(record, **changes)  # type: ignore[arg-type]
 
 
-def test_stored_bytes_and_json_read_back_alike(store: Store) -> None:
+@pytest.fixture(params=BACKENDS)
+def any_store(request: pytest.FixtureRequest) -> Store:
+    store: Store = request.getfixturevalue("store" if request.param == "sqlite" else "pg_store")
+    return store
+
+
+def test_stored_bytes_and_json_read_back_alike(any_store: Store) -> None:
+    store = any_store
     raw = _request(SPANS[:2])
     records = otlp.decode_traces(raw, "protobuf").spans
     store.write_spans(otlp.decode_span_rows(raw, "protobuf").rows, now=1.0)
     assert store.spans_for_trace(TID) == sorted(records, key=lambda s: (s.start_ns, s.span_id))
     pb, body = store.query("SELECT pb, body FROM spans LIMIT 1")[0]
-    assert pb and body == ""  # the bytes once, no JSON copy
+    assert bytes(pb) and body == ""  # the bytes once, no JSON copy
     other = "6b8efff798038103d269b633813fc60c"
     as_json = [_with(r, trace_id=other) for r in records]
     store.write_spans(as_json, now=1.0)  # records (e.g. written by the job) keep JSON bodies
