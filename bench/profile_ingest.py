@@ -29,18 +29,18 @@ import ingest  # noqa: E402
 
 # First match wins, checked from the innermost frame outwards.
 STEPS: list[tuple[str, tuple[str, ...]]] = [
-    ("gunzip", ("decompress (ragsieve/collector/otlp.py",)),
-    ("protobuf parse", ("_parse (ragsieve/collector/otlp.py", "_request (")),
-    ("JSON encode of span bodies", ("body_json", "_inexact")),
-    ("span decode (attributes, rows)", ("attributes (ragsieve", "_row (", "any_value", "_invalid")),
+    ("gunzip", ("decompress (collector/otlp.py",)),
+    ("protobuf parse", ("_parse (collector/otlp.py", "_request (collector/otlp.py")),
+    ("span rows (validate, columns, bytes)", ("collector/otlp.py",)),
     ("SQLite commit (fsync)", ("SQLiteStore.transaction",)),
-    ("store write: plan + bind + insert", ("SQLStore.write_spans", "_plan_spans", "_touch_traces")),
-    ("settle (derive interactions)", ("settle (", "_settle_loop")),
-    ("writer queue/thread", ("SpanWriter",)),
-    ("HTTP (uvicorn, h11, starlette)", ("uvicorn/", "h11/", "starlette/")),
-    ("receiver (ours)", ("ragsieve/collector/receiver.py", "ragsieve/collector/intake.py")),
+    ("store write: plan + bind + insert", ("store/base.py", "store/sql.py")),
+    ("settle (derive interactions)", ("collector/settle.py", "collector/normalize.py")),
+    ("writer queue/thread", ("collector/writer.py",)),
+    ("receiver (ours)", ("collector/receiver.py", "collector/intake.py", "collector/signals.py")),
+    ("HTTP (uvicorn, httptools, h11, starlette)", ("uvicorn/", "h11/", "starlette/")),
     ("event loop, threads, anyio", ("asyncio/", "anyio/", "threading.py", "concurrent/")),
 ]
+# py-spy names frames "function (package/module.py:line)", paths shortened to the package.
 
 
 def step_of(frames: list[str]) -> str:
@@ -123,9 +123,9 @@ def main() -> None:
             {"function": f, "share": round(n / total, 3)} for f, n in leaves.most_common(25)
         ],
     }
-    print(f"{'step':<36}{'share of CPU':>14}")
+    print(f"{'step':<44}{'share of CPU':>14}")
     for row in table:
-        print(f"{row['step']:<36}{row['share']:>14.1%}")
+        print(f"{row['step']:<44}{row['share']:>14.1%}")
     print(f"{out['spans_per_s']:.0f} spans/s during the profile ({total} samples)")
     dest = ROOT / "bench" / "results" / "ingest_profile.json"
     dest.write_text(json.dumps(out, indent=2) + "\n")
