@@ -168,7 +168,7 @@ class SpanWriter:
     def _commit(self, batch: list[WriteJob]) -> SpanWrite:
         return self.store.write_spans(
             # SQLStore takes rows; the Store protocol's signature still says records only.
-            [s for job in batch for s in job.spans],  # type: ignore[misc]
+            [s for job in batch for s in job.spans],
             forward=[f for job in batch for f in job.forward],
             log_events=[e for job in batch for e in job.log_events],
         )

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from ragsieve.collector.spans import LogEvent, SpanRecord
+    from ragsieve.collector.spans import LogEvent, SpanRecord, SpanRow
     from ragsieve.collector.store.base import SpanWrite
     from ragsieve.collector.store.outbox_sql import OutboxItem
     from ragsieve.collector.store.sql import Cursor
@@ -58,7 +58,7 @@ class Store(Protocol):
     # -- spans, traces, interactions, feedback -------------------------------------------------
     def write_spans(
         self,
-        spans: Sequence[SpanRecord],
+        spans: Sequence[SpanRecord | SpanRow],
         *,
         bodies: Sequence[str] | None = None,
         forward: Sequence[tuple[str, bytes, str, int]] = (),

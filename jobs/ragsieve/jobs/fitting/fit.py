@@ -395,6 +395,30 @@ class FitResult:
         return Calibration(metrics, series, created_at, _brief(self.report), backend)
 
 
+def _cause_accuracy(problem: Problem, before: np.ndarray, after: np.ndarray) -> dict[str, Any]:
+    """Root-cause agreement before and after, over labels that name a root cause."""
+    n = int(problem.has_cause.sum())
+    return {
+        "n": n,
+        "before": round(float(before[problem.has_cause].mean()), 4) if n else None,
+        "after": round(float(after[problem.has_cause].mean()), 4) if n else None,
+    }
+
+
+def _fitted_metrics(problem: Problem, final: Params, defaults: Params) -> dict[str, Any]:
+    """Per metric: the fitted and the default threshold and (offline) evidence weights."""
+    weighted = problem.scorer.weighted
+    return {
+        m: {
+            "threshold": final.thresholds[m],
+            "default_threshold": defaults.thresholds[m],
+            "weights": final.weights[m] if weighted else None,
+            "default_weights": defaults.weights[m] if weighted else None,
+        }
+        for m in METRICS
+    }
+
+
 def _brief(report: Mapping[str, Any]) -> dict[str, Any]:
     keep = ("backend", "labels", "traces", "folds", "agreement", "root_cause_accuracy", "better")
     return {k: report[k] for k in keep if k in report}
@@ -436,7 +460,6 @@ def run_fit(
         seed=seed,
         paired=("before", "after"),
     )
-    n_rc = int(problem.has_cause.sum())
     report: dict[str, Any] = {
         "backend": backend,
         "labels": len(items),
@@ -445,20 +468,8 @@ def run_fit(
         "passes": int((~problem.truth).sum()),
         "folds": k,
         "agreement": agreement,
-        "root_cause_accuracy": {
-            "n": n_rc,
-            "before": round(float(before_rc[problem.has_cause].mean()), 4) if n_rc else None,
-            "after": round(float(after_rc[problem.has_cause].mean()), 4) if n_rc else None,
-        },
-        "metrics": {
-            m: {
-                "threshold": final.thresholds[m],
-                "default_threshold": defaults.thresholds[m],
-                "weights": final.weights[m] if problem.scorer.weighted else None,
-                "default_weights": defaults.weights[m] if problem.scorer.weighted else None,
-            }
-            for m in METRICS
-        },
+        "root_cause_accuracy": _cause_accuracy(problem, before_rc, after_rc),
+        "metrics": _fitted_metrics(problem, final, defaults),
     }
     result = FitResult(final, defaults, report)
     report["better"] = result.better

@@ -49,7 +49,12 @@ class _Context:
             cfg = self.settings.golden
             ref = load_reference(self.repo, cfg.path, embed)
             rows = self.repo.select([s for s in STATUSES if s != "golden"])
-            items = summarize(rows, ref, new_threshold=cfg.new_category_cosine)
+            items = summarize(
+                rows,
+                ref,
+                new_threshold=cfg.new_category_cosine,
+                min_cases=cfg.new_category_min_cases,
+            )
             self._summaries = {s.id: s for s in items}
         return self._summaries
 

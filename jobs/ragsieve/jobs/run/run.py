@@ -25,10 +25,11 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ragsieve.collector.retention import purge_expired
 from ragsieve.collector.settle import settle, settling_note
 from ragsieve.collector.store import Store
 from ragsieve.collector.timeutil import parse_duration
@@ -169,6 +170,7 @@ async def run_once_async(store: Store, settings: Settings, **options: Any) -> Ru
     if not opts.dry_run:
         await _deliver(store, settings, result, deliver=opts.deliver)
         report["annotations"] = result.annotations
+        report["retention"] = await asyncio.to_thread(_purge, store, settings)
         report["duration_s"] = round(time.monotonic() - plan.started, 3)
         await asyncio.to_thread(resultstore.finish_run, store, plan.run_id, time.time(), report)
     report["duration_s"] = round(time.monotonic() - plan.started, 3)
@@ -187,7 +189,7 @@ async def plan_run(store: Store, settings: Settings, opts: RunOptions) -> RunPla
     )
     waiting, last_due = await asyncio.to_thread(store.settling, quiet_s=quiet, max_wait_s=max_wait)
     lo, hi = opts.window or (now - parse_duration(opts.since or job.since), now)
-    judges = list(opts.judges) if opts.judges is not None else make_judges(settings)
+    judges = list(opts.judges) if opts.judges is not None else make_judges(settings, store=store)
     versions = {j.name: str(j.version) for j in judges}
     if len(versions) != len(judges):
         raise ValueError(f"two judges share a metric name: {[j.name for j in judges]}")
@@ -305,6 +307,14 @@ async def _deliver(store: Store, settings: Settings, result: RunResult, *, deliv
             store, settings.phoenix.base_url, api_key=key.get_secret_value() if key else None
         )
     )
+
+
+def _purge(store: Store, settings: Settings) -> dict[str, Any] | None:
+    """Delete traces older than ``collector.retention_days`` in small batches (off = None)."""
+    days = settings.collector.retention_days
+    if not days:
+        return None
+    return asdict(purge_expired(store, retention_days=days))
 
 
 def _golden_index(settings: Settings) -> GoldenIndex | None:

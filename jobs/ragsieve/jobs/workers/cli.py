@@ -217,7 +217,6 @@ async def _schedule_loop(settings: Settings, *, once: bool, dry_run: bool, as_js
 
     cfg = _worker_settings(settings)
     jobs = settings.jobs
-    judge_objs = build_judge_set(jobs.judges, jobs.backend, thresholds=dict(jobs.thresholds))
     limits = BudgetLimits(
         calls=jobs.budget_calls,
         usd=jobs.budget_usd,
@@ -228,6 +227,10 @@ async def _schedule_loop(settings: Settings, *, once: bool, dry_run: bool, as_js
     log = logging.getLogger("ragsieve.jobs.workers")
     try:
         ensure_queue_schema(st)
+        # with the store, so the scheduler's judge versions carry the active calibration
+        judge_objs = build_judge_set(
+            jobs.judges, jobs.backend, store=st, thresholds=dict(jobs.thresholds)
+        )
         app = create_app(settings.store, cfg)
         async with app.open_async():
             while True:
