@@ -165,7 +165,9 @@ async def deliver(store: Store, cfg: AlertSettings) -> dict[str, dict[str, int]]
     for topic, url in topics(cfg).items():
         try:
             delivered = await _drain(store, topic, url, cfg, deadline)
-        except Exception as exc:  # a locked store: the rows stay queued for the next pass
+        # Whatever stops a drain (a locked or lost store, a driver error): the rows stay queued
+        # for the next pass, and the other sinks still get theirs. The docstring promises no raise.
+        except Exception as exc:
             log.warning("alert delivery to %s failed: %s", topic, exc)
             delivered = 0
         stats = store.outbox_stats().get(topic, {})

@@ -194,7 +194,10 @@ async def deliver(
                 n = await asyncio.wait_for(worker.run_once(), max(deadline - time.monotonic(), 0.1))
             except TimeoutError:
                 break
-            except Exception as exc:  # a locked store: the rows stay queued for the next pass
+            # Whatever stops a pass (a locked or lost store, a driver error; sender errors are
+            # handled inside run_once): the rows stay queued and the next run delivers them.
+            # The run's verdicts are already committed, so delivery must never fail it.
+            except Exception as exc:
                 log.warning("annotation delivery pass failed: %s", exc)
                 break
             delivered += n
