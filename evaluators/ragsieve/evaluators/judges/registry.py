@@ -11,14 +11,15 @@ from ragsieve.evaluators.judges.llm import LLMConfig
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 
 if TYPE_CHECKING:
+    from ragsieve.evaluators.judges import Judge
     from ragsieve.evaluators.judges.calibrated import Calibration
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 Backend = Literal["offline", "llm", "cascade"]
 
 
-def _offline(metric: str) -> Callable[..., Any]:
-    def make(**options: Any) -> Any:
+def _offline(metric: str) -> Callable[..., Judge]:
+    def make(**options: Any) -> Judge:
         from ragsieve.evaluators.judges.context import ContextRelevanceJudge
         from ragsieve.evaluators.judges.faithfulness import FaithfulnessJudge
         from ragsieve.evaluators.judges.relevance import AnswerRelevanceJudge
@@ -34,8 +35,8 @@ def _offline(metric: str) -> Callable[..., Any]:
     return make
 
 
-def _llm(metric: str) -> Callable[..., Any]:
-    def make(*, llm: LLMConfig | None = None, cache_path: str | None = None, **_: Any) -> Any:
+def _llm(metric: str) -> Callable[..., Judge]:
+    def make(*, llm: LLMConfig | None = None, cache_path: str | None = None, **_: Any) -> Judge:
         from ragsieve.evaluators.judges import llm_judges as lj
 
         if llm is None:
@@ -51,8 +52,8 @@ def _llm(metric: str) -> Callable[..., Any]:
     return make
 
 
-def _cascade(metric: str) -> Callable[..., Any]:
-    def make(*, llm: LLMConfig | None = None, cache_path: str | None = None, **opts: Any) -> Any:
+def _cascade(metric: str) -> Callable[..., Judge]:
+    def make(*, llm: LLMConfig | None = None, cache_path: str | None = None, **opts: Any) -> Judge:
         from ragsieve.evaluators.judges.cascade import CascadeJudge
 
         if llm is None:
@@ -67,7 +68,7 @@ def _cascade(metric: str) -> Callable[..., Any]:
     return make
 
 
-BUILTINS: Mapping[str, Callable[..., Any]] = {
+BUILTINS: Mapping[str, Callable[..., Judge]] = {
     **{m: _offline(m) for m in METRICS},
     **{f"llm_{m}": _llm(m) for m in METRICS},
     **{f"cascade_{m}": _cascade(m) for m in METRICS},
@@ -92,7 +93,7 @@ def available_judges() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def get_judge(name: str, **options: Any) -> Any:
+def get_judge(name: str, **options: Any) -> Judge:
     """Build the judge registered as ``name``; unknown names raise ``ConfigError``."""
     if name in BUILTINS:
         return BUILTINS[name](**options)
@@ -104,7 +105,7 @@ def get_judge(name: str, **options: Any) -> Any:
     return obj(**options) if callable(obj) else obj
 
 
-def _calibrated(key: str, metric: str, opts: dict[str, Any], calibration: Calibration) -> Any:
+def _calibrated(key: str, metric: str, opts: dict[str, Any], calibration: Calibration) -> Judge:
     """Judge ``key`` under ``calibration``: labelled at the fitted threshold (the offline judge
     also combines its evidence with the fitted weights), scored on the job's scale."""
     from ragsieve.evaluators.judges.calibrated import CalibratedJudge
@@ -126,7 +127,7 @@ def build_judges(
     cache_path: str | None = None,
     thresholds: Mapping[str, float] | None = None,
     calibration: Calibration | None = None,
-) -> list[Any]:
+) -> list[Judge]:
     """Judges for metric ``names`` on one backend; an explicit registry name is used as is.
 
     ``thresholds`` (metric → score) are the job's decision thresholds: the offline judges (alone

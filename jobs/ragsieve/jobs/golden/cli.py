@@ -16,6 +16,7 @@ from ragsieve.jobs.golden.audit import is_audit
 from ragsieve.jobs.golden.repo import STATUSES, Candidate, CandidateRepo
 
 if TYPE_CHECKING:
+    from ragsieve.jobs.cli import AppContext
     from ragsieve.jobs.golden.categories import CategorySummary
 
 
@@ -26,7 +27,7 @@ class _Context:
     whatever the command does.
     """
 
-    def __init__(self, obj: Any, store: str | None, **flags: Any) -> None:
+    def __init__(self, obj: AppContext, store: str | None, **flags: Any) -> None:
         from ragsieve.collector.store import open_store
 
         self.settings = obj.settings(store=store, **flags)
@@ -126,7 +127,7 @@ def golden() -> None:
 @store_option
 @click.pass_obj
 def candidates_cmd(
-    obj: Any, status: str | None, category: str | None, as_json: bool, store: str | None
+    obj: AppContext, status: str | None, category: str | None, as_json: bool, store: str | None
 ) -> None:
     """List golden-set candidates, most seen first."""
     with _Context(obj, store) as ctx:
@@ -162,7 +163,7 @@ def candidates_cmd(
 @store_option
 @click.pass_obj
 def review_cmd(
-    obj: Any,
+    obj: AppContext,
     category: str | None,
     limit: int | None,
     reviewer: str | None,
@@ -213,7 +214,7 @@ def _phoenix(ctx: _Context) -> Any:
 @store_option
 @click.pass_obj
 def push_cmd(
-    obj: Any,
+    obj: AppContext,
     dataset: str | None,
     phoenix_url: str | None,
     dry_run: bool,
@@ -240,7 +241,7 @@ def push_cmd(
 @store_option
 @click.pass_obj
 def pull_cmd(
-    obj: Any, dataset: str | None, phoenix_url: str | None, as_json: bool, store: str | None
+    obj: AppContext, dataset: str | None, phoenix_url: str | None, as_json: bool, store: str | None
 ) -> None:
     """Read reviewers' edits and decisions back from the Phoenix dataset."""
     from ragsieve.jobs.golden.phoenix import pull
@@ -267,7 +268,12 @@ def pull_cmd(
 @store_option
 @click.pass_obj
 def promote_cmd(
-    obj: Any, golden_file: Path, by: str | None, dry_run: bool, as_json: bool, store: str | None
+    obj: AppContext,
+    golden_file: Path,
+    by: str | None,
+    dry_run: bool,
+    as_json: bool,
+    store: str | None,
 ) -> None:
     """Write the next golden version with the accepted candidates, plus a changelog entry."""
     from ragsieve.jobs.golden.promote import promote
@@ -295,7 +301,9 @@ def promote_cmd(
 @json_option
 @store_option
 @click.pass_obj
-def import_cmd(obj: Any, file: Path, dry_run: bool, as_json: bool, store: str | None) -> None:
+def import_cmd(
+    obj: AppContext, file: Path, dry_run: bool, as_json: bool, store: str | None
+) -> None:
     """Bring an existing golden set in (Spanish/English aliases) so dedup and novelty use it."""
     from ragsieve.evaluators.embeddings import embed
     from ragsieve.evaluators.golden import load_golden
@@ -326,7 +334,7 @@ def import_cmd(obj: Any, file: Path, dry_run: bool, as_json: bool, store: str | 
 @json_option
 @store_option
 @click.pass_obj
-def status_cmd(obj: Any, as_json: bool, store: str | None) -> None:
+def status_cmd(obj: AppContext, as_json: bool, store: str | None) -> None:
     """New failure categories first, then coverage per category, category changes and counts."""
     from ragsieve.jobs.golden.category_log import CategoryLog
 
