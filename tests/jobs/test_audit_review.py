@@ -222,3 +222,6 @@ def test_audit_through_the_terminal_then_rates_in_the_report(
     )
     assert "judge TPR / FPR" in table.stdout and "50.0% / 50.0%" in table.stdout
     assert re.search(r"corrected failure rate +50\.0% \(95% CI", table.stdout), table.stdout
+    ppi = q["failure_rate_ppi"]
+    assert ppi["estimate"] == 0.5  # the same correction, prediction-powered, with its interval
+    assert re.search(r"prediction-powered rate +50\.0% \(95% CI .*4 labels\)", table.stdout)

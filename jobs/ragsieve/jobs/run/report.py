@@ -334,7 +334,18 @@ def _quality_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:
         ),
         ("judge TPR / FPR", f"{_pct(q.get('tpr'))} / {_pct(q.get('fpr'))}"),
         ("corrected failure rate", corrected),
+        ("prediction-powered rate", _ppi_line(q.get("failure_rate_ppi"))),
     ]
+
+
+def _ppi_line(p: Mapping[str, Any] | None) -> str:
+    """The failure rate corrected by reviewers' labels (prediction-powered), or why it is absent."""
+    if not p:
+        return "- (needs reviewed flags and audited passes)"
+    return (
+        f"{_pct(p['estimate'])} (95% CI {_pct(p['ci_low'])} - {_pct(p['ci_high'])},"
+        f" {p['labels']} labels)"
+    )
 
 
 def _rate_line(fr: Mapping[str, Any]) -> str:
