@@ -36,12 +36,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from e2e import RAGSIEVE, _free_port, send  # noqa: E402
+from e2e import RAGSIEVE, collect  # noqa: E402
 from e2e_traffic import CLEAN_KINDS, DATA, Trace, _load, build, paraphrased, translated  # noqa: E402
 
 REPEAT_SHARE = 1 / 3
@@ -112,25 +110,7 @@ def run(traces: list[Trace], golden: list[dict[str, Any]], workdir: Path) -> dic
     """Collector ← traffic; golden import; jobs run --all; golden status and candidates."""
     store = f"sqlite:///{workdir / 'categories.db'}"
     env = {**os.environ, "RAGSIEVE_STORE": store}
-    port = _free_port()
-    server = subprocess.Popen(
-        [RAGSIEVE, "collector", "serve", "--store", store, "--port", str(port), "--grpc-port", "0"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        sent = send(traces, f"http://127.0.0.1:{port}/v1/traces")
-        time.sleep(1.0)
-    finally:
-        server.terminate()
-        server.wait(30)
+    sent = collect(traces, store)
     gfile = workdir / "golden_v1.jsonl"
     gfile.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in golden))
     _cli(["golden", "import", str(gfile), "--json"], env)

@@ -74,15 +74,12 @@ def send(traces: list[Trace], endpoint: str) -> dict[str, Trace]:
     return sent
 
 
-def run_pipeline(traces: list[Trace], workdir: Path) -> tuple[dict[str, Trace], dict, Path]:
-    """Collector on loopback ← traffic; then ``ragsieve jobs run --all``; returns the job report."""
-    db = workdir / "e2e.db"
-    store = f"sqlite:///{db}"
+def collect(traces: list[Trace], store: str) -> dict[str, Trace]:
+    """Start ``ragsieve collector serve`` on ``store``, send ``traces`` to it, stop it."""
     port = _free_port()
-    env = {**os.environ, "RAGSIEVE_STORE": store}
     server = subprocess.Popen(
         [RAGSIEVE, "collector", "serve", "--store", store, "--port", str(port), "--grpc-port", "0"],
-        env=env,
+        env={**os.environ, "RAGSIEVE_STORE": store},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -98,6 +95,15 @@ def run_pipeline(traces: list[Trace], workdir: Path) -> tuple[dict[str, Trace], 
     finally:
         server.terminate()
         server.wait(30)
+    return sent
+
+
+def run_pipeline(traces: list[Trace], workdir: Path) -> tuple[dict[str, Trace], dict, Path]:
+    """Collector on loopback ← traffic; then ``ragsieve jobs run --all``; returns the job report."""
+    db = workdir / "e2e.db"
+    store = f"sqlite:///{db}"
+    env = {**os.environ, "RAGSIEVE_STORE": store}
+    sent = collect(traces, store)
     t0 = time.perf_counter()
     out = subprocess.run(
         [

@@ -302,6 +302,21 @@ def pct(values: list[float], p: float) -> float:
     return s[min(int(p / 100 * len(s)), len(s) - 1)]
 
 
+def _acks(
+    acked: int, latencies: list[float], throttled: int, errors: int, elapsed_s: float
+) -> dict[str, Any]:
+    """What a load run got acknowledged, and how fast."""
+    return {
+        "acked_spans": acked,
+        "requests": len(latencies),
+        "throttled": throttled,
+        "errors": errors,
+        "elapsed_s": elapsed_s,
+        "p50_ms": round(pct(latencies, 50) * 1000, 1),
+        "p99_ms": round(pct(latencies, 99) * 1000, 1),
+    }
+
+
 # ---------------------------------------------------------------- load generators
 async def raw_posts(
     url: str,
@@ -351,16 +366,8 @@ async def raw_posts(
     limits = httpx.Limits(max_connections=clients)
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
         await asyncio.gather(*(client(http, i * interval / clients) for i in range(clients)))
-    return {
-        "offered_spans_per_s": rate,
-        "acked_spans": acked,
-        "requests": len(latencies),
-        "throttled": throttled,
-        "errors": errors,
-        "elapsed_s": last_ack - start,
-        "p50_ms": round(pct(latencies, 50) * 1000, 1),
-        "p99_ms": round(pct(latencies, 99) * 1000, 1),
-    }
+    out = _acks(acked, latencies, throttled, errors, last_ack - start)
+    return {"offered_spans_per_s": rate, **out}
 
 
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -402,15 +409,7 @@ async def raw_grpc_calls(
 
     start = time.monotonic()
     await asyncio.gather(*(client() for _ in range(clients)))
-    return {
-        "acked_spans": acked,
-        "requests": len(latencies),
-        "throttled": throttled,
-        "errors": errors,
-        "elapsed_s": last_ack - start,
-        "p50_ms": round(pct(latencies, 50) * 1000, 1),
-        "p99_ms": round(pct(latencies, 99) * 1000, 1),
-    }
+    return _acks(acked, latencies, throttled, errors, last_ack - start)
 
 
 def _exporter_worker(

@@ -27,6 +27,11 @@ def test_runs_list_shows_the_runs_within_since(store: Store) -> None:
     assert len(rows) == 24  # hourly; the unfinished run has no report
     stored = load_runs(store)
     last = stored[-1]
+    tail = load_runs(store, last=3)  # the latest three, still oldest first
+    assert [r.run_id for r in tail] == [r.run_id for r in stored[-3:]]
+    assert [r.run_id for r in load_runs(store, until=stored[5].started_at, last=2)] == [
+        r.run_id for r in stored[3:5]
+    ]
     assert rows[-1]["run_id"] == last.run_id
     rate = rate_of(last.report)
     assert rate is not None and rows[-1]["failure_rate"] == [

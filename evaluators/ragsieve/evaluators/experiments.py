@@ -11,7 +11,6 @@ what differs, warn when more than one setting changed, and print::
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.tomlfile import read_toml
 
 ConfigValue = str | int | float | bool | list[object] | None
 _UNSET = "(unset)"
@@ -50,16 +50,7 @@ def _value(raw: str) -> ConfigValue:
 
 def load_config_file(path: str | Path) -> dict[str, ConfigValue]:
     """A TOML file of pipeline settings, nested tables flattened to dotted keys."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"\(at line (\d+)", str(exc))
-        raise ConfigError(f"{p}:{m.group(1) if m else 1}: toml: {exc}") from None
+    _, doc = read_toml(path)
     return _flatten(doc)
 
 

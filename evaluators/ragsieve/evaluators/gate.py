@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -54,6 +53,7 @@ from ragsieve.evaluators.experiments import (
 from ragsieve.evaluators.golden import first_error
 from ragsieve.evaluators.metrics import parse_metric
 from ragsieve.evaluators.records import GoldenRole
+from ragsieve.evaluators.tomlfile import read_toml
 
 _EPS = 1e-12
 DEFAULT_GATE_ROLE: GoldenRole = "regression"
@@ -92,15 +92,7 @@ def _line_of(text: str, table: str, key: str | None) -> int:
 def load_policy(path: str | Path) -> GatePolicy:
     """Read a gate TOML; errors are ``path:line: field: message``."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"\(at line (\d+)", str(exc))
-        raise ConfigError(f"{p}:{m.group(1) if m else 1}: toml: {exc}") from None
+    text, doc = read_toml(p)
     for table in doc:
         if table not in ("gate", "floors"):
             raise ConfigError(

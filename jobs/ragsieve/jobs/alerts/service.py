@@ -36,7 +36,7 @@ def history_for(store: Store, cfg: AlertSettings, latest: float) -> list[RunReco
     runs = load_runs(store, since=latest - span, until=latest + 1)
     streak = max((r.runs for r in cfg.rules), default=1)
     if len(runs) < streak:
-        older = load_runs(store, until=latest + 1)[-streak:]
+        older = load_runs(store, until=latest + 1, last=streak)
         runs = sorted({r.run_id: r for r in [*older, *runs]}.values(), key=lambda r: r.started_at)
     return runs
 

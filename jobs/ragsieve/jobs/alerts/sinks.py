@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from ragsieve.collector.forward import parse_retry_after
 from ragsieve.collector.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
 from ragsieve.jobs.alerts.rules import AlertSettings
@@ -129,8 +130,7 @@ class WebhookSender:
         detail = f"{resp.status_code}: {resp.text[:200]}"
         if 400 <= resp.status_code < 500 and resp.status_code not in (408, 429):
             return Outcome(False, error=detail, dead_letter=True)
-        retry = resp.headers.get("Retry-After")
-        after = float(retry) if retry and retry.replace(".", "", 1).isdigit() else None
+        after = parse_retry_after(resp.headers.get("Retry-After"))
         return Outcome(False, retry_after_s=after, error=detail)
 
     async def aclose(self) -> None:

@@ -118,6 +118,14 @@ def _forced(r: EvalResult, failed: bool) -> EvalResult:
     return r.model_copy(update=update)
 
 
+def _evidence(r: EvalResult | None) -> Mapping[str, Any] | None:
+    """The evidence a decided offline result recorded (what its score combines), or None."""
+    if r is None or r.label in UNKNOWN:
+        return None
+    ev = r.metadata.get("evidence")
+    return ev if isinstance(ev, Mapping) else None
+
+
 class Scorer:
     """Each metric's raw score for every example under given weights, vectorised.
 
@@ -150,21 +158,12 @@ class Scorer:
         self.density = np.array([float(x["density"]) for x in c], float)
 
     def _read(self, i: int, ex: Example, rows: list[tuple[int, Mapping[str, Any]]]) -> None:
-        r = ex.results.get("faithfulness")
-        if (
-            r is not None
-            and r.label not in UNKNOWN
-            and isinstance(r.metadata.get("evidence"), Mapping)
-        ):
-            ev = r.metadata["evidence"]
+        ev = _evidence(ex.results.get("faithfulness"))
+        if ev is not None:
             self.faith[i] = [ev["mean"], ev["min"], ev["share"]]
         r = ex.results.get("answer_relevance")
-        if (
-            r is not None
-            and r.label not in UNKNOWN
-            and isinstance(r.metadata.get("evidence"), Mapping)
-        ):
-            ev = r.metadata["evidence"]
+        ev = _evidence(r)
+        if r is not None and ev is not None:
             self.ans[i] = [ev["addressed"], ev["type_ok"], ev["direct"], ev["specificity"]]
             self.abstained[i] = bool(r.metadata.get("abstained"))
         r = ex.results.get("context_relevance")

@@ -52,9 +52,16 @@ class RunRecord:
 
 
 def load_runs(
-    store: Store, *, since: float | None = None, until: float | None = None
+    store: Store,
+    *,
+    since: float | None = None,
+    until: float | None = None,
+    last: int | None = None,
 ) -> list[RunRecord]:
-    """Finished runs that started in ``[since, until)`` (unbounded when None), oldest first."""
+    """Finished runs that started in ``[since, until)`` (unbounded when None), oldest first.
+
+    ``last``: only the latest N of them (read newest first, so old reports are never decoded).
+    """
     sql = "SELECT run_id, started_at, finished_at, report FROM runs WHERE report IS NOT NULL"
     params: list[float] = []
     if since is not None:
@@ -63,7 +70,11 @@ def load_runs(
     if until is not None:
         sql += " AND started_at < ?"
         params.append(until)
-    rows = store.query(sql + " ORDER BY started_at, run_id", tuple(params))
+    if last is None:
+        rows = store.query(sql + " ORDER BY started_at, run_id", tuple(params))
+    else:
+        sql += " ORDER BY started_at DESC, run_id DESC LIMIT ?"
+        rows = store.query(sql, (*params, max(last, 0)))[::-1]
     return [RunRecord(r[0], float(r[1]), float(r[2] or r[1]), json.loads(r[3])) for r in rows]
 
 

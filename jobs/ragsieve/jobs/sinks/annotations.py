@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from ragsieve.collector.forward import parse_retry_after
 from ragsieve.collector.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
 from ragsieve.evaluators.judges.thresholds import calibration_id
@@ -159,11 +160,7 @@ class PhoenixAnnotationSender:
             return Outcome(False, error=f"404 span not in phoenix yet: {detail}")
         if resp.status_code in (400, 422):
             return Outcome(False, error=f"{resp.status_code}: {detail}", dead_letter=True)
-        retry = resp.headers.get("Retry-After")
-        try:
-            after = float(retry) if retry else None
-        except ValueError:
-            after = None
+        after = parse_retry_after(resp.headers.get("Retry-After"))
         return Outcome(False, retry_after_s=after, error=f"{resp.status_code}: {detail}")
 
     async def aclose(self) -> None:
