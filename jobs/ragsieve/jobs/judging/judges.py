@@ -47,11 +47,9 @@ def make_judges(
 def load_active(settings: Settings | None, store: Store | None = None) -> Calibration | None:
     """The active calibration of ``store`` (else of the store ``settings.store`` names, when it
     exists); None when there is none or the store predates calibrations."""
-    from ragsieve.jobs.judging.calibrations import active
-
     if store is not None:
-        return _active_or_none(store, active)
-    url = str(getattr(settings, "store", "") or "") if settings is not None else ""
+        return _active_or_none(store)
+    url = settings.store if settings is not None else ""
     if not url or ":memory:" in url:
         return None
     from ragsieve.collector.store import open_store
@@ -61,12 +59,14 @@ def load_active(settings: Settings | None, store: Store | None = None) -> Calibr
     except ConfigError:  # no such store (yet): nothing was fitted
         return None
     try:
-        return _active_or_none(opened, active)
+        return _active_or_none(opened)
     finally:
         opened.close()
 
 
-def _active_or_none(store: Store, active: Any) -> Calibration | None:
+def _active_or_none(store: Store) -> Calibration | None:
+    from ragsieve.jobs.judging.calibrations import active
+
     try:
         cal: Calibration | None = active(store)
     except (StoreError, ConfigError) as exc:  # a bad row: say so and judge uncalibrated
