@@ -13,9 +13,17 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -36,6 +44,21 @@ ENV_PREFIX = "RAGSIEVE_"
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _known_metric(name: str) -> str:
+    """A ``jobs.thresholds`` key: a metric some judge reports (built-in or plugin)."""
+    from ragsieve.evaluators.judges.registry import METRICS, available_judges
+
+    known = {*METRICS, *available_judges()}
+    if name not in known:
+        raise ValueError(f"unknown metric; thresholds exist for {', '.join(METRICS)}")
+    return name
+
+
+MetricName = Annotated[str, AfterValidator(_known_metric)]
+# A score threshold: finite and in [0, 1] (nan would flag nothing, inf or 1.7 everything).
+Threshold = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 class LLMSettings(_Section):
@@ -101,7 +124,7 @@ class JobSettings(_Section):
     budget_calls: int | None = Field(None, ge=1, description="Most judge calls per run.")
     budget_usd: float | None = Field(None, gt=0, description="Most judge spend per run (USD).")
     sample_size: int = Field(200, ge=1, description="Traces judged per run (beyond the strata).")
-    thresholds: dict[str, float] = Field(
+    thresholds: dict[MetricName, Threshold] = Field(
         default_factory=lambda: dict(DEFAULT_THRESHOLDS),
         description=(
             "A score below its threshold fails the metric: the judges label with these and the"
@@ -245,17 +268,27 @@ def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _toml_line(path: Path, loc: tuple[str, ...]) -> int | None:
-    """Line of ``loc`` (section path + key) in a TOML file, by a plain scan."""
+    """Line of ``loc`` (section path + key) in a TOML file, by a plain scan.
+
+    An array of tables (``[[alerts.rules]]``) adds its index to the section path, as pydantic's
+    error locations do (``alerts.rules.1.baseline``).
+    """
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return None
     section: tuple[str, ...] = ()
+    arrays: dict[tuple[str, ...], int] = {}
     for number, line in enumerate(lines, 1):
         text = line.split("#", 1)[0].strip()
-        head = re.fullmatch(r"\[+([^\]]+)\]+", text)
+        head = re.fullmatch(r"(\[+)([^\]]+)\]+", text)
         if head:
-            section = tuple(p.strip().strip('"') for p in head.group(1).split("."))
+            section = tuple(p.strip().strip('"') for p in head.group(2).split("."))
+            if len(head.group(1)) == 2:
+                arrays[section] = arrays.get(section, -1) + 1
+                section = (*section, str(arrays[section]))
+            if section == loc:  # an error about the table itself
+                return number
             continue
         key = re.match(r"([A-Za-z0-9_.\"-]+)\s*=", text)
         if key:
@@ -317,12 +350,14 @@ def _describe(
     toml_data: Mapping[str, Any],
 ) -> str:
     err = exc.errors()[0]
-    loc = tuple(str(p) for p in err["loc"])
+    # a dict key's own error ends in "[key]" (jobs.thresholds.bogus_metric.[key])
+    loc = tuple(str(p) for p in err["loc"] if p != "[key]")
     dotted = ".".join(loc)
     msg = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
     msg = msg.removeprefix("Value error, ")
     got = err.get("input")
-    detail = f"{msg} (got {got!r})" if err["type"] != "extra_forbidden" and got is not None else msg
+    shown = got is not None and not isinstance(got, Mapping | list)  # not a whole table
+    detail = f"{msg} (got {got!r})" if err["type"] != "extra_forbidden" and shown else msg
     for key in flags:
         if tuple(key.split(".")) == loc[: len(key.split("."))]:
             return f"--{key.split('.')[-1].replace('_', '-')}: {detail}"
@@ -336,6 +371,8 @@ def _describe(
         for part in loc:
             if isinstance(node, Mapping) and part in node:
                 node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
             else:
                 found = False
                 break

@@ -14,6 +14,7 @@ rate is at most ``level`` (lower still with ``min_effect > 0``).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from typing import Any
 from ragsieve.collector.timeutil import parse_duration
 from ragsieve.jobs.alerts.rules import AlertRule
 from ragsieve.jobs.history.runs import Rate, RunRecord, corrected_rate, rate_of
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -192,11 +195,27 @@ KINDS: dict[str, Callable[[AlertRule, Sequence[RunRecord]], list[Finding]]] = {
 }
 
 
+def evaluate_each(
+    rules: Sequence[AlertRule], runs: Sequence[RunRecord]
+) -> tuple[list[Finding], dict[str, str]]:
+    """Every rule's findings on ``runs`` (oldest first), and the rules that failed (label →
+    error). A rule that raises is logged and left out; it never silences the others."""
+    findings: list[Finding] = []
+    failed: dict[str, str] = {}
+    if not runs:
+        return findings, failed
+    for rule in rules:
+        try:
+            findings.extend(KINDS[rule.kind](rule, runs))
+        except Exception as exc:  # one broken rule (a bug, odd history) must not stop the rest
+            log.exception("alert rule %s failed", rule.label)
+            failed[rule.label] = f"{type(exc).__name__}: {exc}"
+    return findings, failed
+
+
 def evaluate(rules: Sequence[AlertRule], runs: Sequence[RunRecord]) -> list[Finding]:
     """Every rule's findings on ``runs`` (oldest first); nothing when there is no run."""
-    if not runs:
-        return []
-    return [f for rule in rules for f in KINDS[rule.kind](rule, runs)]
+    return evaluate_each(rules, runs)[0]
 
 
-__all__ = ["KINDS", "Finding", "evaluate", "pooled", "rule_rate"]
+__all__ = ["KINDS", "Finding", "evaluate", "evaluate_each", "pooled", "rule_rate"]

@@ -24,8 +24,11 @@ the whole traffic.
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ragsieve.collector.timeutil import parse_duration
 
 RuleKind = Literal[
     "failure_rate_above", "failure_rate_rise", "sustained", "new_category", "root_cause_share"
@@ -54,6 +57,13 @@ class AlertRule(BaseModel):
     basis: Literal["raw", "corrected"] = Field(
         "raw", description="Rate rules: the weighted rate, or the judge-corrected one."
     )
+
+    @field_validator("baseline")
+    @classmethod
+    def _duration(cls, text: str) -> str:
+        if parse_duration(text).total_seconds() <= 0:  # ConfigError (a ValueError) when malformed
+            raise ValueError("baseline must be a positive duration, e.g. 7d")
+        return text
 
     @model_validator(mode="after")
     def _complete(self) -> AlertRule:
@@ -89,6 +99,20 @@ class AlertSettings(BaseModel):
     deliver_s: float = Field(5.0, gt=0, description="Most time a run spends delivering alerts.")
     backoff_s: float = Field(2.0, gt=0, description="First retry delay; doubles each retry.")
     max_backoff_s: float = Field(600.0, gt=0, description="Longest retry delay.")
+
+    @field_validator("webhook_url", "slack_webhook_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError as exc:
+            raise ValueError(f"not a URL ({exc})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        return url
 
 
 __all__ = ["NEEDS_VALUE", "RATE_KINDS", "AlertRule", "AlertSettings", "RuleKind"]

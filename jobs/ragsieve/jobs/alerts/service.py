@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ragsieve.collector.store import Store
 from ragsieve.collector.timeutil import parse_duration
 from ragsieve.jobs.alerts import sinks
-from ragsieve.jobs.alerts.evaluate import Finding, evaluate
+from ragsieve.jobs.alerts.evaluate import Finding, evaluate_each
 from ragsieve.jobs.alerts.rules import AlertRule, AlertSettings
 from ragsieve.jobs.alerts.state import AlertState, Event, load_states, save_states, transition
 from ragsieve.jobs.history.runs import RunRecord, load_runs
@@ -63,10 +63,13 @@ def record(
     report: Mapping[str, Any],
     *,
     now: float,
+    failed: Sequence[str] = (),
 ) -> list[Event]:
-    """Turn findings into state changes; queue their payloads in the same transaction."""
+    """Turn findings into state changes; queue their payloads in the same transaction.
+
+    The rules in ``failed`` (labels) could not be evaluated: their alerts keep their state."""
     cfg = settings.alerts
-    labels = [r.label for r in cfg.rules]
+    labels = [r.label for r in cfg.rules if r.label not in failed]
     events, rows = transition(
         load_states(store), findings, labels, run_id=report.get("run_id"), now=now
     )
@@ -103,8 +106,8 @@ def evaluate_after_run(
     now = time.time() if now is None else now
     try:
         runs = history_for(store, cfg, now)
-        findings = evaluate(cfg.rules, runs)
-        events = record(store, settings, findings, report, now=now)
+        findings, failed = evaluate_each(cfg.rules, runs)
+        events = record(store, settings, findings, report, now=now, failed=list(failed))
         delivery = asyncio.run(sinks.deliver(store, cfg)) if sinks.topics(cfg) else {}
     except Exception as exc:  # the run is committed; an alerting bug must not fail it
         log.exception("alert evaluation failed")
@@ -113,6 +116,7 @@ def evaluate_after_run(
         "evaluated": True,
         "rules": len(cfg.rules),
         "firing": sorted(f.key for f in findings if f.firing),
+        "failed": failed,
         "events": [{"status": e.status, "alert": e.key} for e in events],
         "delivery": delivery,
     }

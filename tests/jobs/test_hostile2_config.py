@@ -1,0 +1,119 @@
+"""Hostile inputs, second round: settings that load but make no sense are refused at load.
+
+Issue 28 rows 3 and 4, issue 29 item 6: non-finite or out-of-range thresholds, unknown metric
+keys, a webhook URL that is not a URL, an alert rule with a malformed baseline: each is one
+``file:line`` error and exit 2, and one rule that fails while evaluating never silences the others.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragsieve.jobs.alerts.evaluate import evaluate_each
+from ragsieve.jobs.alerts.rules import AlertRule
+from ragsieve.jobs.cli import main
+from ragsieve.jobs.history.runs import RunRecord
+from ragsieve.jobs.run.simulate import HistorySpec, simulate
+from ragsieve.jobs.settings import load_settings
+
+
+def _cfg(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "ragsieve.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _exit_2(cfg: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as info:
+        main(["--config", str(cfg), *(args or ("config", "show"))])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("nan", "finite number"),
+        ("inf", "finite number"),
+        ("-inf", "finite number"),
+        ("1.7", "less than or equal to 1"),
+        ("-3", "greater than or equal to 0"),
+    ],
+)
+def test_a_threshold_that_is_not_a_score_is_refused_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, why: str
+) -> None:
+    cfg = _cfg(tmp_path, f'[jobs]\nsince = "1h"\n\n[jobs.thresholds]\nfaithfulness = {value}\n')
+    err = _exit_2(cfg, capsys)
+    assert err.startswith(f"ragsieve: {cfg}:5: jobs.thresholds.faithfulness: ") or (
+        f"{cfg}:5: jobs.thresholds.faithfulness: " in err
+    ), err
+    assert why in err
+
+
+def test_an_unknown_metric_key_is_refused_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = _cfg(tmp_path, "[jobs.thresholds]\nfaithfulness = 0.6\nbogus_metric = 0.5\n")
+    err = _exit_2(cfg, capsys)
+    assert f"{cfg}:3: jobs.thresholds.bogus_metric: unknown metric" in err
+    assert "faithfulness" in err  # says what exists
+    # the defaults and real keys still load
+    assert load_settings(_cfg(tmp_path, "[jobs.thresholds]\nfaithfulness = 0.7\n")).jobs.thresholds
+
+
+def test_a_webhook_url_that_is_not_a_url_is_refused_at_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for key, bad in [
+        ("webhook_url", "not-a-url"),
+        ("slack_webhook_url", "ftp://example.com/x"),
+        ("webhook_url", "http://host:notaport/x"),
+    ]:
+        cfg = _cfg(tmp_path, f'[alerts]\ntimeout_s = 2\n{key} = "{bad}"\n')
+        err = _exit_2(cfg, capsys)
+        assert f"{cfg}:3: alerts.{key}: " in err and "URL" in err
+    ok = _cfg(tmp_path, '[alerts]\nwebhook_url = "https://hooks.example.com/x?a=1"\n')
+    assert load_settings(ok).alerts.webhook_url == "https://hooks.example.com/x?a=1"
+
+
+def test_a_bad_alert_rule_names_its_file_line_and_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        "[alerts]\n"
+        "[[alerts.rules]]\n"
+        'kind = "failure_rate_above"\n'
+        "value = 0.2\n"
+        "\n"
+        "[[alerts.rules]]\n"
+        'kind = "failure_rate_rise"\n'
+        'baseline = "7 days"\n'
+    )
+    cfg = _cfg(tmp_path, text)
+    err = _exit_2(cfg, capsys, "alerts", "list")
+    assert f"{cfg}:8: alerts.rules.1.baseline: " in err and "7 days" in err
+    # a rule-level error (no single key) points at the rule's own [[alerts.rules]] line
+    cfg = _cfg(tmp_path, text.replace('baseline = "7 days"\n', 'cell = "nocell"\n'))
+    err = _exit_2(cfg, capsys, "alerts", "list")
+    assert f"{cfg}:6: alerts.rules.1: " in err and "name=value" in err
+
+
+def test_one_rule_that_fails_to_evaluate_never_silences_the_others() -> None:
+    runs = [
+        RunRecord(r["run_id"], t, t + 30, r)
+        for t, r in simulate(HistorySpec(runs=12, rate=lambda i: 0.3, seed=2))
+    ]
+    good = AlertRule(kind="failure_rate_above", value=0.05)
+    # a rule that slipped past validation (built in code, not loaded): its evaluation raises
+    broken = AlertRule.model_construct(**{**good.model_dump(), "kind": "failure_rate_rise"})
+    broken = broken.model_copy(update={"baseline": "7 days", "name": "broken"})
+    findings, failed = evaluate_each([broken, good], runs)
+    assert [f.key for f in findings] == ["failure_rate_above"] and findings[0].firing
+    assert list(failed) == ["broken"] and "7 days" in failed["broken"]
+    with pytest.raises(ValueError, match="7 days"):
+        AlertRule(kind="failure_rate_rise", baseline="7 days")
