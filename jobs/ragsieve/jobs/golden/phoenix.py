@@ -19,6 +19,7 @@ from ragsieve.evaluators.errors import ConfigError, RagsieveError
 from ragsieve.jobs.golden.categories import CategorySummary
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.review import decide, parse_chunks
+from ragsieve.jobs.golden.suggest import evidence_chunks
 
 ACCEPT = {"accept", "accepted", "yes", "ok"}
 REJECT = {"reject", "rejected", "no"}
@@ -109,7 +110,8 @@ def _example(c: Candidate, summary: CategorySummary | None) -> dict[str, Any]:
         "input": {"query": c.query},
         "output": {
             "reference_answer": b.get("reference_answer") or "",
-            "relevant_chunks": sorted(b.get("relevant_chunks") or {}),
+            # what the evidence names, as in the terminal review (golden/suggest.py)
+            "relevant_chunks": sorted(b.get("relevant_chunks") or evidence_chunks(b)[0]),
         },
         "metadata": {
             "candidate_id": c.id,

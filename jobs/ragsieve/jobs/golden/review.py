@@ -1,8 +1,10 @@
 """Interactive terminal review: accept, edit the reference, reject with a reason, or skip.
 
-Each decision is saved as soon as it is made, so quitting half-way loses nothing. Retrieved
-chunks and the answer are shown as *suggestions*; the reviewer states what is relevant. Audit
-items (passes drawn at random) ask "is this really a pass?" instead; see ``audit.py``.
+Each decision is saved as soon as it is made, so quitting half-way loses nothing. The relevant
+chunks start as what the failure's evidence names (``suggest.py``: the chunk that reached the
+prompt, or the missed chunk the job found); the reviewer confirms or changes them. The system's
+answer is shown for what it is, the answer that failed, and never offered as the reference.
+Audit items (passes drawn at random) ask "is this really a pass?" instead; see ``audit.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import click
 from ragsieve.jobs.golden.audit import MISSED, PASSED, is_audit
 from ragsieve.jobs.golden.categories import CategorySummary
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.suggest import evidence_chunks
 
 REASONS = {
     "f": "false_alarm: the judge was wrong",
@@ -86,7 +89,7 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
         "QUESTION",
         wrap.fill(c.query),
         "",
-        "RETRIEVED CHUNKS (suggestions)",
+        "RETRIEVED CHUNKS",
     ]
     for ch in b.get("chunks", []) or []:
         mark = "" if ch.get("in_prompt") is not False else ", not in prompt"
@@ -95,7 +98,8 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
             lines.append(wrap.fill(str(ch["content"])[:300]))
     if not b.get("chunks"):
         lines.append("    (none)")
-    lines += ["", "ANSWER (suggestion)", wrap.fill(b.get("answer") or "(no answer)"), ""]
+    said = "the system's answer (judged a pass)" if is_audit(c) else "the failing answer"
+    lines += ["", f"ANSWER ({said}; not a reference)", wrap.fill(b.get("answer") or "-"), ""]
     lines.append("JUDGES")
     for j in b.get("judges", []) or []:
         score = "-" if j.get("score") is None else f"{j['score']:.2f}"
@@ -110,7 +114,21 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
         f"  answer: {b.get('reference_answer') or '(none)'}",
         f"  relevant chunks: {format_chunks(b.get('relevant_chunks') or {}) or '(none)'}",
     ]
+    if b.get("prefilled_from") and b.get("relevant_chunks"):
+        lines.append(f"    (pre-filled from {b['prefilled_from']}; [e] to change)")
     return "\n".join(lines)
+
+
+def prefill(c: Candidate) -> None:
+    """Start an unreviewed candidate's relevant chunks from what its evidence names (kept in
+    memory; saved with the reviewer's decision or edit)."""
+    b = c.body
+    if b.get("relevant_chunks") or (b.get("review") or {}).get("edited_by"):
+        return
+    chunks, source = evidence_chunks(b)
+    if chunks:
+        b["relevant_chunks"] = chunks
+        b["prefilled_from"] = source
 
 
 def unknown_chunks(repo: CandidateRepo, c: Candidate, ids: Sequence[str]) -> list[str]:
@@ -155,6 +173,7 @@ def _edit(c: Candidate, repo: CandidateRepo) -> None:
             )
             continue
         b["relevant_chunks"] = chunks
+        b.pop("prefilled_from", None)
         break
 
 
@@ -176,6 +195,7 @@ def review(
             if not _review_audit(repo, c, where, reviewer, report):
                 return report
             continue
+        prefill(c)
         step = _AGAIN
         while step == _AGAIN:
             click.echo(render(c, summaries.get(c.category or "")))
