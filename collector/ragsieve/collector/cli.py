@@ -142,13 +142,90 @@ def list_cmd(
 
 
 @interactions.command("show")
-@click.argument("trace_id")
+@click.argument("trace_id", required=False)
+@click.option(
+    "--session",
+    "session_id",
+    default=None,
+    help="Show every turn of this session in order, the flagged ones marked.",
+)
 @store_option
+@json_option
 @click.pass_obj
-def show_cmd(obj: SettingsSource, trace_id: str, store: str | None) -> None:
-    """Print one interaction as JSON."""
+def show_cmd(
+    obj: SettingsSource,
+    trace_id: str | None,
+    session_id: str | None,
+    store: str | None,
+    as_json: bool,
+) -> None:
+    """Print one interaction as JSON, or (``--session``) the turns of its conversation."""
+    from ragsieve.collector.sessions import latest_verdicts, session_turns
+
+    if (trace_id is None) == (session_id is None):
+        raise click.UsageError("give a TRACE_ID or --session ID")
     with opened_store(obj, store) as (_, st):
-        rec = st.get_interaction(trace_id.lower())
-    if rec is None:
-        raise click.ClickException(f"no interaction with trace id {trace_id}")
-    click.echo(json.dumps(interaction_json(rec), indent=2, ensure_ascii=False))
+        if trace_id is not None:
+            rec = st.get_interaction(trace_id.lower())
+            if rec is None:
+                raise click.ClickException(f"no interaction with trace id {trace_id}")
+            turns = session_turns(st, rec.session_id) if rec.session_id else []
+            click.echo(json.dumps(interaction_json(rec), indent=2, ensure_ascii=False))
+            if len(turns) > 1:  # on stderr, so stdout stays the one record
+                pos = next(i for i, t in enumerate(turns, 1) if t.trace_id == rec.trace_id)
+                click.echo(
+                    f"turn {pos} of {len(turns)} in session {rec.session_id}:"
+                    f" ragsieve interactions show --session {rec.session_id}",
+                    err=True,
+                )
+            return
+        turns = session_turns(st, str(session_id))
+        if not turns:
+            raise click.ClickException(f"no interaction in session {session_id}")
+        rows = session_rows(turns, latest_verdicts(st, [t.trace_id for t in turns]))
+    if as_json:
+        doc = {"session_id": session_id, "turns": rows, "flagged": sum(r["flagged"] for r in rows)}
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        click.echo(session_text(str(session_id), rows))
+
+
+def session_rows(turns: list[Any], verdicts: dict[str, Any]) -> list[dict[str, Any]]:
+    """One dict per turn of a session: position, ids, question, answer and latest verdict."""
+    from ragsieve.collector.sessions import turn_number
+
+    rows = []
+    for i, rec in enumerate(turns, start=1):
+        v = verdicts.get(rec.trace_id)
+        rows.append(
+            {
+                "turn": i,
+                "turn_in_prompt": turn_number(rec),
+                "trace_id": rec.trace_id,
+                "started_at": rec.started_at.isoformat(),
+                "status": rec.status,
+                "query": rec.query,
+                "retrieval_queries": list(rec.retrieval_queries),
+                "answer": rec.answer,
+                "verdict": v.verdict if v else None,
+                "root_cause": v.root_cause if v else None,
+                "flagged": bool(v and v.verdict == "fail"),
+            }
+        )
+    return rows
+
+
+def session_text(session_id: str, rows: list[dict[str, Any]]) -> str:
+    """The session view people read: one line per turn, a flagged turn marked with ``!``."""
+    flagged = sum(r["flagged"] for r in rows)
+    lines = [f"session {session_id}: {len(rows)} turn(s), {flagged} flagged"]
+    for r in rows:
+        mark = "!" if r["flagged"] else " "
+        verdict = f"FLAGGED {r['root_cause']}" if r["flagged"] else (r["verdict"] or "not judged")
+        q = (r["query"] or "").replace("\n", " ")[:70]
+        a = (r["answer"] or "").replace("\n", " ")[:50]
+        lines.append(f"{mark}{r['turn']:>3}  {r['trace_id']}  {verdict:<22} {q!r} -> {a!r}")
+        rewrite = [x for x in r["retrieval_queries"] if x != r["query"]]
+        if rewrite:
+            lines.append(f"{'':>6}retrieval query: {rewrite[0][:90]!r}")
+    return "\n".join(lines)

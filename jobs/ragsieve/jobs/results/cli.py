@@ -31,14 +31,21 @@ COLUMNS = (
 
 
 def _rows(
-    obj: AppContext, store: str | None, since: str | None, flagged: bool, limit: int | None
+    obj: AppContext,
+    store: str | None,
+    since: str | None,
+    flagged: bool,
+    limit: int | None,
+    session: str | None = None,
 ) -> list[dict[str, Any]]:
+    from ragsieve.collector.sessions import session_turns
     from ragsieve.collector.timeutil import parse_duration
     from ragsieve.jobs.results.resultstore import list_results
 
     lo = (datetime.now(UTC) - parse_duration(since)).timestamp() if since else None
     with opened_store(obj, store) as (_, st):
-        rows = list_results(st, since=lo, flagged=flagged, limit=limit)
+        traces = [t.trace_id for t in session_turns(st, session)] if session else None
+        rows = list_results(st, since=lo, flagged=flagged, limit=limit, trace_ids=traces)
     for r in rows:
         r["created_at"] = datetime.fromtimestamp(r["created_at"], UTC).isoformat()
     return rows
@@ -54,6 +61,7 @@ def results() -> None:
 @click.option("--flagged", is_flag=True, help="Only results of failing interactions.")
 @click.option("--since", default=None, help="Only results written in this window, e.g. 1h.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option("--session", default=None, help="Only results of this session's turns.")
 @json_option
 @click.pass_obj
 def list_command(
@@ -62,10 +70,11 @@ def list_command(
     flagged: bool,
     since: str | None,
     limit: int | None,
+    session: str | None,
     as_json: bool,
 ) -> None:
     """List results, newest first."""
-    for r in _rows(obj, store, since, flagged, limit):
+    for r in _rows(obj, store, since, flagged, limit, session):
         if as_json:
             click.echo(json.dumps(r, ensure_ascii=False))
             continue

@@ -6,7 +6,7 @@ Reviewed labels are read from the golden package's ``candidates`` rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,41 +23,57 @@ class ReviewLabel:
 
 
 def list_results(
-    store: Store, *, since: float | None = None, flagged: bool = False, limit: int | None = None
+    store: Store,
+    *,
+    since: float | None = None,
+    flagged: bool = False,
+    limit: int | None = None,
+    trace_ids: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Stored results, newest first, as the flat dicts ``results list`` prints."""
+    """Stored results, newest first, as the flat dicts ``results list`` prints.
+
+    ``trace_ids`` (a session's turns, say) keeps only the results of those traces.
+    """
     sql = (
         "SELECT trace_id, evaluator, judge_version, run_id, label, score, flagged, root_cause,"
-        " created_at, body FROM results WHERE created_at >= ?"
+        " created_at, body FROM results WHERE "
+        + ("trace_id IN ({ids}) AND " if trace_ids is not None else "")
+        + "created_at >= ?"  # query_in puts the ids before the other parameters
     )
     params: list[Any] = [since if since is not None else -1e18]
     if flagged:
         sql += " AND flagged = 1"
     sql += " ORDER BY created_at DESC, trace_id, evaluator"
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(int(limit))
-    out = []
-    for tid, ev, ver, run, label, score, flag, cause, created, body in store.query(sql, params):
-        data = json.loads(body)
-        out.append(
-            {
-                "trace_id": tid,
-                "span_id": data.get("span_id"),
-                "evaluator": ev,
-                "label": label,
-                "score": score,
-                "explanation": data.get("explanation"),
-                "flagged": bool(flag),
-                "root_cause": cause,
-                "judge_version": ver,
-                "judge_model": data.get("judge_model"),
-                "annotator_kind": data.get("annotator_kind"),
-                "run_id": run,
-                "created_at": created,
-            }
-        )
-    return out
+    if trace_ids is not None:  # sliced IN lists: order and limit are applied to the union below
+        found = store.query_in(sql, trace_ids, params) if trace_ids else []
+        found.sort(key=lambda r: (-float(r[8]), r[0], r[1]))
+        rows = found[:limit] if limit is not None else found
+    else:
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        rows = store.query(sql, params)
+    return [_result_row(row) for row in rows]
+
+
+def _result_row(row: Sequence[Any]) -> dict[str, Any]:
+    tid, ev, ver, run, label, score, flag, cause, created, body = row
+    data = json.loads(body)
+    return {
+        "trace_id": tid,
+        "span_id": data.get("span_id"),
+        "evaluator": ev,
+        "label": label,
+        "score": score,
+        "explanation": data.get("explanation"),
+        "flagged": bool(flag),
+        "root_cause": cause,
+        "judge_version": ver,
+        "judge_model": data.get("judge_model"),
+        "annotator_kind": data.get("annotator_kind"),
+        "run_id": run,
+        "created_at": created,
+    }
 
 
 AUDIT_PREFIX = "audit:"

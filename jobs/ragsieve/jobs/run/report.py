@@ -4,7 +4,8 @@
 sample, judging, verdicts, breakdowns, judge quality, cost). The stored report is the run
 history (``ragsieve runs list``, ``ragsieve report``, alerts), so it carries, beyond the totals,
 the weighted failure rate per stratum, per attribute cell (``report.cells``) and per root cause
-(``run.breakdown``) and a capped list of the flagged cases (``report.max_flagged_cases``).
+(``run.breakdown``) and turn position (first turn or follow-up, ``run.turns``) and a capped
+list of the flagged cases (``report.max_flagged_cases``) with their session ids.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ragsieve.evaluators.judges.thresholds import calibration_id
 from ragsieve.evaluators.redact import redact
 from ragsieve.jobs.judging.spend import Spend
 from ragsieve.jobs.results.reviews import ReviewLabel
-from ragsieve.jobs.run import breakdown
+from ragsieve.jobs.run import breakdown, turns
 from ragsieve.jobs.run.estimate import failure_rate, judge_quality
 from ragsieve.jobs.sampling.sampling import Pick, Selection
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
@@ -222,6 +223,9 @@ def _breakdowns(inp: RunReportInput) -> dict[str, Any]:
         "failure_rate_by_stratum": breakdown.by_stratum(picks),
         "failure_rate_by_cell": breakdown.by_cell(picks, max_values=report_cfg.max_cells),
         "failure_rate_by_root_cause": breakdown.by_root_cause(picks),
+        "failure_rate_by_turn": turns.by_turn(
+            inp.decided(), {k: v.population for k, v in inp.selection.strata.items()}
+        ),
     }
 
 
@@ -260,6 +264,8 @@ def flagged_cases(flagged: Sequence[FlaggedCase], settings: Settings) -> list[di
             {
                 "trace_id": c.interaction.trace_id,
                 "span_id": c.interaction.span_id,
+                "session_id": c.interaction.session_id,
+                "turn": turns.position(c.interaction)["turn"],
                 "root_cause": c.root_cause,
                 "stratum": c.stratum,
                 "category": c.metadata.get("category"),
@@ -300,6 +306,7 @@ def _summary_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("by category", _kv(report["flagged_by_category"]) or "-"),
         ("new categories", _new_categories(report)),
         ("failure rate", _rate_line(report.get("failure_rate") or {})),
+        ("by turn", turns.turn_line(report.get("failure_rate_by_turn") or {})),
         ("still settling", (report.get("settling") or {}).get("note") or "0"),
         (
             "calls / tokens / USD",

@@ -336,6 +336,7 @@ def _annotations(d: Decision, run_id: str) -> list[dict[str, Any]]:
         root_cause=d.verdict.root_cause,
         evidence=d.verdict.evidence,
         run_id=run_id,
+        session_id=d.interaction.session_id,
     )
 
 

@@ -1,8 +1,8 @@
 """Phoenix span annotations for every verdict: queued in the durable outbox, delivered with retries.
 
 Each judge result becomes one annotation on the trace's root span (name = evaluator, label,
-score, explanation, annotator kind LLM or CODE, root cause, run id and the calibration that
-judged it, if any, in metadata), plus one
+score, explanation, annotator kind LLM or CODE, root cause, run id, session id and the
+calibration that judged it, if any, in metadata), plus one
 ``ragsieve_verdict`` annotation (pass / fail, root cause as explanation). The ``identifier`` is
 stable per (trace, name), so re-posting updates the annotation instead of adding a duplicate,
 and it is the outbox dedup key, so a requeue replaces a pending payload.
@@ -51,8 +51,13 @@ def build_annotations(
     root_cause: str | None,
     evidence: str,
     run_id: str,
+    session_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The annotation objects for one interaction: one per result, one for the verdict."""
+    """The annotation objects for one interaction: one per result, one for the verdict.
+
+    ``session_id`` (the conversation the turn belongs to) goes in every annotation's metadata,
+    so Phoenix can filter a session's verdicts.
+    """
     out: list[dict[str, Any]] = []
     for r in results:
         out.append(
@@ -65,6 +70,7 @@ def build_annotations(
                     "root_cause": root_cause,
                     "run_id": run_id,
                     "trace_id": r.trace_id,
+                    "session_id": session_id,
                     "verdict": verdict,
                     "judge_version": r.judge_version,
                     "judge_model": r.judge_model,
@@ -89,6 +95,7 @@ def build_annotations(
                     "root_cause": root_cause,
                     "run_id": run_id,
                     "trace_id": trace_id,
+                    "session_id": session_id,
                     "calibration": next(
                         (c for r in results if (c := calibration_id(r.judge_version))), None
                     ),

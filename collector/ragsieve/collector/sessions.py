@@ -1,0 +1,88 @@
+"""Sessions: the turns of one conversation in order, and each turn's latest verdict.
+
+A session is every interaction whose record carries the same ``session_id`` (OpenInference
+``session.id``, Langfuse / Traceloop session ids, or a ``conversation_id`` / ``thread_id``
+metadata key; see ``extract.identity``). The id lives in the record's JSON body, so finding a
+session scans the bodies; a ``LIKE`` on the id narrows the scan before the exact JSON check.
+
+A turn's position is read from the conversation its generation step was given: turn 1 is a
+prompt with no earlier user turn, turn n has n - 1 of them (``turn_number``). An app whose final
+LLM call sees only a rewritten question (a condense-question engine) has turn 1 everywhere; its
+turns still line up in ``session_turns`` by start time.
+
+Verdicts are the job's (the ``samples`` and ``runs`` tables, created with the store like every
+table); this module only reads them, so the collector's CLI can mark the flagged turns without
+importing the job.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ragsieve.collector.store.protocol import Store
+from ragsieve.evaluators.records import RagInteraction
+
+_LIKE_ESCAPE = "\\"
+_USER_ROLES = ("user", "human")
+
+
+def turn_number(rec: RagInteraction) -> int:
+    """1 + the user turns before this one in the conversation the generation step was given."""
+    return 1 + sum(m.role in _USER_ROLES for m in rec.chat_history)
+
+
+def _like_pattern(session_id: str) -> str | None:
+    """A ``LIKE`` pattern that every body of the session matches, or None when none is safe."""
+    encoded = json.dumps(session_id, ensure_ascii=False)
+    if encoded[1:-1] != session_id:  # JSON escapes some character: match on the parsed body only
+        return None
+    body = session_id.replace(_LIKE_ESCAPE, _LIKE_ESCAPE * 2)
+    body = body.replace("%", _LIKE_ESCAPE + "%").replace("_", _LIKE_ESCAPE + "_")
+    return f'%"session_id":"{body}"%'
+
+
+def session_turns(store: Store, session_id: str) -> list[RagInteraction]:
+    """Every interaction of ``session_id`` in start order (ties by trace id)."""
+    sql = "SELECT body FROM interactions"
+    params: list[str] = []
+    pattern = _like_pattern(session_id)
+    if pattern is not None:
+        sql += f" WHERE body LIKE ? ESCAPE '{_LIKE_ESCAPE}'"
+        params.append(pattern)
+    sql += " ORDER BY started_at, trace_id"
+    out = []
+    for (body,) in store.query(sql, params):
+        rec = RagInteraction.model_validate_json(body)
+        if rec.session_id == session_id:
+            out.append(rec)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class TurnVerdict:
+    """The latest verdict the job took on one trace."""
+
+    verdict: str
+    root_cause: str | None
+    run_id: str
+
+
+def latest_verdicts(store: Store, trace_ids: Sequence[str]) -> dict[str, TurnVerdict]:
+    """Trace id -> its verdict in the latest run that decided it (traces never decided: absent)."""
+    if not trace_ids:
+        return {}
+    out: dict[str, TurnVerdict] = {}
+    rows = store.query_in(
+        "SELECT s.trace_id, s.verdict, s.root_cause, s.run_id FROM samples s"
+        " JOIN runs r ON r.run_id = s.run_id WHERE s.trace_id IN ({ids})"
+        " AND s.verdict IN ('pass', 'fail') ORDER BY r.started_at",
+        list(trace_ids),
+    )
+    for tid, verdict, cause, run_id in rows:  # each slice holds whole traces, in run order
+        out[str(tid)] = TurnVerdict(str(verdict), cause, str(run_id))
+    return out
+
+
+__all__ = ["TurnVerdict", "latest_verdicts", "session_turns", "turn_number"]
