@@ -61,10 +61,12 @@ def _base_stem(path: Path) -> str:
 def next_version_path(path: str | Path) -> Path:
     """The path of the next version: ``golden_v3.jsonl`` → ``golden_v4.jsonl``.
 
-    An unversioned file counts as version 1, so ``golden.jsonl`` → ``golden_v2.jsonl``.
+    An unversioned file counts as version 1, so ``golden.jsonl`` → ``golden_v2.jsonl``; version 0
+    is a version (``golden_v0.jsonl`` → ``golden_v1.jsonl``).
     """
     p = Path(path)
-    version = parse_version(p) or 1
+    version = parse_version(p)
+    version = 1 if version is None else version
     return p.with_name(f"{_base_stem(p)}_v{version + 1}{p.suffix or '.jsonl'}")
 
 

@@ -254,47 +254,6 @@ def pull_cmd(
         click.echo(json.dumps(out) if as_json else _kv(out))
 
 
-@golden.command("promote")
-@click.option(
-    "--golden",
-    "golden_file",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Current golden file, e.g. golden_v3.jsonl; writes golden_v4.jsonl.",
-)
-@click.option("--by", default=None, help="Who promotes (default: login name).")
-@click.option("--dry-run", is_flag=True, help="Show what would be added; write nothing.")
-@json_option
-@store_option
-@click.pass_obj
-def promote_cmd(
-    obj: AppContext,
-    golden_file: Path,
-    by: str | None,
-    dry_run: bool,
-    as_json: bool,
-    store: str | None,
-) -> None:
-    """Write the next golden version with the accepted candidates, plus a changelog entry."""
-    from ragsieve.jobs.golden.promote import promote
-
-    with _Context(obj, store) as ctx:
-        res = promote(
-            ctx.repo, golden_file, ctx.summaries(), by=by or getpass.getuser(), dry_run=dry_run
-        )
-        if as_json:
-            click.echo(json.dumps(res.to_json(), ensure_ascii=False))
-        elif not res.added:
-            click.echo(f"nothing to promote: no accepted candidates beyond {golden_file.name}")
-        else:
-            verb = "would write" if dry_run else "wrote"
-            click.echo(f"{verb} {res.path} (+{len(res.added)} cases)")
-            for name, n in res.by_category.items():
-                click.echo(f"  {n:>3}  {name}")
-            if res.negatives_path:
-                click.echo(f"{verb} {res.negatives_path} ({res.negatives} negative labels)")
-
-
 @golden.command("import")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Validate only.")
@@ -415,6 +374,8 @@ def _kv(out: dict[str, Any]) -> str:
     return "\n".join(f"{k}: {v}" for k, v in out.items())
 
 
+from ragsieve.jobs.golden.promote_cli import promote_cmd  # noqa: E402
 from ragsieve.jobs.golden.split_cli import split_cmd  # noqa: E402
 
+golden.add_command(promote_cmd)
 golden.add_command(split_cmd)

@@ -11,6 +11,7 @@ failure coming back, which is what the CI gate checks.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,17 +22,21 @@ from typing import Any
 from ragsieve.evaluators.calibration import LABEL_FIELD
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.golden import (
+    GoldenSet,
     append_changelog,
     load_golden,
     next_version_path,
+    parse_version,
     write_golden,
 )
 from ragsieve.evaluators.records import GoldenCase, GoldenRole, normalize_text
 from ragsieve.evaluators.roles import ROLES, assign_roles, read_rule
 from ragsieve.jobs.golden.categories import CategorySummary
+from ragsieve.jobs.golden.reference import versions
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
 
 FALSE_ALARM = "false_alarm"
+_VERSION = re.compile(r"_v\d+$")
 
 
 @dataclass
@@ -48,6 +53,7 @@ class PromoteResult:
     negatives: int = 0
     changelog: Path | None = None
     dry_run: bool = False
+    start: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Stable JSON for ``golden promote --json``."""
@@ -62,7 +68,46 @@ class PromoteResult:
             "negatives": self.negatives,
             "changelog": str(self.changelog) if self.changelog else None,
             "dry_run": self.dry_run,
+            "start": self.start,
         }
+
+
+def target(src: Path, *, start: bool = False) -> Path:
+    """The version a promotion from ``src`` writes: the next one (``golden_v3`` → ``golden_v4``,
+    ``golden_v0`` → ``golden_v1``), or with ``start`` the first one (``src`` itself when it is
+    ``_v0`` or ``_v1``, ``<stem>_v1`` for an unversioned name).
+
+    Raises:
+        ConfigError: the version would skip or shadow another one: ``src`` is not the newest
+            version of its set, or a set to start already has a version.
+    """
+    have = versions(src)
+    version = parse_version(src)
+    first = src.with_name(f"{_VERSION.sub('', src.stem)}_v1{src.suffix or '.jsonl'}")
+    if start:
+        if version is not None and version > 1:
+            raise ConfigError(f"{src}: a new set starts at version 1 (or 0): --start {first}")
+        out = src if version is not None else first
+        taken = [p for p in (src, out) if p.exists()] + [have[v] for v in sorted(have)]
+        if taken:
+            newest = taken[-1]
+            raise ConfigError(
+                f"{out}: the set already has {newest.name}; promote from the newest version with"
+                f" --golden {newest}"
+            )
+        return out
+    if not src.exists():
+        hint = f"; to start a set from nothing: ragsieve golden promote --start {first}"
+        raise ConfigError(f"{src}: no such golden file{'' if have else hint}")
+    newer = {v: p for v, p in have.items() if v >= (1 if version is None else version) and p != src}
+    out = next_version_path(src)
+    if newer or out.exists():
+        newest = newer[max(newer)] if newer else out
+        raise ConfigError(
+            f"{src}: {newest.name} exists, so {out.name} would skip or shadow it (golden files"
+            f" are never overwritten); promote from the newest version, {newest.name}"
+        )
+    return out
 
 
 def negatives_path(golden_path: Path) -> Path:
@@ -83,6 +128,8 @@ def to_case(c: Candidate, summary: CategorySummary | None, now: datetime) -> Gol
         source="production",
         reviewed=True,
         created_at=now,
+        chat_history=tuple(c.body.get("chat_history") or ()),  # a follow-up's conversation
+        standalone_query=c.body.get("standalone_query"),
         metadata={
             "candidate_id": c.id,
             "category_id": c.category,
@@ -128,18 +175,16 @@ def promote(
     *,
     by: str,
     dry_run: bool = False,
+    start: bool = False,
     now: datetime | None = None,
 ) -> PromoteResult:
-    """Write the next version of ``golden`` with every accepted, not yet promoted candidate."""
+    """Write the next version of ``golden`` with every accepted, not yet promoted candidate;
+    with ``start``, ``golden`` is the first version of a new set (see :func:`target`)."""
     stamp = now or datetime.now(UTC)
     src = Path(golden)
-    current = load_golden(src)
-    out = next_version_path(src)
-    if out.exists():
-        raise ConfigError(
-            f"{out}: exists; golden files are never overwritten (promote from {out.name})"
-        )
-    result = PromoteResult(source=src, path=out, dry_run=dry_run)
+    out = target(src, start=start)
+    current = GoldenSet(out, parse_version(out), []) if start else load_golden(src)
+    result = PromoteResult(source=src, path=out, dry_run=dry_run, start=start)
     ids = {c.id for c in current.cases}
     norms = {normalize_text(c.query) for c in current.cases}
     accepted = [c for c in repo.select(["accepted"]) if not c.body.get("promoted_in")]
@@ -160,6 +205,7 @@ def promote(
     result.negatives_path = negatives_path(out) if rejected else None
     if dry_run:
         return result
+    out.parent.mkdir(parents=True, exist_ok=True)  # a set started from nothing
     if result.negatives_path is not None and result.negatives_path.exists():
         # Checked before anything is written: a refusal leaves no half-made version behind.
         raise ConfigError(f"{result.negatives_path}: exists; never overwritten")
@@ -206,10 +252,14 @@ def _entry(
 ) -> str:
     reviewers = sorted({str(c.body.get("review", {}).get("by") or "?") for c, _ in fresh})
     n = len(fresh)
+    cases = f"{n} production case{'s' if n != 1 else ''}"
+    what = (
+        f"Started the set with {cases}."
+        if result.start
+        else f"Added {cases} from {result.source.name} ({n_before} → {n_before + n} cases)."
+    )
     lines = [
-        f"Added {n} production case{'s' if n != 1 else ''} from {result.source.name}"
-        f" ({n_before} → {n_before + n} cases). Promoted by {by}; reviewed by"
-        f" {', '.join(reviewers)}.",
+        f"{what} Promoted by {by}; reviewed by {', '.join(reviewers)}.",
         "",
         "By category:",
     ]

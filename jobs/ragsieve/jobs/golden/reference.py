@@ -57,6 +57,21 @@ class GoldenReference:
             return None
 
 
+def versions(path: str | Path) -> dict[int, Path]:
+    """Every existing numbered version of ``path``'s set, ``<stem>_vN<suffix>`` by N (version 0
+    is a version; an unversioned ``<stem><suffix>`` is not listed, it counts as version 1)."""
+    p = Path(path)
+    stem = re.sub(r"_v\d+$", "", p.stem)
+    out: dict[int, Path] = {}
+    if p.parent.is_dir():
+        pattern = re.compile(rf"^{re.escape(stem)}_v(\d+){re.escape(p.suffix or '.jsonl')}$")
+        for sib in p.parent.iterdir():
+            m = pattern.match(sib.name)
+            if m:
+                out.setdefault(int(m.group(1)), sib)
+    return out
+
+
 def newest_version(path: str | Path) -> Path:
     """The highest existing ``<stem>_vN`` sibling of ``path`` (``path`` itself when none is newer).
 
@@ -64,15 +79,10 @@ def newest_version(path: str | Path) -> Path:
     a config change.
     """
     p = Path(path)
-    stem = re.sub(r"_v\d+$", "", p.stem)
-    best, best_v = p, parse_version(p) or (1 if p.exists() else 0)
-    if p.parent.is_dir():
-        pattern = re.compile(rf"^{re.escape(stem)}_v(\d+){re.escape(p.suffix or '.jsonl')}$")
-        for sib in p.parent.iterdir():
-            m = pattern.match(sib.name)
-            if m and int(m.group(1)) > best_v:
-                best, best_v = sib, int(m.group(1))
-    return best
+    own = parse_version(p)
+    best_v = own if own is not None else (1 if p.exists() else 0)
+    newer = {v: sib for v, sib in versions(p).items() if v > best_v}
+    return newer[max(newer)] if newer else p
 
 
 def chunk_vectors(store: Store, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
