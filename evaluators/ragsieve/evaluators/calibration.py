@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.jsonlines import parse_line
 from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
 
 # Which human label each metric is compared with, and the judge labels that mean "failure".
@@ -69,10 +69,7 @@ def read_rows(path: str | Path) -> list[LabelledRow]:
     for lineno, line in enumerate(_lines(path), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{lineno}: {str(exc).splitlines()[0]}") from exc
+        obj = parse_line(line, f"{path}:{lineno}")
         if not isinstance(obj, dict):
             kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
                 type(obj), "a number"

@@ -11,6 +11,7 @@ what differs, warn when more than one setting changed, and print::
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,22 +37,41 @@ def parse_config_pairs(pairs: Iterable[str]) -> dict[str, ConfigValue]:
         key = key.strip()
         if not sep or not key:
             raise ConfigError(f"--config {pair!r}: expected key=value, e.g. chunk_size=800")
-        out[key] = _value(raw.strip())
+        if not _is_text(pair):  # an undecodable argv byte arrives as a lone surrogate
+            raise ConfigError(f"--config {pair!r}: not UTF-8 text")
+        if key in out:
+            raise ConfigError(f"--config {key}: given twice; give each setting once")
+        out[key] = _value(raw.strip(), f"--config {key}")
     return out
 
 
-def _value(raw: str) -> ConfigValue:
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _value(raw: str, where: str) -> ConfigValue:
     try:
         value: ConfigValue = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         return raw
+    if isinstance(value, float) and not math.isfinite(value):
+        # JSON has no inf/nan: it would be recorded as null and compare equal to "unset"
+        raise ConfigError(f"{where}: {raw} is not a finite number; quote it to record the text")
     return value
 
 
 def load_config_file(path: str | Path) -> dict[str, ConfigValue]:
     """A TOML file of pipeline settings, nested tables flattened to dotted keys."""
     _, doc = read_toml(path)
-    return _flatten(doc)
+    out = _flatten(doc)
+    for key, value in out.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{path}: {key}: {value} is not a finite number (JSON has none)")
+    return out
 
 
 def _flatten(doc: Mapping[str, object], prefix: str = "") -> dict[str, ConfigValue]:

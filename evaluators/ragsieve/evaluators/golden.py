@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.jsonlines import json_lines
 from ragsieve.evaluators.records import GoldenCase, utcnow
 
 M = TypeVar("M", bound=BaseModel)
@@ -84,18 +85,7 @@ def first_error(exc: ValidationError, default: str = "line") -> tuple[str, str]:
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    with handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}:{lineno}: json: {exc.msg}") from exc
+    return json_lines(path)
 
 
 def read_jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:

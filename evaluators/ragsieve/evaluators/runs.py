@@ -128,8 +128,8 @@ def _load_run_fast(path: Path) -> RunFile | None:
             scores = _SCORES.decode(row.scores)
             if scores is not None and len(scores) != n_ids:
                 return None
-    except (OSError, msgspec.DecodeError):  # ValidationError is a DecodeError
-        return None
+    except (OSError, msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+        return None  # the line-by-line path names the line (or the file it cannot read)
     rankings = {row.id: row.retrieved_ids for row in rows}
     if len(rankings) != len(rows):  # a repeated id: the reference path names both lines
         return None

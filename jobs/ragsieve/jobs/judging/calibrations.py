@@ -10,8 +10,11 @@ they already had).
 from __future__ import annotations
 
 import json
+import math
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
@@ -74,15 +77,39 @@ def export(store: Store, path: str | Path) -> Calibration:
     return cal
 
 
+def check_finite(data: Mapping[str, Any], source: str) -> None:
+    """Refuse a calibration whose thresholds or weights are not finite numbers.
+
+    Python's JSON reader accepts ``NaN`` and ``Infinity``; a NaN weight makes every score NaN and
+    so flags every trace, an infinite one decides by a single piece of evidence.
+    """
+    metrics = data.get("metrics")
+    if not isinstance(metrics, Mapping):
+        return  # from_json names the missing or malformed field
+    for metric, c in metrics.items():
+        if not isinstance(c, Mapping):
+            continue
+        values = {"threshold": c.get("threshold")}
+        weights = c.get("weights")
+        if isinstance(weights, Mapping):
+            values.update({f"weights.{k}": v for k, v in weights.items()})
+        for name, v in values.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ConfigError(f"{source}: metrics.{metric}.{name}: {v} is not a finite number")
+
+
 def import_(store: Store, path: str | Path) -> Calibration:
     """Read a calibration exported from another store and make it the active one here (it gets
     this store's next series number, so its id is this store's own)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a calibration file: {exc}") from exc
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError too
+        raise ConfigError(f"{path}: not a calibration file: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a calibration file: JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a calibration file (expected a JSON object)")
+    check_finite(data, str(path))
     cal = Calibration.from_json(data, str(path))
     report = {**cal.report, "imported_from": data.get("id")}
     cal = Calibration(cal.metrics, next_series(store), time.time(), report, cal.backend)
@@ -90,4 +117,4 @@ def import_(store: Store, path: str | Path) -> Calibration:
     return cal
 
 
-__all__ = ["active", "export", "history", "import_", "next_series", "reset", "save"]
+__all__ = ["active", "check_finite", "export", "history", "import_", "next_series", "reset", "save"]
