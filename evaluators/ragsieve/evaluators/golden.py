@@ -4,6 +4,11 @@ A golden set is JSONL, one :class:`~ragsieve.evaluators.records.GoldenCase` per 
 files are named ``<stem>_v<N>.jsonl``; every version of a set shares one changelog named
 ``<stem>.CHANGELOG.md`` in the same folder (``golden_v3.jsonl`` → ``golden.CHANGELOG.md``).
 BEIR-style ``queries.jsonl`` + ``qrels.tsv`` pairs load into the same shape.
+
+A case from a follow-up turn also keeps its conversation: ``chat_history`` (the earlier user and
+assistant turns, ``[{"role", "content"}]``, oldest first) and ``standalone_query`` (what the turn
+means on its own: the app's rewrite, reviewed). ``ragsieve eval`` gives the history to a
+retriever that takes a ``history`` argument, and the standalone question to one that does not.
 """
 
 from __future__ import annotations
@@ -183,8 +188,11 @@ def load_beir(queries_path: str | Path, qrels_path: str | Path) -> GoldenSet:
 
 
 def dump_case(case: GoldenCase) -> str:
-    """One JSONL line (canonical field names, no trailing newline; no ``role`` until split)."""
-    data = case.model_dump(mode="json", exclude={"role"} if case.role is None else None)
+    """One JSONL line (canonical field names, no trailing newline; no ``role`` until split, no
+    ``chat_history`` / ``standalone_query`` on a single-turn case)."""
+    unset = {"role": case.role is None, "chat_history": not case.chat_history}
+    unset["standalone_query"] = case.standalone_query is None
+    data = case.model_dump(mode="json", exclude={k for k, v in unset.items() if v} or None)
     return json.dumps(data, ensure_ascii=False, sort_keys=False)
 
 

@@ -320,6 +320,12 @@ class GoldenCase(_Record):
     role: GoldenRole | None = None
     """``dev`` (tune on it), ``regression`` (the CI gate) or ``holdout`` (rare, aggregate-only
     looks); None until ``ragsieve golden split`` assigns one (see ``evaluators.roles``)."""
+    chat_history: tuple[Message, ...] = ()
+    """A follow-up's conversation before ``query`` (user and assistant turns, oldest first);
+    ``eval`` hands it to a retriever that takes ``history``."""
+    standalone_query: str | None = None
+    """A follow-up's meaning as one question (the app's rewrite, reviewed); ``eval`` searches
+    with it when the retriever takes no ``history``."""
 
     @model_validator(mode="before")
     @classmethod
@@ -330,9 +336,12 @@ class GoldenCase(_Record):
         for key, value in data.items():
             out[GOLDEN_ALIASES.get(key, key)] = value
         if "id" not in out and isinstance(out.get("query"), str):
-            out["id"] = (
-                "q_" + hashlib.sha256(normalize_text(out["query"]).encode()).hexdigest()[:12]
-            )
+            key = normalize_text(out["query"])
+            turns = out.get("chat_history") or ()
+            if turns:  # "and on Saturdays?" of two conversations: two cases
+                said = [str(m.get("content", "")) for m in turns if isinstance(m, Mapping)]
+                key += "\n" + normalize_text(" ".join(said))
+            out["id"] = "q_" + hashlib.sha256(key.encode()).hexdigest()[:12]
         rel = out.get("relevant_chunks")
         if isinstance(rel, list | tuple):
             out["relevant_chunks"] = {str(cid): 1 for cid in rel}

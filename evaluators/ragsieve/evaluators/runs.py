@@ -187,16 +187,24 @@ def _item_id(item: Any) -> tuple[str, str | None]:
     return str(cid), text if isinstance(text, str) else None
 
 
+def _takes(search: Callable[..., Any], name: str) -> bool:
+    """True when ``search`` has a parameter called ``name`` (a C callable: False)."""
+    try:
+        return name in inspect.signature(search).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
+
+
 def _with_config(
     search: Callable[..., Any], config: Mapping[str, object] | None
 ) -> Callable[..., Any]:
-    if config is None:
+    if config is None or not _takes(search, "config"):
         return search
-    try:
-        params = inspect.signature(search).parameters
-    except (TypeError, ValueError):  # a builtin or C callable without a signature
-        return search
-    return functools.partial(search, config=dict(config)) if "config" in params else search
+    return functools.partial(search, config=dict(config))
+
+
+def _history(case: GoldenCase) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in case.chat_history]
 
 
 def retrieve_all(
@@ -211,17 +219,28 @@ def retrieve_all(
     ``search`` may be sync or async and may return ids, objects with ``.id`` (and ``.content``
     or ``.text``) or dicts with ``"id"``. When it takes a ``config`` parameter it gets the run's
     pipeline settings (``eval --config``), so the settings recorded are the settings used.
+
+    Follow-up cases (with ``chat_history``): a ``search`` that takes a ``history`` parameter gets
+    the turn as the person typed it and ``history=[{"role", "content"}, ...]`` (oldest first;
+    ``[]`` for a single-turn case), so the app's own rewriting is what is measured; any other
+    ``search`` gets the case's ``standalone_query`` (its reviewed meaning) when it has one.
     """
     out = Retrieval()
+    with_history = _takes(search, "history")
     search = _with_config(search, config)
     is_async = inspect.iscoroutinefunction(search)
 
-    async def one_async(query: str) -> Any:
-        return await search(query, k)
+    def call(case: GoldenCase) -> Any:
+        if with_history:
+            return search(case.query, k, history=_history(case))
+        return search(case.standalone_query or case.query, k)
+
+    async def one_async(case: GoldenCase) -> Any:
+        return await call(case)
 
     for case in cases:
         try:
-            raw = asyncio.run(one_async(case.query)) if is_async else search(case.query, k)
+            raw = asyncio.run(one_async(case)) if is_async else call(case)
             ids: list[str] = []
             for item in raw:
                 cid, text = _item_id(item)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.records import normalize_text
+from ragsieve.evaluators.records import RagInteraction, normalize_text
 from ragsieve.jobs.golden.categories import DOC_WEIGHT, CategorySummary, categorise, summarize
 from ragsieve.jobs.golden.category_log import CategoryLog
 from ragsieve.jobs.golden.matching import Changes, Prepared, match_candidates
@@ -35,6 +35,8 @@ from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 log = logging.getLogger(__name__)
 MAX_SOURCES = 50  # provenance rows kept per candidate; source_trace_ids keeps every trace id
 MAX_CHUNK_CHARS = 800
+MAX_HISTORY_TURNS = 12  # earlier messages a follow-up's candidate keeps (the latest ones)
+MAX_TURN_CHARS = 2000
 CHUNK_HEAD = 600  # the part of a chunk the encoder reads (as the observed corpus does)
 TERM_SHARE = 0.5  # key-term agreement a supported repeat needs (tuned, bench/categories.py)
 
@@ -102,6 +104,7 @@ def _new_body(f: FlaggedCase, query: str, scrub: Scrubber, now: datetime) -> dic
     suggested = [str(missed), *it.retrieved_ids] if missed else list(it.retrieved_ids)
     return {
         "query": query,
+        **_conversation(it, query, scrub),
         "answer": scrub(it.answer),
         "chunks": chunks,
         "suggested_chunk_ids": suggested,  # a chunk the retriever missed comes first
@@ -127,6 +130,31 @@ def _new_body(f: FlaggedCase, query: str, scrub: Scrubber, now: datetime) -> dic
         ],
         "metadata": {str(k): v for k, v in f.metadata.items()},
         "first_flagged_at": now.isoformat(),
+    }
+
+
+def _conversation(it: RagInteraction, query: str, scrub: Scrubber) -> dict[str, Any]:
+    """A follow-up's ``chat_history`` (the last turns, scrubbed) and ``standalone_query`` (the
+    retrieval query of the step that fed the answer, when it differs from the turn's text).
+
+    A first turn gets neither: its query is already its meaning.
+    """
+    turns = [m for m in it.chat_history if m.role in ("user", "human", "assistant", "ai")]
+    if not turns:
+        return {}
+    fed = {d.span_id for d in it.context}
+    step_queries = [st.query for st in it.stages if st.span_id in fed and st.query]
+    rewrites = [
+        q
+        for q in (*reversed(step_queries), *reversed(it.retrieval_queries))
+        if normalize_text(q) != normalize_text(it.query or "")
+    ]
+    return {
+        "chat_history": [
+            {"role": m.role, "content": (scrub(m.content) or "")[:MAX_TURN_CHARS]}
+            for m in turns[-MAX_HISTORY_TURNS:]
+        ],
+        "standalone_query": scrub(rewrites[0]) if rewrites else None,
     }
 
 
