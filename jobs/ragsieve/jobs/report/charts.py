@@ -26,6 +26,9 @@ from ragsieve.jobs.history.runs import Rate
 
 PALETTE = ("#d1495b", "#00798c", "#edae49", "#66a182", "#2e4057", "#8d96a3")
 STYLE: Any = {  # rc keys are checked by matplotlib at run time
+    # every label comes from traces (cells, root causes, categories): "$x$" is text, never
+    # mathtext (an unbalanced "$\\frac{$" would raise and lose the whole report)
+    "text.parse_math": False,
     "svg.fonttype": "none",
     "font.family": "sans-serif",
     "font.size": 9,

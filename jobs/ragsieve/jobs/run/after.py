@@ -30,7 +30,9 @@ def after_run(store: Store, settings: Settings, report: Mapping[str, Any]) -> di
 
         try:
             out["html"] = write_report(store, settings, path)
-        except (OSError, ValueError) as exc:  # an unwritable path must not fail a committed run
+        # the run is committed: an unwritable path, or any failure drawing the page, is
+        # reported (``html.error``, and on stderr by ``jobs run``) but must not fail it
+        except Exception as exc:
             log.warning("report %s not written: %s", path, exc)
             out["html"] = {"path": path, "error": f"{type(exc).__name__}: {exc}"}
     return out

@@ -83,6 +83,9 @@ def run_command(
         click.echo(json.dumps(report, ensure_ascii=False, default=str))
     else:
         click.echo(render_table(report))
+    html = report.get("html") or {}
+    if html.get("error"):  # the run is stored; the page is not, and that is said
+        click.echo(f"report {html['path']} not written: {html['error']}", err=True)
     if outcome.exit_code:
         click.echo(
             f"judge error rate {report['judge_error_rate']:.1%} exceeds"
