@@ -88,9 +88,8 @@ def test_new_category_detected_and_named_known_ones_not(grown) -> None:  # type:
     assert (
         _by_query(repo, "¿Me devuelven el dinero si cancelo el plan anual?").category == refund.id
     )
-    sso = sums[_by_query(repo, "¿Cómo configuro el inicio de sesión único SAML?").category]
-    assert not sso.new and sso.root_cause == "generation" and sso.golden_cases == 1
-    assert sso.golden_category == "sso"
+    # one failure shares its topic with no other: no category, nothing announced about it
+    assert _by_query(repo, "¿Cómo configuro el inicio de sesión único SAML?").category is None
     assert sums[new[0]["category"]].golden_cases == 0
 
 

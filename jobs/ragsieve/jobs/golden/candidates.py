@@ -163,6 +163,8 @@ def _merge(
 ) -> None:
     body = row.body
     row.seen += 1
+    if f.root_cause != row.root_cause:  # one failure, read differently by the judges
+        why = f"{why or f'cosine {sim:.2f}'}; judged {f.root_cause}, not {row.root_cause}"
     body.setdefault("source_trace_ids", []).append(f.interaction.trace_id)
     body.setdefault("source_span_ids", []).append(f.interaction.span_id)
     sources = body.setdefault("sources", [])
@@ -175,7 +177,21 @@ def _merge(
     body.setdefault("merged_because", {})[f.interaction.trace_id] = why or f"cosine {sim:.2f}"
     causes = body.setdefault("root_causes", {})
     causes[f.root_cause] = causes.get(f.root_cause, 0) + 1
+    row.root_cause = majority_cause(causes, row.root_cause)
     body["last_flagged_at"] = now.isoformat()
+
+
+def majority_cause(causes: dict[str, int], current: str | None) -> str | None:
+    """The root cause most merged failures had; a tie keeps ``current`` (the earlier majority).
+
+    The others stay counted in the candidate's ``root_causes``.
+    """
+    if not causes:
+        return current
+    top = max(causes.values())
+    if current in causes and causes[current] == top:
+        return current
+    return min(c for c, n in causes.items() if n == top)
 
 
 def golden_settings(settings: Settings | GoldenSettings) -> GoldenSettings:
@@ -359,7 +375,9 @@ def _report(
     out: dict[str, Any] = {k: int(changes.counts[k]) for k in (*keys, "skipped_no_query")}
     cat_of = {t: r.category for t, r in changes.by_trace.items()}
     out["flagged_by_category"] = dict(
-        Counter(str(cat_of.get(f.interaction.trace_id, "no_query")) for f in flagged)
+        Counter(
+            str(cat_of.get(f.interaction.trace_id, "no_query") or "uncategorised") for f in flagged
+        )
     )
     out["merges"] = changes.merges
     out["categories"] = len(summaries)

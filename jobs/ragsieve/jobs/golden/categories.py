@@ -1,16 +1,19 @@
-"""Failure categories: a topic area (question + documents) × a root cause, named by its telling
-terms, *new* when no golden case lies in its topic area.
+"""Failure categories: a topic area (question + documents) whatever the root causes in it,
+named by its telling terms, *new* when no golden case lies in it.
 
-:func:`categorise` clusters every candidate's topic vector (see ``topics.py``) and splits each
-topic by root cause; ids carry over from the previous run, merges and splits are returned as
-events. :func:`summarize` says what the report and ``golden status`` show: a category is new
-when most failures of its topic area have no golden case (its query and its relevant chunks'
-documents) within ``new_category_cosine``, and the area has at least ``min_cases`` failures.
+:func:`categorise` clusters every candidate's topic vector (see ``topics.py``) and keeps a
+cluster only as far as its members really share a topic (:func:`cohesive`); a failure that
+shares its topic with no other stays uncategorised (``category`` None), so three unrelated
+questions never make one category. Ids carry over from the previous run, merges and splits are
+returned as events. :func:`summarize` says what the report and ``golden status`` show: a
+category's root cause is the one most of its failures have (all are counted in
+``root_causes``); it is new when most of its failures have no golden case (query and relevant
+chunks' documents) within ``new_category_cosine`` and it has at least ``min_cases`` failures,
+whatever mix of root causes they have.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections import Counter, defaultdict
@@ -43,13 +46,15 @@ STOPWORDS = frozenset(
 # of bench/categories.py, where the best silhouette fell near 0.5): a cut wider than 0.6 lets
 # average linkage join areas whose failures are barely related (cosine 0.4)
 MIN_CUT, MAX_CUT = 0.3, 0.6
+COHESION = 0.5  # least cosine of a member to the centroid of the others (tuned, see above)
+MIN_FAILURES = 2  # failures (as seen) a category groups: one failure is no category
+ROUNDS = 3  # times the members a cohesive cut left out are clustered again among themselves
 NEW_SHARE = 0.5  # an area is new while fewer than half its failures are near a golden case
 
 
-def category_id(root_cause: str | None, founder_id: str) -> str:
-    """A stable id for a category founded by one candidate: ``<root cause>-<6 hex>``."""
-    digest = hashlib.sha256(f"{root_cause}:{founder_id}".encode()).hexdigest()[:6]
-    return f"{root_cause or 'unknown'}-{digest}"
+def category_id(founder_id: str) -> str:
+    """A stable id for a category founded by one candidate: ``topic-<6 hex>``."""
+    return fresh_id("topic", founder_id)
 
 
 def topic_of(row: Candidate) -> np.ndarray | None:
@@ -58,27 +63,73 @@ def topic_of(row: Candidate) -> np.ndarray | None:
     return unit(vec) if vec is not None else row.embedding
 
 
-def categorise(rows: Sequence[Candidate]) -> tuple[dict[str, str], list[Event]]:
-    """Row id → category id for every row with a topic vector, and the merges/splits seen.
+def cohesive(vectors: np.ndarray, members: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(members that really share a topic, the ones left out).
 
-    Rows are clustered into topic areas once (all root causes together, so an area is found
-    from every failure about it); each area then splits by root cause.
+    While some member is further than ``COHESION`` from the centroid of the others, the
+    furthest one leaves: average linkage can chain three unrelated questions into one cluster
+    (each pair only a little related), and none of them is close to the other two.
+    """
+    keep, out = list(members), []
+    while len(keep) >= 2:
+        total = vectors[keep].sum(axis=0)
+        rest = total[None, :] - vectors[keep]
+        rest /= np.maximum(np.linalg.norm(rest, axis=1, keepdims=True), 1e-12)
+        sims = np.einsum("ij,ij->i", rest, vectors[keep])
+        worst = int(np.argmin(sims))
+        if float(sims[worst]) >= COHESION:
+            break
+        out.append(keep.pop(worst))
+    return keep, out
+
+
+def topic_groups(vectors: np.ndarray, seen: Sequence[int]) -> list[list[int]]:
+    """Index groups of failures that share a topic (the rest belong to no group).
+
+    The tree's clusters are kept when cohesive; members left out are clustered again among
+    themselves, so a second topic that average linkage hung onto the first is found too. A
+    group needs ``MIN_FAILURES`` failures (as seen): one failure is no category.
+    """
+    out: list[list[int]] = []
+    todo = list(range(len(vectors)))
+    for _ in range(ROUNDS):
+        if not todo:
+            break
+        labels = cluster(vectors[todo], min_cut=MIN_CUT, max_cut=MAX_CUT)
+        left: list[int] = []
+        for label in np.unique(labels):
+            keep, drop = cohesive(vectors, [todo[i] for i in np.flatnonzero(labels == label)])
+            left += drop
+            if sum(seen[i] for i in keep) >= MIN_FAILURES:
+                out.append(keep)
+        todo = sorted(left)
+    out += [[i] for i in todo if seen[i] >= MIN_FAILURES]  # alone, but failing repeatedly
+    return out
+
+
+def categorise(rows: Sequence[Candidate]) -> tuple[dict[str, str | None], list[Event]]:
+    """Row id → category id (None: uncategorised) for every row with a topic vector, and the
+    merges/splits seen.
+
+    A category is a topic area (all root causes together: its failures' mix of causes is one
+    area's, and a reviewer reads one area at a time); a failure that shares its topic with no
+    other stays uncategorised.
     """
     have = [(r, v) for r in rows if (v := topic_of(r)) is not None]
     if not have:
         return {}, []
-    labels = cluster(np.vstack([v for _, v in have]), min_cut=MIN_CUT, max_cut=MAX_CUT)
-    groups: dict[tuple[int, str], list[str]] = defaultdict(list)
-    topics: dict[int, list[str]] = defaultdict(list)
-    for (row, _), label in zip(have, labels, strict=True):
-        groups[(int(label), row.root_cause or "unknown")].append(row.id)
-        topics[int(label)].append(row.id)
+    vectors = np.vstack([v for _, v in have])
+    groups = {
+        n: [have[i][0].id for i in g]
+        for n, g in enumerate(topic_groups(vectors, [r.seen for r, _ in have]))
+    }
     previous = {r.id: r.category for r, _ in have}
-    names, events = carry_ids(groups, previous, {g: g[1] for g in groups})
-    out: dict[str, str] = {}
-    for (row, _), label in zip(have, labels, strict=True):
-        out[row.id] = names[(int(label), row.root_cause or "unknown")]
-        row.body["topic"] = fresh_id("topic", min(topics[int(label)]))
+    names, events = carry_ids(groups, previous, dict.fromkeys(groups, "topic"))
+    of = {m: names[g] for g, ms in groups.items() for m in ms}
+    out: dict[str, str | None] = {}
+    for row, _ in have:
+        out[row.id] = of.get(row.id)
+        row.body["topic"] = of.get(row.id)
     return out, events
 
 
@@ -121,6 +172,7 @@ class CategorySummary:
     language: str = "unknown"
     nearest_golden_id: str | None = None
     topic: str | None = None
+    root_causes: dict[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -133,6 +185,7 @@ class CategorySummary:
             "category": self.id,
             "name": self.name,
             "root_cause": self.root_cause,
+            "root_causes": self.root_causes,
             "new": self.new,
             "terms": self.terms,
             "language": self.language,
@@ -298,9 +351,14 @@ def _summary(
     near = cover.get(topic, Coverage(0.0, None))
     labels = Counter(reference.categories[i] for i in owned if reference.categories[i])
     by_seen = sorted(members, key=lambda m: (-m.seen, m.created_at, m.id))
+    causes: Counter[str] = Counter()
+    for m in members:
+        for cause, n in (m.body.get("root_causes") or {str(m.root_cause): m.seen}).items():
+            causes[str(cause)] += int(n)
     return CategorySummary(
         id=cat,
-        root_cause=members[0].root_cause,
+        root_cause=min(causes, key=lambda c: (-causes[c], c)) if causes else None,
+        root_causes=dict(causes.most_common()),
         terms=named[0],
         examples=[m.query for m in by_seen[:n_examples]],
         candidates=len(members),

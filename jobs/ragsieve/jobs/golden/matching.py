@@ -21,7 +21,7 @@ from ragsieve.jobs.golden.repo import Candidate, encode_vector
 from ragsieve.jobs.golden.signature import DedupRule, Signature, duplicate_reason, from_body
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
-SHORTLIST = 5  # nearest same-cause candidates whose failure is compared in full
+SHORTLIST = 5  # nearest candidates (any root cause) whose failure is compared in full
 
 
 @dataclass(frozen=True)
@@ -76,13 +76,9 @@ def _find_duplicate(
     same = by_norm.get(p.signature.norm)
     if same is not None:
         return same, 1.0, "same normalised query"
-    same_cause = 0
-    for row, cos in index.nearest(p.vector, SHORTLIST * 4):
-        if cos < rule.support_cosine - rule.strong_relief or same_cause == SHORTLIST:
+    for row, cos in index.nearest(p.vector, SHORTLIST):
+        if cos < rule.support_cosine - rule.strong_relief:
             break
-        if row.root_cause != p.signature.root_cause:
-            continue
-        same_cause += 1
         old = from_body(row.body, row.norm_query, row.root_cause)
         why = duplicate_reason(p.signature, old, cos, rule)
         if why:

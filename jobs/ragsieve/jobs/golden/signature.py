@@ -6,11 +6,17 @@ A question and its translation, a paraphrase and a typo'd copy are one case; two
 questions about one passage are two cases even when they fail on the same chunk. The rule:
 
 1. the same normalised query merges whatever else differs;
-2. otherwise the root cause must agree, and then either the query cosine (the multilingual
-   encoder) reaches ``near_duplicate_cosine``, or it reaches ``support_cosine`` *and* the failure
-   agrees (same missed chunk, mostly the same chunks, or the same unsupported value) *and* the
-   key terms agree (their share found in the other query, typos forgiven, translations found
-   when the two are in different languages) by at least ``term_share``.
+2. otherwise either the query cosine (the multilingual encoder) reaches
+   ``near_duplicate_cosine`` (the same question asked another way or in another language), or
+   it reaches ``support_cosine`` *and* the failure agrees (same missed chunk, mostly the same
+   chunks, or the same unsupported value) *and* the key terms agree (their share found in the
+   other query, typos forgiven, translations found when the two are in different languages) by
+   at least ``term_share``.
+
+The root cause is not part of the rule: the judges may name one failure's repeats differently
+(a paraphrase read as ``retrieval``, its translation as ``no_answer_expected``), and a golden
+case is the question, not the judges' first reading of it. The merged candidate keeps the
+majority cause (``candidates._merge``).
 """
 
 from __future__ import annotations
@@ -161,8 +167,6 @@ def duplicate_reason(new: Signature, old: Signature, cosine: float, rule: DedupR
     """
     if new.norm == old.norm:
         return "same normalised query"
-    if new.root_cause != old.root_cause:
-        return None
     if cosine >= rule.near_duplicate_cosine:
         return f"query cosine {cosine:.2f}"
     if cosine < rule.support_cosine - rule.strong_relief:
