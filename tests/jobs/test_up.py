@@ -36,7 +36,8 @@ def test_up_collects_judges_on_schedule_and_drains_on_sigterm(tmp_path: Path) ->
     db = tmp_path / "up.db"
     cfg = tmp_path / "ragsieve.toml"
     cfg.write_text(
-        "[collector]\nport = 0\nquiet_period_s = 0.2\nsettle_interval_s = 0.1\n"
+        # port 0 (a free one) and gRPC off: the test depends on no fixed port being free
+        "[collector]\nport = 0\ngrpc_port = 0\nquiet_period_s = 0.2\nsettle_interval_s = 0.1\n"
         '[jobs]\nevery_minutes = 0.01\nsettle_s = 0.0\nsince = "1h"\n',
         encoding="utf-8",
     )

@@ -6,12 +6,15 @@ import json
 import os
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ragsieve.collector.cliopts import SettingsSource, json_option, opened_store, store_option
 from ragsieve.evaluators.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ragsieve.collector.settings import CollectorSettings
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 GRPC_PORT_HELP = "OTLP/gRPC port (default 4317; 0 = off)."
@@ -60,15 +63,15 @@ def serve(
     token = resolve_token(cfg.token_env)
     sock = bind_socket(cfg.host, cfg.port)  # a port in use: one line, exit 2, nothing else
     port = int(sock.getsockname()[1])
-    check_grpc_port(cfg.host, cfg.grpc_port)
+    grpc_port = grpc_port_to_serve(cfg)
     if token is None and cfg.host not in LOOPBACK:
         click.echo(
             f"warning: listening on {cfg.host} without a bearer token: anyone who can reach"
             " this port can write spans and feedback (set --token-env)",
             err=True,
         )
-    app = create_app(open_store(settings.store), cfg, token=token, grpc_port=cfg.grpc_port or None)
-    grpc = f" and grpc://{cfg.host}:{cfg.grpc_port}" if cfg.grpc_port else ""
+    app = create_app(open_store(settings.store), cfg, token=token, grpc_port=grpc_port or None)
+    grpc = f" and grpc://{cfg.host}:{grpc_port}" if grpc_port else ""
     click.echo(
         f"ragsieve collector listening on http://{cfg.host}:{port}/v1/traces{grpc}"
         f" (store {masked_url(settings.store)})",
@@ -84,6 +87,31 @@ def check_grpc_port(host: str, port: int) -> None:
 
     if port:
         bind_socket(host, port, what="--grpc-port").close()
+
+
+def grpc_port_to_serve(cfg: CollectorSettings) -> int:
+    """The OTLP/gRPC port to serve (0 = off), checked before anything prints.
+
+    A port the user asked for (``--grpc-port``, the env var or the config file) that cannot be
+    bound stops the command (ConfigError: one line, exit 2). The *default* port in use only
+    turns gRPC off, with one line: the user asked for nothing on gRPC, and another collector
+    (an OpenTelemetry Collector, Phoenix) often holds 4317 already.
+    """
+    if not cfg.grpc_port:
+        return 0
+    try:
+        check_grpc_port(cfg.host, cfg.grpc_port)
+    except ConfigError:
+        if "grpc_port" in cfg.model_fields_set:
+            raise
+        click.echo(
+            f"ragsieve: OTLP/gRPC off: the default port {cfg.host}:{cfg.grpc_port} is in use;"
+            " OTLP/HTTP goes on (choose a gRPC port with --grpc-port or collector.grpc_port;"
+            " 0 = off)",
+            err=True,
+        )
+        return 0
+    return cfg.grpc_port
 
 
 def resolve_token(token_env: str | None) -> str | None:

@@ -136,7 +136,7 @@ def up(
     every_minutes: float | None,
 ) -> None:
     """Run the collector and the online evaluator together on the embedded defaults."""
-    from ragsieve.collector.cli import check_grpc_port, resolve_token
+    from ragsieve.collector.cli import grpc_port_to_serve, resolve_token
 
     if config is not None:
         obj.config = config
@@ -150,7 +150,11 @@ def up(
         }
     )
     token = resolve_token(settings.collector.token_env)
-    check_grpc_port(settings.collector.host, settings.collector.grpc_port)
+    cfg = settings.collector
+    if grpc_port_to_serve(cfg) != cfg.grpc_port:  # the default port was busy: HTTP only
+        settings = settings.model_copy(
+            update={"collector": cfg.model_copy(update={"grpc_port": 0})}
+        )
     stop = threading.Event()
 
     def _on_signal(signum: int, _frame: Any) -> None:
