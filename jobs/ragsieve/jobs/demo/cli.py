@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,16 +31,36 @@ DEFAULT_STORE = "sqlite:///ragsieve-demo.db"
 SHOWN_CASES = 10  # flagged cases listed without --verbose
 
 
-def next_commands(store_url: str) -> list[str]:
+def ragsieve_command(cwd: Path | None = None) -> str:
+    """How to call this installation's ``ragsieve`` from a shell where its venv is not active.
+
+    ``ragsieve`` itself when that name finds this same script without an activated venv (a
+    global or pipx install); else the script's path, relative to ``cwd`` when it is inside it
+    (``.venv/bin/ragsieve`` after the Quickstart).
+    """
+    script = Path(sys.executable).with_name("ragsieve")
+    if not script.exists():
+        return "ragsieve"
+    found = shutil.which("ragsieve")
+    if found and Path(found).resolve() == script.resolve() and not os.environ.get("VIRTUAL_ENV"):
+        return "ragsieve"
+    base = (cwd or Path.cwd()).resolve()
+    try:
+        return str(script.absolute().relative_to(base))
+    except ValueError:
+        return str(script.absolute())
+
+
+def next_commands(store_url: str, exe: str = "ragsieve") -> list[str]:
     """The commands to run next on the demo's store, exactly as they can be pasted."""
     from ragsieve.collector.store import masked_url
 
     store = masked_url(store_url)
     return [
-        f"ragsieve interactions list --store {store}",
-        f"ragsieve results list --flagged --store {store}",
-        f"ragsieve golden status --store {store}",
-        f"ragsieve golden review --store {store}",
+        f"{exe} interactions list --store {store}",
+        f"{exe} results list --flagged --store {store}",
+        f"{exe} golden status --store {store}",
+        f"{exe} golden review --store {store}",
     ]
 
 
@@ -91,6 +114,7 @@ def _print_human(result: DemoResult, *, verbose: bool = False) -> None:
     """Headline and scorecard first, then categories, cases (shortened), report, next steps."""
     from ragsieve.jobs.run.report import render_table
 
+    exe = ragsieve_command()
     click.echo(f"== ragsieve demo: {headline(result)}")
     _print_scorecard(result)
     golden = result.report.get("golden")
@@ -121,12 +145,12 @@ def _print_human(result: DemoResult, *, verbose: bool = False) -> None:
         click.echo(f"{it.trace_id[:12]}  {case.root_cause:<19} {(it.query or '')[:70]}")
         click.echo(f"{'':14}{case.evidence[:110]}")
     if more:
-        click.echo(f"... {more} more (ragsieve results list --flagged)")
+        click.echo(f"... {more} more ({next_commands(result.store_url, exe)[1]})")
     click.echo("\n== run report")
     click.echo(render_table(result.report))
     click.echo(f"runtime {result.timings.get('total_s', 0):.1f} s  ({json.dumps(result.timings)})")
     click.echo(f"\n== next (the store {result.store_url} is kept)")
-    for line in next_commands(result.store_url):
+    for line in next_commands(result.store_url, exe):
         click.echo(f"  {line}")
     if result.phoenix_url:
         click.echo(
