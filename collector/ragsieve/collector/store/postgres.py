@@ -23,7 +23,7 @@ from ragsieve.collector.store.base import (
     _now,
 )
 from ragsieve.collector.store.migrations import MIGRATIONS
-from ragsieve.evaluators.errors import StoreError
+from ragsieve.evaluators.errors import ConfigError, StoreError
 from ragsieve.evaluators.records import RagInteraction
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,7 @@ class PostgresStore(SQLStore):
         self.outbox_lease_s = outbox_lease_s
         self.connect_timeout_s = connect_timeout_s
         self._local = threading.local()
+        _probe(url, connect_timeout_s)
         try:
             self._pool = ConnectionPool(
                 _conninfo(url),
@@ -345,6 +346,24 @@ def _take_locks(cur: Cursor, plan: _LockPlan) -> None:
         )
 
 
+class StoreUnreachable(ConfigError, StoreError):
+    """The store URL names a server that cannot be connected to when the store opens: bad
+    configuration (the CLI exits 2), and a store error for code that catches those."""
+
+
+def _probe(url: str, timeout_s: float) -> None:
+    """Connect once before the pool opens, so an unreachable or refusing server is one line and
+    exit 2 (a store URL that does not work is bad configuration) at once, not the pool's retry
+    warnings for ``timeout_s`` seconds and a timeout."""
+    try:
+        psycopg.connect(_conninfo(url), connect_timeout=max(1, int(timeout_s))).close()
+    except psycopg.OperationalError as exc:
+        reason = " ".join(str(exc).split("\n")[0].split())
+        raise StoreUnreachable(
+            f"store {_safe(url)}: cannot connect: {reason} (check --store / RAGSIEVE_STORE)"
+        ) from None
+
+
 def _safe(url: str) -> str:
     """The URL without its password, for messages and logs."""
     scheme, sep, rest = url.partition("://")
@@ -354,4 +373,4 @@ def _safe(url: str) -> str:
     return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"
 
 
-__all__ = ["LeasedOutboxItem", "PostgresStore", "SessionLock", "lock_key"]
+__all__ = ["LeasedOutboxItem", "PostgresStore", "SessionLock", "StoreUnreachable", "lock_key"]
