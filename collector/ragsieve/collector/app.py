@@ -136,6 +136,7 @@ async def _background(
         from ragsieve.collector.grpc_receiver import GrpcReceiver, start_grpc
 
         grpc_rx = GrpcReceiver(cfg, rx.writer, rx.decode_slots, rx.budget, rx.counters, rx.token)
+        app.state.grpc_receiver = grpc_rx
         grpc_server, app.state.grpc_port = await start_grpc(grpc_rx, cfg.host, grpc_port)
     if cfg.forward_otlp:
         rx.forwarder = app.state.forwarder = (forwarder_factory or _default_forwarder)(store, cfg)

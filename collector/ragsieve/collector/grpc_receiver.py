@@ -8,6 +8,14 @@ where HTTP answers 429 and ``UNAVAILABLE`` where it answers 503, both with a
 400/413, ``collector.max_body_bytes`` as the message size limit, and ``OK`` only once every span
 of the request is committed (the same :class:`SpanWriter` as HTTP).
 
+Streams that open and never finish their message cannot hold the receiver: the handlers are
+stream-unary, so an RPC is counted against ``max_inflight_requests`` only once its message is in,
+and a message not complete within :data:`RECEIVE_DEADLINE_S` (the HTTP body deadline) ends the
+stream with ``DEADLINE_EXCEEDED``. grpc itself refuses messages past twice ``max_body_bytes``
+(``RESOURCE_EXHAUSTED``, its own status); between the two this module answers
+``INVALID_ARGUMENT``, which exporters do not retry. One connection holds at most
+:data:`MAX_STREAMS_PER_CONNECTION` streams at once.
+
 It runs on the HTTP server's event loop, started and stopped by the app's lifespan, so both
 share one writer, one decode pool and one byte budget. Requests arrive as raw bytes and are
 decoded by :mod:`ragsieve.collector.otlp`, exactly as protobuf bodies over HTTP are.
@@ -15,8 +23,10 @@ decoded by :mod:`ragsieve.collector.otlp`, exactly as protobuf bodies over HTTP 
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import anyio
@@ -26,7 +36,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 from grpc import aio
 
-from ragsieve.collector.intake import Busy, ByteBudget
+from ragsieve.collector.intake import BODY_DEADLINE_S, Busy, ByteBudget
 from ragsieve.collector.receiver import Counters
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.signals import LOGS, TRACES, Signal
@@ -38,6 +48,8 @@ log = logging.getLogger(__name__)
 TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 _UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
+RECEIVE_DEADLINE_S = BODY_DEADLINE_S
+MAX_STREAMS_PER_CONNECTION = 100
 
 
 class _Refused(Exception):
@@ -58,6 +70,7 @@ class GrpcReceiver:
     budget: ByteBudget
     counters: Counters
     token: str | None = None
+    receive_deadline_s: float = RECEIVE_DEADLINE_S
 
     def _authorized(self, context: aio.ServicerContext) -> bool:
         if self.token is None:
@@ -66,11 +79,38 @@ class GrpcReceiver:
         value = got.decode() if isinstance(got, bytes) else str(got)
         return hmac.compare_digest(value.encode(), f"Bearer {self.token}".encode())
 
-    async def export(self, signal: Signal, raw: bytes, context: aio.ServicerContext) -> bytes:
-        """Decode, commit and acknowledge one Export request (or abort with its status)."""
+    async def receive(self, messages: AsyncIterator[bytes]) -> bytes:
+        """The one request message of an Export stream, within :attr:`receive_deadline_s`."""
+        raw: bytes | None = None
+        try:
+            async with asyncio.timeout(self.receive_deadline_s):
+                async for message in messages:
+                    if raw is not None:
+                        raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "Export takes one message")
+                    raw = message
+        except TimeoutError:
+            raise _Refused(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"request message not received within {self.receive_deadline_s:g} s",
+            ) from None
+        if raw is None:
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
+        return raw
+
+    async def export(
+        self, signal: Signal, messages: AsyncIterator[bytes], context: aio.ServicerContext
+    ) -> bytes:
+        """Receive, decode, commit and acknowledge one Export request (or abort with its status)."""
         try:
             if not self._authorized(context):
                 raise _Refused(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+            raw = await self.receive(messages)
+            limit = self.cfg.max_body_bytes
+            if len(raw) > limit:  # grpc's own limit (2x) answers RESOURCE_EXHAUSTED past this
+                raise _Refused(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"message of {len(raw)} bytes is over collector.max_body_bytes ({limit})",
+                )
             if self.counters.inflight >= self.cfg.max_inflight_requests:
                 raise _Refused(
                     grpc.StatusCode.RESOURCE_EXHAUSTED, "too many requests in flight", retry=True
@@ -119,10 +159,12 @@ class GrpcReceiver:
         """The two services, taking and returning raw protobuf bytes."""
 
         def method(signal: Signal) -> grpc.RpcMethodHandler:
-            async def call(raw: bytes, context: aio.ServicerContext) -> bytes:
-                return await self.export(signal, raw, context)
+            # stream-unary on the wire is what a unary client sends; it hands the stream over
+            # before its message arrives, so a stream that never sends one can be timed out
+            async def call(messages: AsyncIterator[bytes], context: aio.ServicerContext) -> bytes:
+                return await self.export(signal, messages, context)
 
-            return grpc.unary_unary_rpc_method_handler(call)
+            return grpc.stream_unary_rpc_method_handler(call)
 
         return [
             grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": method(TRACES)}),
@@ -137,14 +179,16 @@ async def start_grpc(receiver: GrpcReceiver, host: str, port: int) -> tuple[aio.
     instead of silently sharing its traffic.
     """
     limit = receiver.cfg.max_body_bytes
+    # No maximum_concurrent_rpcs: grpc counts an RPC from its headers, so streams that never
+    # send a message would fill it; the receiver counts requests once their message is in.
     server = aio.server(
         handlers=receiver.handlers(),
         options=[
             ("grpc.so_reuseport", 0),
-            ("grpc.max_receive_message_length", limit),
+            ("grpc.max_receive_message_length", min(2 * limit, 2**31 - 1)),
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
+            ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
         ],
-        maximum_concurrent_rpcs=receiver.cfg.max_inflight_requests + receiver.cfg.max_queued_writes,
     )
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
