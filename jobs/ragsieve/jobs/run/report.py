@@ -292,7 +292,7 @@ def _summary_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     cost = report.get("cost") or {}
     by_stratum = report["sampled"]["by_stratum"]
     return [
-        ("run", str(report.get("run_id"))),
+        ("run", str(report.get("run_id") or "- (dry run: not stored)")),
         ("window", f"{report['window']['start']} .. {report['window']['end']}"),
         ("discovered", str(report["discovered"])),
         ("not applicable", _kv(report["not_applicable"]["reasons"]) or "0"),
