@@ -10,12 +10,14 @@ whether long conversations degrade on the whole traffic, not on the sample's mix
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsieve.collector.sessions import turn_number
 from ragsieve.evaluators.records import RagInteraction
 from ragsieve.jobs.run import breakdown
-from ragsieve.jobs.verdicts.verdicts import Decision
+
+if TYPE_CHECKING:
+    from ragsieve.jobs.verdicts.verdicts import Decision
 
 DEPTHS = ((2, "2"), (3, "3"), (4, "4-5"), (6, "6+"))  # (first turn number, label) of each band
 

@@ -58,6 +58,7 @@ def build_annotations(
     ``session_id`` (the conversation the turn belongs to) goes in every annotation's metadata,
     so Phoenix can filter a session's verdicts.
     """
+    shared = {"root_cause": root_cause, "run_id": run_id}
     out: list[dict[str, Any]] = []
     for r in results:
         out.append(
@@ -67,8 +68,7 @@ def build_annotations(
                 "annotator_kind": "LLM" if r.annotator_kind == "LLM" else "CODE",
                 "result": {"label": r.label, "score": r.score, "explanation": r.explanation},
                 "metadata": {
-                    "root_cause": root_cause,
-                    "run_id": run_id,
+                    **shared,
                     "trace_id": r.trace_id,
                     "session_id": session_id,
                     "verdict": verdict,
@@ -80,30 +80,40 @@ def build_annotations(
             }
         )
     if results:
-        trace_id = results[0].trace_id
-        out.append(
-            {
-                "span_id": span_id,
-                "name": VERDICT_NAME,
-                "annotator_kind": "CODE",
-                "result": {
-                    "label": verdict,
-                    "score": 0.0 if verdict == "fail" else 1.0,
-                    "explanation": f"{root_cause}: {evidence}" if root_cause else evidence,
-                },
-                "metadata": {
-                    "root_cause": root_cause,
-                    "run_id": run_id,
-                    "trace_id": trace_id,
-                    "session_id": session_id,
-                    "calibration": next(
-                        (c for r in results if (c := calibration_id(r.judge_version))), None
-                    ),
-                },
-                "identifier": identifier(trace_id, VERDICT_NAME),
-            }
-        )
+        explanation = f"{root_cause}: {evidence}" if root_cause else evidence
+        out.append(_verdict_annotation(span_id, results, verdict, explanation, shared, session_id))
     return out
+
+
+def _verdict_annotation(
+    span_id: str,
+    results: Sequence[EvalResult],
+    verdict: str,
+    explanation: str,
+    shared: Mapping[str, Any],
+    session_id: str | None,
+) -> dict[str, Any]:
+    """The ``ragsieve_verdict`` annotation: pass / fail, root cause and evidence as explanation."""
+    trace_id = results[0].trace_id
+    return {
+        "span_id": span_id,
+        "name": VERDICT_NAME,
+        "annotator_kind": "CODE",
+        "result": {
+            "label": verdict,
+            "score": 0.0 if verdict == "fail" else 1.0,
+            "explanation": explanation,
+        },
+        "metadata": {
+            **shared,
+            "trace_id": trace_id,
+            "session_id": session_id,
+            "calibration": next(
+                (c for r in results if (c := calibration_id(r.judge_version))), None
+            ),
+        },
+        "identifier": identifier(trace_id, VERDICT_NAME),
+    }
 
 
 def queue(store: Store, annotations: Sequence[Mapping[str, Any]]) -> int:

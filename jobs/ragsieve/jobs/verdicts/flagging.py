@@ -28,6 +28,7 @@ from typing import Literal
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.corpus import CorpusHit
 from ragsieve.jobs.verdicts.rootcause import Expectation, RootCause, Signals, assign
+from ragsieve.jobs.verdicts.steps import step_note
 
 FAILING_LABELS = frozenset({"unfaithful", "irrelevant", "fail", "incorrect", "hallucinated"})
 UNKNOWN_LABELS = frozenset({"error", "skipped"})
@@ -223,7 +224,7 @@ def _fail_verdict(
         "fail",
         failed,
         cause.label,
-        cause.evidence,
+        cause.evidence + step_note(interaction),  # several retrieval steps: which one fed it
         rd.abstained,
         context_relevant=rd.ctx_rel,
         missed_chunk=rd.missed.chunk_id if rd.missed is not None else None,
