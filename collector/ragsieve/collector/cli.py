@@ -64,12 +64,8 @@ def serve(
     sock = bind_socket(cfg.host, cfg.port)  # a port in use: one line, exit 2, nothing else
     port = int(sock.getsockname()[1])
     grpc_port = grpc_port_to_serve(cfg)
-    if token is None and cfg.host not in LOOPBACK:
-        click.echo(
-            f"warning: listening on {cfg.host} without a bearer token: anyone who can reach"
-            " this port can write spans and feedback (set --token-env)",
-            err=True,
-        )
+    if (warning := open_warning(cfg, token)) is not None:
+        click.echo(warning, err=True)
     app = create_app(open_store(settings.store), cfg, token=token, grpc_port=grpc_port or None)
     grpc = f" and grpc://{cfg.host}:{grpc_port}" if grpc_port else ""
     click.echo(
@@ -112,6 +108,16 @@ def grpc_port_to_serve(cfg: CollectorSettings) -> int:
         )
         return 0
     return cfg.grpc_port
+
+
+def open_warning(cfg: CollectorSettings, token: str | None) -> str | None:
+    """The warning for a receiver that anyone on the network can write to, or None."""
+    if token is not None or cfg.host in LOOPBACK:
+        return None
+    return (
+        f"warning: listening on {cfg.host} without a bearer token: anyone who can reach"
+        " this port can write spans and feedback (set --token-env)"
+    )
 
 
 def resolve_token(token_env: str | None) -> str | None:

@@ -136,7 +136,7 @@ def up(
     every_minutes: float | None,
 ) -> None:
     """Run the collector and the online evaluator together on the embedded defaults."""
-    from ragsieve.collector.cli import grpc_port_to_serve, resolve_token
+    from ragsieve.collector.cli import grpc_port_to_serve, open_warning, resolve_token
 
     if config is not None:
         obj.config = config
@@ -151,6 +151,8 @@ def up(
     )
     token = resolve_token(settings.collector.token_env)
     cfg = settings.collector
+    if (warning := open_warning(cfg, token)) is not None:  # as `collector serve` warns
+        click.echo(warning, err=True)
     if grpc_port_to_serve(cfg) != cfg.grpc_port:  # the default port was busy: HTTP only
         settings = settings.model_copy(
             update={"collector": cfg.model_copy(update={"grpc_port": 0})}
