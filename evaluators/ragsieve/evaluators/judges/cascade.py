@@ -1,4 +1,5 @@
-"""Cascade: the offline judge first, the LLM judge only for results inside an uncertainty band."""
+"""Cascade: the offline judge first, the LLM judge only for results it labels ``uncertain`` or
+whose score falls inside the configured uncertainty band."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class CascadeJudge:
         self.stats = CascadeStats()
 
     def _uncertain(self, r: EvalResult) -> bool:
-        if r.label == "error":
+        if r.label in ("error", "uncertain"):  # the offline judge could not call it
             return True
         if r.label in ("skipped", "abstained") or r.score is None:
             return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ragsieve.evaluators.judges.reading import is_hedge, read_answer
 from ragsieve.evaluators.judges.text import fold, sentences
 
 # Phrases that mean "I cannot answer": an abstention is honest, not a hallucination.
@@ -14,6 +15,7 @@ _ABSTAIN = re.compile(
     r"\b("
     r"i (?:do not|don't|dont) (?:have|know|possess|see|find)"
     r"|i(?: am|'m) (?:not sure|unable|not able|not aware|sorry)"
+    r"|(?:^|i (?:was |am )?)unable to (?:answer|determine|find|provide|say)"
     r"|i (?:cannot|can't|can not|could not|couldn't|was unable to|am unable to)"
     r" (?:find|answer|provide|determine|say|tell|confirm|give|locate|know)"
     r"|(?:there is|there's) no (?:information|mention|data|record)"
@@ -75,7 +77,9 @@ _ATTRIBUTION = re.compile(
     r")\s*",
     re.IGNORECASE,
 )
-_SPLIT_CONJ = re.compile(r";\s+|,?\s+\b(?:and also|but also|while|whereas|mientras que)\b\s+")
+_SPLIT_CONJ = re.compile(
+    r";\s+|,?\s+\b(?:and also|but also|while|whereas|mientras que)\b\s+|,\s+(?:but|pero)\s+"
+)
 
 
 @dataclass(slots=True)
@@ -85,6 +89,8 @@ class ParsedAnswer:
     claims: list[str] = field(default_factory=list)
     abstentions: list[str] = field(default_factory=list)
     suspicious: list[str] = field(default_factory=list)
+    lead_ins: list[str] = field(default_factory=list)  # per claim: its list's lead-in, or ""
+    set_aside: list[tuple[str, str]] = field(default_factory=list)  # framing: (text, why)
 
     @property
     def abstained(self) -> bool:
@@ -131,19 +137,32 @@ def split_claims(sentence: str) -> list[str]:
 
 
 def parse_answer(answer: str) -> ParsedAnswer:
-    """Split ``answer`` into claims, abstaining sentences and suspicious (injection) sentences."""
+    """Split ``answer`` into claims, abstaining sentences and suspicious (injection) sentences;
+    structure, preambles and courtesy are set aside (:mod:`.reading`)."""
     parsed = ParsedAnswer()
-    for sent in sentences(answer):
+    read = read_answer(answer)
+    parsed.set_aside = read.set_aside
+    for statement in read.statements:
+        sent = statement.text
         if _INJECTION.search(sent):
             parsed.suspicious.append(sent)
             # the instruction is set aside; what the rest of the sentence states is still a claim
             sent = re.sub(r"\s+([,.;:])", r"\1", _INJECTION.sub(" ", sent)).strip(" ,;:-")
             if len(sent.split()) < 2:
                 continue
-        if is_abstention(sent):
+        if is_abstention(sent) and not _SPLIT_CONJ.search(sent):
             parsed.abstentions.append(sent)
-        else:
-            parsed.claims.extend(split_claims(strip_attribution(sent)))
+            continue
+        for part in split_claims(strip_attribution(sent)):
+            if is_abstention(part):  # "I don't know the dose, but it is taken daily"
+                parsed.abstentions.append(part)
+            elif is_hedge(part):  # "..., but the passages do not say when"
+                parsed.set_aside.append((part, "says what the passages lack"))
+            else:
+                parsed.claims.append(part)
+                parsed.lead_ins.append(statement.lead_in)
     if not parsed.claims and not parsed.abstentions and not parsed.suspicious and answer.strip():
-        parsed.claims.append(answer.strip())  # a bare number or symbol is still a claim
+        if not read.set_aside or not any(ch.isalnum() for ch in answer):
+            parsed.claims.append(answer.strip())  # a bare number or symbol is still a claim
+            parsed.lead_ins.append("")
     return parsed

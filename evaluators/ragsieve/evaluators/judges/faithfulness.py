@@ -15,6 +15,12 @@ from ragsieve.evaluators.judges.claims import ParsedAnswer, find_injections, par
 from ragsieve.evaluators.judges.compare import check_comparison
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.spans import broken_spans
+from ragsieve.evaluators.judges.support_model import (
+    DRIVER_TEXT,
+    SupportModel,
+    features,
+    shipped_model,
+)
 from ragsieve.evaluators.judges.terms import (
     NO_MATCH,
     Match,
@@ -107,9 +113,10 @@ def _claim_terms(claim: str, q_keys: set[str]) -> list[str]:
     ]
 
 
-def _coverage(toks: list[str], ctx: _Context) -> tuple[float, float, int, float, list[str]]:
+def _coverage(toks: list[str], ctx: _Context) -> tuple[float, float, int, float, list[str], float]:
     """Weighted coverage of ``toks``: over the whole context, over the best window (two adjacent
-    sentences of one chunk); the best single sentence and its coverage; the words found nowhere."""
+    sentences of one chunk); the best single sentence and its coverage; the words found nowhere
+    and their share of the claim's weight (how much the claim says that the context never does)."""
     weights: dict[str, float] = {}
     found: dict[str, Match] = {}
     for t in toks:
@@ -139,7 +146,8 @@ def _coverage(toks: list[str], ctx: _Context) -> tuple[float, float, int, float,
     best_i = max(range(len(per_sent)), key=per_sent.__getitem__) if per_sent else -1
     best_single = per_sent[best_i] / total if best_i >= 0 else 0.0
     missing = [t for t in toks if found[key(t)].strength == 0.0]
-    return glob, best_window / total, best_i, best_single, missing
+    novel = sum(w for k, w in weights.items() if found[k].strength == 0.0) / total
+    return glob, best_window / total, best_i, best_single, missing, novel
 
 
 def _claim_verdict(
@@ -157,8 +165,9 @@ def _claim_verdict(
             "evidence": None,
             "chunk": None,
             "reason": "only restates the question",
+            "novel": 0.0,
         }
-    glob, local, best_i, single, missing_words = _coverage(toks, ctx)
+    glob, local, best_i, single, missing_words, novel = _coverage(toks, ctx)
     support = (0.5 * glob + 0.5 * local) ** SUPPORT_POWER
     if ctx.index.cross_lingual and not restates:  # word by word misses idiom; meaning does not
         cos, j = _closest_sentence(claim, ctx)
@@ -192,6 +201,12 @@ def _claim_verdict(
     return {
         "claim": claim,
         "support": round(support, 4),
+        "novel": round(novel, 4),
+        "values_missing": bool(missing_nums),
+        "names_missing": bool(missing_ents),
+        "negation": "negation differs" in reason,
+        # the question's own proposition, answered with the opposite polarity of the context
+        "contradiction": polarity is not None and "negation differs" in reason,
         "evidence": ctx.sents[best_i] if best_i >= 0 and single > 0 else None,
         "chunk": ctx.sent_chunk[best_i] if best_i >= 0 and single > 0 else None,
         "reason": reason,
@@ -222,13 +237,15 @@ def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: lis
         for v in verdicts:
             if broken.span in v["claim"] or len(verdicts) == 1:
                 v["support"] = min(v["support"], BROKEN_SPAN_SUPPORT)
+                v["contradiction"] = True
                 known = v["reason"] if v["reason"] != "content words found in the context" else ""
                 v["reason"] = "; ".join(r for r in (broken.reason, known) if r)
 
 
-DEFAULT_WEIGHTS = MappingProxyType({"mean": 0.5, "min": 0.5, "share": 0.0})
-"""How the claims' supports combine into the score: their mean, their minimum (one unsupported
-claim must show however many supported ones surround it) and the share of supported claims."""
+DEFAULT_WEIGHTS = MappingProxyType({"model": 1.0, "mean": 0.0, "min": 0.0, "share": 0.0})
+"""How the evidence combines into the score: all of it from the fitted model (which already
+weighs the claims' supports, values, names and negation); a deployment's fit may move weight to
+the claims' mean or minimum support or the supported share."""
 
 
 def _skip_or_abstain(
@@ -249,26 +266,36 @@ def _skip_or_abstain(
         return "abstained", "the answer declines to answer: " + parsed.abstentions[0]
     if not parsed.claims:
         meta["claims"] = []
+        if parsed.set_aside:  # only a preamble, headings or talk about the passages
+            meta["set_aside"] = [f"{why}: {text}" for text, why in parsed.set_aside[:5]]
+            return "skipped", "the answer states nothing to check: " + parsed.set_aside[0][0]
         return "error", "no verifiable claim in the answer"
     return None
 
 
 def _claim_verdicts(
-    claims: Sequence[str], question: str, answer: str, ctx: _Context
+    parsed: ParsedAnswer, question: str, answer: str, ctx: _Context
 ) -> list[dict[str, Any]]:
-    """One verdict per claim; a bare "Yes." / "No." is checked as the question's proposition."""
+    """One verdict per claim; a bare "Yes." / "No." is checked as the question's proposition.
+    A list item's lead-in ("the benefits include:") is, like the question, not the item's claim:
+    its words need no support of their own."""
     q_keys = {key(t) for t in tokens(question) if t not in STOPWORDS}
     q_values = all_values(question)
     polarity = yes_no(answer)
     verdicts = []
-    for claim in claims:
+    lead_ins = parsed.lead_ins or [""] * len(parsed.claims)
+    for claim, lead_in in zip(parsed.claims, lead_ins, strict=True):
         bare = not [t for t in tokens(claim) if t not in _YES | _NO and t not in STOPWORDS]
         if polarity is not None and bare:  # "Yes." / "No.": the question's proposition
             verdicts.append(
                 {**_claim_verdict(question, ctx, set(), set(), polarity), "claim": claim}
             )
-        else:
-            verdicts.append(_claim_verdict(claim, ctx, q_keys, q_values, None))
+            continue
+        keys = q_keys | {key(t) for t in tokens(lead_in) if t not in STOPWORDS}
+        verdict = _claim_verdict(claim, ctx, keys, q_values, None)
+        if lead_in:
+            verdict["lead_in"] = lead_in
+        verdicts.append(verdict)
     return verdicts
 
 
@@ -287,25 +314,29 @@ def _check_whole_answer(
         if fold(clash.picked) in fold(v["claim"]) or len(verdicts) == 1:
             v["support"] = min(v["support"], 0.25)
             v["reason"] = clash.reason
+            v["contradiction"] = True
 
 
-def evidence(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """The evidence the score combines: mean and minimum support of the informative claims
-    (claims that only restate the question count when nothing else is said), supported share."""
-    informative = [v for v in verdicts if v["reason"] != "only restates the question"]
-    supports = [v["support"] for v in (informative or verdicts)]
+def evidence(
+    verdicts: Sequence[Mapping[str, Any]], model: SupportModel | None = None
+) -> dict[str, float]:
+    """The evidence the score combines: the fitted model's probability that the answer is
+    faithful (:mod:`.support_model`), and the mean and minimum support of the informative claims
+    (claims that only restate the question count when nothing else is said) and the supported
+    share, which a deployment's own fit (``ragsieve judges fit``) may weigh in."""
+    feats = features(verdicts)
     return {
-        "mean": float(np.mean(supports)),
-        "min": min(supports),
-        "share": sum(bool(v["supported"]) for v in verdicts) / len(verdicts),
+        "model": (model or shipped_model()).probability(feats),
+        "mean": feats["mean"],
+        "min": feats["min"],
+        "share": feats["share"],
     }
 
 
 def combine(ev: Mapping[str, float], weights: Mapping[str, float] = DEFAULT_WEIGHTS) -> float:
-    """``score = w_mean * mean + w_min * min + w_share * share`` (weights sum to 1)."""
-    return (
-        weights["mean"] * ev["mean"] + weights["min"] * ev["min"] + weights["share"] * ev["share"]
-    )
+    """``score = sum(w_k * evidence_k)`` over the weights' keys (weights sum to 1); evidence
+    recorded before the fitted model existed has no ``model`` and reads it as its mean."""
+    return sum(w * float(ev.get(k, ev.get("mean", 0.0))) for k, w in weights.items())
 
 
 class FaithfulnessJudge(OfflineJudge):
@@ -332,7 +363,10 @@ class FaithfulnessJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-5:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.model = shipped_model()
+        self.version = f"offline-5:t{threshold}:{self.model.version}" + (
+            f":{calibration}" if calibration else ""
+        )
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         pairs = [(cid, c) for cid, _, c in chunk_texts(interaction)]
@@ -354,7 +388,7 @@ class FaithfulnessJudge(OfflineJudge):
         if translate:
             meta["cross_lingual"] = f"{lang} answer, {ctx_lang} context"
         ctx = _context(pairs, translate=translate)
-        verdicts = _claim_verdicts(parsed.claims, question, answer, ctx)
+        verdicts = _claim_verdicts(parsed, question, answer, ctx)
         if not translate:
             _check_whole_answer(verdicts, question, answer, chunks)
         return self._verdict(interaction, verdicts, meta)
@@ -366,17 +400,47 @@ class FaithfulnessJudge(OfflineJudge):
             v["supported"] = v["support"] >= SUPPORT_THRESHOLD
             if not v["supported"]:
                 v["evidence"] = v["chunk"] = None
-        ev = evidence(verdicts)
+        feats = features(verdicts)
+        ev = evidence(verdicts, self.model)
         score = combine(ev, self.weights)
+        clashes = [v for v in verdicts if v.get("contradiction")]
+        if clashes:  # the context states otherwise: decisive, whatever the rest weighs
+            score = min(score, min(v["support"] for v in clashes))
         n_ok = sum(v["supported"] for v in verdicts)
         meta.update(claims=verdicts, supported=n_ok, total=len(verdicts))
         meta["evidence_chunks"] = sorted({v["chunk"] for v in verdicts if v["chunk"]})
         meta["evidence"] = {k: round(x, 6) for k, x in ev.items()}
+        meta["features"] = {k: round(x, 4) for k, x in feats.items()}
         if self.calibration:
             meta["calibration"] = self.calibration
-        label = "faithful" if score >= self.threshold else "unfaithful"
+        label = self.label(score)
+        return self.result(
+            interaction, label, score, self._explain(label, score, feats, verdicts), meta
+        )
+
+    def label(self, score: float) -> str:
+        """unfaithful below the threshold (the job flags the same answers); uncertain just
+        above it, inside the model's band (the evidence is too weak to call a pass: the job
+        audits it and a cascade asks its LLM judge); faithful above that."""
+        if score < self.threshold:
+            return "unfaithful"
+        if score < self.threshold + self.model.uncertain_width:
+            return "uncertain"
+        return "faithful"
+
+    def _explain(
+        self, label: str, score: float, feats: Mapping[str, float], verdicts: list[dict[str, Any]]
+    ) -> str:
+        """What decided the label: the score against the threshold, then the claims at fault or
+        the evidence that pulled the score down."""
+        n_ok = sum(v["supported"] for v in verdicts)
+        cmp = "<" if label == "unfaithful" else ">="
+        head = f"{label} ({score:.2f} {cmp} {self.threshold}): {n_ok}/{len(verdicts)} claims"
+        head += " supported by the context"
+        if label == "faithful":
+            return head
         bad = [v["reason"] for v in verdicts if not v["supported"]]
-        explanation = f"{n_ok}/{len(verdicts)} claims supported by the context"
-        if bad:
-            explanation += ": " + "; ".join(bad[:3])
-        return self.result(interaction, label, score, explanation, meta)
+        why = bad[:3] or [DRIVER_TEXT[f] for f in self.model.drivers(feats)]
+        if label == "uncertain":
+            head += "; too close to the threshold to call a pass"
+        return head + (": " + "; ".join(why) if why else "")
