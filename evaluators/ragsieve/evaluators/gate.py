@@ -248,6 +248,43 @@ def _gated_metrics(baseline: EvalResults, candidate: EvalResults, policy: GatePo
     return metrics
 
 
+def _cutoffs(results: EvalResults) -> set[int]:
+    return {int(k) for m in results.metrics if (k := m.partition("@")[2]).isdigit()}
+
+
+def _same_cutoffs(baseline: EvalResults, candidate: EvalResults, policy: GatePolicy) -> None:
+    """Runs with different ``-k`` sets leave the metrics of one side ungated: refuse, unless the
+    policy names the metrics to gate (then a missing one is refused by name)."""
+    kb, kc = _cutoffs(baseline), _cutoffs(candidate)
+    if kb == kc or policy.metrics is not None:
+        return
+
+    def ks(cut: set[int]) -> str:
+        return ", ".join(map(str, sorted(cut)))
+
+    raise GateError(
+        f"k differs (baseline k {ks(kb)}; candidate k {ks(kc)}): the metrics at k {ks(kb ^ kc)}"
+        " would go ungated; re-run eval with the same -k for both, or list the metrics to gate"
+        " ([gate] metrics = [...])"
+    )
+
+
+def _retriever(results: EvalResults) -> str | None:
+    """The retriever ``eval`` recorded (``module:function``, ``baseline bm25``); None for a run
+    file, which is an output: two runs of one retriever are two files."""
+    name = (results.model_extra or {}).get("retriever")
+    return name if isinstance(name, str) and not name.startswith("run file ") else None
+
+
+def _changes(baseline: EvalResults, candidate: EvalResults) -> list[Change]:
+    """The pipeline settings that differ, a different retriever first."""
+    before, after = _retriever(baseline), _retriever(candidate)
+    changes = config_changes(baseline.config, candidate.config)
+    if before is not None and after is not None and before != after:
+        changes.insert(0, Change("retriever", before, after))
+    return changes
+
+
 def _role_notes(
     baseline: EvalResults, candidate: EvalResults, role: GoldenRole, allow: bool
 ) -> list[str]:
@@ -447,6 +484,7 @@ def compare(
         GateError: the files do not compare (metrics, queries, golden versions or roles).
     """
     notes = _role_notes(baseline, candidate, role, allow_version_change)
+    _same_cutoffs(baseline, candidate, policy)
     metrics = _gated_metrics(baseline, candidate, policy)
     if role == "holdout":
         stats = _unpaired(baseline, candidate, metrics, policy)
@@ -457,7 +495,7 @@ def compare(
         categories = _paired_categories(baseline, candidate, ids, stats, metrics, policy)
         notes += more
     checks = _checks(stats, candidate, metrics, policy)
-    changes = config_changes(baseline.config, candidate.config)
+    changes = _changes(baseline, candidate)
     warning = changes_warning(changes)
     passed = all(c.status in ("pass", "improved") for c in checks) and not any(
         c.failed for c in categories
