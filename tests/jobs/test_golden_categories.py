@@ -14,8 +14,9 @@ from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.candidates import candidate_id
-from ragsieve.jobs.golden.categories import name_terms
+from ragsieve.jobs.golden.categories import name_terms, summarize
 from ragsieve.jobs.golden.category_log import CategoryLog
+from ragsieve.jobs.golden.reference import load_reference
 from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.signature import Signature, failure_agrees, unsupported_values
 from ragsieve.jobs.golden.topics import carry_ids, cluster, unit
@@ -234,33 +235,23 @@ def test_unsupported_values_ignore_redaction_tags_and_what_the_context_holds() -
     assert unsupported_values(None, ["x"], "q") == frozenset()
 
 
+SECURITY = (
+    "doc_9#1",
+    "Two-factor authentication works with authenticator apps and hardware security keys, but"
+    " not with SMS codes. Each account can generate 10 single-use recovery codes.",
+)
+PASSWORDS = ("doc_9#0", "Passwords must be at least 12 characters long.")
+PRICES = (
+    "doc_5#0",
+    "The Starter plan costs 29 USD per month, the Growth plan 99 USD per month, and the Scale"
+    " plan 449 USD per month. Annual billing gives a 15% discount on any plan.",
+)
+INVOICES = ("doc_5#1", "Invoices are issued on the 1st day of each month, due within 14 days.")
 UNRELATED = [  # three failures of a small helper app's first hour (issue 29)
-    (
-        "How many backup codes does an account get?",
-        [
-            (
-                "doc_9#1",
-                "Two-factor authentication works with authenticator apps and hardware security"
-                " keys, but not with SMS codes. Each account can generate 10 single-use recovery"
-                " codes.",
-            )
-        ],
-    ),
-    (
-        "How much does the Pro plan cost?",
-        [
-            (
-                "doc_5#0",
-                "The Starter plan costs 29 USD per month, the Growth plan 99 USD per month, and"
-                " the Scale plan 449 USD per month. Annual billing gives a 15% discount on any"
-                " plan.",
-            )
-        ],
-    ),
-    (
-        "What is the capital of Australia?",
-        [("doc_9#0", "Passwords must be at least 12 characters long.")],
-    ),
+    ("How many backup codes does an account get?", [SECURITY, PASSWORDS]),
+    ("How much does the Pro plan cost?", [PRICES, INVOICES]),
+    # out of the corpus: the retriever returns the nearest chunks it has, of both other topics
+    ("What is the capital of Australia?", [SECURITY, PRICES]),
 ]
 
 
@@ -280,3 +271,30 @@ def test_unrelated_failures_make_no_category_and_no_announcement(
     rows = CandidateRepo(store).select(["candidate"])
     assert [r.category for r in rows] == [None, None, None]
     assert CategoryLog(store).announced() == {}
+
+
+def test_a_new_topic_with_mixed_root_causes_is_new(store: Store, tmp_path: Path) -> None:
+    """Three different questions about one uncovered topic, each failing another way, make one
+    new category once together they reach ``new_category_min_cases``."""
+    cases = [
+        flagged(PORTS_EN, "retrieval", 1),
+        flagged("Does the on-prem agent need a proxy to reach the cloud?", "generation", 2),
+        flagged("How do I install the on-prem agent with apt?", "no_answer_expected", 3),
+    ]
+    report = grow(store, cases, GoldenSettings(path=str(write_golden_v3(tmp_path))))
+    assert report["new_candidates"] == 3
+    [new] = report["new_categories"]
+    assert new["failures_seen"] == 3 and new["announced_now"]
+    status = {
+        s.id: s
+        for s in summarize(
+            CandidateRepo(store).select(["candidate"]),
+            load_reference(CandidateRepo(store), None, embed),
+            new_threshold=0.5,
+        )
+    }
+    assert status[new["category"]].root_causes == {
+        "retrieval": 1,
+        "generation": 1,
+        "no_answer_expected": 1,
+    }

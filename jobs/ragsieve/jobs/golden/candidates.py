@@ -39,6 +39,10 @@ MAX_HISTORY_TURNS = 12  # earlier messages a follow-up's candidate keeps (the la
 MAX_TURN_CHARS = 2000
 CHUNK_HEAD = 600  # the part of a chunk the encoder reads (as the observed corpus does)
 TERM_SHARE = 0.5  # key-term agreement a supported repeat needs (tuned, bench/categories.py)
+# query·documents cosine below which a failure's documents stop counting for its topic, and
+# from which they count in full (bench/categories.py tune half: 5 % of XQuAD failures fall
+# under 0.12; an out-of-corpus question and what it retrieved, about 0.05)
+RELATED_DOCS = (0.08, 0.16)
 
 
 def candidate_id(norm_query: str) -> str:
@@ -226,7 +230,9 @@ def prepare(
     ]
     chunks = _chunk_vectors(store, todo, embed)
     return [
-        Prepared(f, q, v, topic_vector(v, doc_vector(chunks, s), DOC_WEIGHT), s)
+        Prepared(
+            f, q, v, topic_vector(v, doc_vector(chunks, s), DOC_WEIGHT, related=RELATED_DOCS), s
+        )
         for f, q, v, s in zip(todo, queries, vectors, sigs, strict=True)
     ]
 

@@ -1,11 +1,11 @@
 """Failure categories: a topic area (question + documents) whatever the root causes in it,
 named by its telling terms, *new* when no golden case lies in it.
 
-:func:`categorise` clusters every candidate's topic vector (see ``topics.py``) and keeps a
-cluster only as far as its members really share a topic (:func:`cohesive`); a failure that
-shares its topic with no other stays uncategorised (``category`` None), so three unrelated
-questions never make one category. Ids carry over from the previous run, merges and splits are
-returned as events. :func:`summarize` says what the report and ``golden status`` show: a
+:func:`categorise` clusters every candidate's topic vector (see ``topics.py``: the question,
+and the documents as far as they relate to it); a failure that shares its topic with no other
+stays uncategorised (``category`` None), so three unrelated questions that happened to
+retrieve the same chunks make no category. Ids carry over from the previous run, merges and
+splits are returned as events. :func:`summarize` says what the report and ``golden status`` show: a
 category's root cause is the one most of its failures have (all are counted in
 ``root_causes``); it is new when most of its failures have no golden case (query and relevant
 chunks' documents) within ``new_category_cosine`` and it has at least ``min_cases`` failures,
@@ -46,9 +46,7 @@ STOPWORDS = frozenset(
 # of bench/categories.py, where the best silhouette fell near 0.5): a cut wider than 0.6 lets
 # average linkage join areas whose failures are barely related (cosine 0.4)
 MIN_CUT, MAX_CUT = 0.3, 0.6
-COHESION = 0.5  # least cosine of a member to the centroid of the others (tuned, see above)
 MIN_FAILURES = 2  # failures (as seen) a category groups: one failure is no category
-ROUNDS = 3  # times the members a cohesive cut left out are clustered again among themselves
 NEW_SHARE = 0.5  # an area is new while fewer than half its failures are near a golden case
 
 
@@ -63,48 +61,15 @@ def topic_of(row: Candidate) -> np.ndarray | None:
     return unit(vec) if vec is not None else row.embedding
 
 
-def cohesive(vectors: np.ndarray, members: Sequence[int]) -> tuple[list[int], list[int]]:
-    """(members that really share a topic, the ones left out).
-
-    While some member is further than ``COHESION`` from the centroid of the others, the
-    furthest one leaves: average linkage can chain three unrelated questions into one cluster
-    (each pair only a little related), and none of them is close to the other two.
-    """
-    keep, out = list(members), []
-    while len(keep) >= 2:
-        total = vectors[keep].sum(axis=0)
-        rest = total[None, :] - vectors[keep]
-        rest /= np.maximum(np.linalg.norm(rest, axis=1, keepdims=True), 1e-12)
-        sims = np.einsum("ij,ij->i", rest, vectors[keep])
-        worst = int(np.argmin(sims))
-        if float(sims[worst]) >= COHESION:
-            break
-        out.append(keep.pop(worst))
-    return keep, out
-
-
 def topic_groups(vectors: np.ndarray, seen: Sequence[int]) -> list[list[int]]:
-    """Index groups of failures that share a topic (the rest belong to no group).
+    """Index groups of failures that share a topic; the rest belong to no group.
 
-    The tree's clusters are kept when cohesive; members left out are clustered again among
-    themselves, so a second topic that average linkage hung onto the first is found too. A
-    group needs ``MIN_FAILURES`` failures (as seen): one failure is no category.
+    A group needs ``MIN_FAILURES`` failures (as seen): a question that failed once and shares
+    its topic with no other is no category.
     """
-    out: list[list[int]] = []
-    todo = list(range(len(vectors)))
-    for _ in range(ROUNDS):
-        if not todo:
-            break
-        labels = cluster(vectors[todo], min_cut=MIN_CUT, max_cut=MAX_CUT)
-        left: list[int] = []
-        for label in np.unique(labels):
-            keep, drop = cohesive(vectors, [todo[i] for i in np.flatnonzero(labels == label)])
-            left += drop
-            if sum(seen[i] for i in keep) >= MIN_FAILURES:
-                out.append(keep)
-        todo = sorted(left)
-    out += [[i] for i in todo if seen[i] >= MIN_FAILURES]  # alone, but failing repeatedly
-    return out
+    labels = cluster(vectors, min_cut=MIN_CUT, max_cut=MAX_CUT)
+    groups = [np.flatnonzero(labels == k).tolist() for k in np.unique(labels)]
+    return [g for g in groups if sum(seen[i] for i in g) >= MIN_FAILURES]
 
 
 def categorise(rows: Sequence[Candidate]) -> tuple[dict[str, str | None], list[Event]]:

@@ -3,13 +3,15 @@ survive re-clustering.
 
 A failure's *topic vector* is its question and the documents it retrieved or should have
 retrieved, added as unit vectors and renormalised (:func:`topic_vector`), so two questions about
-one document area land together whatever their wording or language. :func:`cluster` builds an
-average-linkage tree over cosine distances (scipy) and cuts it at the height, within
-``[min_cut, max_cut]``, that gives the best mean silhouette: the cut adapts to how tight the
-areas of this data are instead of one fixed radius. :func:`carry_ids` maps the new groups onto
-the ids of the previous run: a group keeps the id most of its members had; when two old groups
-now form one, the larger id stays and the merge is recorded; when one old group is now two, the
-larger part keeps the id and the other is recorded as split from it.
+one document area land together whatever their wording or language (documents unrelated to the
+question weigh less, down to nothing). :func:`cluster` builds an average-linkage tree over
+cosine distances (scipy) and cuts it at the height, within ``[min_cut, max_cut]``, that gives
+the best mean silhouette: the cut adapts to how tight the areas of this data are instead of one
+fixed radius (and when no split has real structure while the whole tree fits under
+``max_cut``, everything is one area). :func:`carry_ids` maps the new groups onto the ids of the
+previous run: a group keeps the id most of its members had; when two old groups now form one,
+the larger id stays and the merge is recorded; when one old group is now two, the larger part
+keeps the id and the other is recorded as split from it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ import numpy as np
 
 G = TypeVar("G", bound=Hashable)
 CUTS = 24  # candidate cut heights tried between min_cut and max_cut
+# a best split scoring under this mean silhouette is no real structure (Kaufman & Rousseeuw's
+# "no substantial structure"); silhouettes cannot score one cluster, so without this a handful
+# of failures of one topic would always be split
+WEAK_STRUCTURE = 0.25
 MAX_POINTS = 3000  # clustered exactly (a 3000² distance matrix is 72 MB); the rest join the nearest
 
 
@@ -32,11 +38,27 @@ def unit(vec: np.ndarray) -> np.ndarray:
     return np.asarray(vec / max(float(np.linalg.norm(vec)), 1e-12), dtype=np.float32)
 
 
-def topic_vector(query: np.ndarray, docs: np.ndarray | None, doc_weight: float) -> np.ndarray:
-    """``unit(query + doc_weight * docs)``; the query alone when no document is known."""
+def topic_vector(
+    query: np.ndarray,
+    docs: np.ndarray | None,
+    doc_weight: float,
+    *,
+    related: tuple[float, float] | None = None,
+) -> np.ndarray:
+    """``unit(query + w * docs)``; the query alone when no document is known.
+
+    ``w`` is ``doc_weight``; with ``related = (lo, hi)`` it shrinks to nothing as the query's
+    cosine with the documents falls from ``hi`` to ``lo``: what a retriever returned for a
+    question the corpus cannot answer says nothing about the question's topic, and would
+    otherwise pull unrelated questions together through the chunks they happened to retrieve.
+    """
     if docs is None or doc_weight <= 0:
         return unit(query)
-    return unit(query + doc_weight * docs)
+    w = doc_weight
+    if related is not None:
+        lo, hi = related
+        w *= min(1.0, max(0.0, (float(query @ docs) - lo) / (hi - lo)))
+    return unit(query + w * docs)
 
 
 def _silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
@@ -93,7 +115,9 @@ def cluster(
         score = _silhouette(dist, labels)
         if score > best_score + 1e-9:
             best, best_score = labels, score
-    if best is None:  # every cut gave one cluster or all singletons: take the widest cut
+    if best is None or (best_score < WEAK_STRUCTURE and float(tree[-1, 2]) <= max_cut):
+        # every cut gave one cluster or all singletons, or the best split is no real structure
+        # while all of them can be one cluster (a few failures of one topic): the widest cut
         best = fcluster(tree, t=max_cut, criterion="distance")
     _, out = np.unique(best, return_inverse=True)
     return np.asarray(out, dtype=np.int64)
