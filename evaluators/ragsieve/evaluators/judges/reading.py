@@ -85,7 +85,9 @@ _HEDGE = re.compile(
     rf"|^(?:los |las |el |la )?{_SELF}(?: \w+)? no (?:menciona|especifica|indica|proporciona"
     r"|dice|incluye|contiene|detalla)n?\b"
     r"|^(?:it|this) (?:cannot|can't|can not) be (?:determined|answered|confirmed|inferred)\b"
-    r"|^without (?:additional|more|further) information\b"
+    r"|^without (?:additional|more|further) (?:information|context|details)\b"
+    r"|^it(?: is|'s) (?:difficult|hard|impossible|not possible) to (?:\w+ )?(?:say|determine|tell"
+    r"|know|answer|confirm)\b"
     r")",
     re.IGNORECASE,
 )
@@ -110,6 +112,17 @@ _ANSWER_LEAD = re.compile(
     r"(?: to (?:the|your|this) question)?(?: \"[^\"]*\"| '[^']*'| [^:]{0,80}?)?"
     r" (?:is|would be)\s*:\s*",
     re.IGNORECASE,
+)
+# advice to look elsewhere: courtesy, not a claim about the world
+_ADVICE = re.compile(
+    r"^(?:it(?: is|'s) (?:always )?(?:recommended|advisable|best|a good idea) to |(?:i |we )?"
+    r"(?:would )?(?:recommend|suggest|advise) (?:you )?)(?:to )?(?:consult|seek|contact|check"
+    r"|speak|talk|refer|ask|look)\w*\b|^(?:please )?(?:consult|contact) (?:a|an|your) \w+"
+    r"|^(?:se recomienda|recomiendo|te recomiendo|le recomiendo) (?:consultar|contactar|acudir)",
+    re.IGNORECASE,
+)
+_NOTE = re.compile(
+    r"^(?:it(?: is|'s) (?:worth|important to) not(?:e|ing)|note|nota)(?: that| que)?[,:]?\s+", re.I
 )
 # a leading discourse marker: the sentence stays, the marker is not a claim's word
 _MARKER = re.compile(
@@ -170,7 +183,7 @@ def is_hedge(text: str) -> bool:
 def strip_source(sentence: str) -> str:
     """``sentence`` without "Passage 2 states that" / "The answer to the question is:" /
     ", according to passage 1": where it comes from is not what it states."""
-    for pattern in (_ANSWER_LEAD, _SOURCE_REF):
+    for pattern in (_NOTE, _ANSWER_LEAD, _SOURCE_REF):
         rest = pattern.sub("", sentence, count=1)
         if rest != sentence and len(rest.split()) >= 1 and any(c.isalpha() for c in rest):
             sentence = rest[:1].upper() + rest[1:]
@@ -178,9 +191,11 @@ def strip_source(sentence: str) -> str:
 
 
 def is_meta(sentence: str) -> bool:
-    """True for a sentence about the answer, the question or the passages, a preamble or
-    courtesy: it frames the answer and states nothing about the world."""
-    return bool(_META.search(fold(sentence).replace("’", "'").strip(" \t\"'")))
+    """True for a sentence about the answer, the question or the passages, a preamble,
+    courtesy or advice to look elsewhere: it frames the answer and states nothing about the
+    world."""
+    text = fold(sentence).replace("’", "'").strip(" \t\"'")
+    return bool(_META.search(text) or _ADVICE.search(text))
 
 
 def _is_heading(line: str, raw: str) -> bool:
