@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +25,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.files import new_temp_file
 from ragsieve.evaluators.jsonlines import json_lines
 from ragsieve.evaluators.records import GoldenCase, utcnow
 
@@ -203,7 +203,7 @@ def write_golden(path: str | Path, cases: Iterable[GoldenCase], *, overwrite: bo
         raise ConfigError(
             f"{p}: exists; golden files are immutable, write {next_version_path(p).name}"
         )
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    fd, tmp = new_temp_file(p.parent, prefix=f".{p.name}.")  # the umask applies, not 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             for case in cases:

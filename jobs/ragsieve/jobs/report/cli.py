@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +10,7 @@ import click
 
 from ragsieve.collector.cliopts import SettingsSource, opened_store, store_option
 from ragsieve.collector.store import Store
+from ragsieve.evaluators.files import new_temp_file
 
 if TYPE_CHECKING:
     from ragsieve.jobs.settings import Settings
@@ -52,7 +52,7 @@ def write_report(
     )
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=target.parent)
+    fd, tmp = new_temp_file(target.parent, ".report-", ".html")  # the umask applies, not 0600
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(page)
     os.replace(tmp, target)
