@@ -71,6 +71,8 @@ def test_sessions_in_results_report_view_and_annotations(collector: Any) -> None
     one = _invoke("results", "list", "--store", url, "--session", "chat-B", "--limit", "2")
     assert len(one.stdout.splitlines()) == 2 and b[0] in one.stdout
     assert _invoke("results", "list", "--store", url, "--session", "nope").stdout == ""
+    exported = _invoke("results", "export", "--store", url, "--session", "chat-B")
+    assert {json.loads(x)["trace_id"] for x in exported.stdout.splitlines()} == {b[0]}
 
     # the session view: every turn in order, the flagged one marked
     view = json.loads(

@@ -96,6 +96,7 @@ def list_command(
 )
 @click.option("--flagged", is_flag=True, help="Only results of failing interactions.")
 @click.option("--since", default=None, help="Only results written in this window, e.g. 1h.")
+@click.option("--session", default=None, help="Only results of this session's turns.")
 @click.option("--dry-run", is_flag=True, help="Count the rows; write nothing.")
 @click.pass_obj
 def export_command(
@@ -105,12 +106,13 @@ def export_command(
     out: Path | None,
     flagged: bool,
     since: str | None,
+    session: str | None,
     dry_run: bool,
 ) -> None:
     """Export results for pandas (``pd.read_json(lines=True)`` or ``pd.read_parquet``)."""
     if fmt == "parquet" and out is None:
         raise click.UsageError("--format parquet needs --out FILE")
-    rows = _rows(obj, store, since, flagged, None)
+    rows = _rows(obj, store, since, flagged, None, session)
     if dry_run:
         click.echo(f"{len(rows)} result(s) would be exported", err=True)
         return
