@@ -10,7 +10,7 @@ with reviewers, cost per run, alerts, and the latest flagged cases.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -114,8 +114,9 @@ def _quality(data: ReportData) -> str:
         ["false-omission rate", _pct(q.get("false_omission_rate"))],
         ["TPR / FPR", f"{_pct(q.get('tpr'))} / {_pct(q.get('fpr'))}"],
     ]
-    chart = charts.agreement(data.times, data.series.precision, data.series.false_omission)
-    return f'<div class="card">{chart}</div>' + _table(("measure", "latest"), rows, "")
+    s = data.series
+    chart = _over_time(data, lambda: charts.agreement(data.times, s.precision, s.false_omission))
+    return chart + _table(("measure", "latest"), rows, "")
 
 
 def _alerts(alerts: Sequence[Mapping[str, Any]]) -> str:
@@ -142,6 +143,17 @@ def _cells(data: ReportData) -> str:
     return '<div class="grid">' + "".join(parts) + "</div>"
 
 
+def _over_time(data: ReportData, chart: Callable[[], str]) -> str:
+    """A chart over runs, or why there is none: one run draws no line, only an empty axis."""
+    if len(data.times) < 2:
+        n = len(data.times)
+        return (
+            f'<p class="muted">Not enough runs yet: {n} run{"" if n == 1 else "s"} in this'
+            " window; charts over time start at two (the latest run is in the tiles above).</p>"
+        )
+    return f'<div class="card">{chart()}</div>'
+
+
 def render(
     data: ReportData,
     *,
@@ -159,9 +171,9 @@ def render(
         " intervals.</p>",
         _tiles(data, firing),
         "<h2>Failure rate per run</h2>",
-        f'<div class="card">{charts.failure_rate(data.times, s.rate, s.corrected)}</div>',
+        _over_time(data, lambda: charts.failure_rate(data.times, s.rate, s.corrected)),
         "<h2>Root causes over time</h2>",
-        f'<div class="card">{charts.root_causes(data.times, s.causes)}</div>',
+        _over_time(data, lambda: charts.root_causes(data.times, s.causes)),
         "<h2>Failure rate by stratum</h2>",
         f'<div class="card">{charts.rates_bar(data.by_stratum, "strata")}</div>'
         if data.by_stratum
@@ -173,7 +185,7 @@ def render(
         "<h2>Judge agreement with reviewers</h2>",
         _quality(data),
         "<h2>Cost per run</h2>",
-        f'<div class="card">{charts.cost(data.times, s.usd, s.judge_errors)}</div>',
+        _over_time(data, lambda: charts.cost(data.times, s.usd, s.judge_errors)),
         "<h2>Alerts</h2>",
         _alerts(alerts),
         "<h2>Latest flagged cases</h2>",
