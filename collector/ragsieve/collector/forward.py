@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from ragsieve.collector import otlp
+from ragsieve.collector import otlp, outbound
 from ragsieve.collector.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
 
@@ -127,7 +127,9 @@ class Forwarder:
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self.timeout_s)
         try:
-            resp = await self._client.post(self.url, content=body, headers=headers)
+            resp = await outbound.post(
+                self._client, self.url, total_s=self.timeout_s, content=body, headers=headers
+            )
         except httpx.TransportError as exc:  # refused, reset, timed out: the endpoint is away
             return Outcome(False, error=f"{type(exc).__name__}: {exc}".rstrip(": "))
         code = resp.status_code

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from ragsieve.collector import outbound
 from ragsieve.collector.forward import parse_retry_after
 from ragsieve.collector.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
@@ -115,13 +116,18 @@ class WebhookSender:
 
     def __init__(self, url: str, *, timeout_s: float = 5.0) -> None:
         self.url = url
+        self.timeout_s = timeout_s
         self._client = httpx.AsyncClient(timeout=timeout_s)
 
     async def __call__(self, item: OutboxItem) -> Outcome:
         """Deliver one payload."""
         try:
-            resp = await self._client.post(
-                self.url, content=item.payload, headers={"Content-Type": CONTENT_TYPE}
+            resp = await outbound.post(
+                self._client,
+                self.url,
+                total_s=self.timeout_s,
+                content=item.payload,
+                headers={"Content-Type": CONTENT_TYPE},
             )
         except httpx.HTTPError as exc:
             return Outcome(False, error=f"unreachable: {type(exc).__name__}: {exc}")
@@ -179,7 +185,13 @@ async def send_direct(url: str, payload: bytes, timeout_s: float) -> str | None:
     """Post ``payload`` once, outside the outbox (``alerts test``); the error, or None."""
     async with httpx.AsyncClient(timeout=timeout_s) as client:
         try:
-            resp = await client.post(url, content=payload, headers={"Content-Type": CONTENT_TYPE})
+            resp = await outbound.post(
+                client,
+                url,
+                total_s=timeout_s,
+                content=payload,
+                headers={"Content-Type": CONTENT_TYPE},
+            )
         except httpx.HTTPError as exc:
             return f"unreachable: {type(exc).__name__}: {exc}"
     return None if resp.is_success else f"{resp.status_code}: {resp.text[:200]}"

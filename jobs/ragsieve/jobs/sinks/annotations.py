@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from ragsieve.collector import outbound
 from ragsieve.collector.forward import parse_retry_after
 from ragsieve.collector.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
@@ -156,14 +157,17 @@ class PhoenixAnnotationSender:
     def __init__(self, base_url: str, *, api_key: str | None = None, timeout_s: float = 5.0):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.url = base_url.rstrip("/") + "/v1/span_annotations"
+        self.timeout_s = timeout_s
         self._client = httpx.AsyncClient(timeout=timeout_s, headers=headers)
 
     async def __call__(self, item: OutboxItem) -> Outcome:
         """Deliver one annotation."""
         body = b'{"data":[' + item.payload + b"]}"
         try:
-            resp = await self._client.post(
+            resp = await outbound.post(
+                self._client,
                 self.url,
+                total_s=self.timeout_s,
                 params={"sync": "true"},
                 content=body,
                 headers={"Content-Type": CONTENT_TYPE},
