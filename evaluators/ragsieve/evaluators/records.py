@@ -23,6 +23,13 @@ from pydantic import (
     model_validator,
 )
 
+from ragsieve.evaluators.limits import (
+    MAX_ANSWER_CHARS,
+    MAX_CHUNK_CHARS,
+    MAX_QUESTION_CHARS,
+    clip_fields,
+)
+
 JSONScalar = str | int | float | bool
 
 Stage = Literal["retrieval", "rerank", "genai_retrieval", "prompt"]
@@ -76,6 +83,11 @@ class RetrievedDocument(_Record):
     retrieval_score: float | None = None
     rerank_score: float | None = None
     possibly_truncated: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clip(cls, data: Any) -> Any:  # a chunk is cut to what a judge reads (evaluators.limits)
+        return clip_fields(data, {"content": MAX_CHUNK_CHARS})
 
 
 class RetrievalStage(_Record):
@@ -238,6 +250,11 @@ class RagInteraction(_Record):
     late_spans: int = 0
     span_count: int = 0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _clip(cls, data: Any) -> Any:  # what a judge reads is bounded (evaluators.limits)
+        return clip_fields(data, {"query": MAX_QUESTION_CHARS, "answer": MAX_ANSWER_CHARS})
+
     @property
     def context(self) -> tuple[RetrievedDocument, ...]:
         """Chunks that reached the prompt (all documents when that is unknown)."""
@@ -309,9 +326,9 @@ class GoldenCase(_Record):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
-    query: str = Field(min_length=1)
+    query: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     relevant_chunks: Mapping[str, int] = Field(default_factory=dict)
-    reference_answer: str | None = None
+    reference_answer: str | None = Field(None, max_length=MAX_ANSWER_CHARS)
     category: str | None = None
     source: Literal["production", "synthetic", "manual"] = "manual"
     reviewed: bool = False
