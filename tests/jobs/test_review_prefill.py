@@ -11,14 +11,18 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pexpect
 from console_script import ragsieve_script
 from golden_plant import flagged
+from test_golden_phoenix import datasets  # noqa: F401  (the Phoenix-shaped dataset server)
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.golden import load_golden
 from ragsieve.jobs.golden import grow
+from ragsieve.jobs.golden.phoenix import PhoenixDatasets, pull, push
+from ragsieve.jobs.golden.repo import CandidateRepo
 from ragsieve.jobs.golden.suggest import evidence_chunks
 from ragsieve.jobs.settings import GoldenSettings, Settings
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
@@ -119,3 +123,21 @@ def test_review_prefills_the_evidence_and_never_offers_the_failing_answer(
     assert cases[TWO_FA].relevant_chunks == {"security#2fa": 1}
     assert cases[REFUND].relevant_chunks == {"billing#refunds": 1}
     assert cases[TWO_FA].reference_answer is None and cases[REFUND].reference_answer is None
+
+
+def test_phoenix_review_shows_the_prefill_and_accepting_keeps_it(
+    store: Store,
+    datasets: Any,  # noqa: F811
+) -> None:
+    state, url = datasets
+    grow(store, [_generation_failure()], Settings(golden=GoldenSettings()))
+    repo = CandidateRepo(store)
+    with PhoenixDatasets(url) as client:
+        ds = push(repo, client, "cands", {})["dataset_id"]
+        [ex] = state.datasets[ds]["examples"].values()
+        assert ex["output"] == {"reference_answer": "", "relevant_chunks": ["security#2fa"]}
+        ex["metadata"].update(decision="accept", reviewer="dana")  # accepted as shown
+        assert pull(repo, client, "cands")["accepted"] == 1
+    [c] = repo.select(["accepted"])
+    assert c.body["relevant_chunks"] == {"security#2fa": 1}
+    assert c.body["reference_answer"] is None

@@ -224,6 +224,9 @@ def pull(repo: CandidateRepo, client: PhoenixDatasets, dataset: str) -> dict[str
         decision = str(meta.get("decision") or "").strip().lower()
         who = str(meta.get("reviewer") or "phoenix")
         if decision in ACCEPT:
+            if not changed and not c.body.get("relevant_chunks"):
+                # accepted as shown: the relevant chunks pushed were the evidence's pre-fill
+                c.body["relevant_chunks"] = _chunks(output.get("relevant_chunks"))
             decide(repo, c, "accepted", who, None, via="phoenix")
             counts["accepted"] += 1
         elif decision in REJECT:
