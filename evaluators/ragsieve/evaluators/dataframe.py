@@ -38,9 +38,9 @@ def require_pandas() -> Any:
     try:
         import pandas
     except ImportError:
-        raise ConfigError(
-            "the DataFrame API needs pandas: pip install 'ragsieve[pandas]'"
-        ) from None
+        from ragsieve.evaluators.extras import install_hint
+
+        raise ConfigError(f"the DataFrame API needs pandas: {install_hint('pandas')}") from None
     return pandas
 
 

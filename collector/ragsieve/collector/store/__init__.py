@@ -64,9 +64,10 @@ def open_store(url: str, *, create: bool = True) -> SQLStore:
         try:
             cls = _load(_BUILTIN[scheme])
         except ImportError as exc:
-            raise ConfigError(
-                f"store URL {shown!r} needs: pip install 'ragsieve[postgres]' ({exc})"
-            ) from exc
+            from ragsieve.evaluators.extras import install_hint
+
+            hint = install_hint("postgres")
+            raise ConfigError(f"store URL {shown!r} needs: {hint} ({exc})") from exc
         store: SQLStore = cls(url)
         return store
     for ep in entry_points(group="ragsieve.stores"):

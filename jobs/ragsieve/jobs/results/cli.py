@@ -127,9 +127,9 @@ def export_command(
             import pyarrow as pa  # type: ignore[import-untyped]
             import pyarrow.parquet as pq  # type: ignore[import-untyped]
         except ImportError as exc:
-            raise click.ClickException(
-                "parquet export needs: pip install 'ragsieve[parquet]'"
-            ) from exc
+            from ragsieve.evaluators.extras import install_hint
+
+            raise click.ClickException(f"parquet export needs: {install_hint('parquet')}") from exc
         schema = pa.schema(
             [
                 ("trace_id", pa.string()),
