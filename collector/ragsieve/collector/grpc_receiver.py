@@ -11,9 +11,9 @@ of the request is committed (the same :class:`SpanWriter` as HTTP).
 Streams that open and never finish their message cannot hold the receiver: the handlers are
 stream-unary, so an RPC is counted against ``max_inflight_requests`` only once its message is in,
 and a message not complete within :data:`RECEIVE_DEADLINE_S` (the HTTP body deadline) ends the
-stream with ``DEADLINE_EXCEEDED``. grpc itself refuses messages past twice ``max_body_bytes``
-(``RESOURCE_EXHAUSTED``, its own status); between the two this module answers
-``INVALID_ARGUMENT``, which exporters do not retry. One connection holds at most
+stream with ``DEADLINE_EXCEEDED``. grpc itself refuses messages past :func:`grpc_message_limit`
+(``max_body_bytes`` + 1/8, ``RESOURCE_EXHAUSTED``, its own status); between the two this module
+answers ``INVALID_ARGUMENT``, which exporters do not retry. One connection holds at most
 :data:`MAX_STREAMS_PER_CONNECTION` streams at once.
 
 It runs on the HTTP server's event loop, started and stopped by the app's lifespan, so both
@@ -106,7 +106,7 @@ class GrpcReceiver:
                 raise _Refused(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
             raw = await self.receive(messages)
             limit = self.cfg.max_body_bytes
-            if len(raw) > limit:  # grpc's own limit (2x) answers RESOURCE_EXHAUSTED past this
+            if len(raw) > limit:  # grpc's own limit answers RESOURCE_EXHAUSTED past an eighth more
                 raise _Refused(
                     grpc.StatusCode.INVALID_ARGUMENT,
                     f"message of {len(raw)} bytes is over collector.max_body_bytes ({limit})",
@@ -172,6 +172,14 @@ class GrpcReceiver:
         ]
 
 
+def grpc_message_limit(max_body_bytes: int) -> int:
+    """grpc's own message limit: ``max_body_bytes`` plus an eighth (at least 1 MiB). Up to it a
+    message is decompressed whole and refused here (INVALID_ARGUMENT); past it grpc stops
+    reading and answers RESOURCE_EXHAUSTED. The margin is memory: each stream may hold that
+    much before it is refused."""
+    return min(max_body_bytes + max(max_body_bytes // 8, 1 << 20), 2**31 - 1)
+
+
 async def start_grpc(receiver: GrpcReceiver, host: str, port: int) -> tuple[aio.Server, int]:
     """Serve ``receiver`` on ``host:port`` (0 = a free port); returns the server and its port.
 
@@ -185,7 +193,7 @@ async def start_grpc(receiver: GrpcReceiver, host: str, port: int) -> tuple[aio.
         handlers=receiver.handlers(),
         options=[
             ("grpc.so_reuseport", 0),
-            ("grpc.max_receive_message_length", min(2 * limit, 2**31 - 1)),
+            ("grpc.max_receive_message_length", grpc_message_limit(limit)),
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
             ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
         ],
