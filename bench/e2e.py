@@ -150,6 +150,38 @@ def verdicts(db: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+CI_SLICE_ARTICLES = 2  # per split: about 90 traces, the first articles of each half
+
+
+def slice_traces(traces: list[Trace]) -> list[Trace]:
+    """The CI slice's traffic: every trace of the first ``CI_SLICE_ARTICLES`` articles of each
+    split, in the order ``build`` plans them."""
+    keep: set[str] = set()
+    for split in ("tune", "heldout"):
+        articles = list(dict.fromkeys(t.article for t in traces if t.split == split))
+        keep.update(articles[:CI_SLICE_ARTICLES])
+    return [t for t in traces if t.article in keep]
+
+
+def ci_slice(data: Path) -> dict[str, Any]:
+    """The CI-sized rerun (``--ci-slice``, under a minute): the slice's traffic alone through
+    the same collector, ``jobs run --all`` and scoring as the full benchmark. Its verdicts are
+    not the full run's (the observed corpus holds only the slice's chunks), so a full run
+    stores this slice run beside its results; ``tests/test_bench_slices.py`` reruns it and must
+    find every verdict and figure unchanged."""
+    traces = slice_traces(build(data))
+    with tempfile.TemporaryDirectory() as tmp:
+        sent, _, db = run_pipeline(traces, Path(tmp))
+        decided = verdicts(db)
+    missing: dict[str, Any] = {"verdict": "missing", "root_cause": None}
+    by_key = {t.trace_key: decided.get(tid, missing) for tid, t in sent.items()}
+    return {
+        "articles": sorted({t.article for t in traces}),
+        "results": score(sent, decided, "all"),
+        "verdicts": {k: [d["verdict"], d["root_cause"]] for k, d in sorted(by_key.items())},
+    }
+
+
 def run_demo(workdir: Path, queries: int) -> dict[str, Any]:
     """``ragsieve demo --json`` on its own store: the demo's scorecard, for comparison."""
     out = subprocess.run(
@@ -257,9 +289,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "e2e.json")
     ap.add_argument("--dump", type=Path, default=None, help="Write every trace's verdict here.")
     ap.add_argument("--demo-queries", type=int, default=300, help="Demo size (0: no demo run).")
+    ap.add_argument(
+        "--ci-slice", action="store_true", help="Print the CI slice as JSON; write nothing."
+    )
     args = ap.parse_args()
     if not (args.data / "xquad_en").exists():
         raise SystemExit(f"{args.data}/xquad_en: not found (XQuAD dev splits are needed)")
+    if args.ci_slice:
+        print(json.dumps(ci_slice(args.data), indent=2, ensure_ascii=False))
+        return
     traces = build(args.data)
     with tempfile.TemporaryDirectory() as tmp:
         sent, report, db = run_pipeline(traces, Path(tmp))
@@ -284,6 +322,7 @@ def main() -> None:
         "job_seconds": report.get("_job_seconds"),
         "demo": demo,
         "results": results,
+        "ci_slice": ci_slice(args.data),
     }
     args.out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 

@@ -49,7 +49,13 @@ TASK_METRIC = {
 }
 
 
-def quality(data: Path) -> list[dict]:
+CI_SLICE_ROWS = 40  # per set and task: WikiEval (36 a task) whole, the first 40 of the others
+_TIMING = ("ms_per_row",)
+
+
+def quality(data: Path, limit: int | None = None) -> list[dict]:
+    """Agreement of every judge on every dev set at ``jobs.thresholds``; with ``limit``, on the
+    first ``limit`` rows of each set and task, with each row's decision (``ci_slice``)."""
     out = []
     for name in SETS:
         path = data / name / "dev.jsonl"
@@ -60,7 +66,7 @@ def quality(data: Path) -> list[dict]:
             metric = TASK_METRIC[task]
             # the judge exactly as the job builds it: labels at jobs.thresholds
             [judge] = build_judges([metric], thresholds=THRESHOLDS)
-            sub = [r for r in rows if r.task == task]
+            sub = [r for r in rows if r.task == task][:limit]
             t0 = time.perf_counter()
             scored = asyncio.run(judge_rows(judge, sub))
             ms = (time.perf_counter() - t0) * 1000 / max(1, len(sub))
@@ -81,6 +87,10 @@ def quality(data: Path) -> list[dict]:
                 "ms_per_row": round(ms, 2),
             }
             decided = [s for s in scored if s.failure is not None]
+            if limit is not None:  # F = called a failure, P = a pass, - = undecided
+                row["decisions"] = "".join(
+                    "-" if s.failure is None else "F" if s.failure else "P" for s in scored
+                )
             # relevant = positive F1 (the WikiQA convention)
             pos = binary_stats([not s.truth for s in decided], [not s.failure for s in decided])
             row["f1_positive"] = round(pos["f1"], 4)
@@ -102,6 +112,19 @@ def quality(data: Path) -> list[dict]:
                 )
             out.append(row)
     return out
+
+
+def ci_slice(data: Path) -> dict:
+    """The CI-sized rerun (``--ci-slice``, about 10 s): ``quality`` itself on the first
+    ``CI_SLICE_ROWS`` rows of each set and task, timings left out. A full run stores it in
+    ``judges.json``; ``tests/test_bench_slices.py`` reruns it and must find the same figures,
+    so a judge changed without rerunning this benchmark fails the test suite."""
+    rows = quality(data, limit=CI_SLICE_ROWS)
+    return {
+        "rows_per_task": CI_SLICE_ROWS,
+        "thresholds": THRESHOLDS,
+        "quality": [{k: v for k, v in r.items() if k not in _TIMING} for r in rows],
+    }
 
 
 def _synthetic_inputs(n: int, offset: int = 0) -> list:
@@ -258,7 +281,13 @@ def speed(data: Path, n: int = 100) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument(
+        "--ci-slice", action="store_true", help="Print the CI slice as JSON; write nothing."
+    )
     args = ap.parse_args()
+    if args.ci_slice:
+        print(json.dumps(ci_slice(Path(args.data)), indent=2))
+        return
     rows = quality(Path(args.data))
     cols = [
         "set",
@@ -294,6 +323,7 @@ def main() -> None:
         "thresholds": THRESHOLDS,
         "quality": rows,
         "speed": sp,
+        "ci_slice": ci_slice(Path(args.data)),
     }
     (res / "judges.json").write_text(json.dumps(payload, indent=2) + "\n")
 
