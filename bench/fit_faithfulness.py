@@ -13,7 +13,9 @@ LFQA-Verification (no licence stated) are never fitted on: ``bench/realrag.py`` 
 How: an L2-regularised logistic regression whose weights keep the sign the evidence dictates
 (support never counts against an answer). Its regularisation strength and the datasets'
 relative weight are chosen by 5-fold cross-validation grouped by question (a question's answers
-from all generating models stay in one fold), on the mean out-of-fold AUC of the two sets.
+from all generating models stay in one fold): the choice flags the most hallucinations, out of
+fold, at the operating point below, averaged over the two sets (long answers and short ones;
+ties: the higher mean AUC, then the stronger regularisation).
 The operating point is chosen on the out-of-fold
 probabilities: the threshold whose false-alarm rate on faithful RAGTruth answers is
 ``TARGET_FALSE_ALARMS``; the intercept is then shifted so that this point falls on the job's
@@ -94,10 +96,12 @@ def load(data: Path) -> list[dict[str, Any]]:
                 continue  # abstained, skipped: nothing for the model to weigh
             out.append(
                 {
+                    "id": row["id"],
                     "set": folder.rsplit("/", 1)[-1],
                     "group": group_of(row),
                     "y": int(bool(row["label_faithful"])),
                     "x": [float(feats[f]) for f in FEATURES],
+                    "cap": float(res.metadata.get("evidence", {}).get("cap", 1.0)),
                 }
             )
     return out
@@ -156,8 +160,10 @@ def out_of_fold(rows: list[dict[str, Any]], c: float, halueval: float) -> np.nda
     return p
 
 
-def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Choose C and the HaluEval weight by grouped CV; fit on everything; place the threshold."""
+def fit(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], np.ndarray]:
+    """Choose C and the HaluEval weight by grouped CV; fit on everything; place the threshold.
+    Returns the model and every row's out-of-fold score on the job's scale (what the judge
+    would have scored it had its question not been fitted on)."""
     y = np.array([r["y"] for r in rows])
     rt = np.array([r["set"] == "ragtruth_qa" for r in rows])
     trials = []
@@ -165,12 +171,17 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for he in HALUEVAL_WEIGHTS:
             p = out_of_fold(rows, c, he)
             he_rows = ~rt
+            p = np.where([r["cap"] < 1.0 for r in rows], 1e-9, p)
+            cut = np.sort(p[rt & (y == 1)])[int(TARGET_FALSE_ALARMS * (rt & (y == 1)).sum())]
+            recall = [float((p[m & (y == 0)] < cut).mean()) for m in (rt, he_rows)]
             mean_auc = (_auc(y[rt], p[rt]) + _auc(y[he_rows], p[he_rows])) / 2
-            trials.append((round(mean_auc, 6), -c, -he, c, he, p))
+            trials.append((round(sum(recall) / 2, 4), round(mean_auc, 6), -c, c, he, p))
     _, _, _, c, he, p_oof = max(trials, key=lambda t: t[:3])
     auc = _auc(y[rt], p_oof[rt])
-    # the operating point: the share of faithful RAGTruth answers below it is the target
-    faithful = np.sort(p_oof[rt & (y == 1)])
+    # the operating point: the share of faithful RAGTruth answers flagged is the target, those
+    # a decisive check caps (a contradiction, a value not in the context) included
+    capped = np.array([r["cap"] < 1.0 for r in rows])
+    faithful = np.sort(np.where(capped, 1e-9, p_oof)[rt & (y == 1)])
     cut = float(faithful[int(math.floor(TARGET_FALSE_ALARMS * len(faithful)))])
     job = DEFAULT_THRESHOLDS["faithfulness"]
     shift = math.log(job / (1 - job)) - math.log(cut / (1 - cut))
@@ -183,6 +194,7 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     width = 1 / (1 + math.exp(-(math.log(loose / (1 - loose)) + shift))) - job
     flagged = scaled_oof[rt] < job
     band = (scaled_oof[rt] >= job) & (scaled_oof[rt] < job + width)
+    oof = np.minimum(scaled_oof, np.array([r["cap"] for r in rows]))
     return {
         "version": VERSION,
         "fitted_on": [f"{k} dev ({v})" for k, v in FIT_SETS.items()],
@@ -203,7 +215,7 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "ragtruth_uncertain_out_of_fold": round(float(band.mean()), 4),
             "rows": {str(s): int((sets == s).sum()) for s in sorted(set(sets))},
         },
-    }
+    }, oof
 
 
 def main() -> int:
@@ -211,7 +223,7 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--check", action="store_true", help="compare with the shipped file only")
     args = ap.parse_args()
-    model = fit(load(args.data))
+    model, _ = fit(load(args.data))
     text = json.dumps(model, indent=1, sort_keys=True) + "\n"
     if args.check:
         same = MODEL_FILE.read_text(encoding="utf-8") == text

@@ -14,6 +14,7 @@ from ragsieve.collector.store import Store, open_store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.judges import build_judges
 from ragsieve.evaluators.judges.calibrated import (
+    DEFAULT_WEIGHTS,
     CalibratedJudge,
     Calibration,
     MetricCalibration,
@@ -119,7 +120,7 @@ def test_calibrated_judge_labels_at_the_fit_and_reports_on_the_job_scale() -> No
     assert (r.label == "faithful") == (raw >= 0.4)
     # the job decides with jobs.thresholds on the reported score: the same decision
     assert (r.score < JOB["faithfulness"]) == (raw < 0.4)
-    assert rescore("faithfulness", r, {"mean": 0.5, "min": 0.5, "share": 0.0}) == pytest.approx(
+    assert rescore("faithfulness", r, DEFAULT_WEIGHTS["faithfulness"]) == pytest.approx(
         raw, abs=1e-4
     )
 

@@ -38,6 +38,7 @@ LABELS = {  # (pass label, fail label) per metric
     "context_relevance": ("relevant", "irrelevant"),
 }
 UNKNOWN = frozenset({"error", "skipped", "abstained"})
+LEGACY_FAITH = frozenset({"mean", "min", "share"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,9 @@ def _check(metric: str, c: MetricCalibration, source: str) -> None:
         raise ConfigError(f"{source}: metrics.{metric}: unknown metric")
     if not 0.0 < c.threshold < 1.0:
         raise ConfigError(f"{source}: metrics.{metric}.threshold: must be in (0, 1)")
-    if c.weights is not None and set(c.weights) != set(DEFAULT_WEIGHTS[metric]):
+    # a faithfulness fit from before the fitted model weighs the claims' supports only
+    legacy = metric == "faithfulness" and c.weights is not None and set(c.weights) == LEGACY_FAITH
+    if c.weights is not None and set(c.weights) != set(DEFAULT_WEIGHTS[metric]) and not legacy:
         want = ", ".join(sorted(DEFAULT_WEIGHTS[metric]))
         raise ConfigError(f"{source}: metrics.{metric}.weights: needs exactly {want}")
 
@@ -156,6 +159,8 @@ class CalibratedJudge:
             meta["chunks"] = [self._chunk(c) for c in chunks]
         score = round(to_job_scale(r.score, self.fitted, self.job), 6)
         label = ok if r.score >= self.fitted else bad
+        if r.label == "uncertain" and r.score >= self.fitted:
+            label = "uncertain"  # still too weak to call a pass, whatever the fit moved
         update = {"score": score, "label": label, "metadata": meta, "judge_version": self.version}
         return r.model_copy(update=update)
 

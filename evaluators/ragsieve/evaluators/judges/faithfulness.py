@@ -325,18 +325,26 @@ def evidence(
     (claims that only restate the question count when nothing else is said) and the supported
     share, which a deployment's own fit (``ragsieve judges fit``) may weigh in."""
     feats = features(verdicts)
+    # decisive whatever the rest weighs: a claim the context contradicts, and a number or date
+    # it never states (a hallucination in 64-100 % of such answers on every labelled set)
+    clashes = [
+        float(v["support"]) for v in verdicts if v.get("contradiction") or v.get("values_missing")
+    ]
     return {
         "model": (model or shipped_model()).probability(feats),
         "mean": feats["mean"],
         "min": feats["min"],
         "share": feats["share"],
+        "cap": min(clashes, default=1.0),
     }
 
 
 def combine(ev: Mapping[str, float], weights: Mapping[str, float] = DEFAULT_WEIGHTS) -> float:
-    """``score = sum(w_k * evidence_k)`` over the weights' keys (weights sum to 1); evidence
-    recorded before the fitted model existed has no ``model`` and reads it as its mean."""
-    return sum(w * float(ev.get(k, ev.get("mean", 0.0))) for k, w in weights.items())
+    """``score = sum(w_k * evidence_k)`` over the weights' keys (weights sum to 1), at most the
+    support of a claim the context contradicts (``cap``: decisive, whatever the rest weighs).
+    Evidence recorded before the fitted model existed has no ``model``: it reads as the mean."""
+    score = sum(w * float(ev.get(k, ev.get("mean", 0.0))) for k, w in weights.items())
+    return min(score, float(ev.get("cap", 1.0)))
 
 
 class FaithfulnessJudge(OfflineJudge):
@@ -403,9 +411,6 @@ class FaithfulnessJudge(OfflineJudge):
         feats = features(verdicts)
         ev = evidence(verdicts, self.model)
         score = combine(ev, self.weights)
-        clashes = [v for v in verdicts if v.get("contradiction")]
-        if clashes:  # the context states otherwise: decisive, whatever the rest weighs
-            score = min(score, min(v["support"] for v in clashes))
         n_ok = sum(v["supported"] for v in verdicts)
         meta.update(claims=verdicts, supported=n_ok, total=len(verdicts))
         meta["evidence_chunks"] = sorted({v["chunk"] for v in verdicts if v["chunk"]})

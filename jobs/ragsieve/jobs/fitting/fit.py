@@ -140,7 +140,10 @@ class Scorer:
         self.raw = {
             m: np.array([_raw(ex.results.get(m)) for ex in examples], float) for m in METRICS
         }
-        self.faith = np.full((n, 3), np.nan)
+        self.faith = np.full((n, 4), np.nan)  # model, mean, min, share
+        self.faith_cap = np.ones(
+            n
+        )  # a decisive contradiction caps the score (faithfulness.combine)
         self.ans = np.full((n, 4), np.nan)
         self.abstained = np.zeros(n, bool)
         rows: list[tuple[int, Mapping[str, Any]]] = []
@@ -160,7 +163,8 @@ class Scorer:
     def _read(self, i: int, ex: Example, rows: list[tuple[int, Mapping[str, Any]]]) -> None:
         ev = _evidence(ex.results.get("faithfulness"))
         if ev is not None:
-            self.faith[i] = [ev["mean"], ev["min"], ev["share"]]
+            self.faith[i] = [ev.get("model", ev["mean"]), ev["mean"], ev["min"], ev["share"]]
+            self.faith_cap[i] = float(ev.get("cap", 1.0))
         r = ex.results.get("answer_relevance")
         ev = _evidence(r)
         if r is not None and ev is not None:
@@ -175,7 +179,8 @@ class Scorer:
         if not self.weighted:
             return self.raw[metric]
         if metric == "faithfulness":
-            return self.faith @ np.array([w["mean"], w["min"], w["share"]])
+            vec = np.array([w.get("model", 0.0), w["mean"], w["min"], w["share"]])
+            return np.minimum(self.faith @ vec, self.faith_cap)
         if metric == "answer_relevance":
             vec = np.array([w["addressed"], w["type_ok"], w["direct"], w["specificity"]])
             s = self.ans @ vec

@@ -97,7 +97,8 @@ def review_labels(store: Store, key: str) -> list[ReviewLabel]:
 
     A reviewed candidate labels the trace its screen showed (its first source trace); it counts
     only while that trace's latest verdict under ``key`` is the one reviewed (``fail`` for a
-    flagged candidate, ``pass`` for an audit), and weighs ``1 / inclusion probability``.
+    flagged candidate, ``pass`` for an audit), and weighs ``1 / inclusion probability`` (an audit
+    also ``1 / audit probability``: passes a judge was uncertain of are all audited).
     """
     wanted: dict[str, tuple[str, str]] = {}
     for cid, status, body in store.query(
@@ -121,8 +122,12 @@ def review_labels(store: Store, key: str) -> list[ReviewLabel]:
         " AND s.verdict IN ('pass', 'fail') ORDER BY r.started_at",
         sorted(wanted),
     ):
-        if json.loads(body).get("key") == key:
-            latest[tid] = (verdict, float(p or 0.0))
+        data = json.loads(body)
+        if data.get("key") == key:
+            # an audited pass weighs 1 / (inclusion x audit probability): uncertain passes are
+            # all audited, the others a share, so each audit stands for its part of the passes
+            audit_p = float(data.get("audit_p") or 1.0) if verdict == "pass" else 1.0
+            latest[tid] = (verdict, float(p or 0.0) * audit_p)
     out: list[ReviewLabel] = []
     for tid, (outcome, kind) in sorted(wanted.items()):
         verdict, p = latest.get(tid, ("", 0.0))

@@ -265,7 +265,7 @@ def _emit(store: Store, settings: Settings, plan: RunPlan, result: RunResult) ->
     result.golden = _grow(store, result.flagged, settings)
     result.audits = _route_audits(store, result.audit, settings)
     audit_ids = {c.interaction.trace_id for c in result.audit}
-    rows = sample_rows(result.decisions, plan.key, plan.versions, audit_ids)
+    rows = sample_rows(result.decisions, plan.key, plan.versions, audit_ids, job.audit_share)
     resultstore.save_samples(store, plan.run_id, rows)
 
 

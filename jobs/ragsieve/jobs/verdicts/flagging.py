@@ -15,6 +15,8 @@ answered. An abstention fails only when a relevant chunk reached the prompt
 (``abstained_wrongly``) or such a chunk exists elsewhere, in the corpus or per the golden set
 (``retrieval``); otherwise it is a correct abstention and passes. With context relevance unknown
 an abstention stays ``unjudged``. An answer given when nothing relevant reached the prompt fails.
+A judge's ``uncertain`` (its score at or just above the threshold, evidence too weak to call) is
+a pass that names the metric in ``Verdict.uncertain``: never flagged, always audited.
 Whether every configured judge answered is the job's business (``verdicts.decide_all``): a pass
 from only some judges is partial, never final.
 """
@@ -47,6 +49,7 @@ class Verdict:
     context_relevant: bool | None = None  # after the judges were made to agree
     rescued: bool = False  # relevant only because a faithful, on-question answer drew on it
     missed_chunk: str | None = None  # a chunk of the observed corpus that would have answered
+    uncertain: tuple[str, ...] = ()  # metrics whose judge could not call it: a pass to audit
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +159,8 @@ def decide(
         # Nothing relevant reached the prompt yet the system answered.
         failed = tuple(sorted({*failed, "context_relevance"}))
     elif not failed:
-        return Verdict("pass", context_relevant=rd.ctx_rel, rescued=rd.rescued)
+        unsure = tuple(sorted(m for m, r in by_metric.items() if r.label == "uncertain"))
+        return Verdict("pass", context_relevant=rd.ctx_rel, rescued=rd.rescued, uncertain=unsure)
     return _fail_verdict(interaction, rd, failed, expected, corpus)
 
 

@@ -123,17 +123,27 @@ def emit_fresh(
         )
         if d.verdict.outcome == "fail":
             flagged.append(case)
-        elif unit_hash(d.pick.trace_id, "audit", seed) < audit_share:
+            continue
+        audit_p = 1.0 if d.verdict.uncertain else audit_share
+        if d.verdict.uncertain or unit_hash(d.pick.trace_id, "audit", seed) < audit_share:
+            why = "audit of a pass"
+            if d.verdict.uncertain:
+                why += f" the judges could not call ({', '.join(d.verdict.uncertain)} uncertain)"
             audit.append(
                 FlaggedCase(
                     d.interaction,
                     d.results,
                     "none",
-                    "audit of a pass",
+                    why,
                     run_id,
                     d.pick.stratum,
                     d.pick.inclusion_p,
-                    {"audit": True, "category": d.category},
+                    {
+                        "audit": True,
+                        "audit_p": audit_p,
+                        "uncertain": list(d.verdict.uncertain),
+                        "category": d.category,
+                    },
                 )
             )
     return flagged, audit, fresh
@@ -144,8 +154,10 @@ def sample_rows(
     key: str,
     versions: dict[str, str],
     audit_ids: set[str],
+    audit_share: float = 1.0,
 ) -> list[resultstore.SampleRow]:
-    """One ``samples`` row per decision, recording the verdict under the judge set ``key``."""
+    """One ``samples`` row per decision, recording the verdict under the judge set ``key`` (and,
+    for a pass, the probability it had of being audited: 1 when a judge was uncertain)."""
     return [
         resultstore.SampleRow(
             d.pick.trace_id,
@@ -164,6 +176,8 @@ def sample_rows(
                 "category": d.category,
                 "upstream_p": d.pick.upstream_p,
                 "missed_chunk": d.verdict.missed_chunk,
+                "uncertain": list(d.verdict.uncertain),
+                "audit_p": 1.0 if d.verdict.uncertain else audit_share,
             },
             versions,
         )
