@@ -6,6 +6,7 @@ into a fresh shell (venv not activated) and got "command not found".
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -32,6 +33,12 @@ def test_the_demo_prints_next_commands_that_run_without_the_venv(tmp_path: Path)
     tail = out.stdout.split("== next", 1)[1].splitlines()[1:]
     commands = [line.strip() for line in tail if line.strip()]
     assert any("golden review" in c for c in commands), out.stdout
+    as_json = subprocess.run(
+        [str(exe), "demo", "--queries", "30", "--seed", "2", "--json", "--store", "sqlite:///j.db"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    listed = json.loads(as_json.stdout)["next_commands"]
+    assert [c.replace("j.db", "ragsieve-demo.db") for c in listed] == commands
     for command in commands:
         if "golden review" in command:
             command = command.replace("golden review", "golden review --limit 0")

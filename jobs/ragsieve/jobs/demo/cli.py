@@ -297,7 +297,7 @@ def _json_out(result: DemoResult) -> dict[str, Any]:
         passed=not result.failures,
         phoenix_url=result.phoenix_url,
         store=result.store_url,
-        next_commands=next_commands(result.store_url),
+        next_commands=next_commands(result.store_url, ragsieve_command()),
     )
     return out
 
