@@ -11,6 +11,7 @@ import numpy as np
 
 from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.judges.claims import find_injections
+from ragsieve.evaluators.judges.conversation import judged_question
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.question import expected_type, has_type
 from ragsieve.evaluators.judges.terms import Match, TermIndex, key, tokens
@@ -276,7 +277,8 @@ class ContextRelevanceJudge(OfflineJudge):
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
-        question = interaction.query or ""
+        asked = judged_question(interaction)  # a follow-up's standalone meaning
+        question = asked.text
         chunks = chunk_texts(interaction)
         if not question.strip() or not chunks:
             return self.result(
@@ -315,6 +317,7 @@ class ContextRelevanceJudge(OfflineJudge):
             "k": len(per_chunk),
             "context_precision": round(context_precision([c["score"] for c in per_chunk]), 4),
             "expected_type": expected_type(question),
+            **asked.evidence(),
         }
         if self.calibration:
             meta["calibration"] = self.calibration
