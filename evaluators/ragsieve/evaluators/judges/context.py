@@ -11,7 +11,7 @@ import numpy as np
 
 from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.judges.claims import find_injections
-from ragsieve.evaluators.judges.conversation import judged_question
+from ragsieve.evaluators.judges.conversation import best_reading, judged_question
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.question import expected_type, has_type
 from ragsieve.evaluators.judges.terms import Match, TermIndex, key, tokens
@@ -287,13 +287,16 @@ class ContextRelevanceJudge(OfflineJudge):
                 None,
                 "no question" if not question.strip() else "no context",
             )
-        found = chunk_evidence(
-            question,
-            [c for _, _, c in chunks],
-            use_embeddings=self.use_embeddings,
-            max_sentences=self.max_sentences,
-            max_embed_chars=self.max_embed_chars,
-            weights=self.weights,
+        found = best_reading(  # a resolved follow-up: its better reading counts
+            asked,
+            lambda q: chunk_evidence(
+                q,
+                [c for _, _, c in chunks],
+                use_embeddings=self.use_embeddings,
+                max_sentences=self.max_sentences,
+                max_embed_chars=self.max_embed_chars,
+                weights=self.weights,
+            ),
         )
         per_chunk: list[dict[str, Any]] = []
         for (cid, rank, _), ev in zip(chunks, found, strict=True):

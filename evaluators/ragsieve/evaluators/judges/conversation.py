@@ -22,12 +22,19 @@ a question nobody asked. The evidence of each judge records what was judged
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from ragsieve.evaluators.judges.terms import key
-from ragsieve.evaluators.judges.text import content_words, entities, fold, rarity
+from ragsieve.evaluators.judges.text import STOPWORDS, content_words, entities, fold, rarity
 from ragsieve.evaluators.records import Message, RagInteraction, normalize_text
+
+
+class _Scored(Protocol):
+    @property
+    def score(self) -> float: ...
+
 
 QuestionSource = Literal["typed", "rewrite", "resolved"]
 TurnKind = Literal["question", "statement", "acknowledgement"]
@@ -36,20 +43,26 @@ USER_ROLES = frozenset({"user", "human"})
 ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model"})
 CARRY_FROM_TURNS = 2  # the last user turns whose words a follow-up may leave out
 MAX_CARRIED = 6  # words carried over at most (the rarest first)
-SELF_CONTAINED_WORDS = 5  # a question with this many content words and no anaphor stands alone
+SELF_CONTAINED_WORDS = 3  # a question with this many content words and no anaphor stands alone
 LAST_TURNS = 4  # turns an LLM judge is shown before the follow-up
 TURN_CHARS = 600  # ... each cut to this many characters
 
 _WH = (
-    "what which who whom whose when where why how is are was were do does did can could will"
-    " would should shall may might must have has had am isn't aren't don't doesn't didn't can't"
-    " que qué cual cuál cuales cuáles quien quién quienes cuando cuándo donde dónde como cómo"
-    " cuanto cuánto cuanta cuánta cuantos cuántos cuantas cuántas por porqué puedo puede pueden"
-    " hay es son tengo tiene debo necesito"
+    "what which who whom whose when where why how que qué cual cuál cuales cuáles quien quién"
+    " quienes cuando cuándo donde dónde como cómo cuanto cuánto cuanta cuánta cuantos cuántos"
+    " cuantas cuántas porqué puedo puede pueden podría podria"
+)
+_AUX = (
+    "is are was were do does did can could will would should shall may might must have has had am"
+)
+_SUBJECT = (
+    "i you he she it we they there this that these those the a an my your his her our their any"
+    " anyone someone somebody anybody"
 )
 _ASKS = re.compile(
-    r"^\W*(?:(?:and|so|but|also|ok|okay|then|y|pero|entonces|vale|bueno)\W+)?"
-    r"(?:" + "|".join(re.escape(w) for w in _WH.split()) + r")\b"
+    r"^\W*(?:(?:and|so|but|also|ok|okay|then|well|y|pero|entonces|vale|bueno)\W+)?"
+    r"(?:(?:" + "|".join(_WH.split()) + r")\b"
+    r"|(?:" + "|".join(_AUX.split()) + r")\s+(?:" + "|".join(_SUBJECT.split()) + r")\b)"
 )
 # requests for information that end with no question mark: "tell me about ...", "dime ..."
 _REQUEST = re.compile(
@@ -68,8 +81,9 @@ _ACK_WORDS = frozenset(
     chao vale estupendo excelente listo okey gracias mil the a all for your help that's it
     all thats""".split()
 )
+_FILLER = STOPWORDS | {"help", "info", "information", "ayuda", "informacion", "agradezco"}
 _ANAPHORS = frozenset(
-    """it its it's they them their theirs this that these those he she him her his there one
+    """it its it's they them their theirs this that these those he she him her his one
     ones such same lo la los las le les eso esto ese esa esos esas ello ellos ellas allí alli
     ahí ahi su sus""".split()
 )
@@ -89,8 +103,9 @@ def turn_kind(text: str) -> TurnKind:
     if "?" in stripped or "¿" in stripped or _ASKS.match(folded) or _REQUEST.search(folded):
         return "question"
     said = re.findall(r"[\w']+", folded)
-    if len(said) <= 8 and all(w in _ACK_WORDS for w in said):
-        return "acknowledgement"
+    polite = [w for w in said if w in _ACK_WORDS]
+    if polite and len(said) <= 8 and all(w in _ACK_WORDS or w in _FILLER for w in said):
+        return "acknowledgement"  # "thanks for the info", "ok I will do that"
     return "statement"
 
 
@@ -192,7 +207,22 @@ def judged_question(interaction: RagInteraction) -> JudgedQuestion:
     return JudgedQuestion(text, typed, "resolved", kind, tuple(carried), last)
 
 
+T = TypeVar("T", bound=_Scored)
+
+
+def best_reading(asked: JudgedQuestion, judge: Callable[[str], list[T]]) -> list[T]:
+    """``judge`` run on the resolved question and, when words were carried over, on the typed
+    turn too; each item (a chunk's evidence) keeps the reading that scores it higher. Carried
+    words are a guess at what the turn leaves out: they may help a judge, never hurt it."""
+    found = judge(asked.text)
+    if asked.source != "resolved":
+        return found
+    typed = judge(asked.typed)
+    return [a if a.score >= b.score else b for a, b in zip(found, typed, strict=True)]
+
+
 __all__ = [
+    "best_reading",
     "JudgedQuestion",
     "QuestionSource",
     "TurnKind",
