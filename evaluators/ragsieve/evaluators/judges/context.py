@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -14,7 +15,7 @@ from ragsieve.evaluators.judges.claims import find_injections
 from ragsieve.evaluators.judges.conversation import best_reading, judged_question
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.question import expected_type, has_type
-from ragsieve.evaluators.judges.terms import Match, TermIndex, key, tokens
+from ragsieve.evaluators.judges.terms import NO_MATCH, Match, TermIndex, key, tokens
 from ragsieve.evaluators.judges.text import STOPWORDS, language, rarity, sentences
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
@@ -29,6 +30,9 @@ DENSITY_WEIGHT = 0.05  # share of the score that rewards chunks focused on the q
 SEMANTIC_FLOOR = 0.2  # question-sentence cosine below this adds nothing
 SEMANTIC_SPAN = 0.3
 XLING_FLOOR_SHIFT = 0.05  # ... and at floor + span, full credit
+# a name ("Tonkin", "Tennessee") is written alike in both languages or translated word for word;
+# the encoder's nearest word of another language ("Poopó", "secuoya") is a neighbour, not the name
+NAME_TRANSLATION_MIN = 0.8  # strength a name's translated match needs to count at all
 
 
 DEFAULT_WEIGHTS = MappingProxyType({"terms": 0.7, "type": 0.3, "lexical": 0.55, "meaning": 0.45})
@@ -78,9 +82,27 @@ def question_terms(question: str) -> dict[str, tuple[str, float]]:
     return out
 
 
+def _name_keys(question: str) -> set[str]:
+    """Keys of the question's names: capitalised words after its first word."""
+    words = re.findall(r"[^\W\d_][\w'-]*", question)
+    return {key(t) for w in words[1:] if w[:1].isupper() for t in tokens(w)}
+
+
+def _find(index: TermIndex, word: str, name: bool) -> Match:
+    """``index.find(word)``; a name's translated match counts only when it is near certain."""
+    m = index.find(word)
+    if name and m.via == "translation" and m.strength < NAME_TRANSLATION_MIN:
+        return NO_MATCH
+    return m
+
+
 _QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how que cual cuales quien quienes cuando donde"
-    " como cuanto cuanta cuantos cuantas por".split()
+    " como cuanto cuanta cuantos cuantas por"
+    # how people ask at a service desk: the verbs carry the asking, not what is asked about
+    " need needs bring do does did can could will would should get hay hace hacer falta pasa"
+    " pasan tengo tiene tienen puedo puede pueden necesito necesita necesitan quiero saber"
+    " llevar traer darse debo".split()
 )
 
 
@@ -151,9 +173,10 @@ def chunk_evidence(
     # a chunk in another language than the question: words are matched by translation
     others = [qlang != "unknown" and language(c) not in ("unknown", qlang) for c in chunks]
     found: list[dict[str, Match]] = []
+    names = _name_keys(question)
     for sents, other in zip(split, others, strict=True):
         index = TermIndex(sents, cross_lingual=other)
-        found.append({k: index.find(word) for k, (word, _) in terms.items()})
+        found.append({k: _find(index, word, k in names) for k, (word, _) in terms.items()})
     term_weights = _discriminative(terms, found)
     windows = [
         _best_window(sents, found[n], term_weights, kind, question) for n, sents in enumerate(split)

@@ -51,11 +51,30 @@ _DEFINE = re.compile(
 )
 
 
+# service questions: "at what time does it open?", "which days?", "what are the opening hours?"
+_ASKS_TIME = re.compile(
+    r"\b(?:what time|which days?|what days?|opening (?:hours|times)|office hours|a que hora"
+    r"|que dias?|en que horario|que horario|horarios?)\b"
+)
+# "what do I need to bring?", "¿qué hay que llevar?", "which documents...?": a requirement
+_ASKS_REQUIREMENT = re.compile(
+    r"\b(?:what (?:do|does|will) (?:i|we|you|one) (?:need|have) to (?:bring|show|present|provide"
+    r"|submit|send)|what (?:documents|papers|documentation|requirements|proof)|which (?:documents"
+    r"|papers|forms?|requirements)|what (?:do|does|will) (?:i|we|you) need (?:for|to)"
+    r"|requirements? (?:for|to)|que (?:hay que|tengo que|debo|necesito|se necesita|piden)"
+    r"(?: \w+)? (?:llevar|presentar|aportar|traer|entregar|para)|que (?:documentos|papeles"
+    r"|documentacion|requisitos)|cuales son los requisitos|requisitos (?:para|de))\b"
+)
+
+
 def expected_type(question: str) -> str | None:
-    """What kind of answer the question asks for: 'date', 'number', 'definition', 'name' or None."""
+    """What kind of answer the question asks for: 'date' (a date, a time, a day, a delay),
+    'number', 'requirement' (documents or conditions), 'definition', 'name' or None."""
     q = fold(question)
-    if _ASKS_WHEN.search(q) or "cuándo" in question.casefold():
+    if _ASKS_WHEN.search(q) or "cuándo" in question.casefold() or _ASKS_TIME.search(q):
         return "date"
+    if _ASKS_REQUIREMENT.search(q):
+        return "requirement"
     if re.search(
         r"\b(how (?:many|much|long|old|tall|high|far|big|large)|(?<!en )cuant[oa]s?)\b(?! a\b)", q
     ) or (re.match(r"\W*(what|which|que|cual|cuales)\b", q) and _QUANTITY.search(q)):
@@ -72,6 +91,21 @@ def expected_type(question: str) -> str | None:
 _WHEN_ANSWER = re.compile(
     r"\b\d+(?:[.,]\d+)?\s*(?:business |working |calendar )?(?:second|minute|hour|day|week|month"
     r"|year|segundo|minuto|hora|dia|semana|mes|ano)s?\b"
+    # a weekday, a time of day, a frequency: "the first Tuesday", "8:00 a 20:00", "every week"
+    r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?|lunes"
+    r"|martes|miercoles|jueves|viernes|sabados?|domingos?|festivos?|laborables?)\b"
+    r"|\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s*(?:a\.?m\.?|p\.?m\.?|h\b|horas\b)"
+    r"|\b(?:every|each|daily|weekly|monthly|annually|cada|diario|diariamente|semanal|mensual)\b"
+    r"|\b(?:noon|midnight|morning|afternoon|evening|mediodia|manana|tarde|noche)\b"
+)
+# what answers a requirement question: documents, forms, proofs, or an obligation
+_REQUIREMENT_ANSWER = re.compile(
+    r"\b(?:id|identification|passport|licen[cs]e|certificate|card|form|application|proof|receipt"
+    r"|document|documents|copy|photo|statement|letter|record|dni|nie|pasaporte|certificado"
+    r"|carn[eé]t?|tarjeta|formulario|solicitud|justificante|contrato|escritura|fotocopia"
+    r"|documento|documentos|recibo|impreso|instancia|libro de familia|volante)\b"
+    r"|\b(?:must|required|need to|needs to|have to|has to|se debe|debe|deben|hay que|es necesario"
+    r"|son necesarios|es obligatorio|tiene que|tienen que|requiere|requisito)\b"
 )
 
 
@@ -82,6 +116,8 @@ def has_type(text: str, kind: str, question: str = "") -> bool:
         return has_date(_without(text, question)) or bool(_WHEN_ANSWER.search(fold(text)))
     if kind == "number":
         return bool(numbers(text) - numbers(question))
+    if kind == "requirement":
+        return bool(_REQUIREMENT_ANSWER.search(fold(text)))
     if kind == "definition":
         return bool(_DEFINITION.search(fold(text)))
     asked = _words(question)

@@ -1,0 +1,74 @@
+"""Context relevance on short service-desk questions (issue 26): the answering chunk is found."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragsieve.evaluators.judges.context import chunk_evidence
+from ragsieve.evaluators.judges.question import expected_type
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
+
+THRESHOLD = DEFAULT_THRESHOLDS["context_relevance"]
+
+CASES = [
+    (
+        "¿Cuándo pasa la recogida de voluminosos?",
+        "Recogida de muebles y enseres. El camión municipal retira muebles, colchones y"
+        " electrodomésticos el primer martes de cada mes, a partir de las 20:00.",
+        "El Punto Limpio acepta voluminosos, escombros y aceite usado. Es gratuito para los"
+        " vecinos empadronados.",
+    ),
+    (
+        "¿Qué hay que llevar para darse de alta en el padrón?",
+        "Para inscribirse en el padrón municipal se debe presentar el DNI, NIE o pasaporte en"
+        " vigor y el contrato de alquiler o la escritura de la vivienda.",
+        "El padrón municipal es el registro administrativo donde constan los vecinos del"
+        " municipio.",
+    ),
+    (
+        "¿A qué hora abre el centro de salud?",
+        "El centro de salud atiende de lunes a viernes de 8:00 a 20:00 y los sábados de 9:00 a"
+        " 14:00.",
+        "El centro de salud dispone de servicio de pediatría y enfermería.",
+    ),
+    (
+        "What do I need to bring to register to vote?",
+        "To register you must bring a photo ID, such as a driver license or passport, and a proof"
+        " of address dated within the last three months.",
+        "Voter registration lets residents take part in local elections.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "answering", "topic_only"), CASES)
+def test_the_answering_chunk_is_relevant_and_the_topic_alone_is_not(
+    question: str, answering: str, topic_only: str
+) -> None:
+    ev = chunk_evidence(question, [answering, topic_only, "Las bibliotecas cierran en agosto."])
+    assert ev[0].score >= THRESHOLD, ev[0]
+    assert ev[1].score < THRESHOLD, ev[1]
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("¿A qué hora abre el registro?", "date"),
+        ("What are the opening hours of the library?", "date"),
+        ("¿Qué documentos hay que presentar?", "requirement"),
+        ("What do I need to bring to the DMV?", "requirement"),
+        ("¿Qué hay que llevar para el padrón?", "requirement"),
+    ],
+)
+def test_service_questions_ask_for_a_time_or_a_requirement(question: str, kind: str) -> None:
+    assert expected_type(question) == kind
+
+
+def test_a_name_is_not_matched_by_the_encoders_nearest_word_in_another_language() -> None:
+    # "Tonkin" is not "Poopó", nor "Gulf" "ríos": a lake in Bolivia does not say where the gulf is
+    chunk = (
+        "El lago Titicaca se encuentra en los Andes, en la frontera entre Perú y Bolivia. De este"
+        " lago tectónico desembocan varios ríos, siendo el más importante el río Desaguadero, que"
+        " luego desemboca en el lago Poopó. El lago Titicaca formaba, junto a la laguna de Arapa"
+        " en Perú, un gran lago en el pasado."
+    )
+    assert chunk_evidence("Where is the Gulf of Tonkin?", [chunk])[0].score < THRESHOLD
