@@ -13,9 +13,9 @@ LFQA-Verification (no licence stated) are never fitted on: ``bench/realrag.py`` 
 How: an L2-regularised logistic regression whose weights keep the sign the evidence dictates
 (support never counts against an answer). Its regularisation strength and the datasets'
 relative weight are chosen by 5-fold cross-validation grouped by question (a question's answers
-from all generating models stay in one fold): the choice flags the most hallucinations, out of
-fold, at the operating point below, averaged over the two sets (long answers and short ones;
-ties: the higher mean AUC, then the stronger regularisation).
+from all generating models stay in one fold): the highest mean out-of-fold AUC over the two sets
+(long answers and short ones must both be ranked; ties: the more hallucinations the worse set
+flags at the operating point, then the stronger regularisation).
 The operating point is chosen on the out-of-fold
 probabilities: the threshold whose false-alarm rate on faithful RAGTruth answers is
 ``TARGET_FALSE_ALARMS``; the intercept is then shifted so that this point falls on the job's
@@ -53,7 +53,7 @@ FIT_SETS = {  # folder -> licence (only these may ship fitted numbers)
     "realrag/ragtruth_qa": "MIT",
     "halueval_qa": "MIT",
 }
-TARGET_FALSE_ALARMS = 0.12  # flagged faithful RAGTruth answers, out of fold (goal: <= 0.15)
+TARGET_FALSE_ALARMS = 0.15  # flagged faithful RAGTruth answers, out of fold (goal: <= 0.15)
 UNCERTAIN_FALSE_ALARMS = 0.22  # ... and up to this share: "uncertain" (audited, not flagged)
 FOLDS = 5
 C_GRID = (0.1, 0.3, 1.0, 3.0)
@@ -68,6 +68,9 @@ SIGN = {  # the direction each feature may move P(faithful)
     "values_missing": -1,
     "names_missing": -1,
     "negation": -1,
+    "rare_missing": -1,
+    "names_share": -1,
+    "rare_share": -1,
 }
 
 
@@ -175,7 +178,7 @@ def fit(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], np.ndarray]:
             cut = np.sort(p[rt & (y == 1)])[int(TARGET_FALSE_ALARMS * (rt & (y == 1)).sum())]
             recall = [float((p[m & (y == 0)] < cut).mean()) for m in (rt, he_rows)]
             mean_auc = (_auc(y[rt], p[rt]) + _auc(y[he_rows], p[he_rows])) / 2
-            trials.append((round(sum(recall) / 2, 4), round(mean_auc, 6), -c, c, he, p))
+            trials.append((round(mean_auc, 4), round(min(recall), 4), -c, c, he, p))
     _, _, _, c, he, p_oof = max(trials, key=lambda t: t[:3])
     auc = _auc(y[rt], p_oof[rt])
     # the operating point: the share of faithful RAGTruth answers flagged is the target, those

@@ -181,6 +181,6 @@ async def test_cascade_escalates_only_uncertain_results(server):
     [sure] = await judge.evaluate(x(answer="GPT-4 was released by OpenAI on March 14, 2023."))
     assert sure.metadata["escalated"] is False and sure.annotator_kind == "CODE"
     assert not server.requests
-    [unsure] = await judge.evaluate(x(answer="GPT-4 was released by OpenAI with images."))
+    [unsure] = await judge.evaluate(x(answer="GPT-4 was released by Google on March 14, 2023."))
     assert unsure.metadata["escalated"] is True and unsure.annotator_kind == "LLM"
     assert judge.stats.evaluated == 2 and judge.stats.saved == 1 and len(server.requests) == 1

@@ -38,15 +38,21 @@ async def post(
     try:
         async with asyncio.timeout(total_s):
             async with client.stream("POST", url, headers=sent, **kwargs) as resp:
-                body = bytearray()
-                async for chunk in resp.aiter_raw():
-                    body += chunk[: max_bytes - len(body)]
-                    if len(body) >= max_bytes:
-                        break  # leaving the block closes the connection; the rest is never read
+                body = await _read_capped(resp, max_bytes)
     except TimeoutError:
         raise httpx.ReadTimeout(f"no complete answer from {url} within {total_s:g} s") from None
     kept = [(k, v) for k, v in resp.headers.multi_items() if k.lower() not in _DROP]
     return httpx.Response(resp.status_code, headers=kept, content=bytes(body), request=resp.request)
+
+
+async def _read_capped(resp: httpx.Response, max_bytes: int) -> bytearray:
+    """At most ``max_bytes`` of the raw body; the caller closing the stream drops the rest."""
+    body = bytearray()
+    async for chunk in resp.aiter_raw():
+        body += chunk[: max_bytes - len(body)]
+        if len(body) >= max_bytes:
+            break
+    return body
 
 
 __all__ = ["MAX_RESPONSE_BYTES", "post"]

@@ -122,7 +122,9 @@ _ADVICE = re.compile(
     re.IGNORECASE,
 )
 _NOTE = re.compile(
-    r"^(?:it(?: is|'s) (?:worth|important to) not(?:e|ing)|note|nota)(?: that| que)?[,:]?\s+", re.I
+    r"^(?:it(?: is|'s) (?:worth|important to) not(?:e|ing)|(?:please )?note|nota)(?: that| que)?"
+    r"[,:]?\s+",
+    re.IGNORECASE,
 )
 # a leading discourse marker: the sentence stays, the marker is not a claim's word
 _MARKER = re.compile(
@@ -183,6 +185,7 @@ def is_hedge(text: str) -> bool:
 def strip_source(sentence: str) -> str:
     """``sentence`` without "Passage 2 states that" / "The answer to the question is:" /
     ", according to passage 1": where it comes from is not what it states."""
+    sentence = sentence.replace("’", "'")
     for pattern in (_NOTE, _ANSWER_LEAD, _SOURCE_REF):
         rest = pattern.sub("", sentence, count=1)
         if rest != sentence and len(rest.split()) >= 1 and any(c.isalpha() for c in rest):

@@ -19,7 +19,8 @@ from ragsieve.evaluators.judges.context import (
     context_precision,
     question_terms,
 )
-from ragsieve.evaluators.judges.offline import OfflineJudge
+from ragsieve.evaluators.judges.conversation import JudgedQuestion, judged_question
+from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.question import expected_type, has_type
 from ragsieve.evaluators.judges.terms import TermIndex, key
 from ragsieve.evaluators.judges.text import (
@@ -92,12 +93,13 @@ def _addressed(question: str, answer: str, sents: list[str]) -> tuple[float, flo
     return coverage, cosine, max(coverage, MEANING_SHARE * meaning)
 
 
-def evidence(question: str, answer: str, sents: list[str]) -> dict[str, Any]:
-    """The evidence the score combines (each in [0, 1]) and what it was read from."""
+def evidence(question: str, answer: str, sents: list[str], asks: bool = True) -> dict[str, Any]:
+    """The evidence the score combines (each in [0, 1]) and what it was read from; a turn that
+    ``asks`` nothing (a statement, thanks) expects no particular type of answer."""
     coverage, cosine, addressed = _addressed(question, answer, sents)
     terms = question_terms(question)
     new = [t for s in sents for t in content_words(s) if key(t) not in terms]
-    kind = expected_type(question)
+    kind = expected_type(question) if asks else None
     type_ok = 1.0 if kind is None else float(has_type(answer, kind))
     if _direct_answer(sents, kind):
         addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
@@ -151,6 +153,32 @@ def _notes(ev: Mapping[str, Any]) -> list[str]:
     return notes
 
 
+ACKNOWLEDGED = 0.9  # any reply that does not decline fits "ok" / "thanks!"
+FIT_FLOOR = 0.3  # share of a reply's words from the conversation and context: fits nothing
+FIT_SPAN = 0.4  # ... and at floor + span, fits the statement fully
+
+
+def fits_turn(
+    asked: JudgedQuestion, answer: str, context: list[str], score: float, abstained: bool
+) -> float:
+    """A reply to a turn that asks nothing fits it unless it declines or leaves the
+    conversation: to an acknowledgement anything else fits; to a statement, a reply whose
+    words (weighed by rarity) come from the turn, the last turns or the retrieved context."""
+    if abstained:
+        return score
+    if asked.kind == "acknowledgement":
+        return max(score, ACKNOWLEDGED)
+    said = [asked.typed, *(m.content for m in asked.last_turns), *context]
+    pool = {key(w) for text in said for w in content_words(text)}
+    words = {key(w): w for w in content_words(answer)}
+    if not words:
+        return max(score, ACKNOWLEDGED)  # "Sure." / "Of course!"
+    total = sum(rarity(w) for w in words.values())
+    shared = sum(rarity(w) for k, w in words.items() if k in pool) / total
+    on_topic = float(np.clip((shared - FIT_FLOOR) / FIT_SPAN, 0.0, 1.0))
+    return max(score, on_topic)
+
+
 class AnswerRelevanceJudge(OfflineJudge):
     """Does the answer address what was asked? (deterministic heuristic, no LLM)
 
@@ -171,18 +199,29 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.version = f"offline-5:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
-        question, answer = interaction.query or "", interaction.answer or ""
+        asked = judged_question(interaction)  # a follow-up's standalone meaning
+        question, answer = asked.text, interaction.answer or ""
+        # carried words are a guess at what a follow-up leaves out: the better reading counts
+        readings = [question, asked.typed] if asked.source == "resolved" else [question]
         if not question.strip() or not answer.strip():
             return self.result(
                 interaction, "skipped", None, "no question" if not question.strip() else "no answer"
             )
         parsed = parse_answer(answer)
-        meta: dict[str, Any] = {}
+        meta: dict[str, Any] = asked.evidence()
         if parsed.suspicious:
             meta["suspicious_instructions"] = parsed.suspicious[:5]
         sents = [s for s in sentences(answer) if s not in parsed.suspicious] or [answer]
-        ev = evidence(question, answer, sents)
-        score = combine(ev, parsed.abstained, self.weights)
+        ev, score = max(
+            (
+                (ev, combine(ev, parsed.abstained, self.weights))
+                for ev in (evidence(q, answer, sents, asks=asked.is_question) for q in readings)
+            ),
+            key=lambda p: p[1],
+        )
+        if not asked.is_question:  # nothing was asked: does the reply fit the turn?
+            context = [c for _, _, c in chunk_texts(interaction)]
+            score = fits_turn(asked, answer, context, score, parsed.abstained)
         meta.update(
             coverage=round(ev["coverage"], 4),
             cosine=round(ev["cosine"], 4),
@@ -195,7 +234,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         )
         if self.calibration:
             meta["calibration"] = self.calibration
-        notes = _notes(ev)
+        notes = _notes(ev) if asked.is_question else [f"the turn is a {asked.kind}, not a question"]
         label = "relevant" if score >= self.threshold else "irrelevant"
         explanation = f"covers {ev['coverage']:.0%} of the question's key terms" + (
             "; " + "; ".join(notes) if notes else ""

@@ -35,7 +35,14 @@ FEATURES = (
     "values_missing",  # a number or date the context never states
     "names_missing",  # a name the context never writes
     "negation",  # a claim negated against its closest context sentence
+    "rare_missing",  # an unsupported claim holds a rare word the context never writes
+    "names_share",  # the share of claims with a name the context never writes
+    "rare_share",  # the share of claims that are unsupported and hold such a rare word
 )
+# Each problem counts twice: whether any claim has it, and the share of claims that have it. A
+# long answer often trips one check on one claim and is still faithful; a one-claim answer that
+# trips it has nothing else to stand on. The shares keep that difference.
+RARE = 2.0  # rarity (text.rarity) from which a missing word is specific enough to count
 # Not a feature: the answer's length. It predicts hallucination on one dataset (long answers of
 # small models) and not on others; a judge must weigh evidence, not a dataset's habits.
 
@@ -70,6 +77,9 @@ _NEUTRAL = {  # a fully supported one-claim answer: what a pull is measured from
     "values_missing": 0.0,
     "names_missing": 0.0,
     "negation": 0.0,
+    "rare_missing": 0.0,
+    "names_share": 0.0,
+    "rare_share": 0.0,
 }
 
 DRIVER_TEXT = {
@@ -81,6 +91,9 @@ DRIVER_TEXT = {
     "values_missing": "a number or date is not in the context",
     "names_missing": "a name is not in the context",
     "negation": "a claim's negation differs from the context",
+    "rare_missing": "a specific word is not in the context",
+    "names_share": "names not in the context",
+    "rare_share": "specific words not in the context",
 }
 
 
@@ -91,6 +104,7 @@ def features(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     vs = informative or list(verdicts)
     supports = [float(v["support"]) for v in vs]
     novel = [float(v.get("novel", 0.0)) for v in vs]
+    rare = [float(v.get("rarest_missing", 0.0)) >= RARE and not v.get("supported") for v in vs]
     return {
         "min": min(supports),
         "mean": sum(supports) / len(supports),
@@ -100,6 +114,9 @@ def features(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         "values_missing": float(any(v.get("values_missing") for v in vs)),
         "names_missing": float(any(v.get("names_missing") for v in vs)),
         "negation": float(any(v.get("negation") for v in vs)),
+        "rare_missing": float(any(rare)),
+        "names_share": sum(bool(v.get("names_missing")) for v in vs) / len(vs),
+        "rare_share": sum(rare) / len(vs),
     }
 
 
