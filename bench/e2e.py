@@ -74,8 +74,9 @@ def send(traces: list[Trace], endpoint: str) -> dict[str, Trace]:
     return sent
 
 
-def collect(traces: list[Trace], store: str) -> dict[str, Trace]:
-    """Start ``ragsieve collector serve`` on ``store``, send ``traces`` to it, stop it."""
+def collect(traces: list[Any], store: str, sender: Any = None) -> dict[str, Any]:
+    """Start ``ragsieve collector serve`` on ``store``, send ``traces`` to it (with ``sender``,
+    :func:`send` by default), stop it."""
     port = _free_port()
     server = subprocess.Popen(
         [RAGSIEVE, "collector", "serve", "--store", store, "--port", str(port), "--grpc-port", "0"],
@@ -90,7 +91,7 @@ def collect(traces: list[Trace], store: str) -> dict[str, Trace]:
                     break
             except httpx.HTTPError:
                 time.sleep(0.1)
-        sent = send(traces, f"http://127.0.0.1:{port}/v1/traces")
+        sent = (sender or send)(traces, f"http://127.0.0.1:{port}/v1/traces")
         time.sleep(1.0)
     finally:
         server.terminate()

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragsieve.collector.store import Store
+from ragsieve.evaluators.judges.conversation import judged_question
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.results import resultstore
@@ -76,7 +77,8 @@ def decide_all(
         if corpus is not None and needs_corpus(verdict) and (it.query or "").strip():
             exclude = {d.id for d in it.documents}
             lead = VOUCHED_LEAD if verdict.rescued else 0.0
-            hit = corpus.find_answer(it.query or "", exclude, ctx_threshold, lead)
+            asked = judged_question(it).text  # a follow-up: what it means, not what it says
+            hit = corpus.find_answer(asked, exclude, ctx_threshold, lead)
             found = CorpusAnswer(hit, searched)
             verdict = decide(it, results, thresholds, expected=expected, corpus=found)
         missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))

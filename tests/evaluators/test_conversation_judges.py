@@ -1,0 +1,152 @@
+"""Conversations (issue 27): a follow-up is judged by what it means, a statement by its fit."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragsieve.evaluators.judges import get_judge
+from ragsieve.evaluators.judges.conversation import judged_question, turn_kind
+from ragsieve.evaluators.records import Message, RetrievalStage, RetrievedDocument
+from ragsieve.evaluators.testing import make_interaction
+
+HISTORY = (
+    Message(role="user", content="How much does it cost to renew a passport at the Madrid office?"),
+    Message(role="assistant", content="Renewing a passport in Madrid costs 30 euros."),
+)
+HOURS = (
+    "The Madrid passport office renews passports from Monday to Friday, 9:00 to 17:00. "
+    "On Saturdays the passport office opens from 9:00 to 13:00.",
+)
+
+
+async def _judge(name: str, **kw):
+    it = make_interaction(**{k: v for k, v in kw.items() if k != "documents"})
+    if "documents" in kw:  # chunks that name the retrieval step that found them
+        it = it.model_copy(update={"documents": kw["documents"]})
+    [r] = await get_judge(name).evaluate(it)
+    return r
+
+
+async def test_elliptical_follow_up_is_judged_with_what_it_leaves_out():
+    kw = {
+        "query": "And when is it open?",
+        "context": HOURS,
+        "answer": "It is open Monday to Friday from 9:00 to 17:00 and Saturday mornings.",
+        "chat_history": HISTORY,
+    }
+    ctx = await _judge("context_relevance", **kw)
+    ans = await _judge("answer_relevance", **kw)
+    assert ctx.label == "relevant" and ans.label == "relevant"
+    for r in (ctx, ans):
+        assert r.metadata["question_source"] == "resolved"
+        assert "passport" in r.metadata["judged_question"]
+        assert r.metadata["judged_question"].startswith("And when is it open?")
+
+
+async def test_app_rewrite_is_the_judged_question():
+    rewrite = "When is the Madrid passport office open?"
+    doc = RetrievedDocument(id="d0", content=HOURS[0], rank=0, in_prompt=True, span_id="b" * 16)
+    kw = {
+        "query": "and when is it open?",
+        "context": (),
+        "documents": (doc,),
+        "stages": (
+            RetrievalStage(
+                stage="retrieval",
+                span_id="b" * 16,
+                name="retrieve",
+                query=rewrite,
+                documents=(doc,),
+            ),
+        ),
+        "retrieval_queries": (rewrite,),
+        "answer": "The passport office is open Monday to Friday, 9:00 to 17:00, and on "
+        "Saturdays from 9:00 to 13:00.",
+        "chat_history": HISTORY,
+    }
+    for name in ("context_relevance", "answer_relevance"):
+        r = await _judge(name, **kw)
+        assert r.label == "relevant", (name, r.explanation)
+        assert r.metadata["judged_question"] == rewrite
+        assert r.metadata["question_source"] == "rewrite"
+
+
+async def test_first_turn_is_judged_as_typed_even_with_another_retrieval_query():
+    it = make_interaction(
+        query="When was GPT-4 released?",
+        context=("GPT-4 was released on March 14, 2023.",),
+        retrieval_queries=("gpt-4 release date",),
+    )
+    asked = judged_question(it)
+    assert (asked.source, asked.text, asked.kind) == (
+        "typed",
+        "When was GPT-4 released?",
+        "question",
+    )
+
+
+RENTAL = (
+    "Rental cars include basic liability cover. Collision damage waiver costs 15 euros per day; "
+    "customers with their own insurance may decline it at the counter.",
+)
+RENTAL_HISTORY = (
+    Message(role="user", content="Do I need the collision damage waiver for my rental car?"),
+    Message(role="assistant", content="It costs 15 euros per day. Should I add it?"),
+)
+
+
+async def test_a_statement_is_judged_by_whether_the_reply_fits_it():
+    r = await _judge(
+        "answer_relevance",
+        query="Don't do that, I'll get insurance.",
+        context=RENTAL,
+        answer="Fine: with your own insurance you can decline the waiver at the counter.",
+        chat_history=RENTAL_HISTORY,
+    )
+    assert r.label == "relevant", r.explanation
+    assert r.metadata["turn_kind"] == "statement"
+    assert "not a question" in r.explanation
+
+
+async def test_a_reply_from_another_conversation_does_not_fit_a_statement():
+    r = await _judge(
+        "answer_relevance",
+        query="Don't do that, I'll get insurance.",
+        context=RENTAL,
+        answer="Photosynthesis converts sunlight, water and carbon dioxide into glucose in leaves.",
+        chat_history=RENTAL_HISTORY,
+    )
+    assert r.label == "irrelevant"
+
+
+@pytest.mark.parametrize("turn", ["thanks!", "ok", "Vale, muchas gracias", "Great, thank you"])
+async def test_thanks_and_confirmations_are_not_off_topic(turn):
+    r = await _judge(
+        "answer_relevance",
+        query=turn,
+        context=RENTAL,
+        answer="You're welcome! Have a good trip.",
+        chat_history=RENTAL_HISTORY,
+    )
+    assert r.label == "relevant", r.explanation
+    assert r.metadata["turn_kind"] == "acknowledgement"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Don't do that I'll get insurance", "statement"),
+        ("Yes they are from another state.", "statement"),
+        ("No tengo coche, voy en tren.", "statement"),
+        ("ok", "acknowledgement"),
+        ("thanks!", "acknowledgement"),
+        ("Perfecto, gracias por la ayuda", "acknowledgement"),
+        ("and on Saturdays?", "question"),
+        ("Can I renew it online", "question"),
+        ("Tell me about the waiver", "question"),
+        ("¿Y los sábados?", "question"),
+        ("cuánto cuesta", "question"),
+    ],
+)
+def test_turn_kind(text, kind):
+    assert turn_kind(text) == kind
