@@ -35,6 +35,7 @@ import numpy as np
 
 from ragsieve.jobs.sampling.golden_index import GoldenIndex, load_golden_index
 from ragsieve.jobs.sampling.strata import (
+    NOT_A_QUESTION,
     PRIORITY,
     Candidate,
     SamplingSettings,
@@ -132,6 +133,8 @@ class StratifiedSampler:
             return min(want, rule.quota) if rule.quota is not None else want
         if name == "uniform":
             return min(population, math.ceil(uniform_rate * population))
+        if name == NOT_A_QUESTION:  # inclusion p stays sampled / population of the stratum
+            return min(population, math.ceil(s.not_a_question_rate * uniform_rate * population))
         return min(population, max(s.per_attribute_quota, math.ceil(uniform_rate * population)))
 
     def sample(

@@ -2,10 +2,12 @@
 
 The first stratum that matches wins, in priority order: ``error``, ``negative_feedback``,
 ``low_retrieval``, ``tiny_context`` (both skipped by generation-only traces, which have no
-retrieval step), ``slow``, ``novel`` (far from every golden query), then one
-``attr:key=value|...`` cell per combination of the configured attributes, or ``uniform`` when
-none are configured. Thresholds not set in the settings come from window quantiles; novelty
-embeds only a hash-chosen pool of queries, so its cost per run stays bounded.
+retrieval step), ``slow``, ``novel`` (far from every golden query), then ``not_a_question``
+(a chat turn that asks nothing: a statement, thanks, small talk; sampled at
+``not_a_question_rate`` times the remainder rate), then one ``attr:key=value|...`` cell per
+combination of the configured attributes, or ``uniform`` when none are configured. Thresholds
+not set in the settings come from window quantiles; novelty embeds only a hash-chosen pool of
+queries, so its cost per run stays bounded.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragsieve.evaluators.judges.conversation import turn_kind
+
+NOT_A_QUESTION = "not_a_question"  # statements, confirmations, thanks: a remainder stratum
 PRIORITY = ("error", "negative_feedback", "low_retrieval", "tiny_context", "slow", "novel")
 # A generation-only trace (the app's instrumentation records the LLM call, no retrieval step) is
 # finished and judgeable (answer relevance needs no context); the retrieval strata skip it.
@@ -54,6 +59,13 @@ class SamplingSettings(BaseModel):
     novelty_pool: int = Field(200, ge=0, description="Queries embedded per run for novelty.")
     attributes: list[str] = Field(default_factory=list, description="Attribute keys to stratify.")
     per_attribute_quota: int = Field(2, ge=0, description="Least judged per attribute cell.")
+    not_a_question_rate: float = Field(
+        0.25,
+        ge=0,
+        le=1,
+        description="Share of the remainder rate given to turns that ask nothing (statements, "
+        "thanks, small talk).",
+    )
     upstream_probabilistic_policies: list[str] = Field(
         default_factory=lambda: ["baseline"],
         description="Tail-sampling policy names that keep a trace by probability only.",
@@ -137,8 +149,9 @@ def assign_strata(
         else:
             rest.append(c)
     rest, checked = _split_novel(rest, groups["novel"], s, seed, golden_vectors, embed)
-    for c in rest:
-        groups.setdefault(_cell(c, s.attributes), []).append(c)
+    for c in rest:  # "ok", "thanks!": sampled at a lower rate, in a stratum of their own
+        name = NOT_A_QUESTION if c.query and turn_kind(c.query) != "question" else None
+        groups.setdefault(name or _cell(c, s.attributes), []).append(c)
     return {k: v for k, v in groups.items() if v}, checked
 
 
@@ -177,6 +190,7 @@ def _split_novel(
 
 
 __all__ = [
+    "NOT_A_QUESTION",
     "PRIORITY",
     "Candidate",
     "SamplingSettings",
