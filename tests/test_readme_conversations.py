@@ -1,0 +1,25 @@
+"""The README's conversations table is the one bench/conversations.py makes from its results."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_conversations_table_matches_the_results() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from conversations import readme_table
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    data = json.loads((ROOT / "bench" / "results" / "conversations.json").read_text("utf-8"))
+    readme = (ROOT / "README.md").read_text("utf-8")
+    block = re.search(r"<!-- conversations -->\n(.*?)\n<!-- /conversations -->", readme, re.S)
+    assert block is not None, "README.md: no <!-- conversations --> block"
+    assert block.group(1) == readme_table(data)
+    held = data["results"]["heldout"]["per_source"]
+    assert set(held) == {"doc2dial", "inscit", "cast2020", "all"}
