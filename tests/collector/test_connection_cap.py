@@ -1,12 +1,16 @@
 """collector.max_connections: past the cap a request is refused at once, and the cap frees itself.
 
-Idle connections hold the cap only until their header deadline; well-behaved clients, each
-on a fresh connection or keeping one alive, are answered throughout.
+Connections waiting for a request's headers (idle or slow) cannot hold the cap: past it, a new
+connection closes the one waiting longest, so well-behaved clients are answered even while a
+crowd keeps reconnecting and trickling headers. Only a cap full of requests being served
+answers 503.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -65,27 +69,79 @@ def test_well_behaved_clients_are_answered_below_the_cap(capped: ServerThread, s
     assert store.count_spans() == 6 * CAP
 
 
-def test_over_the_cap_a_request_is_refused_at_once_and_idlers_cannot_hold_it(
+def test_past_the_cap_idlers_make_room_and_a_full_cap_of_requests_is_503(
     capped: ServerThread, store: Any
 ) -> None:
     with ExitStack() as stack:
-        for _ in range(CAP):  # connections that never send a byte, left open by the client
-            stack.enter_context(_idle(capped))
-        # answered, not left waiting: 503 and the connection closed (the client's timeout
-        # would fail this test if the server hung)
+        idlers = [stack.enter_context(_idle(capped)) for _ in range(CAP)]  # never send a byte
+        time.sleep(0.2)  # all accepted
+        # a new connection closes the longest-idle one; the request is served at once
         r = httpx.post(f"{capped.url}/v1/traces", json=_spans("00000000000000aa"), timeout=10)
+        assert r.status_code == 200, r.text
+        assert _closed(idlers[0], within_s=2) and not _closed(idlers[-1], within_s=0.3)
+        # connections whose requests are being served are never closed to make room: with the
+        # cap full of them, a request gets 503 and its connection is closed, at once
+        busy = []
+        for _ in range(CAP):  # each one's headers in before the next connects
+            busy.append(stack.enter_context(_half_sent_body(capped)))
+            time.sleep(0.05)
+        r = httpx.post(f"{capped.url}/v1/traces", json=_spans("00000000000000bb"), timeout=10)
         assert r.status_code == 503 and r.headers["connection"] == "close"
-        assert store.count_spans() == 0
-        # still open on our side: the header deadline closes them, and the cap frees itself
-        answered = _post_until_served(capped, _spans("00000000000000bb"))
-        assert answered.status_code == 200, answered.text
-        assert store.count_spans() == 1
+        assert not any(_closed(sock, within_s=0.05) for sock in busy)
+    assert store.count_spans() == 1
 
 
-def _post_until_served(server: ServerThread, body: dict[str, Any]) -> httpx.Response:
-    for _ in range(100):  # the deadline is 1 s; 10 s of tries is ample on a loaded machine
-        r = httpx.post(f"{server.url}/v1/traces", json=body, timeout=10)
-        if r.status_code != 503:
-            return r
-        time.sleep(0.1)
-    return r
+def test_reconnecting_slow_clients_past_the_cap_leave_good_requests_served(
+    capped: ServerThread, store: Any
+) -> None:
+    stop = threading.Event()
+
+    def slow() -> None:  # trickles a request line, reconnects when dropped, until told to stop
+        line = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        while not stop.is_set():
+            try:
+                with socket.create_connection((capped.host, capped.port), timeout=5) as sock:
+                    for byte in line:
+                        if stop.wait(0.05):
+                            return
+                        sock.sendall(bytes([byte]))
+            except OSError:
+                stop.wait(0.02)
+
+    crowd = [threading.Thread(target=slow) for _ in range(2 * CAP)]
+    for t in crowd:
+        t.start()
+    try:
+        time.sleep(1.5)  # the crowd holds every place and keeps coming back
+        statuses = []
+        for i in range(20):  # each on a new connection, as the crowd keeps reconnecting
+            r = httpx.post(f"{capped.url}/v1/traces", json=_spans(f"{0x100 + i:016x}"), timeout=10)
+            statuses.append(r.status_code)
+    finally:
+        stop.set()
+        for t in crowd:
+            t.join(10)
+    assert statuses == [200] * 20, statuses
+    assert store.count_spans() == 20
+
+
+def _closed(sock: socket.socket, within_s: float) -> bool:
+    """Has the server closed ``sock`` (EOF or reset) within ``within_s``?"""
+    sock.settimeout(within_s)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+@contextlib.contextmanager
+def _half_sent_body(server: ServerThread) -> Iterator[socket.socket]:
+    """A connection whose request is being served: headers sent, its body not yet."""
+    with socket.create_connection((server.host, server.port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n{"
+        )
+        yield sock

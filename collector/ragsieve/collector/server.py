@@ -4,6 +4,13 @@ uvicorn drops idle keep-alive connections but has no deadline for a request's he
 that opens a socket and trickles half a request line holds it for ever. :func:`uvicorn_config`
 adds one (:data:`HEADER_TIMEOUT_S`) by wrapping uvicorn's HTTP/1.1 protocol class; the receiver
 itself bounds the time to read a body (:mod:`ragsieve.collector.intake`).
+
+uvicorn's connection cap (``limit_concurrency``, our ``max_connections``) counts every open
+socket, so clients that keep reconnecting and sending their headers slowly kept it full: each
+left at its deadline and came back, and good requests got 503 (1,100 such clients shut out 133
+of 135). The same wrapper makes room instead: past the cap, a new connection closes the one that
+has waited longest for a request's headers (slow or idle, never one whose request is being
+served), so a request is refused with 503 only when the cap is full of requests in progress.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import logging
 import socket
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 import uvicorn
@@ -28,21 +36,72 @@ KEEP_ALIVE_S = 5
 MAX_CONNECTIONS = 1024  # collector.max_connections; each costs a descriptor and ~10 KB
 
 
+class _Waiting:
+    """One server's connections waiting for a request's headers, longest waiting first."""
+
+    def __init__(self) -> None:
+        self.order: OrderedDict[Any, None] = OrderedDict()
+        self.closing = 0  # closed to make room, not yet gone
+
+    @staticmethod
+    def of(server_state: Any) -> _Waiting:
+        """The registry kept on uvicorn's per-server state (shared by its connections)."""
+        waiting: _Waiting | None = getattr(server_state, "ragsieve_waiting", None)
+        if waiting is None:
+            waiting = _Waiting()
+            server_state.ragsieve_waiting = waiting
+        return waiting
+
+    def wait(self, conn: Any) -> None:
+        """``conn`` starts waiting for headers now (it goes last)."""
+        self.order.pop(conn, None)
+        self.order[conn] = None
+
+    def gone(self, conn: Any) -> None:
+        self.order.pop(conn, None)
+        if conn.made_room_for is not None:
+            self.closing -= 1
+
+    def make_room(self, conn: Any, limit: int) -> None:
+        """Close the longest-waiting connections until ``conn``'s request fits under ``limit``.
+
+        uvicorn answers 503 when, at a request's headers, the open connections (its own
+        included) reach the limit; connections already closing still count until they are gone.
+        """
+        excess = len(conn.connections) - (limit - 1) - self.closing
+        while excess > 0 and self.order:
+            old = next(iter(self.order))
+            if old is conn:
+                return  # everyone else is busy: uvicorn's 503 applies
+            del self.order[old]  # not waiting any more: re-registered when it waits again
+            if old.waiting_for_headers():
+                old.made_room_for = conn.client
+                self.closing += 1
+                excess -= 1
+                log.debug("closing %s (waiting for headers) to make room", old.client)
+                old.transport.close()
+
+
 def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asyncio.Protocol]:
     """``base`` (a uvicorn HTTP/1.1 protocol) closing connections whose headers are late.
 
     The deadline runs from the connection's start and from the end of each response, until the
     next request's headers are complete (uvicorn then starts a new ``cycle``). A request being
-    served is never cut; after it, uvicorn's own keep-alive timeout applies as well.
+    served is never cut; after it, uvicorn's own keep-alive timeout applies as well. Past the
+    connection cap, a new connection closes the one waiting longest for headers
+    (:class:`_Waiting`).
     """
 
     class HeaderDeadline(base):  # type: ignore[valid-type,misc]
         _deadline: asyncio.TimerHandle | None = None
         _armed_for: object = None
+        made_room_for: object = None
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
             self._arm()
+            if self.limit_concurrency is not None:
+                _Waiting.of(self.server_state).make_room(self, self.limit_concurrency)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -50,12 +109,20 @@ def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asynci
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            _Waiting.of(self.server_state).gone(self)
             super().connection_lost(exc)
+
+        def waiting_for_headers(self) -> bool:
+            """Open, with no request begun since it was armed (new, or between requests)."""
+            cycle = self.cycle
+            done = cycle is None or bool(cycle.response_complete)
+            return done and cycle is self._armed_for and not self.transport.is_closing()
 
         def _arm(self) -> None:
             self._disarm()
             self._armed_for = self.cycle
             self._deadline = self.loop.call_later(seconds, self._expire)
+            _Waiting.of(self.server_state).wait(self)
 
         def _disarm(self) -> None:
             if self._deadline is not None:
@@ -64,10 +131,7 @@ def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asynci
 
         def _expire(self) -> None:
             self._deadline = None
-            cycle = self.cycle
-            done = cycle is None or bool(cycle.response_complete)
-            waiting = done and cycle is self._armed_for
-            if waiting and not self.transport.is_closing():
+            if self.waiting_for_headers():
                 log.debug("closing %s: request headers not received in %g s", self.client, seconds)
                 self.transport.close()
 
@@ -87,9 +151,10 @@ def uvicorn_config(
 ) -> uvicorn.Config:
     """The uvicorn settings every way of serving the receiver shares (timeouts, quiet logs).
 
-    ``max_connections`` is uvicorn's ``limit_concurrency``: with that many connections open (or
-    requests running), a new request is answered 503 with ``Connection: close`` at once. Idle
-    and slow connections leave within ``header_timeout_s``, so the cap cannot be held for long.
+    ``max_connections`` is uvicorn's ``limit_concurrency``. Past it a new connection closes the
+    connection waiting longest for a request's headers; when none is waiting (that many
+    requests are being served), a new request is answered 503 with ``Connection: close`` at
+    once. Idle and slow connections also leave within ``header_timeout_s``.
     """
     return uvicorn.Config(
         app,
