@@ -1,4 +1,8 @@
-"""Concurrent decompression bombs against a collector in its own process: peak RSS stays bounded."""
+"""Concurrent decompression bombs against a collector in its own process: peak RSS stays bounded.
+
+Over HTTP and over gRPC alike, an inflated byte is charged to the shared in-flight byte budget
+before it is kept (gRPC used to let grpc inflate each message whole: 2.4 GB for 40 of them).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import httpx
 import pytest
 
@@ -26,7 +31,9 @@ from ragsieve.collector.server import uvicorn_config
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.store import open_store
 
-app = create_app(open_store(sys.argv[1]), CollectorSettings(), run_settler=False)
+app = create_app(
+    open_store(sys.argv[1]), CollectorSettings(), run_settler=False, grpc_port=int(sys.argv[3])
+)
 uvicorn.Server(uvicorn_config(app, "127.0.0.1", int(sys.argv[2]))).run()
 """
 PEAK_LIMIT_KB = 500 * 1024  # defaults: 64 MiB body limit, 256 MiB in-flight byte budget
@@ -54,10 +61,10 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    port = free_port()
+def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, int]]:
+    port, grpc_port = free_port(), free_port()
     store = f"sqlite:///{tmp_path / 'bombs.db'}"
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, store, str(port)])
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, store, str(port), str(grpc_port)])
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -68,17 +75,18 @@ def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
             pass
         assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.1)
+    time.sleep(0.5)  # the gRPC server starts with the app's lifespan
     try:
-        yield proc, url
+        yield proc, url, grpc_port
     finally:
         proc.terminate()
         proc.wait(30)
 
 
 def test_concurrent_gzip_bombs_keep_peak_rss_bounded(
-    server: tuple[subprocess.Popen[bytes], str],
+    server: tuple[subprocess.Popen[bytes], str, int],
 ) -> None:
-    proc, url = server
+    proc, url, _ = server
     bomb = gzip_bomb(256 << 20)  # 4x the body limit once inflated
     before = status_kb(proc.pid, "VmRSS")
     statuses: list[int] = []
@@ -103,3 +111,38 @@ def test_concurrent_gzip_bombs_keep_peak_rss_bounded(
     assert ok.status_code == 200
     ready = httpx.get(f"{url}/readyz").json()
     assert ready["inflight_bytes"] == 0 and ready["accepted_spans"] == 0
+
+
+def test_concurrent_grpc_gzip_bombs_keep_peak_rss_bounded(
+    server: tuple[subprocess.Popen[bytes], str, int],
+) -> None:
+    proc, url, grpc_port = server
+    message = bytes(70 << 20)  # over max_body_bytes once inflated; about 70 KB gzip'd
+    before = status_kb(proc.pid, "VmRSS")
+    codes: list[grpc.StatusCode] = []
+    channel = grpc.insecure_channel(
+        f"127.0.0.1:{grpc_port}", options=[("grpc.max_send_message_length", -1)]
+    )
+    export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+
+    def fire() -> None:
+        try:
+            export(message, timeout=120, compression=grpc.Compression.Gzip)
+        except grpc.RpcError as exc:
+            codes.append(exc.code())
+
+    try:
+        threads = [threading.Thread(target=fire) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        channel.close()
+    peak = status_kb(proc.pid, "VmHWM")
+    ok = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED}
+    assert len(codes) == 16 and set(codes) <= ok, codes
+    assert grpc.StatusCode.INVALID_ARGUMENT in codes
+    assert peak < PEAK_LIMIT_KB, f"peak RSS {peak >> 10} MiB under 16 concurrent gRPC bombs"
+    assert status_kb(proc.pid, "VmRSS") < before + 64 * 1024
+    assert httpx.post(f"{url}/v1/traces", json={"resourceSpans": []}).status_code == 200

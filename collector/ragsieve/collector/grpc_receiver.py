@@ -11,10 +11,17 @@ of the request is committed (the same :class:`SpanWriter` as HTTP).
 Streams that open and never finish their message cannot hold the receiver: the handlers are
 stream-unary, so an RPC is counted against ``max_inflight_requests`` only once its message is in,
 and a message not complete within :data:`RECEIVE_DEADLINE_S` (the HTTP body deadline) ends the
-stream with ``DEADLINE_EXCEEDED``. grpc itself refuses messages past :func:`grpc_message_limit`
-(``max_body_bytes`` + 1/8, ``RESOURCE_EXHAUSTED``, its own status); between the two this module
-answers ``INVALID_ARGUMENT``, which exporters do not retry. One connection holds at most
+stream with ``DEADLINE_EXCEEDED``. One connection holds at most
 :data:`MAX_STREAMS_PER_CONNECTION` streams at once.
+
+Memory is bounded as over HTTP. grpc's own decompression is off: it would inflate a message
+whole, on every stream at once, before this module sees it (40 concurrent 70 MiB gzip bombs
+held 2.4 GB). A message arrives as it was sent, at most :func:`grpc_message_limit` bytes on the
+wire, and is inflated here by :func:`ragsieve.collector.otlp.decompress`, every step charged
+to the byte budget HTTP shares (``max_inflight_bytes``; ``RESOURCE_EXHAUSTED`` when others hold
+it) and stopped past ``max_body_bytes`` (``INVALID_ARGUMENT``, which exporters do not retry).
+A message over ``max_body_bytes`` on the wire is ``INVALID_ARGUMENT`` too; past the limit grpc
+itself answers ``RESOURCE_EXHAUSTED``, its own status.
 
 It runs on the HTTP server's event loop, started and stopped by the app's lifespan, so both
 share one writer, one decode pool and one byte budget. Requests arrive as raw bytes and are
@@ -26,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -36,12 +43,13 @@ from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 from grpc import aio
 
+from ragsieve.collector import otlp
 from ragsieve.collector.intake import BODY_DEADLINE_S, Busy, ByteBudget
 from ragsieve.collector.receiver import Counters
 from ragsieve.collector.settings import CollectorSettings
-from ragsieve.collector.signals import LOGS, TRACES, Signal
+from ragsieve.collector.signals import LOGS, TRACES, Decoded, Signal
 from ragsieve.collector.writer import SpanWriter, WriteRefused, commit
-from ragsieve.evaluators.errors import BadPayload, ConfigError
+from ragsieve.evaluators.errors import BadPayload, ConfigError, PayloadTooLarge
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +114,7 @@ class GrpcReceiver:
                 raise _Refused(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
             raw = await self.receive(messages)
             limit = self.cfg.max_body_bytes
-            if len(raw) > limit:  # grpc's own limit answers RESOURCE_EXHAUSTED past an eighth more
+            if len(raw) > limit:  # as sent; grpc's own limit answers RESOURCE_EXHAUSTED past it
                 raise _Refused(
                     grpc.StatusCode.INVALID_ARGUMENT,
                     f"message of {len(raw)} bytes is over collector.max_body_bytes ({limit})",
@@ -130,20 +138,31 @@ class GrpcReceiver:
 
     async def _store(self, signal: Signal, raw: bytes) -> bytes:
         claim = self.budget.claim()
+
+        def work() -> Decoded:
+            body = inflate(raw, self.cfg.max_body_bytes, claim.charge)
+            return signal.decode(body, "protobuf", self.cfg)
+
+        refused: _Refused | None = None
         try:
-            claim.charge(len(raw))
-            decoded = await anyio.to_thread.run_sync(
-                signal.decode, raw, "protobuf", self.cfg, limiter=self.decode_slots
-            )
-        except Busy:
-            raise _Refused(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, "too many bytes in flight", retry=True
-            ) from None
-        except BadPayload as exc:
-            log.info("rejected gRPC %s request: %s", signal.name, exc)
-            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+            claim.charge(len(raw))  # at once: a message that cannot be held is refused now
+            decoded = await anyio.to_thread.run_sync(work, limiter=self.decode_slots)
+        except (Busy, BadPayload) as exc:
+            # Its traceback holds the worker's frames (the inflated body) in a cycle through
+            # anyio's future that only the GC would free (see Receiver._decode): drop them, and
+            # refuse outside this handler so no __context__ keeps them either.
+            exc.with_traceback(None)
+            if isinstance(exc, Busy):
+                refused = _Refused(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED, "too many bytes in flight", retry=True
+                )
+            else:
+                log.info("rejected gRPC %s request: %s", signal.name, exc)
+                refused = _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         finally:
             claim.release()
+        if refused is not None:
+            raise refused
         if decoded.job.spans or decoded.job.log_events:
             try:
                 await commit(self.writer, decoded.job)
@@ -172,11 +191,42 @@ class GrpcReceiver:
         ]
 
 
+def sent_encoding(raw: bytes) -> str | None:
+    """How a message arrived: ``gzip``, ``deflate`` (zlib) or ``None`` (plain protobuf).
+
+    grpc hands over a message as sent and keeps its compression flag and ``grpc-encoding`` to
+    itself, so the bytes tell: an OTLP request never starts with 0x1f (wire type 7 does not
+    exist), which gzip always does; a zlib header is checked by its checksum.
+    """
+    if raw[:2] == b"\x1f\x8b":
+        return "gzip"
+    if len(raw) >= 2 and raw[0] == 0x78 and int.from_bytes(raw[:2], "big") % 31 == 0:
+        return "deflate"
+    return None
+
+
+def inflate(raw: bytes, limit: int, charge: Callable[[int], None]) -> bytes:
+    """``raw`` decompressed within ``limit`` bytes, each step charged first (see otlp.decompress).
+
+    A zlib-looking start that does not inflate is taken as plain protobuf (an unknown field 15
+    can begin one); a gzip one that does not is refused.
+    """
+    encoding = sent_encoding(raw)
+    try:
+        return otlp.decompress(raw, encoding, limit, charge)
+    except PayloadTooLarge:
+        raise
+    except BadPayload:
+        if encoding != "deflate":
+            raise
+        return raw
+
+
 def grpc_message_limit(max_body_bytes: int) -> int:
-    """grpc's own message limit: ``max_body_bytes`` plus an eighth (at least 1 MiB). Up to it a
-    message is decompressed whole and refused here (INVALID_ARGUMENT); past it grpc stops
-    reading and answers RESOURCE_EXHAUSTED. The margin is memory: each stream may hold that
-    much before it is refused."""
+    """grpc's own limit on a message as sent: ``max_body_bytes`` plus an eighth (at least
+    1 MiB). Up to it a message over ``max_body_bytes`` is refused here (INVALID_ARGUMENT); past
+    it grpc stops reading and answers RESOURCE_EXHAUSTED. Each stream may hold that much of
+    its message before it is in (see the README's limits on hostile input)."""
     return min(max_body_bytes + max(max_body_bytes // 8, 1 << 20), 2**31 - 1)
 
 
@@ -193,6 +243,7 @@ async def start_grpc(receiver: GrpcReceiver, host: str, port: int) -> tuple[aio.
         handlers=receiver.handlers(),
         options=[
             ("grpc.so_reuseport", 0),
+            ("grpc.per_message_decompression", 0),  # inflated here, within the byte budget
             ("grpc.max_receive_message_length", grpc_message_limit(limit)),
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
             ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
