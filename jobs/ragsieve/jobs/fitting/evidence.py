@@ -24,7 +24,7 @@ from ragsieve.jobs.results.judgements import load_interactions
 if TYPE_CHECKING:
     from ragsieve.jobs.settings import Settings
 
-OFFLINE_PREFIX = "offline-5"
+OFFLINE_PREFIX = "offline-"  # any offline judge version records its evidence
 
 
 def has_evidence(r: EvalResult) -> bool:

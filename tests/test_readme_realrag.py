@@ -1,0 +1,47 @@
+"""The README's real-LLM-answers table is what bench/realrag.py measured (issue 25)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "realrag.json"
+
+
+def _bench():
+    sys.path.insert(0, str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location("realrag", ROOT / "bench" / "realrag.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_readme_realrag_table_is_the_benchmark() -> None:
+    data = json.loads(RESULTS.read_text(encoding="utf-8"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert _bench().realrag_table(data) in readme, "run bench/realrag.py (or --readme)"
+
+
+def test_a_changed_figure_is_caught() -> None:
+    data = json.loads(RESULTS.read_text(encoding="utf-8"))
+    data["judge"]["all"]["false_alarms"] = 0.987654
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert _bench().realrag_table(data) not in readme
+
+
+def test_the_shipped_faithfulness_model_is_what_the_fit_gives() -> None:
+    """bench/fit_faithfulness.py --check: the shipped numbers come from the licensed data."""
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "fit_faithfulness.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
