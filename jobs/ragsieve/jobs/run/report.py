@@ -79,6 +79,10 @@ def build_report(inp: RunReportInput) -> dict[str, Any]:
         "audit": {
             "share": inp.settings.jobs.audit_share,
             "routed": len(inp.audit),
+            # passes a judge could not call (label "uncertain"): all audited, not flagged; their
+            # reviews weigh 1 / audit probability in judge_quality, so the corrected failure
+            # rate counts the failures among them
+            "uncertain": sum(bool(c.metadata.get("uncertain")) for c in inp.audit),
             "trace_ids": [c.interaction.trace_id for c in inp.audit],
         },
         "judge_quality": judge_quality(rate["estimate"], ci, inp.labels, rate.get("variance")),
@@ -316,7 +320,10 @@ def _summary_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
             "saved by cache / cascade",
             f"{cost.get('saved_by_cache', 0)} / {cost.get('saved_by_cascade', 0)}",
         ),
-        ("audit routed", str(report["audit"]["routed"])),
+        (
+            "audit routed (uncertain)",
+            f"{report['audit']['routed']} ({report['audit'].get('uncertain', 0)})",
+        ),
     ]
 
 
