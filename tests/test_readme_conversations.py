@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import sys
@@ -11,9 +12,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_readme_conversations_table_matches_the_results() -> None:
+    # loaded by path under its own name: tests/jobs/conversations.py shares the module name
     sys.path.insert(0, str(ROOT / "bench"))
     try:
-        from conversations import readme_table
+        spec = importlib.util.spec_from_file_location(
+            "bench_conversations", ROOT / "bench" / "conversations.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        readme_table = module.readme_table
     finally:
         sys.path.remove(str(ROOT / "bench"))
     data = json.loads((ROOT / "bench" / "results" / "conversations.json").read_text("utf-8"))

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ragsieve.collector.normalize import derive, local_root
 from ragsieve.collector.spans import SpanRecord
+from ragsieve.evaluators.limits import MAX_CHUNK_CHARS
 from ragsieve.evaluators.records import Feedback, content_chunk_id
 
 
@@ -302,7 +303,7 @@ def test_weird_attribute_values_degrade_instead_of_raising():
     ]
     assert rec.documents[1].metadata == {"_raw": "{not: valid"}
     assert rec.documents[2].possibly_truncated is True  # exactly a common length limit
-    assert len(rec.documents[3].content or "") == 100_000  # capped, flagged
+    assert len(rec.documents[3].content or "") == MAX_CHUNK_CHARS  # capped, flagged
     assert rec.documents[3].possibly_truncated is True
     assert rec.possibly_truncated is True  # also: index gap 2 -> 10
     assert (rec.model, rec.tokens.prompt, rec.tokens.completion) == ("3.5", 12, None)

@@ -1,4 +1,4 @@
-"""``ragsieve jobs run --dry-run`` says the run was not stored instead of ``run None`` (issue 29)."""
+"""``ragsieve jobs run --dry-run`` says the run was not stored, not ``run None`` (issue 29)."""
 
 from __future__ import annotations
 
