@@ -27,8 +27,8 @@ from ragsieve.jobs.demo import (
     run_traffic,
     score,
 )
-from ragsieve.jobs.demo.generate import ABSTAIN
-from ragsieve.jobs.demo.kb import parse_kb
+from ragsieve.jobs.demo.tallyfox.generate import ABSTAIN
+from ragsieve.jobs.demo.tallyfox.kb import parse_kb
 
 
 @pytest.fixture(scope="module")
