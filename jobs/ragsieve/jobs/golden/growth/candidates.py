@@ -22,15 +22,11 @@ import numpy as np
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import RagInteraction, normalize_text
-from ragsieve.jobs.golden.growth.categories import (
-    DOC_WEIGHT,
-    CategorySummary,
-    categorise,
-    summarize,
-)
+from ragsieve.jobs.golden.growth.categories import CategorySummary, categorise, summarize
 from ragsieve.jobs.golden.growth.category_log import CategoryLog
 from ragsieve.jobs.golden.growth.matching import Changes, Prepared, match_candidates
 from ragsieve.jobs.golden.growth.reference import (
+    DOC_WEIGHT,
     Embed,
     GoldenReference,
     chunk_vectors,
