@@ -21,12 +21,12 @@ from ragsieve.jobs.demo import (
     DemoApp,
     Floors,
     PlantedRecord,
-    failures,
     generate_traffic,
     load_kb,
     run_traffic,
     score,
 )
+from ragsieve.jobs.demo.tallyfox import failures
 from ragsieve.jobs.demo.tallyfox.generate import ABSTAIN
 from ragsieve.jobs.demo.tallyfox.kb import parse_kb
 
