@@ -95,7 +95,7 @@ def test_the_missing_extra_hint_installs_into_this_checkout(tmp_path: Path) -> N
 
 
 def test_the_phoenix_review_names_what_golden_pull_reads() -> None:
-    from ragsieve.jobs.golden.phoenix import ACCEPT, REJECT
+    from ragsieve.jobs.golden.review.phoenix import ACCEPT, REJECT
 
     text = " ".join(_section("## The golden set, offline eval and the CI gate").split())
     assert "records the decision in the example's **metadata**" in text

@@ -20,12 +20,12 @@ from click.testing import CliRunner
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.jobs.alerts.evaluate import evaluate
-from ragsieve.jobs.alerts.rules import AlertRule
 from ragsieve.jobs.alerts.service import evaluate_after_run
 from ragsieve.jobs.cli import cli
 from ragsieve.jobs.history.runs import RunRecord
 from ragsieve.jobs.run.simulate import HistorySpec, simulate, store_run
 from ragsieve.jobs.settings import load_settings
+from ragsieve.jobs.settings.alerts import AlertRule
 
 
 class Receiver:

@@ -16,8 +16,8 @@ from test_run_support import KINDS, send, wait_stored
 
 from ragsieve.collector.store import Store
 from ragsieve.jobs.cli import cli
-from ragsieve.jobs.golden.audit import audit_id
-from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.review.audit import audit_id
 from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.results.reviews import ReviewLabel
 from ragsieve.jobs.run.estimate import judge_quality, wilson

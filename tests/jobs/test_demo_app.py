@@ -21,14 +21,14 @@ from ragsieve.jobs.demo import (
     DemoApp,
     Floors,
     PlantedRecord,
-    failures,
     generate_traffic,
     load_kb,
     run_traffic,
     score,
 )
-from ragsieve.jobs.demo.generate import ABSTAIN
-from ragsieve.jobs.demo.kb import parse_kb
+from ragsieve.jobs.demo.tallyfox import failures
+from ragsieve.jobs.demo.tallyfox.generate import ABSTAIN
+from ragsieve.jobs.demo.tallyfox.kb import parse_kb
 
 
 @pytest.fixture(scope="module")

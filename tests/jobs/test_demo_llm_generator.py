@@ -11,7 +11,7 @@ from ragsieve.collector.store import Store
 from ragsieve.evaluators.records import RagInteraction
 from ragsieve.evaluators.testing import FakeOpenAIServer
 from ragsieve.jobs.demo import load_kb, run_traffic
-from ragsieve.jobs.demo.generate import SYSTEM_PROMPT
+from ragsieve.jobs.demo.tallyfox.generate import SYSTEM_PROMPT
 
 N_QUERIES = 12
 USAGE = (321, 17)

@@ -196,7 +196,7 @@ def test_config_show_masks_every_secret(tmp_path):
 
 
 def test_reference_table_shows_the_strata_real_rates_and_quotas():
-    from ragsieve.jobs.sampling.strata import SamplingSettings, StratumRule
+    from ragsieve.jobs.settings import SamplingSettings, StratumRule
 
     defaults = SamplingSettings()
     rows = {

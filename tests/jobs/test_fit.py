@@ -21,14 +21,9 @@ from ragsieve.evaluators.judges.calibrated import (
     rescore,
 )
 from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
-from ragsieve.jobs.fitting.fit import (
-    Example,
-    Item,
-    NotEnoughLabels,
-    run_fit,
-    verdict_table,
-)
+from ragsieve.jobs.fitting.fit import NotEnoughLabels, run_fit
 from ragsieve.jobs.fitting.labels import Label, add_label, read_labels_file, store_labels
+from ragsieve.jobs.fitting.table import Example, Item, verdict_table
 from ragsieve.jobs.judging import calibrations
 from ragsieve.jobs.verdicts.flagging import decide
 

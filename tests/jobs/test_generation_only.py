@@ -17,7 +17,8 @@ from test_run_support import PARIS, wait_stored
 from ragsieve.collector.instrument import instrument, llm_span, rag_span, retriever_span
 from ragsieve.jobs.cli import cli
 from ragsieve.jobs.results.resultstore import window_candidates
-from ragsieve.jobs.sampling.strata import SamplingSettings, assign_strata
+from ragsieve.jobs.sampling.strata import assign_strata
+from ragsieve.jobs.settings import SamplingSettings
 
 QUESTION = "What is the capital of France?"
 ANSWER = "The capital of France is Paris."

@@ -13,13 +13,13 @@ from ragsieve.collector.store import Store
 from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden import grow
-from ragsieve.jobs.golden.candidates import candidate_id
-from ragsieve.jobs.golden.categories import name_terms, summarize
-from ragsieve.jobs.golden.category_log import CategoryLog
-from ragsieve.jobs.golden.reference import load_reference
-from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
-from ragsieve.jobs.golden.signature import Signature, failure_agrees, unsupported_values
-from ragsieve.jobs.golden.topics import carry_ids, cluster, unit
+from ragsieve.jobs.golden.growth.candidates import candidate_id
+from ragsieve.jobs.golden.growth.categories import name_terms, summarize
+from ragsieve.jobs.golden.growth.category_log import CategoryLog
+from ragsieve.jobs.golden.growth.reference import load_reference
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.growth.signature import Signature, failure_agrees, unsupported_values
+from ragsieve.jobs.golden.growth.topics import carry_ids, cluster, unit
 from ragsieve.jobs.settings import GoldenSettings
 
 

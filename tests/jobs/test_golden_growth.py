@@ -16,12 +16,12 @@ from ragsieve.evaluators.golden import changelog_path, load_golden
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.evaluators.roles import case_key, next_role, read_rule, split_golden
 from ragsieve.jobs.golden import grow
-from ragsieve.jobs.golden.candidates import candidate_id
-from ragsieve.jobs.golden.categories import summarize
-from ragsieve.jobs.golden.promote import promote
-from ragsieve.jobs.golden.reference import load_reference
-from ragsieve.jobs.golden.repo import CandidateRepo
-from ragsieve.jobs.golden.review import decide
+from ragsieve.jobs.golden.growth.candidates import candidate_id
+from ragsieve.jobs.golden.growth.categories import summarize
+from ragsieve.jobs.golden.growth.reference import load_reference
+from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.golden.review.promote import promote
+from ragsieve.jobs.golden.review.review import decide
 from ragsieve.jobs.settings import GoldenSettings, Settings
 
 

@@ -17,12 +17,12 @@ from test_run_support import PARIS, settings, wait_stored
 from ragsieve.evaluators.golden import dump_case, load_golden
 from ragsieve.evaluators.records import GoldenCase, Message
 from ragsieve.jobs.cli import cli
-from ragsieve.jobs.golden.candidates import candidate_id
-from ragsieve.jobs.golden.categories import summarize
-from ragsieve.jobs.golden.promote import promote
-from ragsieve.jobs.golden.reference import load_reference
-from ragsieve.jobs.golden.repo import CandidateRepo
-from ragsieve.jobs.golden.review import decide
+from ragsieve.jobs.golden.growth.candidates import candidate_id
+from ragsieve.jobs.golden.growth.categories import summarize
+from ragsieve.jobs.golden.growth.reference import load_reference
+from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.golden.review.promote import promote
+from ragsieve.jobs.golden.review.review import decide
 from ragsieve.jobs.run.run import run_once
 
 FIRST = ChatTurn("What is the capital of France?", [PARIS], "The capital of France is Paris.")

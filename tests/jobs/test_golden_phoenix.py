@@ -19,9 +19,9 @@ from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden import grow
-from ragsieve.jobs.golden.candidates import candidate_id
-from ragsieve.jobs.golden.phoenix import PhoenixDatasets, PhoenixError, pull, push
-from ragsieve.jobs.golden.repo import CandidateRepo
+from ragsieve.jobs.golden.growth.candidates import candidate_id
+from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.golden.review.phoenix import PhoenixDatasets, PhoenixError, pull, push
 from ragsieve.jobs.settings import GoldenSettings, Settings
 
 

@@ -15,8 +15,8 @@ from ragsieve.collector.store import Store
 from ragsieve.evaluators.golden import load_golden
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden import grow
-from ragsieve.jobs.golden.candidates import candidate_id
-from ragsieve.jobs.golden.repo import CandidateRepo
+from ragsieve.jobs.golden.growth.candidates import candidate_id
+from ragsieve.jobs.golden.growth.repo import CandidateRepo
 from ragsieve.jobs.settings import GoldenSettings, Settings
 
 

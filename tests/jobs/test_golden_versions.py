@@ -18,10 +18,10 @@ from ragsieve.evaluators.golden import changelog_path, load_golden, next_version
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.cli import main
 from ragsieve.jobs.golden import grow
-from ragsieve.jobs.golden.candidates import candidate_id
-from ragsieve.jobs.golden.reference import newest_version
-from ragsieve.jobs.golden.repo import CandidateRepo
-from ragsieve.jobs.golden.review import decide
+from ragsieve.jobs.golden.growth.candidates import candidate_id
+from ragsieve.jobs.golden.growth.reference import newest_version
+from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.golden.review.review import decide
 from ragsieve.jobs.settings import GoldenSettings, Settings
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from ragsieve.jobs.alerts.evaluate import evaluate_each
-from ragsieve.jobs.alerts.rules import AlertRule
 from ragsieve.jobs.cli import main
 from ragsieve.jobs.history.runs import RunRecord
 from ragsieve.jobs.run.simulate import HistorySpec, simulate
 from ragsieve.jobs.settings import load_settings
+from ragsieve.jobs.settings.alerts import AlertRule
 
 
 def _cfg(tmp_path: Path, text: str) -> Path:

@@ -21,9 +21,9 @@ from test_golden_phoenix import datasets  # noqa: F401  (the Phoenix-shaped data
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.golden import load_golden
 from ragsieve.jobs.golden import grow
-from ragsieve.jobs.golden.phoenix import PhoenixDatasets, pull, push
-from ragsieve.jobs.golden.repo import CandidateRepo
-from ragsieve.jobs.golden.suggest import evidence_chunks
+from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.golden.review.phoenix import PhoenixDatasets, pull, push
+from ragsieve.jobs.golden.review.suggest import evidence_chunks
 from ragsieve.jobs.settings import GoldenSettings, Settings
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 from ragsieve.jobs.verdicts.rootcause import Signals, assign

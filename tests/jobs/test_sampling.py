@@ -8,12 +8,11 @@ import pytest
 from ragsieve.jobs.run.estimate import failure_rate
 from ragsieve.jobs.sampling.sampling import (
     Candidate,
-    SamplingSettings,
     StratifiedSampler,
-    StratumRule,
     TakeAllSampler,
     unit_hash,
 )
+from ragsieve.jobs.settings import SamplingSettings, StratumRule
 
 
 def cand(i: int, **kw: object) -> Candidate:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ragsieve.jobs.run.estimate import failure_rate
-from ragsieve.jobs.sampling.sampling import Candidate, SamplingSettings, StratifiedSampler
+from ragsieve.jobs.sampling.sampling import Candidate, StratifiedSampler
+from ragsieve.jobs.settings import SamplingSettings
 
 ASKS = ["How do I renew my licence?", "and on Saturdays?", "¿Cuánto cuesta?"]
 SAYS = ["ok", "thanks!", "Don't do that I'll get insurance", "Vale, gracias"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.records import EvalResult
 from ragsieve.evaluators.testing import make_interaction
-from ragsieve.jobs.golden.audit import audit_id
-from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.review.audit import audit_id
 from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.sampling.sampling import Pick
 from ragsieve.jobs.verdicts.flagging import decide

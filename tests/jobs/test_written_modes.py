@@ -17,10 +17,10 @@ from golden_plant import PORTS_EN, stream, write_golden_v3
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden import grow
-from ragsieve.jobs.golden.candidates import candidate_id
-from ragsieve.jobs.golden.promote import promote
-from ragsieve.jobs.golden.repo import CandidateRepo
-from ragsieve.jobs.golden.review import decide
+from ragsieve.jobs.golden.growth.candidates import candidate_id
+from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.golden.review.promote import promote
+from ragsieve.jobs.golden.review.review import decide
 from ragsieve.jobs.report.cli import write_report
 from ragsieve.jobs.settings import GoldenSettings, Settings
 

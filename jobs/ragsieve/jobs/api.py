@@ -167,7 +167,7 @@ class Client:
     def candidates(self, status: str | None = None) -> pd.DataFrame:
         """Golden-set candidates (``golden candidates --json`` rows), most seen first."""
         from ragsieve.jobs.golden.cli import candidate_json
-        from ragsieve.jobs.golden.repo import STATUSES, CandidateRepo
+        from ragsieve.jobs.golden.growth.repo import STATUSES, CandidateRepo
 
         statuses = [status] if status else [s for s in STATUSES if s != "golden"]
         if status is not None and status not in STATUSES:

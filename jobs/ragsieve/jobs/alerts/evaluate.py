@@ -22,8 +22,8 @@ from statistics import NormalDist
 from typing import Any
 
 from ragsieve.collector.timeutil import parse_duration
-from ragsieve.jobs.alerts.rules import AlertRule
 from ragsieve.jobs.history.runs import Rate, RunRecord, corrected_rate, rate_of
+from ragsieve.jobs.settings.alerts import AlertRule
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from ragsieve.collector.store import Store
 from ragsieve.collector.timeutil import parse_duration
 from ragsieve.jobs.alerts import sinks
 from ragsieve.jobs.alerts.evaluate import Finding, evaluate_each
-from ragsieve.jobs.alerts.rules import AlertRule, AlertSettings
 from ragsieve.jobs.alerts.state import AlertState, Event, load_states, save_states, transition
 from ragsieve.jobs.history.runs import RunRecord, load_runs
+from ragsieve.jobs.settings.alerts import AlertRule, AlertSettings
 
 if TYPE_CHECKING:
     from ragsieve.jobs.settings import Settings

@@ -29,8 +29,8 @@ from ragsieve.collector import outbound
 from ragsieve.collector.forward import parse_retry_after
 from ragsieve.collector.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
-from ragsieve.jobs.alerts.rules import AlertSettings
 from ragsieve.jobs.alerts.state import Event
+from ragsieve.jobs.settings.alerts import AlertSettings
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from ragsieve.collector.server import ServerThread
 from ragsieve.collector.settle import settle
 from ragsieve.collector.store import open_store
 from ragsieve.evaluators.records import utcnow
-from ragsieve.jobs.demo.app import PlantedRecord, run_traffic
 from ragsieve.jobs.demo.scorecard import Floors, Scorecard, score
+from ragsieve.jobs.demo.tallyfox.app import PlantedRecord, run_traffic
 
 if TYPE_CHECKING:
     from ragsieve.collector.store import Store

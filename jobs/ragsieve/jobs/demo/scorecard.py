@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragsieve.jobs.demo.app import PlantedRecord
+from ragsieve.jobs.demo.tallyfox.app import PlantedRecord
 
 
 class Floors(BaseModel):

@@ -1,7 +1,12 @@
 """Fitting the judges to a deployment: people's labels, the fit, ``ragsieve judges``.
 
-Modules: ``labels`` (labels from reviews, audits, Phoenix and files), ``evidence`` (the
-labelled examples: each trace's offline evidence and verdict table), ``fit`` (per metric the
-threshold and evidence weights, cross-validated), ``cli`` (``judges list|calibrate|labels|fit``).
-Calibrations are stored by ``ragsieve.jobs.judging.calibrations``, where the judges are built.
+Takes: people's labels (reviews, audits, Phoenix, files) and the stored results of the labelled
+traces. Gives: a calibration per metric (threshold and evidence weights, cross-validated), stored
+by ``ragsieve.jobs.judging.calibrations``, where the judges are built.
+
+Modules, lower first: ``table`` (each labelled trace's verdict under every pass/fail combination),
+``scores`` (each metric's raw score under candidate weights), ``fit`` (coordinate ascent,
+folds, the before/after agreement), ``labels`` (labels from reviews, audits, Phoenix and files),
+``evidence`` (the labelled examples read from the store) and ``cli``
+(``judges list|calibrate|labels|fit``).
 """

@@ -17,8 +17,8 @@ from ragsieve.collector.store import Store
 from ragsieve.evaluators.judges import build_judges, safe_evaluate
 from ragsieve.evaluators.judges.calibrated import UNKNOWN
 from ragsieve.evaluators.records import EvalResult, RagInteraction
-from ragsieve.jobs.fitting.fit import METRICS, Example, Item, verdict_table
 from ragsieve.jobs.fitting.labels import Label, effective
+from ragsieve.jobs.fitting.table import METRICS, Example, Item, verdict_table
 from ragsieve.jobs.results.judgements import load_interactions
 
 if TYPE_CHECKING:

@@ -20,7 +20,6 @@ balanced-accuracy difference's interval is above 0.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,42 +28,17 @@ import numpy as np
 
 from ragsieve.evaluators.agreement import bootstrap
 from ragsieve.evaluators.errors import RagsieveError
-from ragsieve.evaluators.judges import context
 from ragsieve.evaluators.judges.calibrated import (
     DEFAULT_WEIGHTS,
-    LABELS,
-    UNKNOWN,
     Calibration,
     MetricCalibration,
 )
-from ragsieve.evaluators.records import EvalResult, RagInteraction
-from ragsieve.jobs.verdicts.corpus import CorpusHit
-from ragsieve.jobs.verdicts.flagging import CorpusAnswer, decide
+from ragsieve.jobs.fitting.scores import Scorer, weight_grid
+from ragsieve.jobs.fitting.table import METRICS, Example, Item
 
-METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.01), 2)
 MIN_PER_CLASS = 20
 RC_WEIGHT = 0.25  # a root cause wrongly assigned costs a quarter of a misjudged failure
-
-
-@dataclass
-class Example:
-    """One labelled trace: its default results and the verdict for each metric combination."""
-
-    trace_id: str
-    results: dict[str, EvalResult]
-    fail: np.ndarray  # (8,) bool: the job fails the trace when bit k says metric k failed
-    cause: list[str | None]  # (8,) the root cause it assigns
-
-
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One label to agree with: a trace's verdict (``metric`` None) or one metric's."""
-
-    example: int
-    metric: str | None
-    failed: bool
-    root_cause: str | None = None
 
 
 @dataclass
@@ -77,160 +51,6 @@ class Params:
     def copy(self) -> Params:
         """An independent copy."""
         return Params(dict(self.thresholds), {m: dict(w) for m, w in self.weights.items()})
-
-
-def verdict_table(
-    interaction: RagInteraction,
-    results: Mapping[str, EvalResult],
-    missed_chunk: str | None = None,
-) -> tuple[np.ndarray, list[str | None]]:
-    """The job's verdict and root cause for each of the 8 pass/fail combinations of the
-    metrics (bit k of the index = metric k failed); unknown results stay as they are.
-    ``missed_chunk``: the observed-corpus chunk the job found for this question, if any."""
-    corpus = None
-    if missed_chunk:
-        corpus = CorpusAnswer(CorpusHit(missed_chunk, 1.0, 0, ""), 0)
-    fail = np.zeros(8, bool)
-    causes: list[str | None] = []
-    for combo in range(8):
-        synth = [
-            _forced(r, bool(combo >> k & 1)) for k, m in enumerate(METRICS) if (r := results.get(m))
-        ]
-        v = decide(interaction, synth, {m: 0.5 for m in METRICS}, corpus=corpus)
-        fail[combo] = v.outcome == "fail"
-        causes.append(v.root_cause)
-    return fail, causes
-
-
-def _forced(r: EvalResult, failed: bool) -> EvalResult:
-    """``r`` with its decision forced to ``failed`` (score 0 or 1 against a 0.5 threshold)."""
-    if r.label in UNKNOWN or r.score is None or r.evaluator not in LABELS:
-        return r
-    meta = dict(r.metadata)
-    chunks = meta.get("chunks")
-    if isinstance(chunks, list) and chunks:
-        best = max(range(len(chunks)), key=lambda i: float(chunks[i].get("score") or 0.0))
-        meta["chunks"] = [
-            {**c, "relevant": (i == best and not failed)} for i, c in enumerate(chunks)
-        ]
-    ok, bad = LABELS[r.evaluator]
-    update = {"score": 0.0 if failed else 1.0, "label": bad if failed else ok, "metadata": meta}
-    return r.model_copy(update=update)
-
-
-def _evidence(r: EvalResult | None) -> Mapping[str, Any] | None:
-    """The evidence a decided offline result recorded (what its score combines), or None."""
-    if r is None or r.label in UNKNOWN:
-        return None
-    ev = r.metadata.get("evidence")
-    return ev if isinstance(ev, Mapping) else None
-
-
-class Scorer:
-    """Each metric's raw score for every example under given weights, vectorised.
-
-    With ``weighted=False`` (LLM and cascade judges: a threshold only) a metric's score is the
-    stored result's raw score, whatever the weights.
-    """
-
-    def __init__(self, examples: Sequence[Example], weighted: bool = True) -> None:
-        n = len(examples)
-        self.n = n
-        self.weighted = weighted
-        self.raw = {
-            m: np.array([_raw(ex.results.get(m)) for ex in examples], float) for m in METRICS
-        }
-        self.faith = np.full((n, 4), np.nan)  # model, mean, min, share
-        self.faith_cap = np.ones(
-            n
-        )  # a decisive contradiction caps the score (faithfulness.combine)
-        self.ans = np.full((n, 4), np.nan)
-        self.abstained = np.zeros(n, bool)
-        rows: list[tuple[int, Mapping[str, Any]]] = []
-        for i, ex in enumerate(examples):
-            self._read(i, ex, rows)
-        self.owner = np.array([i for i, _ in rows], int)
-        c = [ch for _, ch in rows]
-        self.terms = np.array([float(x["terms"]) for x in c], float)
-        typed = [x.get("typed") for x in c]
-        self.untyped = np.array([t is None for t in typed], bool)
-        self.typed_false = np.array([t is False for t in typed], bool)
-        self.type_credit = np.where(self.untyped, context.UNTYPED_CREDIT, [bool(t) for t in typed])
-        self.cos = np.array([np.nan if x.get("cosine") is None else float(x["cosine"]) for x in c])
-        self.other = np.array([bool(x.get("other_language")) for x in c], bool)
-        self.density = np.array([float(x["density"]) for x in c], float)
-
-    def _read(self, i: int, ex: Example, rows: list[tuple[int, Mapping[str, Any]]]) -> None:
-        ev = _evidence(ex.results.get("faithfulness"))
-        if ev is not None:
-            self.faith[i] = [ev.get("model", ev["mean"]), ev["mean"], ev["min"], ev["share"]]
-            self.faith_cap[i] = float(ev.get("cap", 1.0))
-        r = ex.results.get("answer_relevance")
-        ev = _evidence(r)
-        if r is not None and ev is not None:
-            self.ans[i] = [ev["addressed"], ev["type_ok"], ev["direct"], ev["specificity"]]
-            self.abstained[i] = bool(r.metadata.get("abstained"))
-        r = ex.results.get("context_relevance")
-        if r is not None and r.label not in UNKNOWN and r.score is not None:
-            rows += [(i, ch) for ch in r.metadata.get("chunks") or [] if "density" in ch]
-
-    def score(self, metric: str, w: Mapping[str, float]) -> np.ndarray:
-        """Raw scores (NaN where the metric is unknown)."""
-        if not self.weighted:
-            return self.raw[metric]
-        if metric == "faithfulness":
-            vec = np.array([w.get("model", 0.0), w["mean"], w["min"], w["share"]])
-            return np.minimum(self.faith @ vec, self.faith_cap)
-        if metric == "answer_relevance":
-            vec = np.array([w["addressed"], w["type_ok"], w["direct"], w["specificity"]])
-            s = self.ans @ vec
-            s = np.where(self.ans[:, 1] == 0, s * 0.7, s)
-            return np.where(self.abstained, np.minimum(s, 0.2), s)
-        return self._context(w)
-
-    def _context(self, w: Mapping[str, float]) -> np.ndarray:
-        lexical = w["terms"] * self.terms + w["type"] * self.type_credit
-        lexical = np.where(self.typed_false, np.minimum(lexical, 0.6 * self.terms + 0.1), lexical)
-        floor = context.SEMANTIC_FLOOR - np.where(self.other, context.XLING_FLOOR_SHIFT, 0.0)
-        with np.errstate(invalid="ignore"):
-            meaning = np.clip((self.cos - floor) / context.SEMANTIC_SPAN, 0.0, 1.0)
-        blended = w["lexical"] * lexical + w["meaning"] * meaning * (0.5 + 0.5 * self.type_credit)
-        both = np.where(np.isnan(self.cos), lexical, np.maximum(lexical, blended))
-        graded = np.round(
-            both * (1.0 - context.DENSITY_WEIGHT + context.DENSITY_WEIGHT * self.density), 4
-        )
-        out = np.full(self.n, np.nan)
-        if len(graded):
-            np.fmax.at(out, self.owner, graded)
-        return out
-
-
-def _raw(r: EvalResult | None) -> float:
-    """A result's score before any calibration rescaled it; NaN when unknown."""
-    if r is None or r.label in UNKNOWN or r.score is None:
-        return float("nan")
-    return float(r.metadata.get("raw_score", r.score))
-
-
-def weight_grid(metric: str) -> list[dict[str, float]]:
-    """Candidate weights: the simplex on a grid (faithfulness and answer relevance), pairs for
-    context relevance; the defaults always among them."""
-    default = dict(DEFAULT_WEIGHTS[metric])
-    keys = list(default)
-    out = [default]
-    if metric == "context_relevance":
-        for t, lex in itertools.product(np.arange(0.4, 1.01, 0.1), np.arange(0.3, 0.91, 0.1)):
-            t, lex = round(float(t), 2), round(float(lex), 2)
-            out.append(
-                {"terms": t, "type": round(1 - t, 2), "lexical": lex, "meaning": round(1 - lex, 2)}
-            )
-        return out
-    steps = 10 if len(keys) == 3 else 8
-    for parts in itertools.product(range(steps + 1), repeat=len(keys) - 1):
-        if sum(parts) <= steps:
-            vals = [p / steps for p in parts] + [(steps - sum(parts)) / steps]
-            out.append({k: round(v, 4) for k, v in zip(keys, vals, strict=True)})
-    return out
 
 
 class NotEnoughLabels(RagsieveError):

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ragsieve.collector.cliopts import json_option, store_option
-from ragsieve.jobs.golden.audit import is_audit
-from ragsieve.jobs.golden.repo import STATUSES, Candidate, CandidateRepo
+from ragsieve.jobs.golden.growth.repo import STATUSES, Candidate, CandidateRepo
+from ragsieve.jobs.golden.review.audit import is_audit
 
 if TYPE_CHECKING:
     from ragsieve.jobs.cli import AppContext
-    from ragsieve.jobs.golden.categories import CategorySummary
+    from ragsieve.jobs.golden.growth.categories import CategorySummary
 
 
 class _Context:
@@ -44,8 +44,8 @@ class _Context:
     def summaries(self) -> dict[str, Any]:
         if self._summaries is None:
             from ragsieve.evaluators.embeddings import embed
-            from ragsieve.jobs.golden.categories import summarize
-            from ragsieve.jobs.golden.reference import load_reference
+            from ragsieve.jobs.golden.growth.categories import summarize
+            from ragsieve.jobs.golden.growth.reference import load_reference
 
             cfg = self.settings.golden
             ref = load_reference(self.repo, cfg.path, embed)
@@ -173,8 +173,8 @@ def review_cmd(
 ) -> None:
     """Review open candidates and audited passes in the terminal: accept / edit / reject / skip,
     or say the judge was wrong (a label for ``ragsieve judges fit``, golden set untouched)."""
-    from ragsieve.jobs.golden.audit import OPEN
-    from ragsieve.jobs.golden.review import review
+    from ragsieve.jobs.golden.review.audit import OPEN
+    from ragsieve.jobs.golden.review.review import review
 
     kind = "audits" if audit else kind
     with _Context(obj, store) as ctx:
@@ -199,7 +199,7 @@ def review_cmd(
 
 
 def _phoenix(ctx: _Context) -> Any:
-    from ragsieve.jobs.golden.phoenix import PhoenixDatasets
+    from ragsieve.jobs.golden.review.phoenix import PhoenixDatasets
 
     cfg = ctx.settings.phoenix
     key = cfg.api_key.get_secret_value() if cfg.api_key else None
@@ -222,7 +222,7 @@ def push_cmd(
     store: str | None,
 ) -> None:
     """Append open candidates to a Phoenix dataset (examples linked to their spans)."""
-    from ragsieve.jobs.golden.phoenix import push
+    from ragsieve.jobs.golden.review.phoenix import push
 
     with _Context(
         obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url}
@@ -244,7 +244,7 @@ def pull_cmd(
     obj: AppContext, dataset: str | None, phoenix_url: str | None, as_json: bool, store: str | None
 ) -> None:
     """Read reviewers' edits and decisions back from the Phoenix dataset."""
-    from ragsieve.jobs.golden.phoenix import pull
+    from ragsieve.jobs.golden.review.phoenix import pull
 
     with _Context(
         obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url}
@@ -266,8 +266,8 @@ def import_cmd(
     """Bring an existing golden set in (Spanish/English aliases) so dedup and novelty use it."""
     from ragsieve.evaluators.embeddings import embed
     from ragsieve.evaluators.golden import load_golden
-    from ragsieve.jobs.golden.promote import golden_row
-    from ragsieve.jobs.golden.repo import encode_vector
+    from ragsieve.jobs.golden.growth.repo import encode_vector
+    from ragsieve.jobs.golden.review.promote import golden_row
 
     gs = load_golden(file)  # ConfigError path:line: field: message → exit 2
     with _Context(obj, store) as ctx:
@@ -295,7 +295,7 @@ def import_cmd(
 @click.pass_obj
 def status_cmd(obj: AppContext, as_json: bool, store: str | None) -> None:
     """New failure categories first, then coverage per category, category changes and counts."""
-    from ragsieve.jobs.golden.category_log import CategoryLog
+    from ragsieve.jobs.golden.growth.category_log import CategoryLog
 
     with _Context(obj, store) as ctx:
         sums = list(ctx.summaries().values())

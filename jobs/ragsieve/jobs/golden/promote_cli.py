@@ -50,7 +50,7 @@ def promote_cmd(
     A version that would skip or shadow another is refused: promote from the newest version.
     """
     from ragsieve.jobs.golden.cli import _Context
-    from ragsieve.jobs.golden.promote import promote
+    from ragsieve.jobs.golden.review.promote import promote
 
     if golden_file is not None and start_file is not None:
         raise click.UsageError("give --golden (the current version) or --start (a new set)")

@@ -11,7 +11,7 @@ kept as soon as one decided metric fails. Each run also decides every trace of t
 judgements are complete but whose verdict was never recorded (a crash before the verdicts were
 saved), at no judge cost, even when the sample no longer draws it. Flagged
 traces grow the golden candidates; an audit share of passes is queued for a person
-(``golden/audit.py``); people's verdicts on both give the report's ``judge_quality``.
+(``golden/review/audit.py``); people's verdicts on both give the report's ``judge_quality``.
 The parts live in the stage packages ``sampling``, ``judging`` (calls and writes), ``verdicts``
 (decisions and what they emit), ``results`` (the tables), ``sinks`` (Phoenix annotations) and
 ``run.report``; this module only orchestrates them.
@@ -44,12 +44,11 @@ from ragsieve.jobs.sampling.golden_index import GoldenIndex, load_golden_index
 from ragsieve.jobs.sampling.sampling import (
     Candidate,
     Pick,
-    SamplingSettings,
     Selection,
     StratifiedSampler,
     TakeAllSampler,
 )
-from ragsieve.jobs.settings import Settings
+from ragsieve.jobs.settings import SamplingSettings, Settings
 from ragsieve.jobs.sinks import annotations as phoenix
 from ragsieve.jobs.verdicts.corpus import ObservedCorpus
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
@@ -342,9 +341,9 @@ def _annotations(d: Decision, run_id: str) -> list[dict[str, Any]]:
 
 def _grow(store: Store, flagged: list[FlaggedCase], settings: Settings) -> dict[str, Any] | None:
     try:
-        mod = importlib.import_module("ragsieve.jobs.golden.candidates")
+        mod = importlib.import_module("ragsieve.jobs.golden.growth.candidates")
     except ModuleNotFoundError as exc:
-        if exc.name in ("ragsieve.jobs.golden", "ragsieve.jobs.golden.candidates"):
+        if exc.name in ("ragsieve.jobs.golden", "ragsieve.jobs.golden.growth.candidates"):
             return None
         raise
     result: dict[str, Any] = mod.grow(store, flagged, settings)
@@ -354,7 +353,7 @@ def _grow(store: Store, flagged: list[FlaggedCase], settings: Settings) -> dict[
 def _route_audits(store: Store, audit: list[FlaggedCase], settings: Settings) -> dict[str, Any]:
     if not audit:
         return {"queued": 0, "already_queued": 0}
-    from ragsieve.jobs.golden.audit import route
+    from ragsieve.jobs.golden.review.audit import route
 
     return dict(route(store, audit, settings))
 

@@ -38,12 +38,11 @@ from ragsieve.jobs.sampling.strata import (
     NOT_A_QUESTION,
     PRIORITY,
     Candidate,
-    SamplingSettings,
-    StratumRule,
     assign_strata,
     unit_hash,
 )
 from ragsieve.jobs.sampling.upstream import BASELINE_PCT, POLICY, upstream_keep
+from ragsieve.jobs.settings.sampling import SamplingSettings, StratumRule
 
 MIN_PER_STRATUM = 2  # picks every stratum gets from a call budget before priority spending
 
@@ -284,10 +283,8 @@ __all__ = [
     "Candidate",
     "GoldenIndex",
     "Pick",
-    "SamplingSettings",
     "Selection",
     "StratifiedSampler",
-    "StratumRule",
     "StratumStat",
     "TakeAllSampler",
     "load_golden_index",

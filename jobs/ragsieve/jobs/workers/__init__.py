@@ -16,7 +16,7 @@ results are written at most once per judge version.
 The budget (calls and USD per window) is one row per window in ``budgets``, reserved with an
 atomic ``UPDATE ... WHERE spent + n <= limit RETURNING``, so it is global, not per process.
 
-Modules: ``queue`` (settings, queue schema, the procrastinate app and its tasks), ``schedule``
+Modules: ``queue`` (queue schema, the procrastinate app and its tasks), ``schedule``
 (the scheduler's pass), ``batch`` (judging one batch), ``budget`` (the global budget),
 ``judges`` (judge sets per process) and ``cli`` (``ragsieve workers worker|schedule``).
 """

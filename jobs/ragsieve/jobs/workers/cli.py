@@ -18,7 +18,7 @@ from ragsieve.evaluators.errors import ConfigError
 if TYPE_CHECKING:
     from ragsieve.jobs.cli import AppContext
     from ragsieve.jobs.settings import Settings
-    from ragsieve.jobs.workers.queue import WorkerSettings
+    from ragsieve.jobs.settings.workers import WorkerSettings
 
 
 def _settings(obj: AppContext | None, **flags: Any) -> Settings:

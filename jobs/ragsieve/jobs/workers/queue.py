@@ -1,13 +1,12 @@
-"""The procrastinate side of the workers: settings, queue schema, the app and its tasks."""
+"""The procrastinate side of the workers: queue schema, the app and its tasks."""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ragsieve.collector.store import Store
+from ragsieve.jobs.settings.workers import WorkerSettings
 from ragsieve.jobs.workers.batch import judge_batch
 from ragsieve.jobs.workers.budget import BudgetLimits, GlobalBudget
 from ragsieve.jobs.workers.judges import WorkerRuntime
@@ -19,28 +18,6 @@ log = logging.getLogger("ragsieve.jobs.workers")  # the name operators filter wo
 
 JUDGE_TASK = "ragsieve.judge_batch"
 RECOVER_TASK = "ragsieve.recover_stalled"
-
-
-class WorkerSettings(BaseModel):
-    """Queue workers (section ``[workers]``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    queue: str = Field("ragsieve-judge", description="procrastinate queue the judge batches use.")
-    concurrency: int = Field(1, ge=1, description="Batches one worker process runs at once.")
-    batch_size: int = Field(20, ge=1, description="Traces per enqueued judge batch.")
-    schedule_every_s: float = Field(30.0, gt=0, description="Pause between scheduler passes.")
-    heartbeat_s: float = Field(10.0, gt=0, description="Worker heartbeat interval.")
-    stalled_after_s: float = Field(
-        30.0, gt=0, description="A running batch whose worker is silent this long is retried."
-    )
-    max_attempts: int = Field(5, ge=1, description="Attempts per batch before it fails.")
-    budget_window_s: float = Field(
-        3600.0, gt=0, description="Window the global judge budget (jobs.budget_*) applies to."
-    )
-    usd_per_call_estimate: float = Field(
-        0.0, ge=0, description="USD reserved per judge call before the real cost is known."
-    )
 
 
 QUEUE_SCHEMA_LOCK = 0x72616773_71756575  # "ragsqueu"
@@ -148,7 +125,6 @@ __all__ = [
     "JUDGE_TASK",
     "QUEUE_SCHEMA_LOCK",
     "RECOVER_TASK",
-    "WorkerSettings",
     "create_app",
     "ensure_queue_schema",
     "in_flight_traces",

@@ -138,5 +138,7 @@ def parse_kb(text: str) -> KnowledgeBase:
 @lru_cache(maxsize=1)
 def load_kb() -> KnowledgeBase:
     """The packaged Tallyfox knowledge base (parsed once)."""
-    text = resources.files("ragsieve.jobs.demo").joinpath("kb.md").read_text(encoding="utf-8")
+    text = (
+        resources.files("ragsieve.jobs.demo.tallyfox").joinpath("kb.md").read_text(encoding="utf-8")
+    )
     return parse_kb(text)

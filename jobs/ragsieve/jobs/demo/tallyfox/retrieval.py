@@ -14,7 +14,7 @@ import bm25s
 import numpy as np
 
 from ragsieve.evaluators.embeddings import embed
-from ragsieve.jobs.demo.kb import Chunk, KnowledgeBase
+from ragsieve.jobs.demo.tallyfox.kb import Chunk, KnowledgeBase
 
 # bm25s pins its logger to DEBUG on import; let it follow the application's level again.
 logging.getLogger("bm25s").setLevel(logging.NOTSET)

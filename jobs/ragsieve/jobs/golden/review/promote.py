@@ -31,9 +31,9 @@ from ragsieve.evaluators.golden import (
 )
 from ragsieve.evaluators.records import GoldenCase, GoldenRole, normalize_text
 from ragsieve.evaluators.roles import ROLES, assign_roles, read_rule
-from ragsieve.jobs.golden.categories import CategorySummary
-from ragsieve.jobs.golden.reference import versions
-from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.growth.categories import CategorySummary
+from ragsieve.jobs.golden.growth.reference import versions
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 
 FALSE_ALARM = "false_alarm"
 _VERSION = re.compile(r"_v\d+$")

@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 
 from ragsieve.evaluators.errors import ConfigError, RagsieveError
-from ragsieve.jobs.golden.categories import CategorySummary
-from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
-from ragsieve.jobs.golden.review import decide, parse_chunks
-from ragsieve.jobs.golden.suggest import evidence_chunks
+from ragsieve.jobs.golden.growth.categories import CategorySummary
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.review.review import decide, parse_chunks
+from ragsieve.jobs.golden.review.suggest import evidence_chunks
 
 ACCEPT = {"accept", "accepted", "yes", "ok"}
 REJECT = {"reject", "rejected", "no"}

@@ -6,8 +6,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragsieve.jobs.demo.kb import KnowledgeBase
-from ragsieve.jobs.demo.retrieval import Encoder, Hit, coverage, fold
+from ragsieve.jobs.demo.tallyfox.kb import KnowledgeBase
+from ragsieve.jobs.demo.tallyfox.retrieval import Encoder, Hit, coverage, fold
 
 ABSTAIN = {"en": "I don't have that information.", "es": "No tengo esa información."}
 SYSTEM_PROMPT = (

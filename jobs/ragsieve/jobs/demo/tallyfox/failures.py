@@ -7,7 +7,7 @@ import random
 import re
 from collections.abc import Callable, Sequence
 
-from ragsieve.jobs.demo.kb import Chunk, KnowledgeBase
+from ragsieve.jobs.demo.tallyfox.kb import Chunk, KnowledgeBase
 
 # kind -> the root cause a correct job should name
 ROOT_CAUSE: dict[str, str] = {

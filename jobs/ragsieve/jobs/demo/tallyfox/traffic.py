@@ -7,8 +7,8 @@ import random
 import re
 from dataclasses import dataclass
 
-from ragsieve.jobs.demo.failures import has_number, plan_kinds
-from ragsieve.jobs.demo.kb import KnowledgeBase
+from ragsieve.jobs.demo.tallyfox.failures import has_number, plan_kinds
+from ragsieve.jobs.demo.tallyfox.kb import KnowledgeBase
 
 # Questions the knowledge base cannot answer, with the confident made-up answer a model might give.
 OUT_OF_CORPUS: tuple[dict[str, tuple[str, str]], ...] = (

@@ -19,16 +19,16 @@ from ragsieve.collector.instrument import (
     reranker_span,
     retriever_span,
 )
-from ragsieve.jobs.demo import failures
-from ragsieve.jobs.demo.generate import (
+from ragsieve.jobs.demo.tallyfox import failures
+from ragsieve.jobs.demo.tallyfox.generate import (
     ExtractiveGenerator,
     Generation,
     OpenAIGenerator,
     build_messages,
 )
-from ragsieve.jobs.demo.kb import Fact, KnowledgeBase, load_kb
-from ragsieve.jobs.demo.retrieval import Hit, HybridRetriever, Reranker
-from ragsieve.jobs.demo.traffic import OUT_OF_CORPUS, Query, generate_traffic
+from ragsieve.jobs.demo.tallyfox.kb import Fact, KnowledgeBase, load_kb
+from ragsieve.jobs.demo.tallyfox.retrieval import Hit, HybridRetriever, Reranker
+from ragsieve.jobs.demo.tallyfox.traffic import OUT_OF_CORPUS, Query, generate_traffic
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from ragsieve.evaluators.embeddings import DIM
-from ragsieve.jobs.golden.reference import GoldenReference
-from ragsieve.jobs.golden.repo import Candidate, encode_vector
-from ragsieve.jobs.golden.signature import DedupRule, Signature, duplicate_reason, from_body
+from ragsieve.jobs.golden.growth.reference import GoldenReference
+from ragsieve.jobs.golden.growth.repo import Candidate, encode_vector
+from ragsieve.jobs.golden.growth.signature import DedupRule, Signature, duplicate_reason, from_body
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
 SHORTLIST = 5  # nearest candidates (any root cause) whose failure is compared in full

@@ -24,9 +24,9 @@ import numpy as np
 
 from ragsieve.evaluators.judges.text import language
 from ragsieve.evaluators.records import normalize_text
-from ragsieve.jobs.golden.reference import DOC_WEIGHT, GoldenReference
-from ragsieve.jobs.golden.repo import Candidate, decode_vector
-from ragsieve.jobs.golden.topics import Event, carry_ids, cluster, fresh_id, unit
+from ragsieve.jobs.golden.growth.reference import DOC_WEIGHT, GoldenReference
+from ragsieve.jobs.golden.growth.repo import Candidate, decode_vector
+from ragsieve.jobs.golden.growth.topics import Event, carry_ids, cluster, fresh_id, unit
 
 STOPWORDS = frozenset(
     """a an the and or but if of to in on at by for with from into about as is are was were be

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ragsieve.evaluators.records import normalize_text
-from ragsieve.jobs.golden.candidates import Scrubber, _new_body
-from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.growth.candidates import Scrubber, _new_body
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from ragsieve.evaluators.embeddings import DIM
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.golden import load_golden, parse_version
 from ragsieve.evaluators.records import GoldenCase, normalize_text
-from ragsieve.jobs.golden.repo import CandidateRepo
-from ragsieve.jobs.golden.topics import topic_vector, unit
+from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.golden.growth.topics import topic_vector, unit
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 # documents count 1.5 times the query in a topic vector (tune half of bench/categories.py: 1.0

@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 
 import click
 
-from ragsieve.jobs.golden.audit import MISSED, PASSED, is_audit
-from ragsieve.jobs.golden.categories import CategorySummary
-from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
-from ragsieve.jobs.golden.suggest import evidence_chunks
+from ragsieve.jobs.golden.growth.categories import CategorySummary
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
+from ragsieve.jobs.golden.review.suggest import evidence_chunks
 
 REASONS = {
     "f": "false_alarm: the judge was wrong",

@@ -2,7 +2,7 @@
 
 ``grow`` is what the job calls after each run: it loads the candidates and the golden set,
 prepares each failure (scrubbed query, its vector, its topic vector, its signature), lets
-:func:`ragsieve.jobs.golden.matching.match_candidates` decide (merge into the case it repeats
+:func:`ragsieve.jobs.golden.growth.matching.match_candidates` decide (merge into the case it repeats
 and say why, open a ``covered`` row when the golden set already holds the query, or open a
 candidate for a person), re-clusters the categories, saves, and announces categories that just
 became new. Re-running a window changes nothing: a trace already merged is recognised and skipped.
@@ -22,13 +22,19 @@ import numpy as np
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import RagInteraction, normalize_text
-from ragsieve.jobs.golden.categories import DOC_WEIGHT, CategorySummary, categorise, summarize
-from ragsieve.jobs.golden.category_log import CategoryLog
-from ragsieve.jobs.golden.matching import Changes, Prepared, match_candidates
-from ragsieve.jobs.golden.reference import Embed, GoldenReference, chunk_vectors, load_reference
-from ragsieve.jobs.golden.repo import Candidate, CandidateRepo
-from ragsieve.jobs.golden.signature import DedupRule, doc_vector, from_interaction
-from ragsieve.jobs.golden.topics import Event, topic_vector
+from ragsieve.jobs.golden.growth.categories import CategorySummary, categorise, summarize
+from ragsieve.jobs.golden.growth.category_log import CategoryLog
+from ragsieve.jobs.golden.growth.matching import Changes, Prepared, match_candidates
+from ragsieve.jobs.golden.growth.reference import (
+    DOC_WEIGHT,
+    Embed,
+    GoldenReference,
+    chunk_vectors,
+    load_reference,
+)
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.growth.signature import DedupRule, doc_vector, from_interaction
+from ragsieve.jobs.golden.growth.topics import Event, topic_vector
 from ragsieve.jobs.settings import GoldenSettings, Settings
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ragsieve.collector.store import Store
-from ragsieve.jobs.golden.categories import CategorySummary
-from ragsieve.jobs.golden.topics import Event
+from ragsieve.jobs.golden.growth.categories import CategorySummary
+from ragsieve.jobs.golden.growth.topics import Event
 
 
 class CategoryLog:
