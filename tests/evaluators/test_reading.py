@@ -173,3 +173,25 @@ def test_the_shipped_model_says_what_it_was_fitted_on_and_refuses_non_finite_num
         parse_model(bad)
     with pytest.raises(ValueError, match="not a faithfulness model"):
         parse_model({k: v for k, v in data.items() if k != "intercept"})
+
+
+async def test_a_repeat_of_an_earlier_turn_is_said_so_and_a_new_fact_is_not_excused() -> None:
+    """Issue 27: a follow-up's answer may repeat what an earlier assistant turn said; the
+    evidence says so. History never supports a new fact."""
+    from ragsieve.evaluators.records import Message
+
+    history = (
+        Message(role="user", content="Who sells the water pik?"),
+        Message(role="assistant", content="Waterpik water flossers are sold by Church & Dwight."),
+        Message(role="user", content="Does it help against gingivitis?"),
+    )
+    q = "Does it help against gingivitis?"
+    repeat = "Yes. It reduces the risk of gingivitis. Waterpik flossers are sold by Church & Dwight."
+    r = await judge("faithfulness", query=q, context=CTX, answer=repeat, chat_history=history)
+    from_turns = [c for c in r.metadata["claims"] if c.get("from_conversation")]
+    assert len(from_turns) == 1 and "earlier turn" in from_turns[0]["reason"]
+    assert r.label != "unfaithful", r.explanation
+    new_fact = "Yes. It reduces the risk of gingivitis. Waterpik flossers cost 89 dollars."
+    r2 = await judge("faithfulness", query=q, context=CTX, answer=new_fact, chat_history=history)
+    assert not [c for c in r2.metadata["claims"] if c.get("from_conversation")]
+    assert r2.label == "unfaithful"

@@ -16,6 +16,7 @@ from typing import Any
 from ragsieve.evaluators.judges.choice import check_choice
 from ragsieve.evaluators.judges.claims import ParsedAnswer, find_injections, parse_answer
 from ragsieve.evaluators.judges.compare import check_comparison
+from ragsieve.evaluators.judges.conversation import ASSISTANT_ROLES
 from ragsieve.evaluators.judges.offline import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.spans import broken_spans
 from ragsieve.evaluators.judges.support import (
@@ -127,6 +128,35 @@ def _check_whole_answer(
             v["contradiction"] = True
 
 
+def _mark_repeats(
+    verdicts: list[dict[str, Any]], interaction: RagInteraction, question: str, translate: bool
+) -> None:
+    """A claim this turn's context does not support but an earlier assistant turn of the
+    conversation already stated is a repeat, not an invention: its verdict says so
+    (``from_conversation``) and takes that turn's support. It is never support for a new fact:
+    a value or a name the context and the earlier turns never state stays unsupported."""
+    said = [m.content for m in interaction.chat_history if m.role in ASSISTANT_ROLES]
+    if not said or not any(v["support"] < SUPPORT_THRESHOLD for v in verdicts):
+        return
+    earlier = build_context([(f"turn-{i}", t) for i, t in enumerate(said)], translate=translate)
+    q_keys = {key(t) for t in tokens(question) if t not in STOPWORDS}
+    for v in verdicts:
+        if v["support"] >= SUPPORT_THRESHOLD or v.get("contradiction"):
+            continue
+        again = claim_verdict(v["claim"], earlier, q_keys, all_values(question), None)
+        if again["support"] >= SUPPORT_THRESHOLD and not again["values_missing"]:
+            v.update(
+                support=again["support"],
+                novel=again["novel"],
+                names_missing=again["names_missing"],
+                rarest_missing=again["rarest_missing"],
+                values_missing=False,
+                from_conversation=True,
+                reason="repeats what an earlier turn of the conversation said (not in this"
+                " turn's context)",
+            )
+
+
 def evidence(
     verdicts: Sequence[Mapping[str, Any]], model: SupportModel | None = None
 ) -> dict[str, float]:
@@ -209,6 +239,7 @@ class FaithfulnessJudge(OfflineJudge):
         verdicts = _claim_verdicts(parsed, question, answer, ctx)
         if not translate:
             _check_whole_answer(verdicts, question, answer, chunks)
+        _mark_repeats(verdicts, interaction, question, translate)
         return self._verdict(interaction, verdicts, meta)
 
     def _verdict(
