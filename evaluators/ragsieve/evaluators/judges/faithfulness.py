@@ -144,12 +144,12 @@ def _mark_repeats(
         if v["support"] >= SUPPORT_THRESHOLD or v.get("contradiction"):
             continue
         again = claim_verdict(v["claim"], earlier, q_keys, all_values(question), None)
-        if again["support"] >= SUPPORT_THRESHOLD and not again["values_missing"]:
+        if again["support"] >= SUPPORT_THRESHOLD and not again.get("values_missing"):
             v.update(
                 support=again["support"],
-                novel=again["novel"],
-                names_missing=again["names_missing"],
-                rarest_missing=again["rarest_missing"],
+                novel=again.get("novel", 0.0),
+                names_missing=again.get("names_missing", False),
+                rarest_missing=again.get("rarest_missing", 0.0),
                 values_missing=False,
                 from_conversation=True,
                 reason="repeats what an earlier turn of the conversation said (not in this"

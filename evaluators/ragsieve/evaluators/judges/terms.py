@@ -115,7 +115,12 @@ _NUMBER_WORDS = {
     **dict.fromkeys(("third", "tercero", "tercera", "tercer"), 3),
     **dict.fromkeys(("twice", "double", "doble"), 2),
 }
-_AMBIGUOUS_NUMBER_WORDS = frozenset({"second", "segundo", "segunda", "once", "mil"})
+# ordinals that open a step or a point ("First, preheat …", "Third, …") are discourse as often as
+# values; "once" and "mil" are words in English and Spanish
+_AMBIGUOUS_NUMBER_WORDS = frozenset(
+    {"first", "primero", "primera", "primer", "second", "segundo", "segunda"}
+    | {"third", "tercero", "tercera", "tercer", "once", "mil"}
+)
 # digits with group separators (comma, dot, space, thin space) and an optional decimal part
 _NUM = re.compile(
     r"(?<![\w.,])\d{1,3}(?:[ \u00a0\u202f.,]\d{3})+(?:[.,]\d+)?(?![\w])|\d+(?:[.,]\d+)?"
