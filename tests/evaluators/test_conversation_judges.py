@@ -150,3 +150,18 @@ async def test_thanks_and_confirmations_are_not_off_topic(turn):
 )
 def test_turn_kind(text, kind):
     assert turn_kind(text) == kind
+
+
+def test_a_reply_to_the_assistants_question_carries_that_question() -> None:
+    """ "Yes, I do." means what the assistant asked just before (Doc2Dial agents ask back)."""
+    from ragsieve.evaluators.judges.conversation import judged_question  # noqa: PLC0415
+    from ragsieve.evaluators.records import Message
+    from ragsieve.evaluators.testing import make_interaction
+
+    history = (
+        Message(role="user", content="Can I get a restricted license?"),
+        Message(role="assistant", content="Maybe. Do you hold a New Jersey driver license?"),
+    )
+    asked = judged_question(make_interaction("Yes, I do.", chat_history=history))
+    assert asked.source == "resolved"
+    assert {"jersey", "driver"} & {w.lower() for w in asked.carried}

@@ -8,7 +8,8 @@ A follow-up ("and on Saturdays?") means what the conversation around it says. Th
    chunks reached the prompt, when it differs from the typed turn;
 2. ``resolved``: a follow-up with a conversation before it and no rewrite, with what the
    elliptical turn leaves out carried over from the last user turns (their content words and
-   names the turn lacks);
+   names the turn lacks) and, for a reply that is not a question ("Yes, I do."), from the
+   question the assistant's last turn asked;
 3. ``typed``: the turn as typed (a first turn, or a follow-up that needs nothing carried).
 
 It also says what kind of turn it is (:func:`turn_kind`): a ``question`` (or a request such as
@@ -159,6 +160,15 @@ def _conversation_turns(interaction: RagInteraction) -> list[Message]:
     return [m for m in interaction.chat_history if m.role in USER_ROLES | ASSISTANT_ROLES]
 
 
+def _open_question(turns: list[Message]) -> str | None:
+    """The question the assistant's last turn asked, when it ended the conversation so far
+    with one ("Do you hold a G series visa?"): a reply that is not a question answers it."""
+    if not turns or turns[-1].role not in ASSISTANT_ROLES:
+        return None
+    asked = [s for s in re.split(r"(?<=[.!?])\s+", turns[-1].content) if s.rstrip().endswith("?")]
+    return " ".join(asked) or None
+
+
 def carried_words(typed: str, earlier: list[str]) -> list[str]:
     """Content words and names of the ``earlier`` user turns (latest first) that ``typed``
     leaves out, the rarest first, at most ``MAX_CARRIED``."""
@@ -200,7 +210,11 @@ def judged_question(interaction: RagInteraction) -> JudgedQuestion:
     users = [m.content for m in turns if m.role in USER_ROLES]
     if not typed or not users or not _elliptical(typed, kind):
         return JudgedQuestion(typed, typed, "typed", kind, (), last)
-    carried = carried_words(typed, users[::-1][:CARRY_FROM_TURNS])
+    earlier = users[::-1][:CARRY_FROM_TURNS]
+    asked_back = _open_question(turns)
+    if kind != "question" and asked_back:  # "Yes, I do." answers what the assistant asked
+        earlier = [asked_back, *earlier]
+    carried = carried_words(typed, earlier)
     if not carried:
         return JudgedQuestion(typed, typed, "typed", kind, (), last)
     text = f"{typed.rstrip()} ({' '.join(carried)})"
