@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragsieve.evaluators.judges import get_judge
-from ragsieve.evaluators.judges.conversation import judged_question, turn_kind
+from ragsieve.evaluators.judges.offline.conversation import judged_question, turn_kind
 from ragsieve.evaluators.records import Message, RetrievalStage, RetrievedDocument
 from ragsieve.evaluators.testing import make_interaction
 

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from ragsieve.evaluators.judges import build_judges, get_judge
-from ragsieve.evaluators.judges.claims import parse_answer
-from ragsieve.evaluators.judges.reading import is_hedge, is_meta, read_answer, strip_source
-from ragsieve.evaluators.judges.support_model import (
+from ragsieve.evaluators.judges.offline.claims import parse_answer
+from ragsieve.evaluators.judges.offline.reading import is_hedge, is_meta, read_answer, strip_source
+from ragsieve.evaluators.judges.offline.support_model import (
     FEATURES,
     MODEL_FILE,
     parse_model,

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ragsieve.evaluators.judges.llm import LLMConfig
+from ragsieve.evaluators.judges.llm.client import LLMConfig
 from ragsieve.evaluators.judges.registry import available_judges, build_judges, get_judge
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 

@@ -27,16 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.evaluators.agreement import bootstrap
 from ragsieve.evaluators.errors import RagsieveError
-from ragsieve.evaluators.judges import context
-from ragsieve.evaluators.judges.calibrated import (
+from ragsieve.evaluators.judges.combined.calibrated import (
     DEFAULT_WEIGHTS,
     LABELS,
     UNKNOWN,
     Calibration,
     MetricCalibration,
 )
+from ragsieve.evaluators.judges.offline import context
+from ragsieve.evaluators.quality.agreement import bootstrap
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.corpus import CorpusHit
 from ragsieve.jobs.verdicts.flagging import CorpusAnswer, decide

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.evaluators.embeddings import DIM
+from ragsieve.evaluators.tools.embeddings import DIM
 from ragsieve.jobs.golden.reference import GoldenReference
 from ragsieve.jobs.golden.repo import Candidate, encode_vector
 from ragsieve.jobs.golden.signature import DedupRule, Signature, duplicate_reason, from_body

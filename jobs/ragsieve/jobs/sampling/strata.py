@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragsieve.evaluators.judges.conversation import turn_kind
+from ragsieve.evaluators.judges.offline.conversation import turn_kind
 
 NOT_A_QUESTION = "not_a_question"  # statements, confirmations, thanks: a remainder stratum
 PRIORITY = ("error", "negative_feedback", "low_retrieval", "tiny_context", "slow", "novel")
