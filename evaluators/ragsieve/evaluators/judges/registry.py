@@ -11,8 +11,8 @@ from ragsieve.evaluators.judges.llm.client import LLMConfig
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 
 if TYPE_CHECKING:
-    from ragsieve.evaluators.judges import Judge
     from ragsieve.evaluators.judges.combined.calibrated import Calibration
+    from ragsieve.evaluators.judges.protocol import Judge
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 Backend = Literal["offline", "llm", "cascade"]
