@@ -56,7 +56,7 @@ from ragsieve.collector.instrument import (  # noqa: E402
     rag_span,
     retriever_span,
 )
-from ragsieve.evaluators.judges.conversation import turn_kind  # noqa: E402
+from ragsieve.evaluators.judges.offline.conversation import turn_kind  # noqa: E402
 
 SOURCES = ("doc2dial", "inscit", "cast2020")
 SYSTEM = "You are a helpful assistant. Answer using only the documents below.\n\n{docs}"

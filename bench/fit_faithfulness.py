@@ -1,8 +1,8 @@
 """Fit the offline faithfulness judge's evidence model on people's labels; write the shipped file.
 
 Usage: ``.venv/bin/python bench/fit_faithfulness.py [--data DIR] [--check]``
--> writes ``evaluators/ragsieve/evaluators/judges/faithfulness_model.json`` (``--check``: only
-compares what it would write with the shipped file, exit 1 when they differ).
+-> writes ``evaluators/ragsieve/evaluators/judges/offline/faithfulness_model.json``
+(``--check``: only compares what it would write with the shipped file, exit 1 when they differ).
 
 What is fitted: a logistic model of P(faithful) over the per-answer evidence the judge records
 (``support_model.FEATURES``), on answers real LLMs wrote from retrieved passages and people
@@ -43,10 +43,10 @@ for part in ("evaluators", "collector", "jobs"):
 
 import numpy as np  # noqa: E402
 
-from ragsieve.evaluators.calibration import LabelledRow, row_to_interaction  # noqa: E402
-from ragsieve.evaluators.judges.faithfulness import FaithfulnessJudge  # noqa: E402
-from ragsieve.evaluators.judges.support_model import FEATURES, MODEL_FILE  # noqa: E402
+from ragsieve.evaluators.judges.offline.faithfulness import FaithfulnessJudge  # noqa: E402
+from ragsieve.evaluators.judges.offline.support_model import FEATURES, MODEL_FILE  # noqa: E402
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS  # noqa: E402
+from ragsieve.evaluators.quality.calibration import LabelledRow, row_to_interaction  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 FIT_SETS = {  # folder -> licence (only these may ship fitted numbers)

@@ -25,19 +25,19 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 if hasattr(os, "sched_setaffinity"):
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
-from ragsieve.evaluators import embeddings  # noqa: E402
-from ragsieve.evaluators.calibration import (  # noqa: E402
+from ragsieve.evaluators.judges import LLMConfig, build_judges, get_judge  # noqa: E402
+from ragsieve.evaluators.quality.calibration import (  # noqa: E402
     agreement,
     binary_stats,
     judge_rows,
     pairwise_accuracy,
     read_rows,
 )
-from ragsieve.evaluators.judges import LLMConfig, build_judges, get_judge  # noqa: E402
+from ragsieve.evaluators.tools import embeddings  # noqa: E402
 from ragsieve.jobs.settings import load_settings  # noqa: E402
 
 THRESHOLDS = dict(load_settings().jobs.thresholds)  # the job's decision thresholds (defaults)
-from ragsieve.evaluators.judges.text import content_words, rarity  # noqa: E402
+from ragsieve.evaluators.judges.offline.text.text import content_words, rarity  # noqa: E402
 from ragsieve.evaluators.testing import FakeOpenAIServer, make_interaction  # noqa: E402
 
 SETS = {"wikieval": None, "halueval_qa": None, "faithbench": None, "wikiqa_context_relevance": None}

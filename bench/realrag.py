@@ -37,8 +37,8 @@ import fit_faithfulness  # noqa: E402
 from e2e import collect, verdicts  # noqa: E402
 from e2e_traffic import Trace  # noqa: E402
 
-from ragsieve.evaluators.calibration import LabelledRow, auc, row_to_interaction  # noqa: E402
 from ragsieve.evaluators.judges import build_judges  # noqa: E402
+from ragsieve.evaluators.quality.calibration import LabelledRow, auc, row_to_interaction  # noqa: E402
 from ragsieve.jobs.settings import load_settings  # noqa: E402
 
 DATA = ROOT.parent.parent / "shared" / "data" / "realrag"

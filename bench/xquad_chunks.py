@@ -28,7 +28,7 @@ SETTINGS = (0, 60, 120)
 
 @functools.lru_cache(maxsize=4)
 def _index(corpus: str, words: int) -> tuple[object, dict[str, str]]:
-    from ragsieve.evaluators.runs import BM25Retriever
+    from ragsieve.evaluators.golden.runs import BM25Retriever
 
     chunks: dict[str, str] = {}
     owner: dict[str, str] = {}
@@ -55,7 +55,7 @@ def search(query: str, k: int, config: dict[str, object] | None = None) -> list[
 
 
 def _golden(data: Path, folder: Path) -> Path:
-    from ragsieve.evaluators.golden import load_beir, write_golden
+    from ragsieve.evaluators.golden.sets import load_beir, write_golden
 
     titles = {
         json.loads(x)["id"]: json.loads(x)["title"]

@@ -210,3 +210,109 @@ def test_no_module_over_400_lines(portion: str) -> None:
         if n > MAX_LINES:
             long[str(path)] = n
     assert long == {}
+
+
+# The evaluators' rooms, lower first, as paths under ragsieve/evaluators: each imports only from
+# rooms before it. The top-level modules are exempt: records and errors sit below every room
+# (errors imports nothing, records only tools/limits), while cli, dataframe, pytest_plugin and
+# testing are the edges users call. Inside judges/ the kinds are ordered the same way: the one
+# threshold per metric (a module all kinds read), the text helpers, the offline judges, the LLM
+# judges (which reuse offline evidence), the combined ones, then the protocol and registry.
+EVAL_LAYERS = (
+    "tools", "judges/thresholds", "judges/offline/text", "judges/offline", "judges/llm",
+    "judges/combined", "judges",
+    "quality", "golden", "metrics", "gate",
+)  # fmt: skip
+EVALUATORS = Path(__file__).resolve().parents[1] / "evaluators"
+EVAL_ROOT = EVALUATORS / "ragsieve" / "evaluators"
+
+
+def _eval_layer_of(name: str) -> str | None:
+    """The deepest room ``name`` (a dotted module) lies in, or None outside the rooms."""
+    parts = name.split(".")
+    if parts[:2] != ["ragsieve", "evaluators"]:
+        return None
+    path = "/".join(parts[2:])
+    rooms = [r for r in EVAL_LAYERS if path == r or path.startswith(r + "/")]
+    return max(rooms, key=len) if rooms else None
+
+
+def _eval_module(path: Path) -> str:
+    return ".".join(path.relative_to(EVALUATORS).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _eval_sources() -> list[Path]:
+    return sorted(EVAL_ROOT.rglob("*.py"))
+
+
+@pytest.mark.parametrize("layer", EVAL_LAYERS)
+def test_evaluators_rooms_import_only_lower_ones(layer: str) -> None:
+    files = [p for p in _eval_sources() if _eval_layer_of(_eval_module(p)) == layer]
+    assert files, f"no sources found for {layer}"
+    allowed = set(EVAL_LAYERS[: EVAL_LAYERS.index(layer) + 1])
+    bad = []
+    for path in files:
+        for name in sorted(_imported(path, _eval_module(path))):
+            target = _eval_layer_of(name)
+            if target is not None and target not in allowed:
+                bad.append((str(path.relative_to(EVALUATORS)), name))
+    assert bad == []
+
+
+def test_every_evaluators_package_has_its_place() -> None:
+    packages = {str(p.parent.relative_to(EVAL_ROOT)) for p in EVAL_ROOT.glob("**/__init__.py")} - {
+        "."
+    }
+    assert packages == {room for room in EVAL_LAYERS if (EVAL_ROOT / room).is_dir()}
+
+
+def test_records_and_errors_sit_below_every_room_but_tools() -> None:
+    for base in ("errors", "records"):
+        path = EVAL_ROOT / f"{base}.py"
+        rooms = {_eval_layer_of(n) for n in _imported(path, f"ragsieve.evaluators.{base}")}
+        assert rooms <= {None, "tools"}, base
+    for path in (EVAL_ROOT / "tools").glob("*.py"):
+        ours = {n for n in _imported(path, _eval_module(path)) if n.startswith("ragsieve.")}
+        assert ours <= {"ragsieve.evaluators.errors"} | {
+            n for n in ours if n.startswith("ragsieve.evaluators.errors.")
+        }, path.name
+
+
+def _eval_import_graph() -> dict[str, set[str]]:
+    """Module → the modules of the evaluators it names in an import (lazy and typing-only too)."""
+    sources = {_eval_module(p): p for p in _eval_sources()}
+    return {
+        module: {n for n in _imported(path, module) if n in sources and n != module}
+        for module, path in sources.items()
+    }
+
+
+def test_evaluators_have_no_import_circle() -> None:
+    graph = _eval_import_graph()
+    done: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(module: str, trail: list[str]) -> None:
+        if module in trail:
+            circles.append([*trail[trail.index(module) :], module])
+            return
+        if module in done:
+            return
+        for target in sorted(graph[module]):
+            visit(target, [*trail, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    assert circles == []
+
+
+def test_evaluators_packages_stay_small_and_say_what_they_do() -> None:
+    for init in EVAL_ROOT.glob("**/__init__.py"):
+        modules = [p for p in init.parent.glob("*.py") if p.name != "__init__.py"]
+        assert len(modules) <= 10, (init.parent, len(modules))
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and len(doc.splitlines()) >= 3, f"{init}: say what the package takes and gives"
+    for path in _eval_sources():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        assert lines <= 400, (path, lines)

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from ragsieve.collector.normalize import derive, local_root
 from ragsieve.collector.spans import SpanRecord
-from ragsieve.evaluators.limits import MAX_CHUNK_CHARS
 from ragsieve.evaluators.records import Feedback, content_chunk_id
+from ragsieve.evaluators.tools.limits import MAX_CHUNK_CHARS
 
 
 def test_no_spans_gives_none():

@@ -7,7 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from ragsieve.evaluators.calibration import (
+from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.quality.calibration import (
     LabelledRow,
     Scored,
     auc,
@@ -15,7 +16,6 @@ from ragsieve.evaluators.calibration import (
     pairwise_accuracy,
     read_rows,
 )
-from ragsieve.evaluators.errors import ConfigError
 from ragsieve.jobs.fitting.cli import judges
 
 
@@ -111,8 +111,8 @@ def test_a_line_that_is_not_an_object_is_named(tmp_path):
 
 
 def test_no_row_with_the_judges_label_is_a_config_error(tmp_path):
-    from ragsieve.evaluators.calibration import calibrate
     from ragsieve.evaluators.judges import get_judge
+    from ragsieve.evaluators.quality.calibration import calibrate
 
     rows = [LabelledRow(id="a", question="q", contexts=["c"], answer="x", label_relevant=True)]
     with pytest.raises(ConfigError, match=r"label_faithful: no row carries this label"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.evaluators.judges.context import chunk_evidence
-from ragsieve.evaluators.judges.question import expected_type
+from ragsieve.evaluators.judges.offline.context import chunk_evidence
+from ragsieve.evaluators.judges.offline.text.question import expected_type
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 
 THRESHOLD = DEFAULT_THRESHOLDS["context_relevance"]

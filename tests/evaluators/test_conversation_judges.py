@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragsieve.evaluators.judges import get_judge
-from ragsieve.evaluators.judges.conversation import judged_question, turn_kind
+from ragsieve.evaluators.judges.offline.conversation import judged_question, turn_kind
 from ragsieve.evaluators.records import Message, RetrievalStage, RetrievedDocument
 from ragsieve.evaluators.testing import make_interaction
 
@@ -154,7 +154,7 @@ def test_turn_kind(text, kind):
 
 def test_a_reply_to_the_assistants_question_carries_that_question() -> None:
     """ "Yes, I do." means what the assistant asked just before (Doc2Dial agents ask back)."""
-    from ragsieve.evaluators.judges.conversation import judged_question  # noqa: PLC0415
+    from ragsieve.evaluators.judges.offline.conversation import judged_question  # noqa: PLC0415
     from ragsieve.evaluators.records import Message
     from ragsieve.evaluators.testing import make_interaction
 

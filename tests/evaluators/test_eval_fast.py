@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragsieve.evaluators.cli import eval_command
-from ragsieve.evaluators.golden import load_golden, load_models
+from ragsieve.evaluators.golden.runs import RunFile, RunLine, load_run, paused_gc
+from ragsieve.evaluators.golden.sets import load_golden, load_models
 from ragsieve.evaluators.metrics import METRICS, expand_metrics
 from ragsieve.evaluators.metrics.report import build_report, dumps
-from ragsieve.evaluators.runs import RunFile, RunLine, load_run, paused_gc
 
 IDS = ["c1", "c2", "c3", "ç\u00e9", 'quo"te', "back\\slash", "\u2028", "😀", "c1 ", ""]
 

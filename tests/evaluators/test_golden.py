@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.golden import (
+from ragsieve.evaluators.golden.sets import (
     append_changelog,
     changelog_path,
     load_beir,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ragsieve.evaluators.judges import get_judge
-from ragsieve.evaluators.judges.choice import check_choice
-from ragsieve.evaluators.judges.spans import broken_spans, name_spans
+from ragsieve.evaluators.judges.offline.text.choice import check_choice
+from ragsieve.evaluators.judges.offline.text.spans import broken_spans, name_spans
 from ragsieve.evaluators.testing import make_interaction
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragsieve.evaluators import embeddings
 from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.testing import make_interaction
+from ragsieve.evaluators.tools import embeddings
 
 TEXTS = [
     "The Starter plan allows 120 API requests per minute per account.",

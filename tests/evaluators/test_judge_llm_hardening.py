@@ -12,7 +12,8 @@ import pytest
 
 from ragsieve.evaluators.errors import JudgeError
 from ragsieve.evaluators.judges import LLMConfig, get_judge
-from ragsieve.evaluators.judges.llm import model_family, parse_json_object, retry_after_s
+from ragsieve.evaluators.judges.llm.client import parse_json_object, retry_after_s
+from ragsieve.evaluators.judges.llm.families import model_family
 from ragsieve.evaluators.testing import Fault, make_interaction, prompt_of
 
 GOOD = {

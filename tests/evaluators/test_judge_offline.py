@@ -6,7 +6,7 @@ import pytest
 
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.judges import Judge, available_judges, build_judges, get_judge
-from ragsieve.evaluators.judges.context import context_precision
+from ragsieve.evaluators.judges.offline.context import context_precision
 from ragsieve.evaluators.testing import make_interaction
 
 CTX = ("GPT-4 was released by OpenAI on March 14, 2023. It accepts images and text as input.",)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from ragsieve.evaluators.ppi import Labelled, Sampled, ppi_estimate, ppi_failure_rate
+from ragsieve.evaluators.quality.ppi import Labelled, Sampled, ppi_estimate, ppi_failure_rate
 from ragsieve.jobs.run.estimate import failure_rate
 
 

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from ragsieve.evaluators.judges import build_judges, get_judge
-from ragsieve.evaluators.judges.claims import parse_answer
-from ragsieve.evaluators.judges.reading import is_hedge, is_meta, read_answer, strip_source
-from ragsieve.evaluators.judges.support_model import (
+from ragsieve.evaluators.judges.offline.claims import parse_answer
+from ragsieve.evaluators.judges.offline.reading import is_hedge, is_meta, read_answer, strip_source
+from ragsieve.evaluators.judges.offline.support_model import (
     FEATURES,
     MODEL_FILE,
     parse_model,
@@ -186,7 +186,9 @@ async def test_a_repeat_of_an_earlier_turn_is_said_so_and_a_new_fact_is_not_excu
         Message(role="user", content="Does it help against gingivitis?"),
     )
     q = "Does it help against gingivitis?"
-    repeat = "Yes. It reduces the risk of gingivitis. Waterpik flossers are sold by Church & Dwight."
+    repeat = (
+        "Yes. It reduces the risk of gingivitis. Waterpik flossers are sold by Church & Dwight."
+    )
     r = await judge("faithfulness", query=q, context=CTX, answer=repeat, chat_history=history)
     from_turns = [c for c in r.metadata["claims"] if c.get("from_conversation")]
     assert len(from_turns) == 1 and "earlier turn" in from_turns[0]["reason"]

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ragsieve.evaluators.golden import write_golden
+from ragsieve.evaluators.golden.roles import split_golden
+from ragsieve.evaluators.golden.sets import write_golden
 from ragsieve.evaluators.records import GoldenCase
-from ragsieve.evaluators.roles import split_golden
 from ragsieve.jobs.cli import main
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.evaluators.redact import redact
+from ragsieve.evaluators.tools.redact import redact
 
 
 def test_redacts_each_kind_and_counts():

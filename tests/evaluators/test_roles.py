@@ -11,9 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.golden import changelog_path, load_golden, write_golden
-from ragsieve.evaluators.records import GoldenCase
-from ragsieve.evaluators.roles import (
+from ragsieve.evaluators.golden.roles import (
     DEFAULT_FRACTIONS,
     ROLES,
     SplitRule,
@@ -23,6 +21,8 @@ from ragsieve.evaluators.roles import (
     select_roles,
     split_golden,
 )
+from ragsieve.evaluators.golden.sets import changelog_path, load_golden, write_golden
+from ragsieve.evaluators.records import GoldenCase
 from ragsieve.jobs.cli import main
 
 SIZES = {"billing": 40, "shipping": 17, "returns": 7, "gifts": 3, "legal": 2, "misc": 1}

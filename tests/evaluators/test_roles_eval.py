@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ragsieve.evaluators.golden import changelog_path, load_golden, write_golden
+from ragsieve.evaluators.golden.roles import split_golden
+from ragsieve.evaluators.golden.sets import changelog_path, load_golden, write_golden
 from ragsieve.evaluators.records import GoldenCase
-from ragsieve.evaluators.roles import split_golden
 from ragsieve.jobs.cli import main
 
 CATS = {"billing": 20, "shipping": 14, "returns": 6}

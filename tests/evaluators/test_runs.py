@@ -10,8 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.records import GoldenCase
-from ragsieve.evaluators.runs import (
+from ragsieve.evaluators.golden.runs import (
     BM25Retriever,
     import_object,
     load_corpus,
@@ -20,6 +19,7 @@ from ragsieve.evaluators.runs import (
     tokenize,
     write_run,
 )
+from ragsieve.evaluators.records import GoldenCase
 
 
 def _jsonl(path: Path, *rows: object) -> Path:

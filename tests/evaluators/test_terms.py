@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.evaluators.judges.terms import CANON, TermIndex, all_values, key, number_values
-from ragsieve.evaluators.judges.text import fold
+from ragsieve.evaluators.judges.offline.text.terms import (
+    CANON,
+    TermIndex,
+    all_values,
+    key,
+    number_values,
+)
+from ragsieve.evaluators.judges.offline.text.text import fold
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 from ragsieve.collector.store import Store, open_store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.judges import build_judges
-from ragsieve.evaluators.judges.calibrated import (
+from ragsieve.evaluators.judges.combined.calibrated import (
     DEFAULT_WEIGHTS,
     CalibratedJudge,
     Calibration,

@@ -10,8 +10,8 @@ import pytest
 from golden_plant import CHUNKS, CHUNKS_ES, PORTS_EN, PORTS_ES, flagged, stream, write_golden_v3
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.records import normalize_text
+from ragsieve.evaluators.tools.embeddings import embed
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.growth.candidates import candidate_id
 from ragsieve.jobs.golden.growth.categories import name_terms, summarize

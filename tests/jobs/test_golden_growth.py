@@ -10,11 +10,11 @@ import pytest
 from golden_plant import PORTS_EN, PORTS_ES, STREAM, stream, write_golden_v3
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.embeddings import embed
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.golden import changelog_path, load_golden
+from ragsieve.evaluators.golden.roles import case_key, next_role, read_rule, split_golden
+from ragsieve.evaluators.golden.sets import changelog_path, load_golden
 from ragsieve.evaluators.records import normalize_text
-from ragsieve.evaluators.roles import case_key, next_role, read_rule, split_golden
+from ragsieve.evaluators.tools.embeddings import embed
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.growth.candidates import candidate_id
 from ragsieve.jobs.golden.growth.categories import summarize

@@ -14,7 +14,7 @@ from conversations import ChatTurn, send_conversation
 from golden_plant import write_golden_v3
 from test_run_support import PARIS, settings, wait_stored
 
-from ragsieve.evaluators.golden import dump_case, load_golden
+from ragsieve.evaluators.golden.sets import dump_case, load_golden
 from ragsieve.evaluators.records import GoldenCase, Message
 from ragsieve.jobs.cli import cli
 from ragsieve.jobs.golden.growth.candidates import candidate_id
@@ -73,7 +73,7 @@ def test_follow_up_candidate_keeps_history_and_rewrite_into_golden(
 
 
 def _embed() -> Any:
-    from ragsieve.evaluators.embeddings import embed
+    from ragsieve.evaluators.tools.embeddings import embed
 
     return embed
 

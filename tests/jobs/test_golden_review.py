@@ -12,7 +12,7 @@ from console_script import ragsieve_script
 from golden_plant import PORTS_EN, PORTS_ES, stream, write_golden_v3
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.golden import load_golden
+from ragsieve.evaluators.golden.sets import load_golden
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.growth.candidates import candidate_id

@@ -14,7 +14,7 @@ import pytest
 from golden_plant import PORTS_EN, stream
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.golden import changelog_path, load_golden, next_version_path
+from ragsieve.evaluators.golden.sets import changelog_path, load_golden, next_version_path
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.cli import main
 from ragsieve.jobs.golden import grow

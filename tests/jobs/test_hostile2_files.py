@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.judges.calibrated import DEFAULT_WEIGHTS
+from ragsieve.evaluators.judges.combined.calibrated import DEFAULT_WEIGHTS
 from ragsieve.jobs.cli import main
 
 GOLDEN = [

@@ -10,8 +10,8 @@ from pathlib import Path
 from test_hostile2_files import ragsieve, refused
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.limits import MAX_ANSWER_CHARS, MAX_CHUNK_CHARS, MAX_QUESTION_CHARS
 from ragsieve.evaluators.records import RagInteraction, RetrievedDocument
+from ragsieve.evaluators.tools.limits import MAX_ANSWER_CHARS, MAX_CHUNK_CHARS, MAX_QUESTION_CHARS
 
 WORD = "a" * (1024 * 1024)
 

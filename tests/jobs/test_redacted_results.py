@@ -31,7 +31,7 @@ async def test_results_are_redacted_when_scrubbing_is_on() -> None:
 
 
 async def test_identifiers_are_never_redacted() -> None:
-    from ragsieve.evaluators.redact import redact_value
+    from ragsieve.evaluators.tools.redact import redact_value
 
     meta = {
         "chunks": [{"id": "xquad-00-03-en", "relevant": True}],

@@ -19,7 +19,7 @@ from golden_plant import flagged
 from test_golden_phoenix import datasets  # noqa: F401  (the Phoenix-shaped dataset server)
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.golden import load_golden
+from ragsieve.evaluators.golden.sets import load_golden
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.growth.repo import CandidateRepo
 from ragsieve.jobs.golden.review.phoenix import PhoenixDatasets, pull, push

@@ -20,12 +20,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import click
 
 from ragsieve.evaluators.errors import ConfigError, GateError
-from ragsieve.evaluators.experiments import ConfigValue, load_config_file, parse_config_pairs
+from ragsieve.evaluators.gate.experiments import ConfigValue, load_config_file, parse_config_pairs
+from ragsieve.evaluators.golden.roles import (
+    DEFAULT_HOLDOUT_LOOKS,
+    DEFAULT_ROLES,
+    ROLES,
+    parse_roles,
+)
 from ragsieve.evaluators.records import GoldenRole, utcnow
-from ragsieve.evaluators.roles import DEFAULT_HOLDOUT_LOOKS, DEFAULT_ROLES, ROLES, parse_roles
 
 if TYPE_CHECKING:  # numpy-backed modules load when a command runs, not for `ragsieve --help`
-    from ragsieve.evaluators.golden import GoldenSet
+    from ragsieve.evaluators.golden.sets import GoldenSet
     from ragsieve.evaluators.judges import Judge
     from ragsieve.evaluators.metrics.report import EvalReport
 
@@ -81,9 +86,9 @@ def _check_usage(opts: Mapping[str, Any], roles: Sequence[GoldenRole] | None) ->
 
 
 def _load(opts: Mapping[str, Any], roles: Sequence[GoldenRole] | None) -> GoldenSet:
-    from ragsieve.evaluators.golden import load_beir, load_golden
-    from ragsieve.evaluators.roles import select_roles
-    from ragsieve.evaluators.runs import paused_gc
+    from ragsieve.evaluators.golden.roles import select_roles
+    from ragsieve.evaluators.golden.runs import paused_gc
+    from ragsieve.evaluators.golden.sets import load_beir, load_golden
 
     with paused_gc():  # parsed files hold no cycles; see paused_gc
         if opts["golden"]:
@@ -100,7 +105,7 @@ def _load(opts: Mapping[str, Any], roles: Sequence[GoldenRole] | None) -> Golden
 def _rankings(
     opts: Mapping[str, Any], golden: GoldenSet, depth: int, config: Mapping[str, ConfigValue]
 ) -> _Ranked:
-    from ragsieve.evaluators.runs import (
+    from ragsieve.evaluators.golden.runs import (
         BM25Retriever,
         import_object,
         load_corpus,
@@ -124,8 +129,8 @@ def _retriever_name(opts: Mapping[str, Any]) -> str:
 
 
 def _generation(opts: Mapping[str, Any], golden: GoldenSet, got: _Ranked) -> dict[str, Any]:
+    from ragsieve.evaluators.golden.runs import import_object
     from ragsieve.evaluators.metrics.generation import generation_metrics
-    from ragsieve.evaluators.runs import import_object
 
     if not got.texts:
         raise click.UsageError(
@@ -156,8 +161,8 @@ def _pipeline_config(opts: Mapping[str, Any]) -> dict[str, ConfigValue]:
 
 def _log_holdout(opts: Mapping[str, Any], report: EvalReport) -> None:
     """Record who looked at the holdout, when and with what; warn when it was looked at often."""
-    from ragsieve.evaluators.golden import append_changelog
-    from ragsieve.evaluators.roles import HOLDOUT_ENTRY, holdout_looks, read_rule
+    from ragsieve.evaluators.golden.roles import HOLDOUT_ENTRY, holdout_looks, read_rule
+    from ragsieve.evaluators.golden.sets import append_changelog
 
     path: Path = opts["golden"]
     rule = read_rule(path)
@@ -177,9 +182,9 @@ def _log_holdout(opts: Mapping[str, Any], report: EvalReport) -> None:
 
 
 def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
+    from ragsieve.evaluators.golden.runs import paused_gc, write_run
     from ragsieve.evaluators.metrics import DEFAULT_METRICS, expand_metrics
     from ragsieve.evaluators.metrics.report import build_report
-    from ragsieve.evaluators.runs import paused_gc, write_run
 
     roles = parse_roles(opts["role"]) if opts["role"] else None
     _check_usage(opts, roles)
@@ -215,8 +220,8 @@ def _run_eval(opts: dict[str, Any]) -> dict[str, Any]:
 
 
 def _emit(opts: Mapping[str, Any], report: EvalReport) -> dict[str, Any]:
+    from ragsieve.evaluators.golden.runs import paused_gc
     from ragsieve.evaluators.metrics.report import dumps, render_text
-    from ragsieve.evaluators.runs import paused_gc
 
     data = report.to_json()
     with paused_gc():
@@ -365,8 +370,8 @@ def experiments() -> None:
 def experiments_list(folder: Path, policy: Path | None, as_json: bool) -> None:
     """List the eval outputs (``--out``/``--json`` files) in FOLDER, oldest first, each with what
     changed since the previous run on the same golden version and role and the log entry."""
-    from ragsieve.evaluators.experiment_log import list_experiments, render_experiments
     from ragsieve.evaluators.gate import GatePolicy, load_policy
+    from ragsieve.evaluators.gate.log import list_experiments, render_experiments
 
     rows = list_experiments(folder, load_policy(policy) if policy else GatePolicy())
     if as_json:

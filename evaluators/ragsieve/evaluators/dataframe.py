@@ -38,7 +38,7 @@ def require_pandas() -> Any:
     try:
         import pandas
     except ImportError:
-        from ragsieve.evaluators.extras import install_hint
+        from ragsieve.evaluators.tools.extras import install_hint
 
         raise ConfigError(f"the DataFrame API needs pandas: {install_hint('pandas')}") from None
     return pandas

@@ -30,12 +30,12 @@ from ragsieve.evaluators.gate import (
     load_results,
     render,
 )
-from ragsieve.evaluators.golden import GoldenSet, load_golden
+from ragsieve.evaluators.golden.roles import select_roles
+from ragsieve.evaluators.golden.runs import load_run, retrieve_all
+from ragsieve.evaluators.golden.sets import GoldenSet, load_golden
 from ragsieve.evaluators.metrics import DEFAULT_METRICS, expand_metrics
 from ragsieve.evaluators.metrics.report import EvalReport, build_report
 from ragsieve.evaluators.records import GoldenRole
-from ragsieve.evaluators.roles import select_roles
-from ragsieve.evaluators.runs import load_run, retrieve_all
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from ragsieve.evaluators.limits import (
+from ragsieve.evaluators.tools.limits import (
     MAX_ANSWER_CHARS,
     MAX_CHUNK_CHARS,
     MAX_QUESTION_CHARS,

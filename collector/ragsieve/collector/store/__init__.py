@@ -64,7 +64,7 @@ def open_store(url: str, *, create: bool = True) -> SQLStore:
         try:
             cls = _load(_BUILTIN[scheme])
         except ImportError as exc:
-            from ragsieve.evaluators.extras import install_hint
+            from ragsieve.evaluators.tools.extras import install_hint
 
             hint = install_hint("postgres")
             raise ConfigError(f"store URL {shown!r} needs: {hint} ({exc})") from exc

@@ -1,66 +1,25 @@
-"""Judges: the Judge protocol and the registry keyed by the names users write in config."""
+"""Judges: a :class:`RagInteraction` in, ``EvalResult`` verdicts out, by the names config uses.
+
+Where a claim is checked: :mod:`ragsieve.evaluators.judges.offline.faithfulness` splits the answer
+into claims and :mod:`ragsieve.evaluators.judges.offline.support` decides how well the retrieved
+chunks back each one (the LLM judge's equivalent is the ``faithfulness`` prompt in
+``llm/prompts/``). The judges by kind:
+
+- ``offline/``: heuristic judges, no model call (``text/`` holds their word-level helpers);
+- ``llm/``: judges that ask an OpenAI-compatible model, prompts as packaged data;
+- ``combined/``: judges built from the others (``cascade``, ``calibrated``).
+
+Beside them: ``protocol`` (the :class:`Judge` protocol and :func:`safe_evaluate`, which turns
+any failure into a ``label="error"`` result), ``registry`` (names to judges, plus the
+``ragsieve.judges`` entry points), ``thresholds`` (the decision threshold per metric) and ``cli``
+(what ``ragsieve judges list|calibrate`` print).
+"""
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
-
-from ragsieve.evaluators.judges.llm import LLMConfig
+from ragsieve.evaluators.judges.llm.client import LLMConfig
+from ragsieve.evaluators.judges.protocol import Judge, error_result, safe_evaluate
 from ragsieve.evaluators.judges.registry import available_judges, build_judges, get_judge
-from ragsieve.evaluators.records import EvalResult, RagInteraction
-
-
-@runtime_checkable
-class Judge(Protocol):
-    """Decides one metric for one interaction.
-
-    ``name`` is the metric written into ``EvalResult.evaluator`` (``faithfulness``,
-    ``answer_relevance`` or ``context_relevance`` whatever the backend); ``version`` changes when
-    the judge's logic, prompt or model changes. ``evaluate`` never raises for a bad interaction or
-    a failing backend: it returns results with ``label="error"`` and the reason in ``explanation``.
-    """
-
-    name: str
-    version: str
-
-    async def evaluate(self, interaction: RagInteraction) -> Sequence[EvalResult]:
-        """Judge one interaction; usually one result, named ``self.name``."""
-        ...
-
-
-_log = logging.getLogger(__name__)
-
-
-def error_result(judge: Judge, interaction: RagInteraction, why: str) -> EvalResult:
-    """A ``label="error"`` verdict: the judge could not decide, and says why."""
-    return EvalResult(
-        trace_id=interaction.trace_id,
-        span_id=interaction.span_id,
-        evaluator=judge.name,
-        label="error",
-        score=None,
-        explanation=why,
-        judge_version=str(judge.version),
-    )
-
-
-async def safe_evaluate(
-    judge: Judge, interaction: RagInteraction, *, timeout_s: float | None = None
-) -> list[EvalResult]:
-    """Run one judge and hold it to the protocol: never raises, never returns nothing.
-
-    A judge that raises, times out or returns no result yields one ``label="error"`` result.
-    """
-    try:
-        call = judge.evaluate(interaction)
-        results = list(await (asyncio.wait_for(call, timeout_s) if timeout_s else call))
-    except Exception as exc:  # the protocol says never raise; callers rely on this guard
-        _log.warning("judge %s raised on %s: %r", judge.name, interaction.trace_id, exc)
-        return [error_result(judge, interaction, f"judge raised {type(exc).__name__}: {exc}")]
-    return results or [error_result(judge, interaction, "judge returned no result")]
-
 
 __all__ = [
     "Judge",

@@ -7,12 +7,12 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Literal
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.judges.llm import LLMConfig
+from ragsieve.evaluators.judges.llm.client import LLMConfig
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 
 if TYPE_CHECKING:
-    from ragsieve.evaluators.judges import Judge
-    from ragsieve.evaluators.judges.calibrated import Calibration
+    from ragsieve.evaluators.judges.combined.calibrated import Calibration
+    from ragsieve.evaluators.judges.protocol import Judge
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 Backend = Literal["offline", "llm", "cascade"]
@@ -20,9 +20,9 @@ Backend = Literal["offline", "llm", "cascade"]
 
 def _offline(metric: str) -> Callable[..., Judge]:
     def make(**options: Any) -> Judge:
-        from ragsieve.evaluators.judges.context import ContextRelevanceJudge
-        from ragsieve.evaluators.judges.faithfulness import FaithfulnessJudge
-        from ragsieve.evaluators.judges.relevance import AnswerRelevanceJudge
+        from ragsieve.evaluators.judges.offline.context import ContextRelevanceJudge
+        from ragsieve.evaluators.judges.offline.faithfulness import FaithfulnessJudge
+        from ragsieve.evaluators.judges.offline.relevance import AnswerRelevanceJudge
 
         cls = {
             "faithfulness": FaithfulnessJudge,
@@ -37,7 +37,7 @@ def _offline(metric: str) -> Callable[..., Judge]:
 
 def _llm(metric: str) -> Callable[..., Judge]:
     def make(*, llm: LLMConfig | None = None, cache_path: str | None = None, **_: Any) -> Judge:
-        from ragsieve.evaluators.judges import llm_judges as lj
+        from ragsieve.evaluators.judges.llm import judges as lj
 
         if llm is None:
             raise ConfigError(f"judge 'llm_{metric}': needs an LLM config (base_url, model)")
@@ -54,7 +54,7 @@ def _llm(metric: str) -> Callable[..., Judge]:
 
 def _cascade(metric: str) -> Callable[..., Judge]:
     def make(*, llm: LLMConfig | None = None, cache_path: str | None = None, **opts: Any) -> Judge:
-        from ragsieve.evaluators.judges.cascade import CascadeJudge
+        from ragsieve.evaluators.judges.combined.cascade import CascadeJudge
 
         if llm is None:
             raise ConfigError(f"judge 'cascade_{metric}': needs an LLM config (base_url, model)")
@@ -108,7 +108,7 @@ def get_judge(name: str, **options: Any) -> Judge:
 def _calibrated(key: str, metric: str, opts: dict[str, Any], calibration: Calibration) -> Judge:
     """Judge ``key`` under ``calibration``: labelled at the fitted threshold (the offline judge
     also combines its evidence with the fitted weights), scored on the job's scale."""
-    from ragsieve.evaluators.judges.calibrated import CalibratedJudge
+    from ragsieve.evaluators.judges.combined.calibrated import CalibratedJudge
 
     fitted = calibration.metrics[metric]
     job = float(opts.get("threshold", DEFAULT_THRESHOLDS[metric]))

@@ -1,5 +1,10 @@
 """Retrieval metrics by name: the ``METRICS`` registry, ``name@k`` parsing and :func:`evaluate`.
 
+Takes qrels (from a golden set) and a run (ranked ids per query); gives per-query and mean scores
+(``ranking``: one short function per metric). Beside them: ``generation`` answers a sample of
+golden cases and judges the answers (and abstention), and ``report`` builds the eval report
+(``ragsieve eval``) the gate reads.
+
 Example:
     >>> scores = evaluate({"q1": {"a": 1, "b": 1}}, {"q1": ["x", "a", "y"]}, ["recall@2", "mrr"])
     >>> scores.mean()

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ragsieve.evaluators.golden import GoldenSet
+from ragsieve.evaluators.golden.sets import GoldenSet
 from ragsieve.evaluators.metrics import MetricSpec, build_relevance, score_relevance
 from ragsieve.evaluators.records import GoldenCase
 

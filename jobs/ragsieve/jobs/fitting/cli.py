@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ragsieve.collector.cliopts import SettingsSource, json_option, opened_store, store_option
-from ragsieve.evaluators.agreement import STATS
+from ragsieve.evaluators.quality.agreement import STATS
 
 if TYPE_CHECKING:
     from ragsieve.collector.store import Store
@@ -68,9 +68,9 @@ def calibrate_cmd(
 
     LLM judges read their key from RAGSIEVE_LLM__API_KEY (the ``llm`` settings).
     """
-    from ragsieve.evaluators.calibration import calibrate, read_rows
     from ragsieve.evaluators.judges.cli import print_calibration
     from ragsieve.evaluators.judges.registry import get_judge
+    from ragsieve.evaluators.quality.calibration import calibrate, read_rows
 
     options: dict[str, Any] = {}
     if judge_name.startswith(("llm_", "cascade_")):

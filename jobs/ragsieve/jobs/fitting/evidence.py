@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.judges import build_judges, safe_evaluate
-from ragsieve.evaluators.judges.calibrated import UNKNOWN
+from ragsieve.evaluators.judges.combined.calibrated import UNKNOWN
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.fitting.labels import Label, effective
 from ragsieve.jobs.fitting.table import METRICS, Example, Item, verdict_table

@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.evaluators.agreement import bootstrap
 from ragsieve.evaluators.errors import RagsieveError
-from ragsieve.evaluators.judges.calibrated import (
+from ragsieve.evaluators.judges.combined.calibrated import (
     DEFAULT_WEIGHTS,
     Calibration,
     MetricCalibration,
 )
+from ragsieve.evaluators.quality.agreement import bootstrap
 from ragsieve.jobs.fitting.scores import Scorer, weight_grid
 from ragsieve.jobs.fitting.table import METRICS, Example, Item
 

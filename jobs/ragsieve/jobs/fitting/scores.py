@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.evaluators.judges import context
-from ragsieve.evaluators.judges.calibrated import (
+from ragsieve.evaluators.judges.combined.calibrated import (
     DEFAULT_WEIGHTS,
     UNKNOWN,
 )
+from ragsieve.evaluators.judges.offline import context
 from ragsieve.evaluators.records import EvalResult
 from ragsieve.jobs.fitting.table import METRICS, Example
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragsieve.evaluators.judges.calibrated import (
+from ragsieve.evaluators.judges.combined.calibrated import (
     LABELS,
     UNKNOWN,
 )

@@ -43,7 +43,7 @@ class _Context:
 
     def summaries(self) -> dict[str, Any]:
         if self._summaries is None:
-            from ragsieve.evaluators.embeddings import embed
+            from ragsieve.evaluators.tools.embeddings import embed
             from ragsieve.jobs.golden.growth.categories import summarize
             from ragsieve.jobs.golden.growth.reference import load_reference
 
@@ -264,8 +264,8 @@ def import_cmd(
     obj: AppContext, file: Path, dry_run: bool, as_json: bool, store: str | None
 ) -> None:
     """Bring an existing golden set in (Spanish/English aliases) so dedup and novelty use it."""
-    from ragsieve.evaluators.embeddings import embed
-    from ragsieve.evaluators.golden import load_golden
+    from ragsieve.evaluators.golden.sets import load_golden
+    from ragsieve.evaluators.tools.embeddings import embed
     from ragsieve.jobs.golden.growth.repo import encode_vector
     from ragsieve.jobs.golden.review.promote import golden_row
 

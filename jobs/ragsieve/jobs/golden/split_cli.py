@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ragsieve.collector.cliopts import json_option
-from ragsieve.evaluators.roles import ROLES, SplitResult, parse_fractions, split_golden
+from ragsieve.evaluators.golden.roles import ROLES, SplitResult, parse_fractions, split_golden
 
 
 @click.command("split")

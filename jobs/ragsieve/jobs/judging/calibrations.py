@@ -18,7 +18,7 @@ from typing import Any
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.judges.calibrated import Calibration
+from ragsieve.evaluators.judges.combined.calibrated import Calibration
 
 
 def active(store: Store) -> Calibration | None:

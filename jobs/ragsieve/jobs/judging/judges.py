@@ -10,7 +10,7 @@ from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
-    from ragsieve.evaluators.judges.calibrated import Calibration
+    from ragsieve.evaluators.judges.combined.calibrated import Calibration
     from ragsieve.jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ def _active_or_none(store: Store) -> Calibration | None:
 def redacting(judges: list[Any], settings: Settings) -> list[Any]:
     """With ``golden.scrub_pii`` on, results are redacted before they are stored, exported or
     sent to Phoenix (an answer's e-mail address must not survive in ``metadata.claims``)."""
-    from ragsieve.evaluators.redact import RedactingJudge
+    from ragsieve.evaluators.tools.redact import RedactingJudge
 
     if not settings.golden.scrub_pii:
         return judges

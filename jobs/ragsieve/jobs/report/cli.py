@@ -10,7 +10,7 @@ import click
 
 from ragsieve.collector.cliopts import SettingsSource, opened_store, store_option
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.files import new_temp_file
+from ragsieve.evaluators.tools.files import new_temp_file
 
 if TYPE_CHECKING:
     from ragsieve.jobs.settings import Settings

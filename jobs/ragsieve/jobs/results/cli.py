@@ -127,7 +127,7 @@ def export_command(
             import pyarrow as pa  # type: ignore[import-untyped]
             import pyarrow.parquet as pq  # type: ignore[import-untyped]
         except ImportError as exc:
-            from ragsieve.evaluators.extras import install_hint
+            from ragsieve.evaluators.tools.extras import install_hint
 
             raise click.ClickException(f"parquet export needs: {install_hint('parquet')}") from exc
         schema = pa.schema(

@@ -43,7 +43,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragsieve.evaluators.ppi import Labelled, ppi_failure_rate, variance_from_interval
+from ragsieve.evaluators.quality.ppi import Labelled, ppi_failure_rate, variance_from_interval
 
 if TYPE_CHECKING:
     from ragsieve.jobs.results.reviews import ReviewLabel
@@ -180,7 +180,7 @@ def _ppi(
     raw_variance: float | None,
     labels: Sequence[ReviewLabel],
 ) -> dict[str, Any] | None:
-    """The prediction-powered failure rate (``ragsieve.evaluators.ppi``) from the reviews."""
+    """The prediction-powered failure rate (``ragsieve.evaluators.quality.ppi``), from reviews."""
     if raw is None:
         return None
     if raw_variance is None:
@@ -203,7 +203,7 @@ def judge_quality(
     """Measured precision, TPR/FPR, false-omission rate and the corrected failure rate.
 
     ``failure_rate_ppi`` is the prediction-powered estimate with its 95% interval (module
-    ``ragsieve.evaluators.ppi``), beside ``raw_failure_rate``; ``raw_variance`` is the raw
+    ``ragsieve.evaluators.quality.ppi``), beside ``raw_failure_rate``; ``raw_variance`` is the raw
     estimate's design variance (``failure_rate(...)["variance"]``), else read off ``raw_ci``.
     """
     w: dict[str, list[float]] = {o: [] for o in OUTCOMES}

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ragsieve.evaluators.judges.thresholds import calibration_id
-from ragsieve.evaluators.redact import redact
+from ragsieve.evaluators.tools.redact import redact
 from ragsieve.jobs.judging.spend import Spend
 from ragsieve.jobs.results.reviews import ReviewLabel
 from ragsieve.jobs.run import breakdown, turns

@@ -49,9 +49,9 @@ def load_golden_index(
         return None
     from pathlib import Path
 
-    from ragsieve.evaluators.embeddings import embed
     from ragsieve.evaluators.errors import ConfigError
-    from ragsieve.evaluators.golden import load_golden
+    from ragsieve.evaluators.golden.sets import load_golden
+    from ragsieve.evaluators.tools.embeddings import embed
 
     file = Path(path)
     if not file.is_file():

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.evaluators.judges.conversation import turn_kind
+from ragsieve.evaluators.judges.offline.conversation import turn_kind
 from ragsieve.jobs.settings.sampling import SamplingSettings
 
 NOT_A_QUESTION = "not_a_question"  # statements, confirmations, thanks: a remainder stratum

@@ -11,10 +11,11 @@ Tables (written by the job only): ``corpus_chunks`` (one row per distinct chunk 
 encoder's vector of its head, how many traces retrieved it, token count) and ``corpus_terms``
 (an inverted index: term key → chunk id, term frequency) for BM25. ``update`` reads only traces
 not indexed before, so a run costs O(new chunks). ``find_answer`` takes the BM25 and the
-embedding top hits, fuses their ranks, and scores the candidates with the context judge's own
-per-chunk evidence (:func:`ragsieve.evaluators.judges.context.chunk_evidence`): a hit reaches the
-context-relevance threshold, holds most of the question's terms, beats every chunk the trace
-retrieved by a margin, and is not one of them in other words (a copy or a translation).
+embedding top hits, fuses their ranks, and scores the candidates with the context judge's
+own per-chunk evidence (:func:`ragsieve.evaluators.judges.offline.context.chunk_evidence`): a
+hit reaches the context-relevance threshold, holds most of the question's terms, beats every
+chunk the trace retrieved by a margin, and is not one of them in other words (a copy or a
+translation).
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.embeddings import DIM, embed
-from ragsieve.evaluators.judges.context import chunk_evidence
-from ragsieve.evaluators.judges.terms import key, tokens
-from ragsieve.evaluators.judges.text import STOPWORDS
+from ragsieve.evaluators.judges.offline.context import chunk_evidence
+from ragsieve.evaluators.judges.offline.text.terms import key, tokens
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS
 from ragsieve.evaluators.records import RagInteraction
+from ragsieve.evaluators.tools.embeddings import DIM, embed
 from ragsieve.jobs.results.resultstore import load_interactions
 
 HEAD_CHARS = 600  # the part of a chunk the encoder reads for search

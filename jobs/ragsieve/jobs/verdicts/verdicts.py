@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.judges.conversation import judged_question
+from ragsieve.evaluators.judges.offline.conversation import judged_question
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.results import resultstore

@@ -55,8 +55,11 @@ def build_judge_set(
     else:  # the registry is still being built: the offline judges are importable directly
         if backend != "offline":
             raise ConfigError(f"jobs.backend: {backend!r} needs the judge registry; use 'offline'")
-        from ragsieve.evaluators.judges.faithfulness import FaithfulnessJudge
-        from ragsieve.evaluators.judges.relevance import AnswerRelevanceJudge, ContextRelevanceJudge
+        from ragsieve.evaluators.judges.offline.faithfulness import FaithfulnessJudge
+        from ragsieve.evaluators.judges.offline.relevance import (
+            AnswerRelevanceJudge,
+            ContextRelevanceJudge,
+        )
 
         classes = (FaithfulnessJudge, AnswerRelevanceJudge, ContextRelevanceJudge)
         known = {c.name: c for c in classes}
@@ -91,7 +94,7 @@ class WorkerRuntime:
                 names, backend, latency_ms=self.latency_ms, calibration=cal, **self.judge_options
             )
             if self.pii_patterns is not None:
-                from ragsieve.evaluators.redact import RedactingJudge
+                from ragsieve.evaluators.tools.redact import RedactingJudge
 
                 built = [RedactingJudge(j, self.pii_patterns) for j in built]
             self._judges[key] = built

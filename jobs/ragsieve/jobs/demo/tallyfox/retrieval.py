@@ -13,7 +13,7 @@ from functools import lru_cache
 import bm25s
 import numpy as np
 
-from ragsieve.evaluators.embeddings import embed
+from ragsieve.evaluators.tools.embeddings import embed
 from ragsieve.jobs.demo.tallyfox.kb import Chunk, KnowledgeBase
 
 # bm25s pins its logger to DEBUG on import; let it follow the application's level again.

@@ -57,7 +57,7 @@ def candidate_id(norm_query: str) -> str:
 
 
 def _default_embed(texts: Sequence[str]) -> np.ndarray:
-    from ragsieve.evaluators.embeddings import embed
+    from ragsieve.evaluators.tools.embeddings import embed
 
     return embed(texts)
 
@@ -75,7 +75,7 @@ class Scrubber:
     def __call__(self, text: str | None) -> str | None:
         if text is None or not self.enabled:
             return text
-        from ragsieve.evaluators.redact import redact
+        from ragsieve.evaluators.tools.redact import redact
 
         try:
             clean, counts = redact(text, self.patterns)

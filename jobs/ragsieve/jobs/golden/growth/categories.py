@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragsieve.evaluators.judges.text import language
+from ragsieve.evaluators.judges.offline.text.text import language
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden.growth.reference import DOC_WEIGHT, GoldenReference
 from ragsieve.jobs.golden.growth.repo import Candidate, decode_vector

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.evaluators.embeddings import DIM
+from ragsieve.evaluators.tools.embeddings import DIM
 from ragsieve.jobs.golden.growth.reference import GoldenReference
 from ragsieve.jobs.golden.growth.repo import Candidate, encode_vector
 from ragsieve.jobs.golden.growth.signature import DedupRule, Signature, duplicate_reason, from_body

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.embeddings import DIM
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.golden import load_golden, parse_version
+from ragsieve.evaluators.golden.sets import load_golden, parse_version
 from ragsieve.evaluators.records import GoldenCase, normalize_text
+from ragsieve.evaluators.tools.embeddings import DIM
 from ragsieve.jobs.golden.growth.repo import CandidateRepo
 from ragsieve.jobs.golden.growth.topics import topic_vector, unit
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.evaluators.judges.terms import TermIndex, all_values, tokens
-from ragsieve.evaluators.judges.text import STOPWORDS, entities, language
+from ragsieve.evaluators.judges.offline.text.terms import TermIndex, all_values, tokens
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, entities, language
 from ragsieve.evaluators.records import RagInteraction, normalize_text
 
 _TAG = re.compile(r"\[[A-Z_]+\]")

@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ragsieve.evaluators.calibration import LABEL_FIELD
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.golden import (
+from ragsieve.evaluators.golden.roles import ROLES, assign_roles, read_rule
+from ragsieve.evaluators.golden.sets import (
     GoldenSet,
     append_changelog,
     load_golden,
@@ -29,8 +29,8 @@ from ragsieve.evaluators.golden import (
     parse_version,
     write_golden,
 )
+from ragsieve.evaluators.quality.calibration import LABEL_FIELD
 from ragsieve.evaluators.records import GoldenCase, GoldenRole, normalize_text
-from ragsieve.evaluators.roles import ROLES, assign_roles, read_rule
 from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.reference import versions
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo

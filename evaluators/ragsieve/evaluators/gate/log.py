@@ -1,0 +1,142 @@
+"""``ragsieve experiments list``: a folder of eval outputs read as an experiment log.
+
+Runs are ordered by when they ran. Each is compared with the previous run on the same golden file,
+version and roles (never across them: those numbers do not compare), through the gate's own
+comparison, so the intervals are the gate's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ragsieve.evaluators.errors import GateError
+from ragsieve.evaluators.gate.compare import compare
+from ragsieve.evaluators.gate.experiments import ConfigValue, describe_changes
+from ragsieve.evaluators.gate.policy import EvalResults, GatePolicy
+from ragsieve.evaluators.golden.sets import parse_version
+from ragsieve.evaluators.records import GoldenRole
+
+
+@dataclass
+class ExperimentRow:
+    """One eval output and how it compares with the run before it in its series."""
+
+    file: str
+    created_at: str | None
+    golden: str
+    golden_version: int | None
+    roles: list[str] | None
+    config: dict[str, ConfigValue]
+    metrics: dict[str, float]
+    compared_with: str | None = None
+    changed: str | None = None
+    log_line: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """One ``experiments list --json`` line."""
+        return {
+            "file": self.file,
+            "created_at": self.created_at,
+            "golden": self.golden,
+            "golden_version": self.golden_version,
+            "roles": self.roles,
+            "config": self.config,
+            "metrics": self.metrics,
+            "compared_with": self.compared_with,
+            "changed": self.changed,
+            "log_line": self.log_line,
+            "warnings": self.warnings,
+        }
+
+
+def _read(path: Path) -> EvalResults | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return EvalResults.model_validate(data) if isinstance(data, dict) else None
+    except (OSError, json.JSONDecodeError, ValidationError):
+        return None  # not an eval output (a gate report, a policy...): not part of the log
+
+
+def _series(r: EvalResults) -> tuple[str, int | None, tuple[str, ...], bool]:
+    golden = str(getattr(r, "golden", "") or "")
+    stem = Path(golden).stem.rsplit("_v", 1)[0] if parse_version(golden) else Path(golden).stem
+    return stem, r.golden_version, tuple(r.roles or ()), r.aggregate_only
+
+
+def _gate_role(r: EvalResults) -> GoldenRole:
+    if r.aggregate_only:
+        return "holdout"
+    if r.roles and "regression" not in r.roles:
+        return r.roles[0]
+    return "regression"
+
+
+def _row(path: Path, r: EvalResults) -> ExperimentRow:
+    return ExperimentRow(
+        file=path.name,
+        created_at=getattr(r, "created_at", None),
+        golden=str(getattr(r, "golden", "") or ""),
+        golden_version=r.golden_version,
+        roles=list(r.roles) if r.roles else None,
+        config=dict(r.config),
+        metrics=dict(r.metrics),
+    )
+
+
+def list_experiments(folder: str | Path, policy: GatePolicy) -> list[ExperimentRow]:
+    """Every eval output in ``folder``, oldest first, each compared with its series' last run."""
+    found = [(p, r) for p in sorted(Path(folder).glob("*.json")) if (r := _read(p)) is not None]
+    found.sort(key=lambda pr: (str(getattr(pr[1], "created_at", "") or ""), pr[0].name))
+    last: dict[tuple[str, int | None, tuple[str, ...], bool], tuple[Path, EvalResults]] = {}
+    rows: list[ExperimentRow] = []
+    for path, results in found:
+        row = _row(path, results)
+        key = _series(results)
+        if key in last:
+            _compare(row, last[key], results, policy)
+        last[key] = (path, results)
+        rows.append(row)
+    return rows
+
+
+def _compare(
+    row: ExperimentRow, previous: tuple[Path, EvalResults], results: EvalResults, pol: GatePolicy
+) -> None:
+    prev_path, prev = previous
+    row.compared_with = prev_path.name
+    try:
+        report = compare(prev, results, pol, role=_gate_role(results))
+    except GateError as exc:
+        row.warnings.append(f"not compared: {exc}")
+        return
+    row.changed = describe_changes(report.changes)
+    row.log_line = report.log_line
+    row.warnings += report.warnings
+
+
+def render_experiments(rows: Sequence[ExperimentRow]) -> str:
+    """The log for a terminal: one block per run."""
+    if not rows:
+        return "no eval outputs found\n"
+    out: list[str] = []
+    for row in rows:
+        version = "" if row.golden_version is None else f" v{row.golden_version}"
+        roles = "+".join(row.roles) if row.roles else "all"
+        settings = ", ".join(f"{k}={v}" for k, v in row.config.items()) or "no settings recorded"
+        out.append(
+            f"{row.created_at or '-'}  {row.file}  {Path(row.golden).name}{version} [{roles}]"
+        )
+        out.append(f"  settings: {settings}")
+        if row.compared_with is None:
+            out.append("  first run of its golden version and roles")
+        elif row.log_line is not None:
+            out.append(f"  vs {row.compared_with}: {row.log_line}")
+        out += [f"  warning: {w}" for w in row.warnings]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,134 @@
+"""What the gate reads: its policy (a TOML file) and two eval results files.
+
+Policy file (TOML)::
+
+    [gate]
+    metrics = ["recall@10", "ndcg@10", "mrr"]   # checked for regressions; default: all shared
+    confidence = 0.95
+    resamples = 1000
+    seed = 0
+    min_effect = 0.0            # ignore significant drops smaller than this
+    protected_categories = ["billing"]
+    protected_max_drop = 0.0
+
+    [floors]
+    "recall@10" = 0.90
+    mrr = 0.70
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.gate.experiments import ConfigValue
+from ragsieve.evaluators.golden.sets import first_error
+from ragsieve.evaluators.metrics import parse_metric
+from ragsieve.evaluators.records import GoldenRole
+from ragsieve.evaluators.tools.tomlfile import read_toml
+
+
+class GatePolicy(BaseModel):
+    """Thresholds of the gate; build with :func:`load_policy` or directly."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    floors: dict[str, float] = Field(default_factory=dict, description="metric → minimum mean")
+    metrics: tuple[str, ...] | None = Field(default=None, description="metrics to regress-check")
+    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    resamples: int = Field(default=1000, ge=100, le=1_000_000)
+    seed: int = 0
+    min_effect: float = Field(default=0.0, ge=0.0, le=1.0)
+    protected_categories: tuple[str, ...] = ()
+    protected_max_drop: float = Field(default=0.0, ge=0.0, le=1.0)
+
+
+def _line_of(text: str, table: str, key: str | None) -> int:
+    current, header_line = "", 0
+    for i, line in enumerate(text.splitlines(), start=1):
+        m = re.match(r"^\s*\[([^\]]+)\]", line)
+        if m:
+            current = m.group(1).strip()
+            header_line = i if current == table else header_line
+            continue
+        km = re.match(r"""^\s*(["']?)([^"'=]+?)\1\s*=""", line)
+        if current == table and key is not None and km and km.group(2).strip() == key:
+            return i
+    return header_line or 1
+
+
+def load_policy(path: str | Path) -> GatePolicy:
+    """Read a gate TOML; errors are ``path:line: field: message``."""
+    p = Path(path)
+    text, doc = read_toml(p)
+    for table in doc:
+        if table not in ("gate", "floors"):
+            raise ConfigError(
+                f"{p}:{_line_of(text, table, None)}: {table}: unknown table; "
+                "expected [gate] and [floors]"
+            )
+    floors = doc.get("floors", {})
+    for key, value in floors.items():
+        where = f"{p}:{_line_of(text, 'floors', key)}: floors.{key}"
+        try:
+            parse_metric(key)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ConfigError(f"{where}: must be a number in [0, 1] (got {value!r})")
+    gate = doc.get("gate", {})
+    for name in gate.get("metrics", []) if isinstance(gate.get("metrics"), list) else []:
+        try:
+            parse_metric(str(name))
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{p}:{_line_of(text, 'gate', 'metrics')}: gate.metrics: {exc}"
+            ) from None
+    try:
+        return GatePolicy.model_validate({**gate, "floors": floors})
+    except ValidationError as exc:
+        loc, msg = first_error(exc, "gate")
+        key = loc.split(".")[0]
+        table = "floors" if key == "floors" else "gate"
+        line = _line_of(text, table, None if key == "floors" else key)
+        raise ConfigError(f"{p}:{line}: {table}.{key}: {msg}") from None
+
+
+class EvalResults(BaseModel):
+    """The part of an ``ragsieve eval --json`` file the gate reads."""
+
+    model_config = ConfigDict(extra="allow")
+
+    metrics: dict[str, float]
+    per_query: dict[str, dict[str, float]] = Field(default_factory=dict)
+    golden_version: int | None = None
+    query_category: dict[str, str] = Field(default_factory=dict)
+    roles: list[GoldenRole] | None = None
+    query_role: dict[str, GoldenRole] = Field(default_factory=dict)
+    aggregate_only: bool = False
+    spread: dict[str, dict[str, float]] = Field(default_factory=dict)
+    by_category: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    config: dict[str, ConfigValue] = Field(default_factory=dict)
+
+
+def load_results(path: str | Path) -> EvalResults:
+    """Read an eval results JSON file; errors name the file and the field."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{p}:{exc.lineno}: json: {exc.msg}") from None
+    if isinstance(data, dict) and not data.get("aggregate_only") and "per_query" not in data:
+        raise ConfigError(f"{p}: per_query: Field required (only holdout results go without)")
+    try:
+        return EvalResults.model_validate(data)
+    except ValidationError as exc:
+        loc, msg = first_error(exc, "results")
+        raise ConfigError(f"{p}: {loc}: {msg}") from None

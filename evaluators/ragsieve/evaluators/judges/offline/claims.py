@@ -1,0 +1,168 @@
+"""Answer parsing shared by the judges: atomic claims, abstentions and prompt-injection text."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ragsieve.evaluators.judges.offline.reading import is_hedge, read_answer
+from ragsieve.evaluators.judges.offline.text.text import fold, sentences
+
+# Phrases that mean "I cannot answer": an abstention is honest, not a hallucination.
+_SRC = r"(?:context|passages?|documents?|text|sources?|information|data|articles?|excerpts?)"
+_SRC_ES = r"(?:contexto|documentos?|textos?|fuentes?|informaci[oó]n|datos|art[ií]culos?)"
+_ABSTAIN = re.compile(
+    r"\b("
+    r"i (?:do not|don't|dont) (?:have|know|possess|see|find)"
+    r"|i(?: am|'m) (?:not sure|unable|not able|not aware|sorry)"
+    r"|(?:^|i (?:was |am )?)unable to (?:answer|determine|find|provide|say)"
+    r"|i (?:cannot|can't|can not|could not|couldn't|was unable to|am unable to)"
+    r" (?:find|answer|provide|determine|say|tell|confirm|give|locate|know)"
+    r"|(?:there is|there's) no (?:information|mention|data|record)"
+    r"|(?:is|are|was|were) not (?:mentioned|provided|specified|stated|available|given|included)"
+    r" in the (?:\w+ )?"
+    + _SRC
+    + r"|"
+    + _SRC
+    + r"(?: \w+)? (?:does not|do not|did not|doesn't|don't|didn't) (?:mention|say|specify"
+    r"|contain|include|provide|state|give|cover|address)"
+    r"|no (?:tengo|dispongo de|cuento con|hay) (?:esa |suficiente |la |ninguna )?informaci[oó]n"
+    r"|no (?:lo )?s[eé](?=\s*(?:[.,;:!?]|$)|\s+(?:la respuesta|si|cual|que|como|cuando|donde)\b)"
+    r"|no (?:puedo|pude) (?:responder|encontrar|determinar|confirmar|decir|dar)"
+    r"|no se (?:menciona|especifica|indica|proporciona)"
+    r"|no (?:hay|existe) informaci[oó]n"
+    r"|" + _SRC_ES + r"(?: \w+)? no (?:menciona|incluye|contiene|dice|especifica|proporciona"
+    r"|indica)n?"
+    r")",
+)
+# Text that addresses the judge instead of the user: content must stay data.
+_INJECTION = re.compile(
+    r"("
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|above|previous)"
+    r"|\b(?:you are now|pretend to be|new instructions?|system prompt)\b"
+    r"|(?:^\W*|\byou (?:must |should |will |shall )?)act as\b"
+    r"|\b(?:answer|respond|reply|output|return|say|grade|rate|score|mark)\b.{0,30}"
+    r"\b(?:yes|faithful|relevant|supported|correct|1\.0|10/10|true|pass)\b.{0,20}"
+    r"(?:regardless|no matter|always|judge|evaluator|grader)"
+    r"|\b(?:to|dear) (?:the )?(?:judge|evaluator|grader|ai|assistant|llm)\b"
+    r"|\b(?:ignora|olvida|omite)\b.{0,40}\binstrucciones\b"
+    r"|<\|?(?:system|im_start|endoftext)\|?>"
+    r"|<{2,}\s*/?\s*(?:begin|end)\b[^<>\n]{0,60}>{2,}"  # a fake data-fence marker
+    r")",
+    re.IGNORECASE | re.DOTALL,
+)
+# Lead-ins that cite the source instead of stating a fact ("According to the context, ...",
+# "The documents say that ...", "Según el texto, ..."): the claim is what follows them.
+_SOURCE = (
+    r"(?:provided |given |available |retrieved |above |following )?"
+    r"(?:text|context|documents?|passages?|sources?|information|articles?|excerpts?|records?"
+    r"|texto|contexto|documentos?|fuentes?|informaci[oó]n|art[ií]culos?|pasajes?|datos)"
+)
+_ATTRIBUTION = re.compile(
+    r"^\W*(?:"
+    rf"(?:according to|based on|as (?:stated|mentioned|described|noted|shown) in|per|from)"
+    rf" (?:the |these |this )?{_SOURCE}\b[,:]?"
+    rf"|(?:the |these |this )?{_SOURCE} (?:says?|states?|indicates?|mentions?|notes?|shows?"
+    r"|explains?|reports?|suggests?)(?: that)?\b[,:]?"
+    r"|(?:the )?(?:short |final |correct )?answer (?:is|would be)\b:?"
+    r"|(?:seg[uú]n|de acuerdo con|con base en) (?:el |la |los |las |este |esta |estos )?"
+    rf"{_SOURCE}\b[,:]?"
+    rf"|(?:el |la |los |las )?{_SOURCE}"
+    r" (?:dice|indica|menciona|señala|afirma|explica|muestra)n?"
+    r"(?: que)?\b[,:]?"
+    r"|la respuesta (?:es|ser[ií]a)\b:?"
+    # discourse markers that summarise rather than state: "In total, 390 settlers."
+    r"|(?:in total|en total|overall|altogether|in short|in summary|en resumen|en suma"
+    r"|in conclusion|en conclusi[oó]n)\b[,:]?"
+    r")\s*",
+    re.IGNORECASE,
+)
+_SPLIT_CONJ = re.compile(
+    r";\s+|,?\s+\b(?:and also|but also|while|whereas|mientras que)\b\s+|,\s+(?:but|pero)\s+"
+)
+
+
+@dataclass(slots=True)
+class ParsedAnswer:
+    """An answer split into verifiable claims plus what was set aside."""
+
+    claims: list[str] = field(default_factory=list)
+    abstentions: list[str] = field(default_factory=list)
+    suspicious: list[str] = field(default_factory=list)
+    lead_ins: list[str] = field(default_factory=list)  # per claim: its list's lead-in, or ""
+    set_aside: list[tuple[str, str]] = field(default_factory=list)  # framing: (text, why)
+
+    @property
+    def abstained(self) -> bool:
+        """True when the answer only declines to answer."""
+        return bool(self.abstentions) and not self.claims
+
+
+MAX_WORDS_BESIDE_ABSTENTION = 10  # more than this beside the phrase: the sentence states facts
+
+
+def is_abstention(sentence: str) -> bool:
+    """True when a sentence declines to answer (English or Spanish).
+
+    Bracketed asides ("[citation needed]") are not read, and a sentence that states much
+    besides the declining phrase is a claim, not an abstention.
+    """
+    text = re.sub(r"\[[^\]]*\]|\([^)]*\)", " ", fold(sentence).replace("’", "'"))
+    m = _ABSTAIN.search(text)
+    if m is None:
+        return False
+    rest = (text[: m.start()] + " " + text[m.end() :]).split()
+    return len(rest) <= MAX_WORDS_BESIDE_ABSTENTION
+
+
+def find_injections(text: str) -> list[str]:
+    """Sentences of ``text`` that try to instruct a judge or an assistant."""
+    return [s for s in sentences(text) if _INJECTION.search(s)]
+
+
+def strip_attribution(sentence: str) -> str:
+    """``sentence`` without a lead-in that only cites the source ("According to the text, ")."""
+    for _ in range(2):
+        rest = _ATTRIBUTION.sub("", sentence, count=1)
+        if rest == sentence or not rest.strip():
+            break
+        sentence = rest[:1].upper() + rest[1:] if rest[:1].islower() else rest
+    return sentence
+
+
+def split_claims(sentence: str) -> list[str]:
+    """Break one sentence into atomic-ish claims at semicolons and contrastive conjunctions."""
+    parts = [p.strip(" ,") for p in _SPLIT_CONJ.split(sentence)]
+    return [p for p in parts if len(p.split()) >= 2] or [sentence]
+
+
+def parse_answer(answer: str) -> ParsedAnswer:
+    """Split ``answer`` into claims, abstaining sentences and suspicious (injection) sentences;
+    structure, preambles and courtesy are set aside (:mod:`.reading`)."""
+    parsed = ParsedAnswer()
+    read = read_answer(answer)
+    parsed.set_aside = read.set_aside
+    for statement in read.statements:
+        sent = statement.text
+        if _INJECTION.search(sent):
+            parsed.suspicious.append(sent)
+            # the instruction is set aside; what the rest of the sentence states is still a claim
+            sent = re.sub(r"\s+([,.;:])", r"\1", _INJECTION.sub(" ", sent)).strip(" ,;:-")
+            if len(sent.split()) < 2:
+                continue
+        if is_abstention(sent) and not _SPLIT_CONJ.search(sent):
+            parsed.abstentions.append(sent)
+            continue
+        for part in split_claims(strip_attribution(sent)):
+            if is_abstention(part):  # "I don't know the dose, but it is taken daily"
+                parsed.abstentions.append(part)
+            elif is_hedge(part):  # "..., but the passages do not say when"
+                parsed.set_aside.append((part, "says what the passages lack"))
+            else:
+                parsed.claims.append(part)
+                parsed.lead_ins.append(statement.lead_in)
+    if not parsed.claims and not parsed.abstentions and not parsed.suspicious and answer.strip():
+        if not read.set_aside or not any(ch.isalnum() for ch in answer):
+            parsed.claims.append(answer.strip())  # a bare number or symbol is still a claim
+            parsed.lead_ins.append("")
+    return parsed

@@ -1,0 +1,253 @@
+"""The question a chat turn really asks: its standalone meaning, and whether it asks at all.
+
+A follow-up ("and on Saturdays?") means what the conversation around it says. The judges read
+:func:`judged_question`, which takes, in this order:
+
+1. ``rewrite``: the app's own standalone query, when the trace has one (LangChain's history-aware
+   retriever, LlamaIndex's condense-question engine): the query of the retrieval step whose
+   chunks reached the prompt, when it differs from the typed turn;
+2. ``resolved``: a follow-up with a conversation before it and no rewrite, with what the
+   elliptical turn leaves out carried over from the last user turns (their content words and
+   names the turn lacks) and, for a reply that is not a question ("Yes, I do."), from the
+   question the assistant's last turn asked;
+3. ``typed``: the turn as typed (a first turn, or a follow-up that needs nothing carried).
+
+It also says what kind of turn it is (:func:`turn_kind`): a ``question`` (or a request such as
+"tell me about ..."), a ``statement`` ("Don't do that, I'll get insurance") or an
+``acknowledgement`` (confirmations, thanks and small talk: "ok", "thanks!", "vale, gracias").
+A turn that is not a question is judged by whether the reply fits it, not by whether it answers
+a question nobody asked. The evidence of each judge records what was judged
+(:meth:`JudgedQuestion.evidence`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeVar
+
+from ragsieve.evaluators.judges.offline.text.terms import key
+from ragsieve.evaluators.judges.offline.text.text import (
+    STOPWORDS,
+    content_words,
+    entities,
+    fold,
+    rarity,
+)
+from ragsieve.evaluators.records import Message, RagInteraction, normalize_text
+
+
+class _Scored(Protocol):
+    @property
+    def score(self) -> float: ...
+
+
+QuestionSource = Literal["typed", "rewrite", "resolved"]
+TurnKind = Literal["question", "statement", "acknowledgement"]
+
+USER_ROLES = frozenset({"user", "human"})
+ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model"})
+CARRY_FROM_TURNS = 2  # the last user turns whose words a follow-up may leave out
+MAX_CARRIED = 6  # words carried over at most (the rarest first)
+SELF_CONTAINED_WORDS = 3  # a question with this many content words and no anaphor stands alone
+LAST_TURNS = 4  # turns an LLM judge is shown before the follow-up
+TURN_CHARS = 600  # ... each cut to this many characters
+
+_WH = (
+    "what which who whom whose when where why how que qué cual cuál cuales cuáles quien quién"
+    " quienes cuando cuándo donde dónde como cómo cuanto cuánto cuanta cuánta cuantos cuántos"
+    " cuantas cuántas porqué puedo puede pueden podría podria"
+)
+_AUX = (
+    "is are was were do does did can could will would should shall may might must have has had am"
+)
+_SUBJECT = (
+    "i you he she it we they there this that these those the a an my your his her our their any"
+    " anyone someone somebody anybody"
+)
+_ASKS = re.compile(
+    r"^\W*(?:(?:and|so|but|also|ok|okay|then|well|y|pero|entonces|vale|bueno)\W+)?"
+    r"(?:(?:" + "|".join(_WH.split()) + r")\b"
+    r"|(?:" + "|".join(_AUX.split()) + r")\s+(?:" + "|".join(_SUBJECT.split()) + r")\b)"
+)
+# requests for information that end with no question mark: "tell me about ...", "dime ..."
+_REQUEST = re.compile(
+    r"\b(?:tell me|explain|describe|give me|show me|list|let me know|i (?:want|need|would like|"
+    r"'d like|wanna) to know|i (?:am|'m) (?:looking|searching) for|i wonder|wondering|"
+    r"what about|how about|any (?:info|information|idea)|more (?:info|information|about|details)|"
+    r"dime|dígame|digame|explica|explícame|explicame|describe|quiero saber|necesito saber|"
+    r"me gustar[ií]a saber|qu[eé] tal|y (?:el|la|los|las|si)\b|informaci[oó]n sobre)"
+)
+_ACK_WORDS = frozenset(
+    """ok okay okey k kk yes yeah yep yup ya no nope nah sure thanks thank thx ty you very much
+    so great cool good nice fine perfect awesome excellent wonderful alright right got it i see
+    understood understand makes sense noted will do that helps helped helpful hello hi hey bye
+    goodbye cheers lol wow oh ah hmm sounds appreciate appreciated sí si vale gracias muchas
+    muchísimas perfecto genial bien bueno claro entendido entiendo de acuerdo hola adiós adios
+    chao vale estupendo excelente listo okey gracias mil the a all for your help that's it
+    all thats""".split()
+)
+_FILLER = STOPWORDS | {"help", "info", "information", "ayuda", "informacion", "agradezco"}
+_ANAPHORS = frozenset(
+    """it its it's they them their theirs this that these those he she him her his one
+    ones such same lo la los las le les eso esto ese esa esos esas ello ellos ellas allí alli
+    ahí ahi su sus""".split()
+)
+_ELLIPTIC_START = re.compile(
+    r"^\W*(?:and|also|what about|how about|and what|and how|same|then|y|también|tambien|"
+    r"y qu[eé]|y c[oó]mo|y si)\b"
+)
+
+
+def turn_kind(text: str) -> TurnKind:
+    """``question`` (a question or a request for information), ``acknowledgement`` (a
+    confirmation, thanks or small talk) or ``statement`` (anything else the user says)."""
+    stripped = text.strip()
+    if not stripped:
+        return "question"
+    folded = fold(stripped)
+    if "?" in stripped or "¿" in stripped or _ASKS.match(folded) or _REQUEST.search(folded):
+        return "question"
+    said = re.findall(r"[\w']+", folded)
+    polite = [w for w in said if w in _ACK_WORDS]
+    if polite and len(said) <= 8 and all(w in _ACK_WORDS or w in _FILLER for w in said):
+        return "acknowledgement"  # "thanks for the info", "ok I will do that"
+    return "statement"
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedQuestion:
+    """What the judges read as the turn's question, and where it came from."""
+
+    text: str
+    typed: str
+    source: QuestionSource
+    kind: TurnKind
+    carried: tuple[str, ...] = ()  # words carried over from earlier turns (``resolved``)
+    last_turns: tuple[Message, ...] = ()  # the conversation just before the turn
+
+    @property
+    def is_question(self) -> bool:
+        """True when the turn asks something (a question or a request)."""
+        return self.kind == "question"
+
+    def evidence(self) -> dict[str, Any]:
+        """Result metadata: which question was judged, from what, and what kind of turn it is."""
+        out: dict[str, Any] = {
+            "judged_question": self.text,
+            "question_source": self.source,
+            "turn_kind": self.kind,
+        }
+        if self.carried:
+            out["carried_over"] = list(self.carried)
+        return out
+
+    def conversation(self) -> str:
+        """The last turns as ``role: text`` lines (what an LLM judge is shown), or ``""``."""
+        return "\n".join(
+            f"{m.role}: {' '.join(m.content.split())[:TURN_CHARS]}" for m in self.last_turns
+        )
+
+
+def app_rewrite(interaction: RagInteraction) -> str | None:
+    """The app's standalone query: the query of the retrieval step whose chunks reached the
+    prompt (else the last retrieval query), when it differs from the typed turn."""
+    typed = normalize_text(interaction.query or "")
+    fed = {d.span_id for d in interaction.context if d.span_id}
+    steps = [st.query for st in interaction.stages if st.span_id in fed and st.query]
+    for q in (*reversed(steps), *reversed(interaction.retrieval_queries)):
+        if q.strip() and normalize_text(q) != typed:
+            return q.strip()
+    return None
+
+
+def _conversation_turns(interaction: RagInteraction) -> list[Message]:
+    return [m for m in interaction.chat_history if m.role in USER_ROLES | ASSISTANT_ROLES]
+
+
+def _open_question(turns: list[Message]) -> str | None:
+    """The question the assistant's last turn asked, when it ended the conversation so far
+    with one ("Do you hold a G series visa?"): a reply that is not a question answers it."""
+    if not turns or turns[-1].role not in ASSISTANT_ROLES:
+        return None
+    asked = [s for s in re.split(r"(?<=[.!?])\s+", turns[-1].content) if s.rstrip().endswith("?")]
+    return " ".join(asked) or None
+
+
+def carried_words(typed: str, earlier: list[str]) -> list[str]:
+    """Content words and names of the ``earlier`` user turns (latest first) that ``typed``
+    leaves out, the rarest first, at most ``MAX_CARRIED``."""
+    have = {key(w) for w in content_words(typed)}
+    out: dict[str, str] = {}
+    for turn in earlier:
+        names = {fold(e) for e in entities(" x " + turn)}
+        for w in content_words(turn):
+            k = key(w)
+            if k in have or k in out or w in _ACK_WORDS or len(w) < 3:
+                continue
+            if w in names or rarity(w) >= 1.0 or len(out) < 2:
+                out[k] = w
+    ranked = sorted(out.values(), key=lambda w: -rarity(w))
+    return ranked[:MAX_CARRIED]
+
+
+def _elliptical(typed: str, kind: TurnKind) -> bool:
+    """A turn that does not stand alone: not a question, an anaphor or an elliptic opening,
+    or too few content words to name its subject."""
+    if kind != "question":
+        return True
+    folded = fold(typed)
+    said = set(re.findall(r"[\w']+", folded))
+    if said & _ANAPHORS or _ELLIPTIC_START.match(folded):
+        return True
+    return len(content_words(typed)) < SELF_CONTAINED_WORDS
+
+
+def judged_question(interaction: RagInteraction) -> JudgedQuestion:
+    """The question the judges read for this turn (module docstring: rewrite, resolved, typed)."""
+    typed = (interaction.query or "").strip()
+    kind = turn_kind(typed)
+    turns = _conversation_turns(interaction)
+    last = tuple(turns[-LAST_TURNS:])
+    rewrite = app_rewrite(interaction) if typed and turns else None
+    if rewrite:  # a first turn's own retrieval queries (multi-hop, tools) are not its meaning
+        return JudgedQuestion(rewrite, typed, "rewrite", kind, (), last)
+    users = [m.content for m in turns if m.role in USER_ROLES]
+    if not typed or not users or not _elliptical(typed, kind):
+        return JudgedQuestion(typed, typed, "typed", kind, (), last)
+    earlier = users[::-1][:CARRY_FROM_TURNS]
+    asked_back = _open_question(turns)
+    if kind != "question" and asked_back:  # "Yes, I do." answers what the assistant asked
+        earlier = [asked_back, *earlier]
+    carried = carried_words(typed, earlier)
+    if not carried:
+        return JudgedQuestion(typed, typed, "typed", kind, (), last)
+    text = f"{typed.rstrip()} ({' '.join(carried)})"
+    return JudgedQuestion(text, typed, "resolved", kind, tuple(carried), last)
+
+
+T = TypeVar("T", bound=_Scored)
+
+
+def best_reading(asked: JudgedQuestion, judge: Callable[[str], list[T]]) -> list[T]:
+    """``judge`` run on the resolved question and, when words were carried over, on the typed
+    turn too; each item (a chunk's evidence) keeps the reading that scores it higher. Carried
+    words are a guess at what the turn leaves out: they may help a judge, never hurt it."""
+    found = judge(asked.text)
+    if asked.source != "resolved":
+        return found
+    typed = judge(asked.typed)
+    return [a if a.score >= b.score else b for a, b in zip(found, typed, strict=True)]
+
+
+__all__ = [
+    "best_reading",
+    "JudgedQuestion",
+    "QuestionSource",
+    "TurnKind",
+    "app_rewrite",
+    "carried_words",
+    "judged_question",
+    "turn_kind",
+]

@@ -1,0 +1,292 @@
+"""Offline faithfulness: is every claim of the answer supported by the retrieved context?
+
+The answer is read as a person reads it (:mod:`.claims`, :mod:`.reading`), each claim gets its
+support from the context (:mod:`.support`), whole-answer checks (broken names, comparisons,
+choices) can mark a claim contradicted, and a model fitted to people's labels weighs the
+evidence into one probability (:mod:`.support_model`). A contradiction or a value the context
+never states is decisive whatever the model weighs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
+from ragsieve.evaluators.judges.offline.claims import ParsedAnswer, find_injections, parse_answer
+from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES
+from ragsieve.evaluators.judges.offline.support import (
+    BROKEN_SPAN_SUPPORT,
+    NO,
+    SUPPORT_THRESHOLD,
+    YES,
+    Context,
+    build_context,
+    claim_verdict,
+    yes_no,
+)
+from ragsieve.evaluators.judges.offline.support_model import (
+    DRIVER_TEXT,
+    SupportModel,
+    features,
+    shipped_model,
+)
+from ragsieve.evaluators.judges.offline.text.choice import check_choice
+from ragsieve.evaluators.judges.offline.text.compare import check_comparison
+from ragsieve.evaluators.judges.offline.text.spans import broken_spans
+from ragsieve.evaluators.judges.offline.text.terms import all_values, key, tokens
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, language
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
+from ragsieve.evaluators.records import EvalResult, RagInteraction
+
+
+def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: list[str]) -> None:
+    """A name the sources never write in one piece ("Amy Johnson" for "Amy Jo Johnson")
+    makes the claim that states it unsupported, whatever its word-level support."""
+    for broken in broken_spans(answer, sources):
+        for v in verdicts:
+            if broken.span in v["claim"] or len(verdicts) == 1:
+                v["support"] = min(v["support"], BROKEN_SPAN_SUPPORT)
+                v["contradiction"] = True
+                known = v["reason"] if v["reason"] != "content words found in the context" else ""
+                v["reason"] = "; ".join(r for r in (broken.reason, known) if r)
+
+
+DEFAULT_WEIGHTS = MappingProxyType({"model": 1.0, "mean": 0.0, "min": 0.0, "share": 0.0})
+"""How the evidence combines into the score: all of it from the fitted model (which already
+weighs the claims' supports, values, names and negation); a deployment's fit may move weight to
+the claims' mean or minimum support or the supported share."""
+
+
+def _skip_or_abstain(
+    parsed: ParsedAnswer, chunks: list[str], meta: dict[str, Any]
+) -> tuple[str, str] | None:
+    """``(label, explanation)`` when the answer needs no claim check, else None."""
+    if not chunks:  # an abstention needs no context to be recognised (empty retrieval)
+        if parsed.abstained:
+            meta.update(claims=[], context="none")
+            why = "the answer declines to answer (no context reached the prompt): "
+            return "abstained", why + parsed.abstentions[0]
+        return "skipped", "no context reached the prompt"
+    context_injections = [s for c in chunks for s in find_injections(c)]
+    if parsed.suspicious or context_injections:
+        meta["suspicious_instructions"] = (parsed.suspicious + context_injections)[:5]
+    if parsed.abstained:
+        meta["claims"] = []
+        return "abstained", "the answer declines to answer: " + parsed.abstentions[0]
+    if not parsed.claims:
+        meta["claims"] = []
+        if parsed.set_aside:  # only a preamble, headings or talk about the passages
+            meta["set_aside"] = [f"{why}: {text}" for text, why in parsed.set_aside[:5]]
+            return "skipped", "the answer states nothing to check: " + parsed.set_aside[0][0]
+        return "error", "no verifiable claim in the answer"
+    return None
+
+
+def _claim_verdicts(
+    parsed: ParsedAnswer, question: str, answer: str, ctx: Context
+) -> list[dict[str, Any]]:
+    """One verdict per claim; a bare "Yes." / "No." is checked as the question's proposition.
+    A list item's lead-in ("the benefits include:") is, like the question, not the item's claim:
+    its words need no support of their own."""
+    q_keys = {key(t) for t in tokens(question) if t not in STOPWORDS}
+    q_values = all_values(question)
+    polarity = yes_no(answer)
+    verdicts = []
+    lead_ins = parsed.lead_ins or [""] * len(parsed.claims)
+    for claim, lead_in in zip(parsed.claims, lead_ins, strict=True):
+        bare = not [t for t in tokens(claim) if t not in YES | NO and t not in STOPWORDS]
+        if polarity is not None and bare:  # "Yes." / "No.": the question's proposition
+            verdicts.append(
+                {**claim_verdict(question, ctx, set(), set(), polarity), "claim": claim}
+            )
+            continue
+        keys = q_keys | {key(t) for t in tokens(lead_in) if t not in STOPWORDS}
+        verdict = claim_verdict(claim, ctx, keys, q_values, None)
+        if lead_in:
+            verdict["lead_in"] = lead_in
+        verdicts.append(verdict)
+    return verdicts
+
+
+def _check_whole_answer(
+    verdicts: list[dict[str, Any]], question: str, answer: str, chunks: list[str]
+) -> None:
+    """Checks that read the whole answer: broken names, comparisons and choices."""
+    _mark_broken_spans(verdicts, answer, [*chunks, question])
+    context = " ".join(chunks)
+    # "X or Y, which came first?" answered against the years; "X or Y?" / "are both
+    # X and Y …?" answered against what the context says about each option
+    clash = check_comparison(question, answer, context) or check_choice(question, answer, context)
+    if clash is None:
+        return
+    for v in verdicts:
+        if fold(clash.picked) in fold(v["claim"]) or len(verdicts) == 1:
+            v["support"] = min(v["support"], 0.25)
+            v["reason"] = clash.reason
+            v["contradiction"] = True
+
+
+def _mark_repeats(
+    verdicts: list[dict[str, Any]], interaction: RagInteraction, question: str, translate: bool
+) -> None:
+    """A claim this turn's context does not support but an earlier assistant turn of the
+    conversation already stated is a repeat, not an invention: its verdict says so
+    (``from_conversation``) and takes that turn's support. It is never support for a new fact:
+    a value or a name the context and the earlier turns never state stays unsupported."""
+    said = [m.content for m in interaction.chat_history if m.role in ASSISTANT_ROLES]
+    if not said or not any(v["support"] < SUPPORT_THRESHOLD for v in verdicts):
+        return
+    earlier = build_context([(f"turn-{i}", t) for i, t in enumerate(said)], translate=translate)
+    q_keys = {key(t) for t in tokens(question) if t not in STOPWORDS}
+    for v in verdicts:
+        if v["support"] >= SUPPORT_THRESHOLD or v.get("contradiction"):
+            continue
+        again = claim_verdict(v["claim"], earlier, q_keys, all_values(question), None)
+        if again["support"] >= SUPPORT_THRESHOLD and not again.get("values_missing"):
+            v.update(
+                support=again["support"],
+                novel=again.get("novel", 0.0),
+                names_missing=again.get("names_missing", False),
+                rarest_missing=again.get("rarest_missing", 0.0),
+                values_missing=False,
+                from_conversation=True,
+                reason="repeats what an earlier turn of the conversation said (not in this"
+                " turn's context)",
+            )
+
+
+def evidence(
+    verdicts: Sequence[Mapping[str, Any]], model: SupportModel | None = None
+) -> dict[str, float]:
+    """The evidence the score combines: the fitted model's probability that the answer is
+    faithful (:mod:`.support_model`), and the mean and minimum support of the informative claims
+    (claims that only restate the question count when nothing else is said) and the supported
+    share, which a deployment's own fit (``ragsieve judges fit``) may weigh in."""
+    feats = features(verdicts)
+    # decisive whatever the rest weighs: a claim the context contradicts, and a number or date
+    # it never states (a hallucination in 64-100 % of such answers on every labelled set)
+    clashes = [
+        float(v["support"]) for v in verdicts if v.get("contradiction") or v.get("values_missing")
+    ]
+    return {
+        "model": (model or shipped_model()).probability(feats),
+        "mean": feats["mean"],
+        "min": feats["min"],
+        "share": feats["share"],
+        "cap": min(clashes, default=1.0),
+    }
+
+
+def combine(ev: Mapping[str, float], weights: Mapping[str, float] = DEFAULT_WEIGHTS) -> float:
+    """``score = sum(w_k * evidence_k)`` over the weights' keys (weights sum to 1), at most the
+    support of a claim the context contradicts (``cap``: decisive, whatever the rest weighs).
+    Evidence recorded before the fitted model existed has no ``model``: it reads as the mean."""
+    score = sum(w * float(ev.get(k, ev.get("mean", 0.0))) for k, w in weights.items())
+    return min(score, float(ev.get("cap", 1.0)))
+
+
+class FaithfulnessJudge(OfflineJudge):
+    """Is every claim of the answer supported by the retrieved context? (deterministic heuristic)
+
+    ``weights`` and ``calibration`` come from a fitted calibration (``ragsieve judges fit``):
+    the evidence is combined with the fitted weights and labelled at ``threshold``.
+
+    Example:
+        >>> judge = FaithfulnessJudge()
+        >>> [result] = asyncio.run(judge.evaluate(interaction))
+        >>> result.label, result.metadata["claims"][0]["reason"]
+        ('unfaithful', '2025 is not in the context')
+    """
+
+    name = "faithfulness"
+
+    def __init__(
+        self,
+        threshold: float = DEFAULT_THRESHOLDS["faithfulness"],
+        weights: Mapping[str, float] | None = None,
+        calibration: str | None = None,
+    ) -> None:
+        self.threshold = threshold
+        self.weights = dict(weights or DEFAULT_WEIGHTS)
+        self.calibration = calibration
+        self.model = shipped_model()
+        self.version = f"offline-6:t{threshold}:{self.model.version}" + (
+            f":{calibration}" if calibration else ""
+        )
+
+    def _judge(self, interaction: RagInteraction) -> EvalResult:
+        pairs = [(cid, c) for cid, _, c in chunk_texts(interaction)]
+        chunks = [c for _, c in pairs]
+        answer = interaction.answer or ""
+        if not answer.strip():
+            return self.result(interaction, "skipped", None, "no answer")
+        parsed = parse_answer(answer)
+        meta: dict[str, Any] = {"abstained": parsed.abstained}
+        if parsed.suspicious:
+            meta["suspicious_instructions"] = parsed.suspicious[:5]
+        early = _skip_or_abstain(parsed, chunks, meta)
+        if early is not None:
+            return self.result(interaction, early[0], None, early[1], meta)
+        question = interaction.query or ""
+        lang = language(answer)
+        ctx_lang = language(" ".join(chunks))
+        translate = lang != "unknown" and ctx_lang != "unknown" and lang != ctx_lang
+        if translate:
+            meta["cross_lingual"] = f"{lang} answer, {ctx_lang} context"
+        ctx = build_context(pairs, translate=translate)
+        verdicts = _claim_verdicts(parsed, question, answer, ctx)
+        if not translate:
+            _check_whole_answer(verdicts, question, answer, chunks)
+        _mark_repeats(verdicts, interaction, question, translate)
+        return self._verdict(interaction, verdicts, meta)
+
+    def _verdict(
+        self, interaction: RagInteraction, verdicts: list[dict[str, Any]], meta: dict[str, Any]
+    ) -> EvalResult:
+        for v in verdicts:
+            v["supported"] = v["support"] >= SUPPORT_THRESHOLD
+            if not v["supported"]:
+                v["evidence"] = v["chunk"] = None
+        feats = features(verdicts)
+        ev = evidence(verdicts, self.model)
+        score = combine(ev, self.weights)
+        n_ok = sum(v["supported"] for v in verdicts)
+        meta.update(claims=verdicts, supported=n_ok, total=len(verdicts))
+        meta["evidence_chunks"] = sorted({v["chunk"] for v in verdicts if v["chunk"]})
+        meta["evidence"] = {k: round(x, 6) for k, x in ev.items()}
+        meta["features"] = {k: round(x, 4) for k, x in feats.items()}
+        if self.calibration:
+            meta["calibration"] = self.calibration
+        label = self.label(score)
+        return self.result(
+            interaction, label, score, self._explain(label, score, feats, verdicts), meta
+        )
+
+    def label(self, score: float) -> str:
+        """unfaithful below the threshold (the job flags the same answers); uncertain just
+        above it, inside the model's band (the evidence is too weak to call a pass: the job
+        audits it and a cascade asks its LLM judge); faithful above that."""
+        if score < self.threshold:
+            return "unfaithful"
+        if score < self.threshold + self.model.uncertain_width:
+            return "uncertain"
+        return "faithful"
+
+    def _explain(
+        self, label: str, score: float, feats: Mapping[str, float], verdicts: list[dict[str, Any]]
+    ) -> str:
+        """What decided the label: the score against the threshold, then the claims at fault or
+        the evidence that pulled the score down."""
+        n_ok = sum(v["supported"] for v in verdicts)
+        cmp = "<" if label == "unfaithful" else ">="
+        head = f"{label} ({score:.2f} {cmp} {self.threshold}): {n_ok}/{len(verdicts)} claims"
+        head += " supported by the context"
+        if label == "faithful":
+            return head
+        bad = [v["reason"] for v in verdicts if not v["supported"]]
+        why = bad[:3] or [DRIVER_TEXT[f] for f in self.model.drivers(feats)]
+        if label == "uncertain":
+            head += "; too close to the threshold to call a pass"
+        return head + (": " + "; ".join(why) if why else "")

@@ -1,0 +1,253 @@
+"""Reading an answer as a person does: its structure and its talk about itself are not claims.
+
+LLM answers come dressed: "Sure! Here is ...", "Based on the given passages, the benefits
+include:", numbered steps, bullets, headings ("Symptoms:"), citation markers ("[1]",
+"(Passage 2)"), "Therefore, ..." and "I hope this helps!". :func:`read_answer` undresses an
+answer into the sentences that state something, each with the lead-in it belongs to (a list item
+inherits the line that introduced the list), and sets aside what only frames the answer:
+
+- **structure**: list markers, step labels, headings, emphasis, table rules, citation markers;
+- **meta**: sentences about the answer or the passages ("Passage 1 provides the steps:", "The
+  second passage repeats the same information."), preambles and courtesy;
+- **discourse markers** at a sentence's start ("Next,", "Additionally,", "Therefore,",
+  "Por lo tanto,"): the sentence is kept, the marker is not a word to support.
+
+Nothing here decides support: it only chooses which text the faithfulness judge checks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ragsieve.evaluators.judges.offline.text.text import fold, sentences
+
+# "1.", "2)", "(3)", "a.", "-", "*", "•", "+", "Step 4:", "Paso 2:" at the start of a line
+_ITEM = re.compile(
+    r"^\s*(?:\(?\d{1,2}[.)]|\(?[a-hA-H][.)](?=\s)|[-*•+◦▪–]|(?:step|paso)\s*\d{1,2}\s*[:.)-])\s+",
+    re.IGNORECASE,
+)
+_HEADING_MD = re.compile(r"^\s*#{1,6}\s+")
+_EMPHASIS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)|`")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+# "[1]", "[2, 3]", "[Passage 2]", "(Passage 1)", "(Source: 2)", "【1】", "(Pasaje 3)"
+_CITATION = re.compile(
+    r"\s*(?:\[\s*\d+(?:\s*[,;-]\s*\d+)*\s*\]|【\s*\d+\s*】"
+    r"|[\[(]\s*(?:passages?|pasajes?|sources?|fuentes?|documents?|documentos?|doc|context|contexto)"
+    r"\s*:?\s*\d+(?:\s*(?:,|and|y|&|-)\s*\d+)*\s*[\])])",
+    re.IGNORECASE,
+)
+_WORDS_IN_HEADING = 6  # a line of at most this many words ending in ":" is a heading or lead-in
+
+# sentences that only talk about the answer, the question or the passages
+_SELF = (
+    r"(?:passages?|pasajes?|context|contexto|documents?|documentos?|sources?|fuentes?|texts?"
+    r"|textos?|excerpts?|articles?|art[ií]culos?|information provided|informaci[oó]n proporcionada)"
+)
+_META = re.compile(
+    r"^(?:"
+    # courtesy and offers
+    r"(?:i )?hope (?:this|that|it) helps|let me know\b|feel free\b|if you have (?:any )?"
+    r"(?:more |further |other )?questions|please (?:let me know|note that)?\s*$|happy to help"
+    r"|espero que (?:esto |esta informaci[oó]n )?(?:te |le )?(?:sirva|ayude)|si (?:tienes|tiene)"
+    r" (?:m[aá]s |alguna )?(?:preguntas|dudas)"
+    # preambles: "Sure! Here is ...", "Certainly.", "Great question."
+    r"|(?:sure|certainly|of course|absolutely|okay|ok|great question|good question|claro"
+    r"|por supuesto)\s*[!.,]?\s*$"
+    r"|(?:sure|certainly|of course|absolutely|okay|ok|claro|por supuesto)[!.,]?\s+"
+    r"(?:here|i can|i'd|i will|let me|aqu[ií])\b"
+    r"|here(?:'s| is| are)\b.{0,80}\b(?:answer|summary|steps?|list|overview|how|what|ways?"
+    r"|information|explanation)\b"
+    r"|aqu[ií] (?:tienes|tiene|est[aá]n?)\b"
+    # "Passage 1 provides the necessary information ...", "The second passage repeats ..."
+    rf"|(?:the |both |all |none of the |each |these |this |el |la |los |las )?(?:\w+ )?{_SELF}"
+    r"(?: \d+)?(?: \([^)]*\))? (?:also |further |then |only |primarily |mainly )?"
+    r"(?:provides?|gives?|repeats?|offers?|discuss(?:es)?|focus(?:es)?|describes?|lists?"
+    r"|contains?|explains?|covers?|talks?|suggests?|mentions?|addresses|proporciona|repite"
+    r"|describe|explica|menciona)\b.{0,60}\b(?:information|steps?|details?|tips?|same"
+    r"|following|answer|question|instructions?|overview|informaci[oó]n|pasos?|respuesta)\b"
+    r")",
+    re.IGNORECASE,
+)
+# "The passages do not mention the temperature", "None of the passages explicitly state ...",
+# "No se menciona ... en los pasajes": what the context lacks is a hedge, not a world claim
+_HEDGE = re.compile(
+    r"(?:^(?:however,? |but |unfortunately,? |sin embargo,? )?"
+    r"(?:the |these |this |both |any |el |la |los |las |este |esta |estos )?"
+    rf"(?:(?:given|provided|above|retrieved) )?(?:{_SELF}|question|pregunta)(?: \d+)?"
+    r"(?: (?:provided|given|above|proporcionad[oa]s?|dad[oa]s?))? (?:do|does|did) not"
+    r" (?:\w+ )?(?:provide|mention|state|specify|say|indicate|include|contain|give|address"
+    r"|cover|offer|explain|describe|discuss|list|answer)\b"
+    rf"|^(?:none|neither) of the {_SELF}\b.{{0,30}}\b(?:mention|state|specif|say|indicate|provide"
+    r"|contain|give|address|explain|describe)"
+    r"|^(?:there is|there's|there are) no (?:\w+ )?(?:information|mention|details?|data)\b"
+    rf"|^no (?:se )?(?:menciona|especifica|indica|proporciona|dice|detalla)\b.{{0,120}}\b{_SELF}"
+    rf"|^(?:los |las |el |la )?{_SELF}(?: \w+)? no (?:menciona|especifica|indica|proporciona"
+    r"|dice|incluye|contiene|detalla)n?\b"
+    r"|^(?:it|this) (?:cannot|can't|can not) be (?:determined|answered|confirmed|inferred)\b"
+    r"|^without (?:additional|more|further) (?:information|context|details)\b"
+    r"|^it(?: is|'s) (?:difficult|hard|impossible|not possible) to (?:\w+ )?(?:say|determine|tell"
+    r"|know|answer|confirm)\b"
+    r")",
+    re.IGNORECASE,
+)
+# "Passage 2 states that ...", "Passage 3:", "According to passage 1, ...": where a statement
+# comes from is not part of what it states (and "2" is no value to find in the context)
+_SOURCE_REF = re.compile(
+    r"^(?:in |from |per |según (?:el |la )?|de acuerdo con (?:el |la )?|according to )?"
+    r"(?:passage|pasaje|source|fuente|document|documento|doc|context|contexto)\s*(?:#\s*)?\d+"
+    r"(?:\s*(?:,|and|y|&)\s*\d+)*(?:\s*\([^)]*\))?\s*(?:also |further |then )?"
+    r"(?:states?|says?|explains?|mentions?|reiterates?|notes?|suggests?|adds?|provides?"
+    r"|indicates?|describes?|recommends?|confirms?|dice|indica|menciona|explica|afirma|señala)?"
+    r"(?: that| que)?\s*[:,]?\s*",
+    re.IGNORECASE,
+)
+_SOURCE_REF_INNER = re.compile(
+    r",?\s*\(?(?:according to|as (?:stated|mentioned|noted) in|per|in|from|según)"
+    r" (?:the )?(?:passage|pasaje|source|document|documento)\s*\d+\)?(?=[\s.,;:]|$)",
+    re.IGNORECASE,
+)
+_ANSWER_LEAD = re.compile(
+    r"^(?:so,? |therefore,? |thus,? )?(?:the |my )?(?:short |final |brief |direct )?answer"
+    r"(?: to (?:the|your|this) question)?(?: \"[^\"]*\"| '[^']*'| [^:]{0,80}?)?"
+    r" (?:is|would be)\s*:\s*",
+    re.IGNORECASE,
+)
+# advice to look elsewhere: courtesy, not a claim about the world
+_ADVICE = re.compile(
+    r"^(?:it(?: is|'s) (?:always )?(?:recommended|advisable|best|a good idea) to |(?:i |we )?"
+    r"(?:would )?(?:recommend|suggest|advise) (?:you )?)(?:to )?(?:consult|seek|contact|check"
+    r"|speak|talk|refer|ask|look)\w*\b|^(?:please )?(?:consult|contact) (?:a|an|your) \w+"
+    r"|^(?:se recomienda|recomiendo|te recomiendo|le recomiendo) (?:consultar|contactar|acudir)",
+    re.IGNORECASE,
+)
+_NOTE = re.compile(
+    r"^(?:it(?: is|'s) (?:worth|important to) not(?:e|ing)|(?:please )?note|nota)(?: that| que)?"
+    r"[,:]?\s+",
+    re.IGNORECASE,
+)
+# a leading discourse marker: the sentence stays, the marker is not a claim's word
+_MARKER = re.compile(
+    r"^(?:next|then|also|additionally|furthermore|moreover|finally|lastly|first(?:ly)?"
+    r"|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|fifth(?:ly)?|however|alternatively|similarly"
+    r"|specifically|importantly|in addition|in other words|for example|for instance|note"
+    r"|therefore|thus|hence|so|overall|in summary|in short|in conclusion|to summarize"
+    r"|to sum up|as a result|consequently|in general|generally|basically|essentially"
+    r"|adem[aá]s|tambi[eé]n|luego|despu[eé]s|finalmente|por [uú]ltimo|sin embargo"
+    r"|por (?:lo )?tanto|por consiguiente|en resumen|en conclusi[oó]n|en primer lugar"
+    r"|en segundo lugar|por ejemplo|es decir|asimismo|as[ií] que|en general)\s*[,:]\s*",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A sentence that states something, and the lead-in line its list item belongs to."""
+
+    text: str
+    lead_in: str = ""
+
+
+@dataclass(slots=True)
+class ReadAnswer:
+    """An answer read: its statements and what was set aside (with the reason)."""
+
+    statements: list[Statement] = field(default_factory=list)
+    set_aside: list[tuple[str, str]] = field(default_factory=list)  # (text, why)
+
+
+def clean_line(line: str) -> str:
+    """``line`` without markdown emphasis, heading marks and citation markers."""
+    line = _HEADING_MD.sub("", line)
+    line = _CITATION.sub("", line)
+    line = _EMPHASIS.sub("", line)
+    if "|" in line:  # a table row: its cells read as one clause
+        line = "; ".join(c.strip() for c in line.strip().strip("|").split("|") if c.strip())
+    return line.strip()
+
+
+def strip_marker(sentence: str) -> str:
+    """``sentence`` without a leading discourse marker ("Additionally, it ..." -> "It ...")."""
+    for _ in range(2):
+        rest = _MARKER.sub("", sentence, count=1)
+        if rest == sentence or len(rest.split()) < 2:
+            break
+        sentence = rest[:1].upper() + rest[1:]
+    return sentence
+
+
+def is_hedge(text: str) -> bool:
+    """True for a statement of what the passages (or the question) do not say: a hedge about
+    the context, not a claim about the world ("The passages do not mention the dose")."""
+    return bool(_HEDGE.search(fold(text).replace("’", "'").strip(" \t\"'")))
+
+
+def strip_source(sentence: str) -> str:
+    """``sentence`` without "Passage 2 states that" / "The answer to the question is:" /
+    ", according to passage 1": where it comes from is not what it states."""
+    sentence = sentence.replace("’", "'")
+    for pattern in (_NOTE, _ANSWER_LEAD, _SOURCE_REF):
+        rest = pattern.sub("", sentence, count=1)
+        if rest != sentence and len(rest.split()) >= 1 and any(c.isalpha() for c in rest):
+            sentence = rest[:1].upper() + rest[1:]
+    return _SOURCE_REF_INNER.sub("", sentence)
+
+
+def is_meta(sentence: str) -> bool:
+    """True for a sentence about the answer, the question or the passages, a preamble,
+    courtesy or advice to look elsewhere: it frames the answer and states nothing about the
+    world."""
+    text = fold(sentence).replace("’", "'").strip(" \t\"'")
+    return bool(_META.search(text) or _ADVICE.search(text))
+
+
+def _is_heading(line: str, raw: str) -> bool:
+    text = line.rstrip()
+    if _HEADING_MD.match(raw):
+        return True
+    return text.endswith(":") and len(text.split()) <= _WORDS_IN_HEADING
+
+
+def read_answer(answer: str) -> ReadAnswer:
+    """The statements of ``answer`` (each with its list lead-in) and what was set aside."""
+    out = ReadAnswer()
+    lead_in = ""
+    for raw in answer.replace("\r", "").split("\n"):
+        if not raw.strip() or _TABLE_RULE.match(raw):
+            continue
+        item = _ITEM.match(raw)
+        line = clean_line(raw[item.end() :] if item else raw)
+        if not line or not any(ch.isalpha() for ch in line):
+            continue
+        if not item:
+            if _is_heading(line, raw):
+                lead_in = line.rstrip(":").strip()
+                out.set_aside.append((line, "heading"))
+                continue
+            lead_in = ""
+        for sent in sentences(line):
+            if sent.rstrip().endswith(":") and not item:  # "... the benefits include:"
+                lead_in = sent.rstrip(": ").strip()
+                if is_meta(sent):
+                    out.set_aside.append((sent, "about the answer"))
+                else:
+                    out.set_aside.append((sent, "lead-in of a list"))
+                continue
+            if is_meta(sent):
+                out.set_aside.append((sent, "about the answer"))
+                continue
+            text = strip_marker(strip_source(sent))
+            out.statements.append(Statement(text, lead_in if item else ""))
+    return out
+
+
+__all__ = [
+    "ReadAnswer",
+    "Statement",
+    "clean_line",
+    "is_hedge",
+    "is_meta",
+    "read_answer",
+    "strip_marker",
+    "strip_source",
+]

@@ -1,0 +1,245 @@
+"""Offline answer relevance: question-term coverage, answer type, specificity and evasion.
+
+``ContextRelevanceJudge`` lives in :mod:`.context` and is re-exported here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
+from ragsieve.evaluators.judges.offline.claims import is_abstention, parse_answer, strip_attribution
+from ragsieve.evaluators.judges.offline.context import (
+    ContextRelevanceJudge,
+    context_precision,
+    question_terms,
+)
+from ragsieve.evaluators.judges.offline.conversation import JudgedQuestion, judged_question
+from ragsieve.evaluators.judges.offline.text.question import expected_type, has_type
+from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
+from ragsieve.evaluators.judges.offline.text.text import (
+    content_words,
+    entities,
+    fold,
+    language,
+    numbers,
+    rarity,
+    sentences,
+)
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
+from ragsieve.evaluators.records import EvalResult, RagInteraction
+from ragsieve.evaluators.tools.embeddings import embed
+
+_HEDGE = re.compile(
+    r"\b(typically|generally|usually|various|several|some|(?<!\d )may(?! \d)|might|could|possibly"
+    r"|perhaps"
+    r"|not (?:sure|aware|certain)|unclear|depends"
+    r"|probablemente|quizas|quiza|depende|varios|algunos)\b"
+)
+
+
+MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
+MEANING_FLOOR = 0.05  # question-answer cosine at or below this: about something else
+MEANING_SPAN = 0.25  # ... and at floor + span: clearly about the question
+MISSING_TYPE_FACTOR = 0.7
+MEANING_SHARE = 0.7  # closeness in meaning alone (the same topic) is not a full answer
+SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
+SHORT_TYPED_ADDRESSED = 0.6
+
+
+def _direct_answer(sents: list[str], kind: str | None) -> bool:
+    """A short sentence that gives a value of the asked type (any name or number when the
+    question asks for no particular type): "The answer is Marlee Matlin.", "In 1349."."""
+    for sent in sents:
+        claim = strip_attribution(sent)
+        if len(content_words(claim)) > SHORT_ANSWER_WORDS:
+            continue
+        if kind is not None and has_type(claim, kind):
+            return True
+        if kind == "definition" and len(content_words(claim)) >= 1:
+            return True  # "genetic branches." defines "what are clades?" in a noun phrase
+        if kind is None and (entities(" x " + claim) or numbers(claim)):
+            return True
+    return False
+
+
+DEFAULT_WEIGHTS = MappingProxyType(
+    {"addressed": 0.55, "type_ok": 0.2, "direct": 0.15, "specificity": 0.1}
+)
+"""How the evidence combines into the score: the question addressed (terms or meaning), the
+asked-for type present, the share of the answer that is not evasive, and its specificity."""
+
+
+def _addressed(question: str, answer: str, sents: list[str]) -> tuple[float, float, float]:
+    """``(coverage, cosine, addressed)``: the question's key terms found in the answer, the
+    closest question-answer cosine, and how much the answer addresses the question."""
+    terms = question_terms(question)
+    qlang, alang = language(question), language(answer)
+    index = TermIndex(sents, cross_lingual=qlang != alang and "unknown" not in (qlang, alang))
+    total = sum(w for _, w in terms.values())
+    coverage = (
+        sum(w * index.find(word).strength for word, w in terms.values()) / total if total else 0.0
+    )
+    # the whole answer, and each sentence: a direct answer followed by a detail still answers
+    texts = [" ".join(sents)[:MAX_ANSWER_CHARS], *(s[:MAX_ANSWER_CHARS] for s in sents[:8])]
+    vecs = embed([question, *texts])
+    cosine = float((vecs[1:] @ vecs[0]).max())
+    meaning = float(np.clip((cosine - MEANING_FLOOR) / MEANING_SPAN, 0.0, 1.0))
+    return coverage, cosine, max(coverage, MEANING_SHARE * meaning)
+
+
+def evidence(question: str, answer: str, sents: list[str], asks: bool = True) -> dict[str, Any]:
+    """The evidence the score combines (each in [0, 1]) and what it was read from; a turn that
+    ``asks`` nothing (a statement, thanks) expects no particular type of answer."""
+    coverage, cosine, addressed = _addressed(question, answer, sents)
+    terms = question_terms(question)
+    new = [t for s in sents for t in content_words(s) if key(t) not in terms]
+    kind = expected_type(question) if asks else None
+    type_ok = 1.0 if kind is None else float(has_type(answer, kind))
+    if _direct_answer(sents, kind):
+        addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
+    # concrete answers name rare things; generic filler ("a popular destination") does not
+    specificity = (
+        float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
+    )
+    evasive = sum(is_abstention(s) or bool(_HEDGE.search(fold(s))) for s in sents) / len(sents)
+    return {
+        "addressed": addressed,
+        "type_ok": type_ok,
+        "direct": 1.0 - evasive,
+        "specificity": specificity,
+        "evasive": evasive,
+        "coverage": coverage,
+        "cosine": cosine,
+        "kind": kind,
+    }
+
+
+def combine(
+    ev: Mapping[str, Any], abstained: bool, weights: Mapping[str, float] = DEFAULT_WEIGHTS
+) -> float:
+    """``score = sum_i w_i * evidence_i`` (weights sum to 1), times 0.7 when the asked-for type
+    is missing, at most 0.2 for a noncommittal answer."""
+    # an answer that is about something else fails however concrete and confident it is
+    score = (
+        weights["addressed"] * ev["addressed"]
+        + weights["type_ok"] * ev["type_ok"]
+        + weights["direct"] * ev["direct"]
+        + weights["specificity"] * ev["specificity"]
+    )
+    if not ev["type_ok"]:
+        score *= MISSING_TYPE_FACTOR  # on topic, but without what was asked for
+    if abstained:
+        score = min(score, 0.2)  # noncommittal answers address nothing
+    return float(score)
+
+
+def _notes(ev: Mapping[str, Any]) -> list[str]:
+    notes = []
+    if ev["addressed"] < 0.3:
+        notes.append("the answer is about something else than the question")
+    if ev["kind"] and not ev["type_ok"]:
+        notes.append(f"the question asks for a {ev['kind']} and the answer gives none")
+    evasive = ev["evasive"]
+    if evasive:
+        notes.append(f"{evasive:.0%} of the answer is evasive or hedged")
+    if ev["specificity"] < 0.3:
+        notes.append("the answer is generic (few specific names, numbers or terms)")
+    return notes
+
+
+ACKNOWLEDGED = 0.9  # any reply that does not decline fits "ok" / "thanks!"
+FIT_FLOOR = 0.3  # share of a reply's words from the conversation and context: fits nothing
+FIT_SPAN = 0.4  # ... and at floor + span, fits the statement fully
+
+
+def fits_turn(
+    asked: JudgedQuestion, answer: str, context: list[str], score: float, abstained: bool
+) -> float:
+    """A reply to a turn that asks nothing fits it unless it declines or leaves the
+    conversation: to an acknowledgement anything else fits; to a statement, a reply whose
+    words (weighed by rarity) come from the turn, the last turns or the retrieved context."""
+    if abstained:
+        return score
+    if asked.kind == "acknowledgement":
+        return max(score, ACKNOWLEDGED)
+    said = [asked.typed, *(m.content for m in asked.last_turns), *context]
+    pool = {key(w) for text in said for w in content_words(text)}
+    words = {key(w): w for w in content_words(answer)}
+    if not words:
+        return max(score, ACKNOWLEDGED)  # "Sure." / "Of course!"
+    total = sum(rarity(w) for w in words.values())
+    shared = sum(rarity(w) for k, w in words.items() if k in pool) / total
+    on_topic = float(np.clip((shared - FIT_FLOOR) / FIT_SPAN, 0.0, 1.0))
+    return max(score, on_topic)
+
+
+class AnswerRelevanceJudge(OfflineJudge):
+    """Does the answer address what was asked? (deterministic heuristic, no LLM)
+
+    ``weights`` and ``calibration`` come from a fitted calibration (``ragsieve judges fit``).
+    """
+
+    name = "answer_relevance"
+
+    def __init__(
+        self,
+        threshold: float = DEFAULT_THRESHOLDS["answer_relevance"],
+        weights: Mapping[str, float] | None = None,
+        calibration: str | None = None,
+    ) -> None:
+        self.threshold = threshold
+        self.weights = dict(weights or DEFAULT_WEIGHTS)
+        self.calibration = calibration
+        self.version = f"offline-6:t{threshold}" + (f":{calibration}" if calibration else "")
+
+    def _judge(self, interaction: RagInteraction) -> EvalResult:
+        asked = judged_question(interaction)  # a follow-up's standalone meaning
+        question, answer = asked.text, interaction.answer or ""
+        # carried words are a guess at what a follow-up leaves out: the better reading counts
+        readings = [question, asked.typed] if asked.source == "resolved" else [question]
+        if not question.strip() or not answer.strip():
+            return self.result(
+                interaction, "skipped", None, "no question" if not question.strip() else "no answer"
+            )
+        parsed = parse_answer(answer)
+        meta: dict[str, Any] = asked.evidence()
+        if parsed.suspicious:
+            meta["suspicious_instructions"] = parsed.suspicious[:5]
+        sents = [s for s in sentences(answer) if s not in parsed.suspicious] or [answer]
+        ev, score = max(
+            (
+                (ev, combine(ev, parsed.abstained, self.weights))
+                for ev in (evidence(q, answer, sents, asks=asked.is_question) for q in readings)
+            ),
+            key=lambda p: p[1],
+        )
+        if not asked.is_question:  # nothing was asked: does the reply fit the turn?
+            context = [c for _, _, c in chunk_texts(interaction)]
+            score = fits_turn(asked, answer, context, score, parsed.abstained)
+        meta.update(
+            coverage=round(ev["coverage"], 4),
+            cosine=round(ev["cosine"], 4),
+            specificity=round(ev["specificity"], 4),
+            evasive=round(ev["evasive"], 4),
+            expected_type=ev["kind"],
+            type_found=bool(ev["type_ok"]),
+            abstained=parsed.abstained,
+            evidence={k: round(ev[k], 6) for k in DEFAULT_WEIGHTS},
+        )
+        if self.calibration:
+            meta["calibration"] = self.calibration
+        notes = _notes(ev) if asked.is_question else [f"the turn is a {asked.kind}, not a question"]
+        label = "relevant" if score >= self.threshold else "irrelevant"
+        explanation = f"covers {ev['coverage']:.0%} of the question's key terms" + (
+            "; " + "; ".join(notes) if notes else ""
+        )
+        return self.result(interaction, label, score, explanation, meta)
+
+
+__all__ = ["AnswerRelevanceJudge", "ContextRelevanceJudge", "context_precision"]

@@ -1,0 +1,137 @@
+"""What a question asks for: its key terms, the answer type it expects, and term coverage."""
+
+from __future__ import annotations
+
+import re
+
+from ragsieve.evaluators.judges.offline.text.text import (
+    entities,
+    fold,
+    has_date,
+    numbers,
+)
+
+_DEFINITION = re.compile(
+    r"\b(is|was|are|were|refers to|es|son|fue|era)\s+(a|an|the|one|un|una|el|la)\b"
+)
+
+
+# "when" asks for a date at the start of a question or before an auxiliary ("..., when does it
+# apply?"); "what happens when I roll a key" is a condition, not a date question.
+_ASKS_WHEN = re.compile(
+    r"^\W*(?:(?:and|also|so|but|y|pero)\W+)?when\b"
+    r"|\bwhen (?:is|are|was|were|do|does|did|will|would|can|could|should|has|have|had)\b"
+    r"|\b(?:what year|which year|what date|en que ano|que fecha)\b"
+)
+
+
+_ATTRIBUTE_OF = re.compile(
+    r"^\W*(?:what|which|que|cual)\s+(?:is|was|are|were|es|son|era|fue)\s+(?:the|el|la|los|las)\s+"
+    r"(?:\w+\s+){0,2}\w+\s+(?:of|de|del)\s"
+)
+
+
+# "what is another name for X?", "what is X called?", "X is known as what?" ask for a name
+_NAMED = re.compile(
+    r"\b(?:(?:another|other|alternative|former|official|full) name|called|known as"
+    r"|otro nombre|nombre (?:oficial|completo)|se llama|se conoce como|como se llamaba)\b"
+)
+
+
+# a quantity asked for by name: "what was Warsaw's population in 1901?"
+_QUANTITY = re.compile(
+    r"\b(?:(?:size|height|population|elevation|length|area|weight|price|cost|fee|amount|rate"
+    r"|percentage|distance|duration|poblacion|altura|precio|costo|porcentaje|tamano"
+    r"|superficie|longitud|peso|distancia|duracion)e?s?|percent|number of|numero de)\b"
+)
+# "what is X?" asks for a definition only when X is a short term and nothing more is asked
+_DEFINE = re.compile(
+    r"\s*(?!.*\b(?:of|de|del|for|para)\b)(?:what|who|que|quien)\s+(?:is|are|was|were|es|son|era|fue)\s+"
+    r"(?:(?:an?|the|el|la|los|las|un|una)\s+)?[\w'-]+(?:\s+[\w'-]+){0,2}\W*$"
+)
+
+
+# service questions: "at what time does it open?", "which days?", "what are the opening hours?"
+_ASKS_TIME = re.compile(
+    r"\b(?:what time|which days?|what days?|opening (?:hours|times)|office hours|a que hora"
+    r"|que dias?|en que horario|que horario|horarios?)\b"
+)
+# "what do I need to bring?", "¿qué hay que llevar?", "which documents...?": a requirement
+_ASKS_REQUIREMENT = re.compile(
+    r"\b(?:what (?:do|does|will) (?:i|we|you|one) (?:need|have) to (?:bring|show|present|provide"
+    r"|submit|send)|what (?:documents|papers|documentation|requirements|proof)|which (?:documents"
+    r"|papers|forms?|requirements)|what (?:do|does|will) (?:i|we|you) need (?:for|to)"
+    r"|requirements? (?:for|to)|que (?:hay que|tengo que|debo|necesito|se necesita|piden)"
+    r"(?: \w+)? (?:llevar|presentar|aportar|traer|entregar|para)|que (?:documentos|papeles"
+    r"|documentacion|requisitos)|cuales son los requisitos|requisitos (?:para|de))\b"
+)
+
+
+def expected_type(question: str) -> str | None:
+    """What kind of answer the question asks for: 'date' (a date, a time, a day, a delay),
+    'number', 'requirement' (documents or conditions), 'definition', 'name' or None."""
+    q = fold(question)
+    if _ASKS_WHEN.search(q) or "cuándo" in question.casefold() or _ASKS_TIME.search(q):
+        return "date"
+    if _ASKS_REQUIREMENT.search(q):
+        return "requirement"
+    if re.search(
+        r"\b(how (?:many|much|long|old|tall|high|far|big|large)|(?<!en )cuant[oa]s?)\b(?! a\b)", q
+    ) or (re.match(r"\W*(what|which|que|cual|cuales)\b", q) and _QUANTITY.search(q)):
+        return "number"
+    if _NAMED.search(q) or _ATTRIBUTE_OF.search(q):
+        return "name"  # "what is the capital of France?" wants a value, not a definition
+    if _DEFINE.match(q):
+        return "definition"
+    if re.search(r"\b(who|whom|quien|quienes)\b", q) or re.search(r"\b(where|donde)\b", q):
+        return "name"
+    return None
+
+
+_WHEN_ANSWER = re.compile(
+    r"\b\d+(?:[.,]\d+)?\s*(?:business |working |calendar )?(?:second|minute|hour|day|week|month"
+    r"|year|segundo|minuto|hora|dia|semana|mes|ano)s?\b"
+    # a weekday, a time of day, a frequency: "the first Tuesday", "8:00 a 20:00", "every week"
+    r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?|lunes"
+    r"|martes|miercoles|jueves|viernes|sabados?|domingos?|festivos?|laborables?)\b"
+    r"|\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s*(?:a\.?m\.?|p\.?m\.?|h\b|horas\b)"
+    r"|\b(?:every|each|daily|weekly|monthly|annually|cada|diario|diariamente|semanal|mensual)\b"
+    r"|\b(?:noon|midnight|morning|afternoon|evening|mediodia|manana|tarde|noche)\b"
+)
+# what answers a requirement question: documents, forms, proofs, or an obligation
+_REQUIREMENT_ANSWER = re.compile(
+    r"\b(?:id|identification|passport|licen[cs]e|certificate|card|form|application|proof|receipt"
+    r"|document|documents|copy|photo|statement|letter|record|dni|nie|pasaporte|certificado"
+    r"|carn[eé]t?|tarjeta|formulario|solicitud|justificante|contrato|escritura|fotocopia"
+    r"|documento|documentos|recibo|impreso|instancia|libro de familia|volante)\b"
+    r"|\b(?:must|required|need to|needs to|have to|has to|se debe|debe|deben|hay que|es necesario"
+    r"|son necesarios|es obligatorio|tiene que|tienen que|requiere|requisito)\b"
+)
+
+
+def has_type(text: str, kind: str, question: str = "") -> bool:
+    """True when ``text`` contains an answer of ``kind`` that ``question`` did not already give:
+    a name, number or date the question itself holds is the subject, not the answer."""
+    if kind == "date":  # "when?" is also answered by a delay or a moment ("within 7 days")
+        return has_date(_without(text, question)) or bool(_WHEN_ANSWER.search(fold(text)))
+    if kind == "number":
+        return bool(numbers(text) - numbers(question))
+    if kind == "requirement":
+        return bool(_REQUIREMENT_ANSWER.search(fold(text)))
+    if kind == "definition":
+        return bool(_DEFINITION.search(fold(text)))
+    asked = _words(question)
+    if entities(text) - asked:
+        return True
+    first = text.split()[:1]
+    return bool(first) and first[0][:1].isupper() and fold(first[0].strip(".,;:")) not in asked
+
+
+def _without(text: str, question: str) -> str:
+    """``text`` with the question's own words removed (so its years and months do not count)."""
+    asked = _words(question)
+    return " ".join(w for w in re.findall(r"\w+", text) if fold(w) not in asked)
+
+
+def _words(text: str) -> set[str]:
+    return {fold(w) for w in re.findall(r"\w+", text)}

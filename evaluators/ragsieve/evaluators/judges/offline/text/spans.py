@@ -1,0 +1,117 @@
+"""Entity-span integrity: a multi-word name in an answer must appear in one piece in the sources."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, words
+
+# a word token of the original text, with inner apostrophes, dots and hyphens ("D.C.", "O'Neil")
+_TOKEN = re.compile(r"[^\W_][\w'’.\-]*", re.UNICODE)
+# lowercase words that may sit inside a name ("Bank of America", "Theo van Gogh")
+_JOINERS = frozenset("of the de del la le van von da du di der den al bin y e".split())
+_SENTENCE_END = re.compile(r"[.!?:\n]")
+_POSSESSIVE = re.compile(r"['’]s?$")
+MAX_GAP = 3  # a "closest" source span may hold this many extra words
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenSpan:
+    """A name of the answer that the sources never write in one piece."""
+
+    span: str
+    closest: str | None
+
+    @property
+    def reason(self) -> str:
+        """A one-line explanation, e.g. "'Amy Johnson' is not in the context (closest: ...)"."""
+        why = f"'{self.span}' is not in the context"
+        return f"{why} (closest: '{self.closest}')" if self.closest else why
+
+
+def name_spans(text: str) -> list[str]:
+    """Runs of two or more capitalised words (lowercase joiners allowed inside) in ``text``."""
+    return [span for span, _ in _spans(text)]
+
+
+def _spans(text: str) -> list[tuple[str, bool]]:
+    """Name spans, each with whether its first word opens a sentence (and so may be capitalised
+    only for that reason: "Despite Arbroath's win")."""
+    spans: list[tuple[str, bool]] = []
+    run: list[str] = []
+    starts: list[bool] = []
+    last_end, prev = -1, ""
+
+    def flush() -> None:
+        while run and (fold(run[-1]) in _JOINERS or fold(run[-1]) in STOPWORDS):
+            run.pop()
+        while run and fold(run[0]) in STOPWORDS:  # "The Phoenix Suns" -> "Phoenix Suns"
+            run.pop(0)
+            starts.pop(0)
+        if len(run) >= 2:
+            spans.append((" ".join(run), starts[0]))
+        run.clear()
+        starts.clear()
+
+    for m in _TOKEN.finditer(text):
+        tok = _POSSESSIVE.sub("", m.group().rstrip("."))
+        gap = text[last_end : m.start()] if last_end >= 0 else " "
+        if prev.endswith(".") and "." not in prev[:-1]:
+            gap = "." + gap  # "process. Despite": the token kept the full stop, not the gap
+        if gap.strip() or "\n" in gap:  # punctuation or a line break between words ends a name
+            flush()
+        if tok[:1].isupper() and fold(tok) in STOPWORDS:
+            flush()  # "… the Panthers The Giants …": a capitalised "The" starts a new name
+        if tok[:1].isupper() or (run and fold(tok) in _JOINERS):
+            run.append(tok)
+            starts.append(last_end < 0 or bool(_SENTENCE_END.search(gap)))
+        else:
+            flush()
+        if m.group().endswith(("'s", "’s")):
+            flush()  # "Kraft's husband": the name ends at the possessive
+        last_end, prev = m.end(), m.group()
+    flush()
+    return spans
+
+
+def _closest(span: list[str], source: str) -> str | None:
+    """The shortest source passage that starts with the span's first word and ends with its
+    last, with at most ``MAX_GAP`` words between (as the source writes it)."""
+    first, last = re.escape(span[0]), re.escape(span[-1])
+    pattern = rf"\b{first}\b(?:\W+\w+){{0,{len(span) - 2 + MAX_GAP}}}?\W+{last}\b"
+    found = re.search(pattern, fold(source))
+    if found is None:
+        return None
+    text = source if len(fold(source)) == len(source) else fold(source)
+    return text[found.start() : found.end()]
+
+
+def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
+    """Names of ``answer`` (two or more words) not written contiguously in any of ``sources``.
+
+    A shorter alias is fine when the sources use it ("Tim McIlrath" inside
+    'Timothy James "Tim" McIlrath'); a merged or shortened name that the sources never
+    write ("Amy Johnson" for "Amy Jo Johnson") is reported with the closest source span.
+    """
+    streams = [words(s) for s in sources]
+    joined = "".join(f" {' '.join(s)} " for s in streams)
+    vocab = {w for s in streams for w in s}
+
+    def written(toks: list[str]) -> bool:
+        return len(toks) < 2 or f" {' '.join(toks)} " in joined
+
+    out: list[BrokenSpan] = []
+    for span, opens_sentence in _spans(answer):
+        toks = words(span)
+        if written(toks) or (opens_sentence and written(toks[1:])):
+            continue
+        if not all(t in vocab for t in toks):
+            continue  # an unknown word is reported by the word-level checks already
+        closest = next((c for s in sources if (c := _closest(toks, s))), None)
+        if closest and joined.count(f" {toks[-1]} ") > joined.count(
+            f" {' '.join(words(closest))} "
+        ):
+            continue  # the sources also use the surname alone: "James Murdoch" is an alias
+        out.append(BrokenSpan(span, closest))
+    return out
