@@ -25,7 +25,7 @@ def test_evaluators_import_nothing_above_or_heavy() -> None:
 
 def test_collector_does_not_import_jobs() -> None:
     mods = _modules_after(
-        "import ragsieve.collector, ragsieve.collector.app, ragsieve.collector.store"
+        "import ragsieve.collector, ragsieve.collector.serve.app, ragsieve.collector.store"
     )
     assert not any(m.startswith("ragsieve.jobs") for m in mods)
 
@@ -76,14 +76,14 @@ def test_source_never_imports_upward(package: str) -> None:
 def test_the_import_scan_sees_every_spelling(tmp_path: Path) -> None:
     src = tmp_path / "mod.py"
     src.write_text(
-        "from ragsieve import jobs\nimport ragsieve.collector.app as a\n"
+        "from ragsieve import jobs\nimport ragsieve.collector.serve.app as a\n"
         "from ..jobs.cli import x\nimportlib.import_module('ragsieve.jobs.demo')\n"
         "def f():\n    from ragsieve.evaluators import records\n"
     )
     names = _imported(src, "ragsieve.collector.mod")
     assert {
         "ragsieve.jobs",
-        "ragsieve.collector.app",
+        "ragsieve.collector.serve.app",
         "ragsieve.jobs.cli",
         "ragsieve.jobs.demo",
         "ragsieve.evaluators.records",
