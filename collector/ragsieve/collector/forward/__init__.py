@@ -2,8 +2,8 @@
 
 Takes outbox rows the receivers (and the job's annotation sink) wrote in the store; gives paced
 deliveries with backoff to Phoenix or any OTLP/HTTP endpoint, each row marked delivered once
-sent, or parked in the outbox with its error when the endpoint refuses it for good. Imports ``wire`` and ``store`` only: never ``receive`` or
-``derive``.
+sent, or parked in the outbox with its error when the endpoint refuses it for good. Imports
+``wire`` and ``store`` only: never ``receive`` or ``derive``.
 
 Modules: ``forwarder`` (``Forwarder``: the OTLP topic to an OTLP/HTTP endpoint, honouring
 ``Retry-After``), ``outbox`` (``OutboxWorker``: drain one topic, paced, with backoff),
