@@ -42,8 +42,8 @@ TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 SERVE = """
 import sys, uvicorn
 import ragsieve.collector
-from ragsieve.collector.app import create_app
-from ragsieve.collector.server import uvicorn_config
+from ragsieve.collector.serve.app import create_app
+from ragsieve.collector.serve.server import uvicorn_config
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.store import open_store
 print("collector from", ragsieve.collector.__file__, file=sys.stderr, flush=True)

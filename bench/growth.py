@@ -39,13 +39,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import ingest  # noqa: E402
 
-from ragsieve.collector import otlp  # noqa: E402
-from ragsieve.collector.normalize import derive  # noqa: E402
+from ragsieve.collector.derive.normalize import derive  # noqa: E402
+from ragsieve.collector.derive.settle import settle  # noqa: E402
+from ragsieve.collector.receive.signals import TRACES  # noqa: E402
 from ragsieve.collector.settings import CollectorSettings  # noqa: E402
-from ragsieve.collector.settle import settle  # noqa: E402
-from ragsieve.collector.signals import TRACES  # noqa: E402
-from ragsieve.collector.spans import SpanRow  # noqa: E402
 from ragsieve.collector.store.sqlite import SQLiteStore  # noqa: E402
+from ragsieve.collector.wire import traces  # noqa: E402
+from ragsieve.collector.wire.spans import SpanRow  # noqa: E402
 
 DAY = 86_400.0
 RAGSIEVE = str(Path(sys.executable).with_name("ragsieve"))
@@ -91,7 +91,7 @@ def window_interactions(store: SQLiteStore, factory: ingest.PayloadFactory, n: i
     """``n`` real derived records started within the last 24 h (their spans stored too)."""
     now = time.time()
     for k in range(0, n, 10):
-        dec = otlp.decode_traces(factory.make_raw(), "protobuf")
+        dec = traces.decode_traces(factory.make_raw(), "protobuf")
         store.write_spans(dec.spans, now=now)
         by_trace: dict[str, list[Any]] = {}
         for s in dec.spans:

@@ -29,14 +29,17 @@ import ingest  # noqa: E402
 
 # First match wins, checked from the innermost frame outwards.
 STEPS: list[tuple[str, tuple[str, ...]]] = [
-    ("gunzip", ("decompress (collector/otlp.py",)),
-    ("protobuf parse", ("_parse (collector/otlp.py", "_request (collector/otlp.py")),
-    ("span rows (validate, columns, bytes)", ("collector/otlp.py",)),
+    ("gunzip", ("decompress (collector/wire/codec.py",)),
+    ("protobuf parse", ("parse (collector/wire/codec.py", "_request (collector/wire/traces.py")),
+    (
+        "span rows (validate, columns, bytes)",
+        ("collector/wire/codec.py", "collector/wire/traces.py", "collector/wire/logs.py"),
+    ),
     ("SQLite commit (fsync)", ("SQLiteStore.transaction",)),
     ("store write: plan + bind + insert", ("store/base.py", "store/sql.py")),
-    ("settle (derive interactions)", ("collector/settle.py", "collector/normalize.py")),
-    ("writer queue/thread", ("collector/writer.py",)),
-    ("receiver (ours)", ("collector/receiver.py", "collector/intake.py", "collector/signals.py")),
+    ("settle (derive interactions)", ("derive/settle.py", "derive/normalize.py")),
+    ("writer queue/thread", ("receive/writer.py",)),
+    ("receiver (ours)", ("receive/receiver.py", "receive/intake.py", "receive/signals.py")),
     ("HTTP (uvicorn, httptools, h11, starlette)", ("uvicorn/", "h11/", "starlette/")),
     ("event loop, threads, anyio", ("asyncio/", "anyio/", "threading.py", "concurrent/")),
 ]

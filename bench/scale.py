@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fixtures_postgres import PG_USER, PostgresServer, find_pg_bin  # noqa: E402
 from ingest import PayloadFactory  # noqa: E402
 
-from ragsieve.collector.spans import SpanRecord  # noqa: E402
 from ragsieve.collector.store import open_store  # noqa: E402
+from ragsieve.collector.wire.spans import SpanRecord  # noqa: E402
 from ragsieve.evaluators.records import RagInteraction, RetrievedDocument  # noqa: E402
 
 RAGSIEVE = str(Path(sys.executable).with_name("ragsieve"))

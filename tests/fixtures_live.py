@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ragsieve.collector.app import create_app
-from ragsieve.collector.server import ServerThread
+from ragsieve.collector.serve.app import create_app
+from ragsieve.collector.serve.server import ServerThread
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.store import Store, open_store
 

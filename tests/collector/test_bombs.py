@@ -26,8 +26,8 @@ pytestmark = pytest.mark.skipif(
 SERVE = """
 import sys
 import uvicorn
-from ragsieve.collector.app import create_app
-from ragsieve.collector.server import uvicorn_config
+from ragsieve.collector.serve.app import create_app
+from ragsieve.collector.serve.server import uvicorn_config
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.store import open_store
 

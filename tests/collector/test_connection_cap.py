@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ragsieve.collector.app import create_app
-from ragsieve.collector.server import MAX_CONNECTIONS, ServerThread
+from ragsieve.collector.serve.app import create_app
+from ragsieve.collector.serve.server import MAX_CONNECTIONS, ServerThread
 from ragsieve.collector.settings import CollectorSettings
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ragsieve.collector.normalize import derive
+from ragsieve.collector.derive.normalize import derive
 from ragsieve.evaluators.records import RagInteraction, TokenUsage
 from ragsieve.evaluators.testing import FakeOpenAIServer
 

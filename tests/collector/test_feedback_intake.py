@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ragsieve.collector.settle import settle
-from ragsieve.collector.spans import SpanRecord
+from ragsieve.collector.derive.settle import settle
+from ragsieve.collector.wire.spans import SpanRecord
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 ROOT = "00000000000000a1"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ragsieve.collector.outbox import DEAD_LETTER_DELAY_S, OutboxWorker, Outcome
+from ragsieve.collector.forward.outbox import DEAD_LETTER_DELAY_S, OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
 
 NOW = 1_800_000_000.0

@@ -19,9 +19,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from ragsieve.collector.app import create_app
-from ragsieve.collector.forward import Forwarder
-from ragsieve.collector.server import ServerThread
+from ragsieve.collector.forward.forwarder import Forwarder
+from ragsieve.collector.serve.app import create_app
+from ragsieve.collector.serve.server import ServerThread
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.store import Store
 

@@ -20,9 +20,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ragsieve.collector.app import create_app
-from ragsieve.collector.forward import Forwarder, parse_retry_after
-from ragsieve.collector.server import ServerThread
+from ragsieve.collector.forward.forwarder import Forwarder, parse_retry_after
+from ragsieve.collector.serve.app import create_app
+from ragsieve.collector.serve.server import ServerThread
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.store import Store
 

@@ -30,9 +30,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 
-from ragsieve.collector.app import create_app
 from ragsieve.collector.instrument import llm_span, rag_span, retriever_span
-from ragsieve.collector.server import ServerThread
+from ragsieve.collector.serve.app import create_app
+from ragsieve.collector.serve.server import ServerThread
 from ragsieve.collector.settings import CollectorSettings
 
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

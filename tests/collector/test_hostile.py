@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ragsieve.collector.settle import settle
+from ragsieve.collector.derive.settle import settle
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 SPAN = "00000000000000a1"

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import tracefixtures as tf
 
-from ragsieve.collector.normalize import derive
+from ragsieve.collector.derive.normalize import derive
 from ragsieve.evaluators.records import Message, TokenUsage, content_chunk_id
 
 HASH = [content_chunk_id(c["content"]) for c in tf.CHUNKS]

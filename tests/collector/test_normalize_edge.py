@@ -10,8 +10,8 @@ import tracefixtures as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragsieve.collector.normalize import derive, local_root
-from ragsieve.collector.spans import SpanRecord
+from ragsieve.collector.derive.normalize import derive, local_root
+from ragsieve.collector.wire.spans import SpanRecord
 from ragsieve.evaluators.records import Feedback, content_chunk_id
 from ragsieve.evaluators.tools.limits import MAX_CHUNK_CHARS
 

@@ -17,7 +17,7 @@ from opentelemetry.trace import (
     set_span_in_context,
 )
 
-from ragsieve.collector.normalize import derive, local_root
+from ragsieve.collector.derive.normalize import derive, local_root
 from ragsieve.evaluators.records import TokenUsage
 
 

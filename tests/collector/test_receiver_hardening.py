@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ragsieve.collector.spans import SpanRecord
-from ragsieve.collector.writer import SpanWriter, WriteJob
+from ragsieve.collector.receive.writer import SpanWriter, WriteJob
+from ragsieve.collector.wire.spans import SpanRecord
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 

@@ -8,10 +8,10 @@ import time
 import pytest
 from test_store_contract import BACKENDS, interaction, span, tid
 
-from ragsieve.collector.retention import DAY_S, purge_expired
 from ragsieve.collector.settings import CollectorSettings
-from ragsieve.collector.spans import LogEvent
 from ragsieve.collector.store import Store
+from ragsieve.collector.store.retention import DAY_S, purge_expired
+from ragsieve.collector.wire.spans import LogEvent
 from ragsieve.evaluators.records import Feedback
 
 NOW = 1_800_000_000.0

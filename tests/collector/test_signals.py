@@ -11,16 +11,16 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from test_store_contract import BACKENDS
 
-from ragsieve.collector import otlp
+from ragsieve.collector.receive.signals import FORWARD_TOPIC, LOGS, TRACES
 from ragsieve.collector.settings import CollectorSettings
-from ragsieve.collector.signals import FORWARD_TOPIC, LOGS, TRACES
-from ragsieve.collector.spans import (
+from ragsieve.collector.store import Store
+from ragsieve.collector.wire import codec, traces
+from ragsieve.collector.wire.spans import (
     FLAG_HAS_IS_REMOTE,
     FLAG_PARENT_IS_REMOTE,
     SpanRecord,
     span_row,
 )
-from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import BadPayload, PayloadTooLarge
 
 TID = "5b8efff798038103d269b633813fc60c"
@@ -50,7 +50,7 @@ def _request(spans: list[dict[str, object]]) -> bytes:
 
 
 def _hex_to_b64(node: object) -> object:
-    return otlp._fix_ids(json.loads(json.dumps(node)))
+    return codec._fix_ids(json.loads(json.dumps(node)))
 
 
 def _span(span_id: str, parent: str = "", **extra: object) -> dict[str, object]:
@@ -96,14 +96,14 @@ SPANS = [
 
 def test_rows_keep_the_bytes_and_give_back_the_records() -> None:
     raw = _request(SPANS)
-    records, rows = otlp.decode_traces(raw, "protobuf"), otlp.decode_span_rows(raw, "protobuf")
+    records, rows = traces.decode_traces(raw, "protobuf"), traces.decode_span_rows(raw, "protobuf")
     assert (rows.rejected, rows.reasons) == (records.rejected, records.reasons)
     assert rows.reasons == ["invalid span_id"] and rows.rejected == 1
     assert len(rows.rows) == len(records.spans) == 4
     for record, row in zip(records.spans, rows.rows, strict=True):
         assert isinstance(row.body, bytes)
         assert row == span_row(record)._replace(body=row.body)  # same columns as a record's
-        assert otlp.span_from_bytes(row.body) == record
+        assert traces.span_from_bytes(row.body) == record
     assert [r.is_root for r in rows.rows] == [True, False, True, False]
     assert rows.request is not None
     assert len(rows.request.resource_spans[0].scope_spans[0].spans) == 4
@@ -112,9 +112,9 @@ def test_rows_keep_the_bytes_and_give_back_the_records() -> None:
 def test_repeated_attribute_keys_read_back_last_wins() -> None:
     kvs = [_kv("k", {"stringValue": "a"}), _kv("k", {"stringValue": "b"}), _kv("j", {})]
     raw = _request([_span("00000000000000c1", attributes=kvs)])
-    row = otlp.decode_span_rows(raw, "protobuf").rows[0]
+    row = traces.decode_span_rows(raw, "protobuf").rows[0]
     assert row.n_attributes == 3  # entries as sent (counting keys would cost 12% of ingest CPU)
-    assert otlp.span_from_bytes(row.body).attributes == {"k": "b", "j": None}
+    assert traces.span_from_bytes(row.body).attributes == {"k": "b", "j": None}
 
 
 def _with(record: SpanRecord, **changes: object) -> SpanRecord:
@@ -130,8 +130,8 @@ def any_store(request: pytest.FixtureRequest) -> Store:
 def test_stored_bytes_and_json_read_back_alike(any_store: Store) -> None:
     store = any_store
     raw = _request(SPANS[:2])
-    records = otlp.decode_traces(raw, "protobuf").spans
-    store.write_spans(otlp.decode_span_rows(raw, "protobuf").rows, now=1.0)
+    records = traces.decode_traces(raw, "protobuf").spans
+    store.write_spans(traces.decode_span_rows(raw, "protobuf").rows, now=1.0)
     assert store.spans_for_trace(TID) == sorted(records, key=lambda s: (s.start_ns, s.span_id))
     pb, body = store.query("SELECT pb, body FROM spans LIMIT 1")[0]
     assert bytes(pb) and body == ""  # the bytes once, no JSON copy
@@ -148,8 +148,8 @@ def test_nan_and_infinity_survive_the_store(store: Store) -> None:
         _kv("b", {"arrayValue": {"values": [{"doubleValue": "-Infinity"}]}}),
     ]
     raw = _request([_span("00000000000000b1", attributes=attrs)])
-    store.write_spans(otlp.decode_span_rows(raw, "protobuf").rows, now=1.0)
-    [record] = otlp.decode_traces(raw, "protobuf").spans
+    store.write_spans(traces.decode_span_rows(raw, "protobuf").rows, now=1.0)
+    [record] = traces.decode_traces(raw, "protobuf").spans
     store.write_spans([_with(record, span_id="00000000000000b2")], now=1.0)
     stored = store.spans_for_trace(TID)
     assert len(stored) == 2  # one from the bytes, one from a record's JSON

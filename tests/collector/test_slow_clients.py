@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ragsieve.collector.app import create_app
-from ragsieve.collector.server import ServerThread
+from ragsieve.collector.serve.app import create_app
+from ragsieve.collector.serve.server import ServerThread
 from ragsieve.collector.settings import CollectorSettings
 
 TRACE = "5b8efff798038103d269b633813fc60c"

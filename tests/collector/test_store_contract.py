@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ragsieve.collector.spans import LogEvent, SpanRecord
 from ragsieve.collector.store import Store, open_store
+from ragsieve.collector.wire.spans import LogEvent, SpanRecord
 from ragsieve.evaluators.records import Feedback, RagInteraction
 
 T0 = 1_700_000_000.0
@@ -400,7 +400,7 @@ def test_postgres_paced_forwarders_never_send_a_row_twice(pg_database: str) -> N
     # forwarder that claims the expired rows never re-sends what the first already sent.
     import asyncio
 
-    from ragsieve.collector.outbox import OutboxWorker, Outcome
+    from ragsieve.collector.forward.outbox import OutboxWorker, Outcome
     from ragsieve.collector.store.postgres import PostgresStore
 
     stores = [PostgresStore(pg_database, outbox_lease_s=1.0) for _ in range(2)]

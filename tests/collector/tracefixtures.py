@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ragsieve.collector.spans import (
+from ragsieve.collector.wire.spans import (
     FLAG_HAS_IS_REMOTE,
     FLAG_PARENT_IS_REMOTE,
     STATUS_ERROR,

@@ -6,7 +6,7 @@ import re
 import time
 from typing import Any
 
-from ragsieve.collector.settle import settle
+from ragsieve.collector.derive.settle import settle
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.records import RagInteraction
 from ragsieve.evaluators.testing import FakeOpenAIServer

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ragsieve.collector.outbound import MAX_RESPONSE_BYTES
+from ragsieve.collector.forward.outbound import MAX_RESPONSE_BYTES
 from ragsieve.collector.store.outbox_sql import OutboxItem
 from ragsieve.jobs.alerts.sinks import WebhookSender, send_direct
 from ragsieve.jobs.cli import cli

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from ragsieve.collector.retention import DAY_S
-from ragsieve.collector.spans import SpanRecord
 from ragsieve.collector.store import Store
+from ragsieve.collector.store.retention import DAY_S
 from ragsieve.collector.store.testing import temporary_store
+from ragsieve.collector.wire.spans import SpanRecord
 from ragsieve.jobs.run.run import run_once
 from ragsieve.jobs.settings import load_settings
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conversations import ChatTurn, send_conversation
 from test_run_support import KINDS, settings, wait_stored
 
-from ragsieve.collector.sessions import session_turns
+from ragsieve.collector.derive.sessions import session_turns
 from ragsieve.jobs.cli import cli
 from ragsieve.jobs.run.report import render_table
 from ragsieve.jobs.run.run import run_once

@@ -45,8 +45,8 @@ def serve(
     """Receive OTLP spans on /v1/traces and /v1/logs, feedback on /v1/feedback."""
     import uvicorn
 
-    from ragsieve.collector.app import create_app
-    from ragsieve.collector.server import bind_socket, uvicorn_config
+    from ragsieve.collector.serve.app import create_app
+    from ragsieve.collector.serve.server import bind_socket, uvicorn_config
     from ragsieve.collector.store import masked_url, open_store
 
     settings = obj.settings(
@@ -79,7 +79,7 @@ def serve(
 
 def check_grpc_port(host: str, port: int) -> None:
     """Refuse a gRPC port in use before anything prints (0 = gRPC off; nothing to check)."""
-    from ragsieve.collector.server import bind_socket
+    from ragsieve.collector.serve.server import bind_socket
 
     if port:
         bind_socket(host, port, what="--grpc-port").close()
@@ -151,7 +151,7 @@ def list_cmd(
     obj: SettingsSource, store: str | None, since: str | None, limit: int, as_json: bool
 ) -> None:
     """List interactions, newest first."""
-    from ragsieve.collector.settle import settling_note
+    from ragsieve.collector.derive.settle import settling_note
     from ragsieve.collector.timeutil import parse_duration
 
     lo = datetime.now(UTC) - parse_duration(since) if since else None
@@ -194,7 +194,7 @@ def show_cmd(
     as_json: bool,
 ) -> None:
     """Print one interaction as JSON, or (``--session``) the turns of its conversation."""
-    from ragsieve.collector.sessions import latest_verdicts, session_turns
+    from ragsieve.collector.derive.sessions import latest_verdicts, session_turns
 
     if (trace_id is None) == (session_id is None):
         raise click.UsageError("give a TRACE_ID or --session ID")
@@ -226,7 +226,7 @@ def show_cmd(
 
 def session_rows(turns: list[Any], verdicts: dict[str, Any]) -> list[dict[str, Any]]:
     """One dict per turn of a session: position, ids, question, answer and latest verdict."""
-    from ragsieve.collector.sessions import turn_number
+    from ragsieve.collector.derive.sessions import turn_number
 
     rows = []
     for i, rec in enumerate(turns, start=1):

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragsieve.collector.otlp import span_from_bytes
-from ragsieve.collector.spans import (
+from ragsieve.collector.store.interactions_sql import InteractionsMixin
+from ragsieve.collector.store.outbox_sql import OutboxItem, OutboxMixin
+from ragsieve.collector.store.sql import Cursor, SQLBase, _digest, _now
+from ragsieve.collector.wire.spans import (
     LogEvent,
     SpanRecord,
     SpanRow,
@@ -22,9 +24,7 @@ from ragsieve.collector.spans import (
     nonfinite,
     span_row,
 )
-from ragsieve.collector.store.interactions_sql import InteractionsMixin
-from ragsieve.collector.store.outbox_sql import OutboxItem, OutboxMixin
-from ragsieve.collector.store.sql import Cursor, SQLBase, _digest, _now
+from ragsieve.collector.wire.traces import span_from_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +134,7 @@ class SQLStore(InteractionsMixin, OutboxMixin):
         """Upsert spans and queue forwards in one transaction: durable when this returns.
 
         A duplicate keeps the copy with the later end time, then the one with more attributes.
-        ``spans`` are records or ready rows (the receiver's, see ``otlp.decode_span_rows``);
+        ``spans`` are records or ready rows (the receiver's, see ``wire.traces.decode_span_rows``);
         ``bodies`` the pre-encoded JSON of each record (same order). ``forward`` holds
         ``(topic, payload, content_type, n_items)`` outbox rows.
         """

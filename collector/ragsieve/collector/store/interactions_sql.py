@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ragsieve.collector.feedback import load_stored
 from ragsieve.collector.store.sql import SQLBase, _now
+from ragsieve.collector.wire.feedback import load_stored
 from ragsieve.evaluators.records import Feedback, RagInteraction
 
 

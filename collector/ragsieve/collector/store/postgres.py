@@ -13,7 +13,6 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ragsieve.collector.spans import LogEvent, SpanRecord, SpanRow
 from ragsieve.collector.store.base import (
     Cursor,
     Forward,
@@ -23,6 +22,7 @@ from ragsieve.collector.store.base import (
     _now,
 )
 from ragsieve.collector.store.migrations import MIGRATIONS
+from ragsieve.collector.wire.spans import LogEvent, SpanRecord, SpanRow
 from ragsieve.evaluators.errors import ConfigError, StoreError
 from ragsieve.evaluators.records import RagInteraction
 

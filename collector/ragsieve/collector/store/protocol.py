@@ -16,10 +16,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from ragsieve.collector.spans import LogEvent, SpanRecord, SpanRow
     from ragsieve.collector.store.base import SpanWrite
     from ragsieve.collector.store.outbox_sql import OutboxItem
     from ragsieve.collector.store.sql import Cursor
+    from ragsieve.collector.wire.spans import LogEvent, SpanRecord, SpanRow
     from ragsieve.evaluators.records import Feedback, RagInteraction
 
 

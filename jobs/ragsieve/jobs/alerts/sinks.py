@@ -2,7 +2,7 @@
 
 Each event is queued as one outbox row per configured sink (topics ``alerts_webhook`` and
 ``alerts_slack``) in the same transaction as the alert state, then delivered by the shared
-:class:`~ragsieve.collector.outbox.OutboxWorker`: exponential backoff with jitter (or the
+:class:`~ragsieve.collector.forward.outbox.OutboxWorker`: exponential backoff with jitter (or the
 receiver's ``Retry-After``), a refused connection, 408, 429 and 5xx retried, other 4xx parked as
 dead letters. A receiver that is down loses nothing: the rows wait for the next run.
 
@@ -25,9 +25,8 @@ from typing import Any
 
 import httpx
 
-from ragsieve.collector import outbound
-from ragsieve.collector.forward import parse_retry_after
-from ragsieve.collector.outbox import OutboxWorker, Outcome
+from ragsieve.collector.forward.forwarder import outbound, parse_retry_after
+from ragsieve.collector.forward.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
 from ragsieve.jobs.alerts.state import Event
 from ragsieve.jobs.settings.alerts import AlertSettings

@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragsieve.collector.app import create_app
-from ragsieve.collector.server import ServerThread
-from ragsieve.collector.settle import settle
+from ragsieve.collector.derive.settle import settle
+from ragsieve.collector.serve.app import create_app
+from ragsieve.collector.serve.server import ServerThread
 from ragsieve.collector.store import open_store
 from ragsieve.evaluators.records import utcnow
 from ragsieve.jobs.demo.scorecard import Floors, Scorecard, score

@@ -38,7 +38,7 @@ def _rows(
     limit: int | None,
     session: str | None = None,
 ) -> list[dict[str, Any]]:
-    from ragsieve.collector.sessions import session_turns
+    from ragsieve.collector.derive.sessions import session_turns
     from ragsieve.collector.timeutil import parse_duration
     from ragsieve.jobs.results.resultstore import list_results
 

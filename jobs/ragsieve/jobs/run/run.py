@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ragsieve.collector.retention import purge_expired
-from ragsieve.collector.settle import settle, settling_note
+from ragsieve.collector.derive.settle import settle, settling_note
 from ragsieve.collector.store import Store
+from ragsieve.collector.store.retention import purge_expired
 from ragsieve.collector.timeutil import parse_duration
 from ragsieve.evaluators.judges import Judge
 from ragsieve.evaluators.records import RagInteraction, utcnow

@@ -1,7 +1,7 @@
 """Failure rates by turn position: first turns against follow-ups, and by how deep the turn is.
 
 A turn's position is read from the conversation its generation step was given
-(``ragsieve.collector.sessions.turn_number``): turn 1 has no earlier user turn in its prompt.
+(``ragsieve.collector.derive.sessions.turn_number``): turn 1 has no earlier user turn in its prompt.
 Each decided pick keeps its weight ``N_h / (m_h * u_i)`` from the run's failure rate, so the
 rate of a position is the same Hajek ratio as any other domain (``run.breakdown``): a team sees
 whether long conversations degrade on the whole traffic, not on the sample's mix.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ragsieve.collector.sessions import turn_number
+from ragsieve.collector.derive.sessions import turn_number
 from ragsieve.evaluators.records import RagInteraction
 from ragsieve.jobs.run import breakdown
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from ragsieve.collector.server import ServerThread
+    from ragsieve.collector.serve.server import ServerThread
     from ragsieve.collector.store import Store
     from ragsieve.jobs.settings import Settings
 
@@ -46,8 +46,8 @@ def serve_and_schedule(
 
 def _collector(settings: Settings, store: Store, token: str | None) -> tuple[ServerThread, Any]:
     """The collector app and its server thread (not started)."""
-    from ragsieve.collector.app import create_app
-    from ragsieve.collector.server import ServerThread
+    from ragsieve.collector.serve.app import create_app
+    from ragsieve.collector.serve.server import ServerThread
 
     cfg = settings.collector
     app = create_app(store, cfg, token=token, grpc_port=cfg.grpc_port or None)

@@ -25,9 +25,8 @@ from typing import Any
 
 import httpx
 
-from ragsieve.collector import outbound
-from ragsieve.collector.forward import parse_retry_after
-from ragsieve.collector.outbox import OutboxWorker, Outcome
+from ragsieve.collector.forward.forwarder import outbound, parse_retry_after
+from ragsieve.collector.forward.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
 from ragsieve.evaluators.judges.thresholds import calibration_id
 from ragsieve.evaluators.records import EvalResult

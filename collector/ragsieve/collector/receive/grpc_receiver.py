@@ -17,7 +17,7 @@ stream with ``DEADLINE_EXCEEDED``. One connection holds at most
 Memory is bounded as over HTTP. grpc's own decompression is off: it would inflate a message
 whole, on every stream at once, before this module sees it (40 concurrent 70 MiB gzip bombs
 held 2.4 GB). A message arrives as it was sent, at most :func:`grpc_message_limit` bytes on the
-wire, and is inflated here by :func:`ragsieve.collector.otlp.decompress`, every step charged
+wire, and is inflated here by :func:`ragsieve.collector.wire.codec.decompress`, every step charged
 to the byte budget HTTP shares (``max_inflight_bytes``; ``RESOURCE_EXHAUSTED`` when others hold
 it) and stopped past ``max_body_bytes`` (``INVALID_ARGUMENT``, which exporters do not retry).
 A message over ``max_body_bytes`` on the wire is ``INVALID_ARGUMENT`` too; past the limit grpc
@@ -25,7 +25,7 @@ itself answers ``RESOURCE_EXHAUSTED``, its own status.
 
 It runs on the HTTP server's event loop, started and stopped by the app's lifespan, so both
 share one writer, one decode pool and one byte budget. Requests arrive as raw bytes and are
-decoded by :mod:`ragsieve.collector.otlp`, exactly as protobuf bodies over HTTP are.
+decoded by :mod:`ragsieve.collector.wire.traces`, exactly as protobuf bodies over HTTP are.
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 from grpc import aio
 
-from ragsieve.collector import otlp
-from ragsieve.collector.intake import BODY_DEADLINE_S, Busy, ByteBudget
-from ragsieve.collector.receiver import Counters
+from ragsieve.collector.receive.intake import BODY_DEADLINE_S, Busy, ByteBudget
+from ragsieve.collector.receive.receiver import Counters
+from ragsieve.collector.receive.signals import LOGS, TRACES, Decoded, Signal
+from ragsieve.collector.receive.writer import SpanWriter, WriteRefused, commit
 from ragsieve.collector.settings import CollectorSettings
-from ragsieve.collector.signals import LOGS, TRACES, Decoded, Signal
-from ragsieve.collector.writer import SpanWriter, WriteRefused, commit
+from ragsieve.collector.wire import codec
 from ragsieve.evaluators.errors import BadPayload, ConfigError, PayloadTooLarge
 
 log = logging.getLogger(__name__)
@@ -206,14 +206,14 @@ def sent_encoding(raw: bytes) -> str | None:
 
 
 def inflate(raw: bytes, limit: int, charge: Callable[[int], None]) -> bytes:
-    """``raw`` decompressed within ``limit`` bytes, each step charged first (see otlp.decompress).
+    """``raw`` decompressed within ``limit`` bytes, each step charged first (see codec.decompress).
 
     A zlib-looking start that does not inflate is taken as plain protobuf (an unknown field 15
     can begin one); a gzip one that does not is refused.
     """
     encoding = sent_encoding(raw)
     try:
-        return otlp.decompress(raw, encoding, limit, charge)
+        return codec.decompress(raw, encoding, limit, charge)
     except PayloadTooLarge:
         raise
     except BadPayload:

@@ -1,8 +1,9 @@
 """The OTLP/HTTP receiver as an ASGI app: /v1/traces, /v1/logs, /v1/feedback, health probes.
 
-The routes are thin: each hands its request to the :class:`~ragsieve.collector.receiver.Receiver`
-the lifespan builds around the open store (with the writer thread, the decode pool and, when
-configured, the gRPC server, the settler and the forwarder).
+The routes are thin: each hands its request to the
+:class:`~ragsieve.collector.receive.receiver.Receiver` the lifespan builds around the open store
+(with the writer thread, the decode pool and, when configured, the gRPC server, the settler and
+the forwarder).
 """
 
 from __future__ import annotations
@@ -20,13 +21,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ragsieve.collector.intake import BODY_DEADLINE_S, BODY_IDLE_S, DECODE_THREADS, ByteBudget
-from ragsieve.collector.receiver import Counters, Receiver
+from ragsieve.collector.derive.settle import settle
+from ragsieve.collector.receive.intake import (
+    BODY_DEADLINE_S,
+    BODY_IDLE_S,
+    DECODE_THREADS,
+    ByteBudget,
+)
+from ragsieve.collector.receive.receiver import Counters, Receiver
+from ragsieve.collector.receive.signals import FORWARD_TOPIC, LOGS, TRACES
+from ragsieve.collector.receive.writer import SpanWriter
 from ragsieve.collector.settings import CollectorSettings
-from ragsieve.collector.settle import settle
-from ragsieve.collector.signals import FORWARD_TOPIC, LOGS, TRACES
 from ragsieve.collector.store import Store
-from ragsieve.collector.writer import SpanWriter
 
 log = logging.getLogger(__name__)
 ForwarderFactory = Callable[[Store, CollectorSettings], Any]
@@ -133,7 +139,7 @@ async def _background(
         tasks.append(asyncio.create_task(_settle_loop(store, cfg)))
     grpc_server = None
     if grpc_port is not None:
-        from ragsieve.collector.grpc_receiver import GrpcReceiver, start_grpc
+        from ragsieve.collector.receive.grpc_receiver import GrpcReceiver, start_grpc
 
         grpc_rx = GrpcReceiver(cfg, rx.writer, rx.decode_slots, rx.budget, rx.counters, rx.token)
         app.state.grpc_receiver = grpc_rx
@@ -171,7 +177,7 @@ async def _settle_loop(store: Store, cfg: CollectorSettings) -> None:
 
 
 def _default_forwarder(store: Store, cfg: CollectorSettings) -> Any:
-    from ragsieve.collector.forward import Forwarder
+    from ragsieve.collector.forward.forwarder import Forwarder
 
     if cfg.forward_otlp is None:  # pragma: no cover - guarded by the caller
         raise ValueError("forward_otlp is not set")

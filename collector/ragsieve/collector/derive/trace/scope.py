@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from ragsieve.collector.classify import CONTEXT_ROLES, PIPELINE_ROLES, TraceTree, parent_of
-from ragsieve.collector.spans import SpanRecord
+from ragsieve.collector.derive.trace.classify import (
+    CONTEXT_ROLES,
+    PIPELINE_ROLES,
+    TraceTree,
+    parent_of,
+)
+from ragsieve.collector.wire.spans import SpanRecord
 
 MAX_PIPELINES = 5
 AGENTIC_ROLES = frozenset({"AGENT", "TOOL"})

@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ragsieve.collector.attrs import as_float, as_str, cap, get_str, mapping, unflatten
-from ragsieve.collector.classify import TraceTree
-from ragsieve.collector.genai import event_attrs, event_name
-from ragsieve.collector.spans import STATUS_ERROR, LogEvent, SpanRecord
+from ragsieve.collector.derive.trace.attrs import as_float, as_str, cap, get_str, mapping, unflatten
+from ragsieve.collector.derive.trace.classify import TraceTree
+from ragsieve.collector.derive.trace.genai import event_attrs, event_name
+from ragsieve.collector.wire.spans import STATUS_ERROR, LogEvent, SpanRecord
 from ragsieve.evaluators.records import Feedback, SpanError
 
 FEEDBACK_NAMES = frozenset(

@@ -2,8 +2,8 @@
 
 :class:`Receiver` is built by the app's lifespan around the open writer; each route calls one of
 its methods. Every signal goes through :meth:`Receiver.ingest`: authorize, read the body within
-its limits, decode it in a worker thread (:mod:`ragsieve.collector.signals`), wait for the commit,
-answer. The same error always gets the same status, whichever signal it came from.
+its limits, decode it in a worker thread (:mod:`ragsieve.collector.receive.signals`), wait for
+the commit, answer. The same error always gets the same status, whichever signal it came from.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from ragsieve.collector import otlp
-from ragsieve.collector.feedback import parse_feedback, require_json
-from ragsieve.collector.intake import BodyTimeout, Busy, ByteBudget, Claim, read_body
+from ragsieve.collector.receive.intake import BodyTimeout, Busy, ByteBudget, Claim, read_body
+from ragsieve.collector.receive.signals import Decoded, Signal
+from ragsieve.collector.receive.writer import SpanWriter, WriteRefused, commit
 from ragsieve.collector.settings import CollectorSettings
-from ragsieve.collector.signals import Decoded, Signal
 from ragsieve.collector.store import Store
-from ragsieve.collector.writer import SpanWriter, WriteRefused, commit
+from ragsieve.collector.wire import codec
+from ragsieve.collector.wire.feedback import parse_feedback, require_json
 from ragsieve.evaluators.errors import BadPayload, PayloadTooLarge, StoreError
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class Receiver:
     async def ingest(self, request: Request, signal: Signal) -> Response:
         """Store one OTLP/HTTP request of ``signal``; the 2xx means every item is durable."""
         try:
-            encoding = otlp.media_encoding(request.headers.get("content-type"))
+            encoding = codec.media_encoding(request.headers.get("content-type"))
         except BadPayload as exc:
             return self._error("json", exc.status_code, str(exc))
         if not self._authorized(request):
@@ -98,7 +98,7 @@ class Receiver:
             claim.release()
 
     async def _within_inflight(
-        self, request: Request, signal: Signal, encoding: otlp.Encoding, raw: bytes, claim: Claim
+        self, request: Request, signal: Signal, encoding: codec.Encoding, raw: bytes, claim: Claim
     ) -> Response:
         if self.counters.inflight >= self.cfg.max_inflight_requests:
             return self._overloaded(encoding, 429, "too many requests in flight")
@@ -113,13 +113,13 @@ class Receiver:
     async def _decode(
         self,
         signal: Signal,
-        encoding: otlp.Encoding,
+        encoding: codec.Encoding,
         raw: bytes,
         content_encoding: str | None,
         claim: Claim,
     ) -> Decoded:
         def work() -> Decoded:
-            body = otlp.decompress(raw, content_encoding, self.cfg.max_body_bytes, claim.charge)
+            body = codec.decompress(raw, content_encoding, self.cfg.max_body_bytes, claim.charge)
             return signal.decode(body, encoding, self.cfg)
 
         try:
@@ -130,7 +130,7 @@ class Receiver:
             # piled up gigabytes that way. Drop those frames now.
             raise exc.with_traceback(None) from None
 
-    async def _store(self, signal: Signal, encoding: otlp.Encoding, decoded: Decoded) -> Response:
+    async def _store(self, signal: Signal, encoding: codec.Encoding, decoded: Decoded) -> Response:
         job = decoded.job
         if job.spans or job.log_events:
             try:
@@ -141,7 +141,7 @@ class Receiver:
                 return self._error(encoding, 400, str(exc))
         self.counters.count(signal.name, decoded)
         body = signal.respond(encoding, decoded.rejected, decoded.message)
-        return Response(body, media_type=otlp.content_type_for(encoding))
+        return Response(body, media_type=codec.content_type_for(encoding))
 
     # -- feedback and probes ---------------------------------------------------------------------
     async def feedback(self, request: Request) -> Response:
@@ -219,16 +219,16 @@ class Receiver:
         return JSONResponse({"error": str(exc)}, status_code=408, headers={"Connection": "close"})
 
     def _error(
-        self, encoding: otlp.Encoding, status: int, message: str, **headers: str
+        self, encoding: codec.Encoding, status: int, message: str, **headers: str
     ) -> Response:
         return Response(
-            otlp.status_body(encoding, _GRPC_CODES.get(status, 2), message),
+            codec.status_body(encoding, _GRPC_CODES.get(status, 2), message),
             status_code=status,
-            media_type=otlp.content_type_for(encoding),
+            media_type=codec.content_type_for(encoding),
             headers=headers,
         )
 
-    def _overloaded(self, encoding: otlp.Encoding, status: int, message: str) -> Response:
+    def _overloaded(self, encoding: codec.Encoding, status: int, message: str) -> Response:
         return self._error(
             encoding, status, message, **{"Retry-After": str(self.cfg.retry_after_s)}
         )

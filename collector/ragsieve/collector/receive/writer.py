@@ -14,8 +14,8 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from ragsieve.collector.spans import LogEvent, SpanRecord, SpanRow
 from ragsieve.collector.store import SpanWrite, Store
+from ragsieve.collector.wire.spans import LogEvent, SpanRecord, SpanRow
 from ragsieve.evaluators.errors import StoreError
 
 log = logging.getLogger(__name__)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ragsieve.collector import extract as ex
-from ragsieve.collector.attrs import as_bool, as_float, as_str, mapping, parse_object
-from ragsieve.collector.classify import TraceTree
-from ragsieve.collector.genai import event_name, event_time
-from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.collector.derive.fields import extract as ex
+from ragsieve.collector.derive.trace.attrs import as_bool, as_float, as_str, mapping, parse_object
+from ragsieve.collector.derive.trace.classify import TraceTree
+from ragsieve.collector.derive.trace.genai import event_name, event_time
+from ragsieve.collector.wire.spans import LogEvent, SpanRecord
 from ragsieve.evaluators.records import Convention, Message, Prompt
 
 FIRST_TOKEN_EVENT = "First Token Stream Event"

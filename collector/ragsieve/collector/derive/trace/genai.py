@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragsieve.collector.attrs import (
+from ragsieve.collector.derive.trace.attrs import (
     as_float,
     as_str,
     cap,
@@ -16,7 +16,7 @@ from ragsieve.collector.attrs import (
     text_of,
     unflatten,
 )
-from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.collector.wire.spans import LogEvent, SpanRecord
 from ragsieve.evaluators.records import Message
 
 CONTENT_KEYS = ("content", "text", "page_content", "document", "chunk", "body")

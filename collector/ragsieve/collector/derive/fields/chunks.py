@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ragsieve.collector.attrs import (
+from ragsieve.collector.derive.fields.extract import QUESTION_KEYS, value_text
+from ragsieve.collector.derive.trace.attrs import (
     KNOWN_LENGTH_LIMITS,
     MAX_TEXT_CHARS,
     as_float,
@@ -20,16 +21,15 @@ from ragsieve.collector.attrs import (
     parse_object,
     unflatten,
 )
-from ragsieve.collector.classify import TraceTree
-from ragsieve.collector.extract import QUESTION_KEYS, value_text
-from ragsieve.collector.genai import retrieval_documents
-from ragsieve.collector.spans import SpanRecord
-from ragsieve.collector.taskio import (
+from ragsieve.collector.derive.trace.classify import TraceTree
+from ragsieve.collector.derive.trace.genai import retrieval_documents
+from ragsieve.collector.derive.trace.taskio import (
     TASK_INPUT_KEYS,
     first_key,
     serialized_document_ids,
     task_documents,
 )
+from ragsieve.collector.wire.spans import SpanRecord
 from ragsieve.evaluators.records import RetrievalStage, RetrievedDocument, Stage, content_chunk_id
 
 ID_KEYS = ("chunk_id", "id", "node_id", "_id", "uuid", "pk", "vector_id")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from ragsieve.collector import outcome
-from ragsieve.collector.assemble import Assembly
-from ragsieve.collector.classify import TraceTree, local_root
-from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.collector.derive.assemble import Assembly
+from ragsieve.collector.derive.fields import outcome
+from ragsieve.collector.derive.trace.classify import TraceTree, local_root
+from ragsieve.collector.wire.spans import LogEvent, SpanRecord
 from ragsieve.evaluators.records import Feedback, RagInteraction
 
 __all__ = ["derive", "local_root"]

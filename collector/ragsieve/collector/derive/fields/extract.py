@@ -1,13 +1,12 @@
-"""Field extractors over classified spans: question, prompt, answer, model, tokens and identity."""
+"""Field extractors over classified spans: question, prompt, answer, model and tokens."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragsieve.collector.attrs import (
+from ragsieve.collector.derive.trace.attrs import (
     as_float,
     as_int,
     as_str,
@@ -16,21 +15,20 @@ from ragsieve.collector.attrs import (
     is_redacted,
     mapping,
     parse_json,
-    parse_lenient,
     parse_object,
     text_of,
     unflatten,
 )
-from ragsieve.collector.classify import TraceTree
-from ragsieve.collector.genai import (
+from ragsieve.collector.derive.trace.classify import TraceTree
+from ragsieve.collector.derive.trace.genai import (
     genai_messages,
     log_messages,
     openllmetry_messages,
     span_event_messages,
     system_instructions,
 )
-from ragsieve.collector.spans import LogEvent, SpanRecord
-from ragsieve.collector.taskio import MODEL_KEYS, usage_details
+from ragsieve.collector.derive.trace.taskio import MODEL_KEYS, usage_details
+from ragsieve.collector.wire.spans import LogEvent, SpanRecord
 from ragsieve.evaluators.records import Message, Prompt, TokenUsage
 
 QUESTION_KEYS = (
@@ -350,69 +348,3 @@ def cost(leaves: Sequence[SpanRecord]) -> float | None:
     values = [as_float(mapping(s.attributes).get("llm.cost.total")) for s in leaves]
     known = [v for v in values if v is not None]
     return sum(known) if known else None
-
-
-def identity(
-    tree: TraceTree, root: SpanRecord | None
-) -> tuple[str | None, str | None, tuple[str, ...], dict[str, Any]]:
-    """(session_id, user_id, tags, merged metadata) per SPAN_SPEC §3.4.9 (root wins)."""
-    metadata: dict[str, Any] = {}
-    tags: list[str] = []
-    sessions: Counter[str] = Counter()
-    ordered = [s for s in tree.spans if s is not root] + ([root] if root else [])
-    for span in ordered:
-        attrs = mapping(span.attributes)
-        meta = (
-            parse_object(attrs.get("metadata"))
-            or parse_object(attrs.get("langfuse.trace.metadata"))
-            or {}
-        )
-        metadata.update(meta)
-        for key in ("tag.tags", "langfuse.trace.tags"):
-            raw = attrs.get(key)
-            raw = parse_lenient(raw) if isinstance(raw, str) else raw
-            for tag in raw if isinstance(raw, list) else []:
-                if isinstance(tag, str) and tag not in tags:
-                    tags.append(tag)
-        if sid := get_str(attrs, "session.id"):
-            sessions[sid] += 1
-    rattrs = mapping(root.attributes) if root else {}
-    session = get_str(rattrs, "session.id") or (sessions.most_common(1)[0][0] if sessions else None)
-    session = session or _any_attr(
-        tree,
-        (
-            "gen_ai.conversation.id",
-            "langfuse.session.id",
-            "traceloop.association.properties.session_id",
-        ),
-    )
-    session = session or next(
-        (
-            as_str(metadata.get(k))
-            for k in ("session_id", "conversation_id", "thread_id")
-            if as_str(metadata.get(k))
-        ),
-        None,
-    )
-    user = (
-        get_str(rattrs, "user.id")
-        or _any_attr(
-            tree,
-            (
-                "user.id",
-                "enduser.id",
-                "langfuse.user.id",
-                "traceloop.association.properties.user_id",
-            ),
-        )
-        or as_str(metadata.get("user_id"))
-    )
-    return session, user, tuple(tags), metadata
-
-
-def _any_attr(tree: TraceTree, keys: Sequence[str]) -> str | None:
-    for key in keys:
-        for span in tree.spans:
-            if value := get_str(mapping(span.attributes), key):
-                return value
-    return None

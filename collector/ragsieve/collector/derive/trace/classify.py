@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragsieve.collector.attrs import as_str, has_prefix, mapping
-from ragsieve.collector.spans import SpanRecord
+from ragsieve.collector.derive.trace.attrs import as_str, has_prefix, mapping
+from ragsieve.collector.wire.spans import SpanRecord
 
 KNOWN_ROLES = frozenset(
     {

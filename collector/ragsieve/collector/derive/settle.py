@@ -24,7 +24,7 @@ def settle(
     ``max_wait_s`` passed since its first span. Spans arriving while a trace is derived make the
     save a no-op, and the trace settles again later.
     """
-    from ragsieve.collector.normalize import derive
+    from ragsieve.collector.derive.normalize import derive
 
     now = time.time() if now is None else now
     saved = 0

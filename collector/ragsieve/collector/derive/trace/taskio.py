@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ragsieve.collector.attrs import as_int, as_str, mapping, parse_json, parse_object
-from ragsieve.collector.genai import lc_document, retrieval_documents
-from ragsieve.collector.spans import SpanRecord
+from ragsieve.collector.derive.trace.attrs import as_int, as_str, mapping, parse_json, parse_object
+from ragsieve.collector.derive.trace.genai import lc_document, retrieval_documents
+from ragsieve.collector.wire.spans import SpanRecord
 from ragsieve.evaluators.records import content_chunk_id
 
 TASK_INPUT_KEYS = ("traceloop.entity.input", "gen_ai.task.input", "langfuse.observation.input")

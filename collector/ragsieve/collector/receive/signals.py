@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ragsieve.collector import otlp
+from ragsieve.collector.receive.writer import WriteJob
 from ragsieve.collector.settings import CollectorSettings
-from ragsieve.collector.writer import WriteJob
+from ragsieve.collector.wire import codec
+from ragsieve.collector.wire import logs as otlp_logs
+from ragsieve.collector.wire import traces as otlp_traces
 from ragsieve.evaluators.errors import PayloadTooLarge
 
 FORWARD_TOPIC = "otlp"
@@ -27,13 +29,13 @@ class Decoded:
     message: str = ""
 
 
-def decode_traces(body: bytes, encoding: otlp.Encoding, cfg: CollectorSettings) -> Decoded:
+def decode_traces(body: bytes, encoding: codec.Encoding, cfg: CollectorSettings) -> Decoded:
     """A traces request as store rows, plus its outbox row when forwarding is on.
 
     The forwarded payload is the body as received when nothing was rejected (protobuf), else the
     request re-encoded without the rejected spans.
     """
-    dec = otlp.decode_span_rows(body, encoding)
+    dec = otlp_traces.decode_span_rows(body, encoding)
     if len(dec.rows) > cfg.max_spans_per_request:
         raise PayloadTooLarge(
             f"{len(dec.rows)} spans in one request; the limit is"
@@ -42,15 +44,15 @@ def decode_traces(body: bytes, encoding: otlp.Encoding, cfg: CollectorSettings) 
     job = WriteJob(spans=list(dec.rows))
     if cfg.forward_otlp and dec.rows and dec.request is not None:
         as_received = encoding == "protobuf" and not dec.rejected
-        payload = body if as_received else otlp.as_protobuf(dec.request)
+        payload = body if as_received else codec.as_protobuf(dec.request)
         job.forward.append((FORWARD_TOPIC, payload, "application/x-protobuf", len(dec.rows)))
-    return Decoded(job, dec.rejected, otlp.rejection_message(dec.reasons, dec.rejected))
+    return Decoded(job, dec.rejected, codec.rejection_message(dec.reasons, dec.rejected))
 
 
-def decode_logs(body: bytes, encoding: otlp.Encoding, cfg: CollectorSettings) -> Decoded:
+def decode_logs(body: bytes, encoding: codec.Encoding, cfg: CollectorSettings) -> Decoded:
     """A logs request: the GenAI content events it carries."""
-    logs = otlp.decode_logs(body, encoding)
-    message = otlp.rejection_message(logs.reasons, logs.rejected)
+    logs = otlp_logs.decode_logs(body, encoding)
+    message = codec.rejection_message(logs.reasons, logs.rejected)
     return Decoded(WriteJob(log_events=logs.events), logs.rejected, message)
 
 
@@ -59,11 +61,11 @@ class Signal:
     """A signal's name (in logs), its decoder and its success response."""
 
     name: str
-    decode: Callable[[bytes, otlp.Encoding, CollectorSettings], Decoded]
-    respond: Callable[[otlp.Encoding, int, str], bytes]
+    decode: Callable[[bytes, codec.Encoding, CollectorSettings], Decoded]
+    respond: Callable[[codec.Encoding, int, str], bytes]
 
 
-TRACES = Signal("traces", decode_traces, otlp.trace_response)
-LOGS = Signal("logs", decode_logs, otlp.logs_response)
+TRACES = Signal("traces", decode_traces, codec.trace_response)
+LOGS = Signal("logs", decode_logs, codec.logs_response)
 
 __all__ = ["FORWARD_TOPIC", "LOGS", "TRACES", "Decoded", "Signal", "decode_logs", "decode_traces"]

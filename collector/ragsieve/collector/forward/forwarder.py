@@ -11,9 +11,10 @@ from collections.abc import Mapping
 
 import httpx
 
-from ragsieve.collector import otlp, outbound
-from ragsieve.collector.outbox import OutboxWorker, Outcome
+from ragsieve.collector.forward import outbound
+from ragsieve.collector.forward.outbox import OutboxWorker, Outcome
 from ragsieve.collector.store import OutboxItem, Store
+from ragsieve.collector.wire import codec, traces
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,10 @@ def _to_protobuf(item: OutboxItem) -> bytes:
     if item.content_type.split(";")[0].strip().lower() in (PROTOBUF, "application/protobuf"):
         return item.payload
     # Phoenix's endpoint takes protobuf only; rows queued as OTLP/JSON are re-encoded.
-    decoded = otlp.decode_traces(item.payload, "json")
+    decoded = traces.decode_traces(item.payload, "json")
     if decoded.request is None:
         raise ValueError("JSON payload has no request to re-encode")
-    return otlp.as_protobuf(decoded.request)
+    return codec.as_protobuf(decoded.request)
 
 
 class Forwarder:

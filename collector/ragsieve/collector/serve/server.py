@@ -3,7 +3,7 @@
 uvicorn drops idle keep-alive connections but has no deadline for a request's headers: a client
 that opens a socket and trickles half a request line holds it for ever. :func:`uvicorn_config`
 adds one (:data:`HEADER_TIMEOUT_S`) by wrapping uvicorn's HTTP/1.1 protocol class; the receiver
-itself bounds the time to read a body (:mod:`ragsieve.collector.intake`).
+itself bounds the time to read a body (:mod:`ragsieve.collector.receive.intake`).
 
 uvicorn's connection cap (``limit_concurrency``, our ``max_connections``) counts every open
 socket, so clients that keep reconnecting and sending their headers slowly kept it full: each

@@ -5,16 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ragsieve.collector import extract as ex
-from ragsieve.collector import outcome
-from ragsieve.collector.attrs import (
-    KNOWN_LENGTH_LIMITS,
-    as_str,
-    cap,
-    mapping,
-    normalize_ws,
-)
-from ragsieve.collector.chunks import (
+from ragsieve.collector.derive.fields import extract as ex
+from ragsieve.collector.derive.fields import outcome
+from ragsieve.collector.derive.fields.chunks import (
     StageOutput,
     build_stages,
     in_haystack,
@@ -22,8 +15,8 @@ from ragsieve.collector.chunks import (
     needle,
     select_context,
 )
-from ragsieve.collector.classify import TraceTree
-from ragsieve.collector.fields import (
+from ragsieve.collector.derive.fields.identity import identity
+from ragsieve.collector.derive.fields.record import (
     FIRST_TOKEN_EVENT,
     MAX_ATTRIBUTE_KEYS,
     OI_PREFIXES,
@@ -35,8 +28,21 @@ from ragsieve.collector.fields import (
     history,
     ttft,
 )
-from ragsieve.collector.scope import AGENTIC_ROLES, MAX_PIPELINES, pipeline_root, pipeline_scope
-from ragsieve.collector.spans import LogEvent, SpanRecord
+from ragsieve.collector.derive.trace.attrs import (
+    KNOWN_LENGTH_LIMITS,
+    as_str,
+    cap,
+    mapping,
+    normalize_ws,
+)
+from ragsieve.collector.derive.trace.classify import TraceTree
+from ragsieve.collector.derive.trace.scope import (
+    AGENTIC_ROLES,
+    MAX_PIPELINES,
+    pipeline_root,
+    pipeline_scope,
+)
+from ragsieve.collector.wire.spans import LogEvent, SpanRecord
 from ragsieve.evaluators.records import (
     Completeness,
     Feedback,
@@ -205,7 +211,7 @@ class Assembly:
         question, question_source = self._question(proot, gen, prompt)
         chain = self._chain(gen) if gen else []
         model, request_model, provider = ex.model_info(chain)
-        session, user, tags, metadata = ex.identity(tree, proot if proot else self.root)
+        session, user, tags, metadata = identity(tree, proot if proot else self.root)
         errors = outcome.span_errors(tree, self.logs)
         fbs = self._feedback()
         done = completeness(self.root, gen, self.stages)
