@@ -42,9 +42,6 @@ BM25_K1, BM25_B = 1.2, 0.75
 # a missed chunk must answer clearly better than every chunk the trace retrieved: when it only
 # fits as well, it shares the question's topic, and blaming the retriever would be a guess
 HIT_LEAD = 0.1
-# a chunk in another language than the question matches its words only through translation,
-# so a missed answer there must also be close in meaning (question-sentence cosine)
-XLING_HIT_MIN_COSINE = 0.35
 # when a faithful, on-question answer already vouches for a retrieved chunk, a missed chunk must
 # lead by more (retrieved chunks in the question's other language score lower on words alone)
 VOUCHED_LEAD = 0.25
@@ -268,8 +265,6 @@ class ObservedCorpus:
         if ranked[0][1].score - best_seen < max(lead, HIT_LEAD):
             return None  # no better than what was retrieved: the topic, not a missed answer
         cid, ev = ranked[0]
-        if ev.other_language and (ev.cosine or 0.0) < XLING_HIT_MIN_COSINE:
-            return None  # words matched only by translation, and the meaning is far off
         return CorpusHit(cid, ev.score, rows[cid][1], ev.window)
 
 
