@@ -197,3 +197,22 @@ async def test_a_repeat_of_an_earlier_turn_is_said_so_and_a_new_fact_is_not_excu
     r2 = await judge("faithfulness", query=q, context=CTX, answer=new_fact, chat_history=history)
     assert not [c for c in r2.metadata["claims"] if c.get("from_conversation")]
     assert r2.label == "unfaithful"
+
+
+async def test_a_question_back_asserts_nothing_and_an_acronym_matches_its_long_form() -> None:
+    """Agents ask back ("Would you like to know about the US rules?") and write "US" where the
+    page says "United States": neither is an unsupported claim (Doc2Dial, INSCIT, RAGTruth)."""
+    ctx = ("Students who are not citizens of the United States cannot receive federal aid.",)
+    q = "Can I get federal aid?"
+    r = await judge(
+        "faithfulness",
+        query=q,
+        context=ctx,
+        answer="Not if you are not a US citizen. Would you like to know about the Dream Act?",
+    )
+    assert r.label == "faithful", r.explanation
+    assert [c["claim"] for c in r.metadata["claims"]] == ["Not if you are not a US citizen."]
+    made_up = await judge(
+        "faithfulness", query=q, context=ctx, answer="Not if you are not an EU citizen."
+    )
+    assert made_up.metadata["claims"][0]["names_missing"] is True

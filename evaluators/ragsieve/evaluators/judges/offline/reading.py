@@ -8,7 +8,8 @@ inherits the line that introduced the list), and sets aside what only frames the
 
 - **structure**: list markers, step labels, headings, emphasis, table rules, citation markers;
 - **meta**: sentences about the answer or the passages ("Passage 1 provides the steps:", "The
-  second passage repeats the same information."), preambles and courtesy;
+  second passage repeats the same information."), preambles and courtesy, and questions back to
+  the user ("Would you like to know about the US rules?"): they assert nothing;
 - **discourse markers** at a sentence's start ("Next,", "Additionally,", "Therefore,",
   "Por lo tanto,"): the sentence is kept, the marker is not a word to support.
 
@@ -235,6 +236,9 @@ def read_answer(answer: str) -> ReadAnswer:
                 continue
             if is_meta(sent):
                 out.set_aside.append((sent, "about the answer"))
+                continue
+            if sent.rstrip(" \"'»)").endswith("?"):  # "Would you like to know about ...?"
+                out.set_aside.append((sent, "a question back, not a claim"))
                 continue
             text = strip_marker(strip_source(sent))
             out.statements.append(Statement(text, lead_in if item else ""))

@@ -11,6 +11,7 @@ the context never states (``novel``), the rarest such word, missing values and n
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,29 @@ class Context:
     values: set[str]
     value_sents: dict[str, frozenset[int]]
     lang: str
+    acronyms: frozenset[str] = frozenset()  # initials of the context's multi-word names
+
+
+# "United States" -> US, "Department of Education" -> DE and DOE, "Seguridad Social" -> SS
+_NAME_RUN = re.compile(
+    r"[A-ZÁÉÍÓÚÑ][\w'-]*(?:\s+(?:(?:of|the|for|and|de|del|la|las|los|y)\s+)*[A-ZÁÉÍÓÚÑ][\w'-]*)+"
+)
+_LINK_WORDS = frozenset("of the for and de del la las los y".split())
+
+
+def acronyms(text: str) -> frozenset[str]:
+    """The acronyms a text's multi-word names may be written as (with and without the initials
+    of linking words): an answer's "US" or "DOE" is then a name the context does write."""
+    out: set[str] = set()
+    for run in _NAME_RUN.findall(text):
+        words_ = run.split()
+        caps = [i for i, w in enumerate(words_) if w.lower() not in _LINK_WORDS]
+        for a, start in enumerate(caps):  # every span that starts and ends on a name word
+            for end in caps[a + 1 :]:
+                span = words_[start : end + 1]
+                out.add("".join(w[0] for w in span if w.lower() not in _LINK_WORDS).upper())
+                out.add("".join(w[0] for w in span).upper())
+    return frozenset(a for a in out if len(a) >= 2)
 
 
 def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
@@ -74,6 +98,7 @@ def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
         values=set().union(*(all_values(c) for _, c in chunks)),
         value_sents=_value_sentences(sents),
         lang=language(" ".join(c for _, c in chunks)),
+        acronyms=acronyms(" ".join(c for _, c in chunks)),
     )
 
 
@@ -239,7 +264,11 @@ def _checks(
         problems.append(f"{', '.join(missing_nums)} is not in the context")
         support = min(support, VALUE_MISSING_SUPPORT)
     missing_ents = sorted(
-        e for e in entities(claim) if key(e) not in f.q_keys and ctx.index.find(e).strength < 0.6
+        e
+        for e in entities(claim)
+        if key(e) not in f.q_keys
+        and ctx.index.find(e).strength < 0.6
+        and not _written_out(e, claim, ctx)
     )
     if missing_ents:
         problems.append(f"{', '.join(missing_ents[:3])} not found in the context")
@@ -253,3 +282,14 @@ def _checks(
         problems.append("negation differs from the closest context sentence")
         support *= 0.6 if f.polarity is None else 0.3
     return support, problems, missing_nums, missing_ents
+
+
+def _written_out(name: str, claim: str, ctx: Context) -> bool:
+    """True when ``name`` is an acronym in the claim ("US") whose long form the context writes
+    ("the United States")."""
+    upper = name.upper()
+    return (
+        2 <= len(upper) <= 6
+        and upper in ctx.acronyms
+        and re.search(rf"\b{upper}\b", claim) is not None
+    )
