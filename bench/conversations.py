@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -369,6 +370,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "conversations.json")
     ap.add_argument("--dump", type=Path, default=None, help="Write every trace's verdict here.")
     ap.add_argument("--no-write", action="store_true", help="Print only; write no result.")
+    ap.add_argument("--keep-db", type=Path, default=None, help="Copy the job's store here.")
     args = ap.parse_args()
     if not (args.data / "multiturn").exists():
         raise SystemExit(f"{args.data}/multiturn: not found")
@@ -377,6 +379,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sent, report, db = run(turns, Path(tmp))
         decided = verdicts(db)
+        if args.keep_db:
+            shutil.copyfile(db, args.keep_db)
     seconds = round(time.perf_counter() - t0, 1)
     results = {s: score(sent, decided, s) for s in ("heldout", "tune")}
     print(table(results[args.split]))

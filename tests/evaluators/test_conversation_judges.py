@@ -144,6 +144,7 @@ async def test_thanks_and_confirmations_are_not_off_topic(turn):
         ("and on Saturdays?", "question"),
         ("Can I renew it online", "question"),
         ("Tell me about the waiver", "question"),
+        ("I'd like to know about Oprah Winfrey.", "question"),
         ("¿Y los sábados?", "question"),
         ("cuánto cuesta", "question"),
     ],
@@ -165,3 +166,82 @@ def test_a_reply_to_the_assistants_question_carries_that_question() -> None:
     asked = judged_question(make_interaction("Yes, I do.", chat_history=history))
     assert asked.source == "resolved"
     assert {"jersey", "driver"} & {w.lower() for w in asked.carried}
+
+
+DISABILITY = (
+    "Social Security pays disability benefits to people who cannot work because they have a "
+    "medical condition expected to last at least one year. You qualify only if you are disabled.",
+)
+DISABILITY_HISTORY = (
+    Message(role="user", content="Could my family get Social Security payments?"),
+    Message(role="assistant", content="Possibly. Are you disabled?"),
+)
+
+
+async def test_a_reply_to_the_assistants_question_is_judged_against_that_question() -> None:
+    """ "No, I am not." asks nothing: its passages are those of the question it answers."""
+    r = await _judge(
+        "context_relevance",
+        query="No, I am not.",
+        context=DISABILITY,
+        answer="Then you would not get disability benefits.",
+        chat_history=DISABILITY_HISTORY,
+    )
+    assert r.label == "relevant", r.explanation
+    assert r.metadata["open_question"][0] == "Are you disabled?"
+
+
+@pytest.mark.parametrize("turn", ["I need more information", "Can you tell me more?"])
+async def test_a_request_to_go_on_is_judged_against_the_open_question(turn) -> None:
+    history = (
+        Message(role="user", content="How do I get a restricted use license?"),
+        Message(role="assistant", content="The DMV issues restricted use licenses."),
+    )
+    r = await _judge(
+        "context_relevance",
+        query=turn,
+        context=(
+            "You must apply for a restricted use license in person at a DMV office; "
+            "bring your suspension order and the application form.",
+        ),
+        chat_history=history,
+    )
+    assert r.label == "relevant", r.explanation
+    assert r.metadata["open_question"] == ["How do I get a restricted use license?"]
+
+
+async def test_a_new_question_is_not_judged_against_the_previous_one() -> None:
+    """Passages for the previous question do not make a new question's context relevant."""
+    history = (
+        Message(role="user", content="How do I get a restricted use license?"),
+        Message(role="assistant", content="Apply in person at a DMV office."),
+    )
+    r = await _judge(
+        "context_relevance",
+        query="What does the road test cost for motorcycles?",
+        context=("You must apply for a restricted use license in person at a DMV office.",),
+        chat_history=history,
+    )
+    assert r.label == "irrelevant", r.explanation
+    assert "open_question" not in r.metadata
+
+
+async def test_an_anaphor_is_read_with_the_names_the_assistant_just_said() -> None:
+    history = (
+        Message(role="user", content="What is the anti-terrorism law?"),
+        Message(
+            role="assistant",
+            content="The Terrorism Act 2000 is the first of the general Terrorism Acts passed by "
+            "the Parliament of the United Kingdom.",
+        ),
+    )
+    turn = "What are the penalties for violating it?"
+    asked = judged_question(make_interaction(turn, chat_history=history))
+    assert asked.readings()[-1] == f"{turn} (terrorism act acts)"
+    chunk = (
+        "Penalties under the Terrorism Act 2000: membership of a proscribed organisation, "
+        "10 years in prison or a fine or both.",
+    )
+    alone = await _judge("context_relevance", query=turn, context=chunk)
+    followed = await _judge("context_relevance", query=turn, context=chunk, chat_history=history)
+    assert followed.score > alone.score + 0.05, (followed.score, alone.score)

@@ -16,8 +16,11 @@ It also says what kind of turn it is (:func:`turn_kind`): a ``question`` (or a r
 "tell me about ..."), a ``statement`` ("Don't do that, I'll get insurance") or an
 ``acknowledgement`` (confirmations, thanks and small talk: "ok", "thanks!", "vale, gracias").
 A turn that is not a question is judged by whether the reply fits it, not by whether it answers
-a question nobody asked. The evidence of each judge records what was judged
-(:meth:`JudgedQuestion.evidence`).
+a question nobody asked. Such a turn, and a request to go on ("tell me more", "I need more
+information"), asks nothing new: the passages it is answered from are those of the conversation's
+open question (the question the assistant's last turn asked, else the last user question), so
+the context judge also reads those (:attr:`JudgedQuestion.topic`, :meth:`JudgedQuestion.readings`).
+The evidence of each judge records what was judged (:meth:`JudgedQuestion.evidence`).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ USER_ROLES = frozenset({"user", "human"})
 ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model"})
 CARRY_FROM_TURNS = 2  # the last user turns whose words a follow-up may leave out
 MAX_CARRIED = 6  # words carried over at most (the rarest first)
+REFERENT_NAMES = 3  # names of the assistant's last turn an anaphor may point at (first said)
 SELF_CONTAINED_WORDS = 3  # a question with this many content words and no anaphor stands alone
 LAST_TURNS = 4  # turns an LLM judge is shown before the follow-up
 TURN_CHARS = 600  # ... each cut to this many characters
@@ -73,8 +77,8 @@ _ASKS = re.compile(
 )
 # requests for information that end with no question mark: "tell me about ...", "dime ..."
 _REQUEST = re.compile(
-    r"\b(?:tell me|explain|describe|give me|show me|list|let me know|i (?:want|need|would like|"
-    r"'d like|wanna) to know|i (?:am|'m) (?:looking|searching) for|i wonder|wondering|"
+    r"\b(?:tell me|explain|describe|give me|show me|list|let me know|i(?: want| need| would like|"
+    r"'d like| wanna) to know|i(?: am|'m) (?:looking|searching) for|i wonder|wondering|"
     r"what about|how about|any (?:info|information|idea)|more (?:info|information|about|details)|"
     r"dime|dígame|digame|explica|explícame|explicame|describe|quiero saber|necesito saber|"
     r"me gustar[ií]a saber|qu[eé] tal|y (?:el|la|los|las|si)\b|informaci[oó]n sobre)"
@@ -93,6 +97,13 @@ _ANAPHORS = frozenset(
     """it its it's they them their theirs this that these those he she him her his one
     ones such same lo la los las le les eso esto ese esa esos esas ello ellos ellas allí alli
     ahí ahi su sus""".split()
+)
+# what a request to go on says besides "more": it names no subject of its own
+_GO_ON = frozenset(
+    """more information info details detail know need tell expand explain elaborate else
+    anything something further additional please help say continue go learn hear want like
+    can could give me us about that this more más mas información informacion detalles saber
+    dime cuéntame cuentame quiero""".split()
 )
 _ELLIPTIC_START = re.compile(
     r"^\W*(?:and|also|what about|how about|and what|and how|same|then|y|también|tambien|"
@@ -126,11 +137,22 @@ class JudgedQuestion:
     kind: TurnKind
     carried: tuple[str, ...] = ()  # words carried over from earlier turns (``resolved``)
     last_turns: tuple[Message, ...] = ()  # the conversation just before the turn
+    topic: tuple[str, ...] = ()  # the open question, for a turn that asks nothing new
+    referent: str = ""  # an anaphoric question with the names the assistant just said
 
     @property
     def is_question(self) -> bool:
         """True when the turn asks something (a question or a request)."""
         return self.kind == "question"
+
+    def readings(self) -> tuple[str, ...]:
+        """The texts a judge may read the turn as: the judged question, the typed turn when
+        words were carried over, then the conversation's open question (:attr:`topic`)."""
+        out = [self.text]
+        if self.source == "resolved":
+            out.append(self.typed)
+        out += [t for t in (*self.topic, self.referent) if t and t not in out]
+        return tuple(out)
 
     def evidence(self) -> dict[str, Any]:
         """Result metadata: which question was judged, from what, and what kind of turn it is."""
@@ -141,6 +163,8 @@ class JudgedQuestion:
         }
         if self.carried:
             out["carried_over"] = list(self.carried)
+        if self.topic:
+            out["open_question"] = list(self.topic)
         return out
 
     def conversation(self) -> str:
@@ -173,6 +197,43 @@ def _open_question(turns: list[Message]) -> str | None:
         return None
     asked = [s for s in re.split(r"(?<=[.!?])\s+", turns[-1].content) if s.rstrip().endswith("?")]
     return " ".join(asked) or None
+
+
+def _referent(typed: str, turns: list[Message]) -> str:
+    """An anaphoric question ("what are the penalties for violating the act?") read with the
+    names the assistant's last turn said ("Terrorism Act 2000"): what "it" most likely points
+    at. ``""`` when the turn has no anaphor or the assistant did not speak last."""
+    if not turns or turns[-1].role not in ASSISTANT_ROLES:
+        return ""
+    folded = fold(typed)
+    if not set(re.findall(r"[\w']+", folded)) & _ANAPHORS:
+        return ""
+    have = {key(w) for w in content_words(typed)}
+    said = fold(turns[-1].content)
+    names = [n for n in entities(" x " + turns[-1].content) if key(n) not in have]
+    names = sorted(names, key=said.find)[:REFERENT_NAMES]  # the subject is named first
+    return f"{typed.rstrip()} ({' '.join(names)})" if names else ""
+
+
+def goes_on(typed: str) -> bool:
+    """A request to go on with the subject ("tell me more", "I need more information"): every
+    word it says is asking for more, none names what about."""
+    said = re.findall(r"[\w']+", fold(typed))
+    return bool(said) and all(w in _GO_ON or w in STOPWORDS for w in said)
+
+
+def open_topic(turns: list[Message]) -> tuple[str, ...]:
+    """The conversation's open question: what the assistant's last turn asked, and the last
+    user turn that asked something (what the passages of a turn that asks nothing new answer)."""
+    out: list[str] = []
+    asked_back = _open_question(turns)
+    if asked_back:
+        out.append(asked_back)
+    for m in reversed(turns):
+        if m.role in USER_ROLES and turn_kind(m.content) == "question" and not goes_on(m.content):
+            out.append(m.content.strip())
+            break
+    return tuple(out)
 
 
 def carried_words(typed: str, earlier: list[str]) -> list[str]:
@@ -214,31 +275,33 @@ def judged_question(interaction: RagInteraction) -> JudgedQuestion:
     if rewrite:  # a first turn's own retrieval queries (multi-hop, tools) are not its meaning
         return JudgedQuestion(rewrite, typed, "rewrite", kind, (), last)
     users = [m.content for m in turns if m.role in USER_ROLES]
+    topic = open_topic(turns) if typed and (kind != "question" or goes_on(typed)) else ()
+    referent = _referent(typed, turns) if typed and kind == "question" else ""
     if not typed or not users or not _elliptical(typed, kind):
-        return JudgedQuestion(typed, typed, "typed", kind, (), last)
+        return JudgedQuestion(typed, typed, "typed", kind, (), last, topic, referent)
     earlier = users[::-1][:CARRY_FROM_TURNS]
     asked_back = _open_question(turns)
     if kind != "question" and asked_back:  # "Yes, I do." answers what the assistant asked
         earlier = [asked_back, *earlier]
     carried = carried_words(typed, earlier)
     if not carried:
-        return JudgedQuestion(typed, typed, "typed", kind, (), last)
+        return JudgedQuestion(typed, typed, "typed", kind, (), last, topic, referent)
     text = f"{typed.rstrip()} ({' '.join(carried)})"
-    return JudgedQuestion(text, typed, "resolved", kind, tuple(carried), last)
+    return JudgedQuestion(text, typed, "resolved", kind, tuple(carried), last, topic, referent)
 
 
 T = TypeVar("T", bound=_Scored)
 
 
 def best_reading(asked: JudgedQuestion, judge: Callable[[str], list[T]]) -> list[T]:
-    """``judge`` run on the resolved question and, when words were carried over, on the typed
-    turn too; each item (a chunk's evidence) keeps the reading that scores it higher. Carried
-    words are a guess at what the turn leaves out: they may help a judge, never hurt it."""
+    """``judge`` run on each of the turn's readings (:meth:`JudgedQuestion.readings`); each
+    item (a chunk's evidence) keeps the reading that scores it highest. Carried words and the
+    open question are guesses at what the turn leaves out: they may help a judge, never hurt it."""
     found = judge(asked.text)
-    if asked.source != "resolved":
-        return found
-    typed = judge(asked.typed)
-    return [a if a.score >= b.score else b for a, b in zip(found, typed, strict=True)]
+    for reading in asked.readings()[1:]:
+        other = judge(reading)
+        found = [a if a.score >= b.score else b for a, b in zip(found, other, strict=True)]
+    return found
 
 
 __all__ = [
@@ -248,6 +311,8 @@ __all__ = [
     "TurnKind",
     "app_rewrite",
     "carried_words",
+    "goes_on",
+    "open_topic",
     "judged_question",
     "turn_kind",
 ]
