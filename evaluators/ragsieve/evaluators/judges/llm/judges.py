@@ -9,8 +9,10 @@ from pydantic import BaseModel
 
 from ragsieve.evaluators.errors import JudgeError
 from ragsieve.evaluators.judges.llm.base import LLMJudge
+from ragsieve.evaluators.judges.llm.prompt import turn_fields
 from ragsieve.evaluators.judges.offline.base import chunk_texts
 from ragsieve.evaluators.judges.offline.context import context_precision
+from ragsieve.evaluators.judges.offline.conversation import judged_question
 from ragsieve.evaluators.records import RagInteraction
 from ragsieve.evaluators.tools.embeddings import embed
 
@@ -117,7 +119,7 @@ class LLMAnswerRelevanceJudge(LLMJudge):
         return None if (x.answer or "").strip() else "no answer"
 
     def fields(self, x: RagInteraction) -> dict[str, str]:
-        return {"question": x.query or "", "answer": x.answer or "", "n_questions": "3"}
+        return {**turn_fields(x), "answer": x.answer or "", "n_questions": "3"}
 
     def score(
         self, v: Any, x: RagInteraction, f: dict[str, str]
@@ -126,12 +128,13 @@ class LLMAnswerRelevanceJudge(LLMJudge):
             "generated_questions": v.questions,
             "noncommittal": v.noncommittal,
             "reasoning": v.reasoning,
+            **judged_question(x).evidence(),
         }
         if v.noncommittal:
             return "irrelevant", 0.0, "noncommittal answer", meta
         if not v.questions:
             raise JudgeError("the model generated no questions")
-        vecs = embed([f["question"], *v.questions])
+        vecs = embed([f["judged_question"], *v.questions])  # a follow-up: what it means
         score = float(np.clip(np.mean(vecs[1:] @ vecs[0]), 0.0, 1.0))
         label = "relevant" if score >= self.threshold else "irrelevant"
         return label, score, f"regenerated questions match the question at cosine {score:.2f}", meta
@@ -156,15 +159,16 @@ class LLMContextRelevanceJudge(LLMJudge):
 
     def fields(self, x: RagInteraction) -> dict[str, str]:
         chunks = {f"chunk:{i}": c for i, (_, _, c) in enumerate(chunk_texts(x))}
-        return {"question": x.query or "", **chunks}
+        return {**turn_fields(x), **chunks}
 
     def layout(self, sent: dict[str, str], fence: str) -> dict[str, str]:
-        n = len(sent) - 1
+        n = sum(k.startswith("chunk:") for k in sent)
         blocks = [
             f"<<<BEGIN CHUNK {i} {fence}>>>\n{sent[f'chunk:{i}']}\n<<<END CHUNK {i} {fence}>>>"
             for i in range(n)
         ]
-        return {"question": sent["question"], "chunks": "\n".join(blocks)}
+        turn = {k: v for k, v in sent.items() if not k.startswith("chunk:")}
+        return {**turn, "chunks": "\n".join(blocks)}
 
     def score(
         self, v: Any, x: RagInteraction, f: dict[str, str]
@@ -194,7 +198,12 @@ class LLMContextRelevanceJudge(LLMJudge):
             ("relevant" if n else "irrelevant"),
             score,
             expl,
-            {"chunks": per, "k": len(per), "reasoning": v.reasoning},
+            {
+                "chunks": per,
+                "k": len(per),
+                "reasoning": v.reasoning,
+                **judged_question(x).evidence(),
+            },
         )
 
     def relabel(self, score: float, labels: list[str]) -> str:

@@ -9,9 +9,13 @@ from importlib import resources
 from typing import Any
 
 from ragsieve.evaluators.judges.llm.client import LLMConfig
+from ragsieve.evaluators.judges.offline.conversation import judged_question
+from ragsieve.evaluators.records import RagInteraction
 from ragsieve.evaluators.tools.redact import redact
 
-_PLACEHOLDER = re.compile(r"\{(question|context|answer|chunks|n_questions|fence)\}")
+_PLACEHOLDER = re.compile(
+    r"\{(question|judged_question|conversation|context|answer|chunks|n_questions|fence)\}"
+)
 _MARKER = re.compile(r"<{3,}|>{3,}")
 
 
@@ -34,6 +38,20 @@ def fill(template: str, values: dict[str, str]) -> str:
 def neutralise(text: str) -> tuple[str, int]:
     """Replace ``<<<``/``>>>`` runs in traced text with guillemets: they cannot pose as a fence."""
     return _MARKER.subn(lambda m: "\u00ab" if m.group(0)[0] == "<" else "\u00bb", text)
+
+
+NO_CONVERSATION = "(none: this is the conversation's first turn)"
+
+
+def turn_fields(x: RagInteraction) -> dict[str, str]:
+    """The turn as the relevance judges send it: the question as typed, the question judged
+    (a follow-up's standalone meaning, :func:`judged_question`) and the last turns before it."""
+    asked = judged_question(x)
+    return {
+        "question": asked.typed or (x.query or ""),
+        "judged_question": asked.text or (x.query or ""),
+        "conversation": asked.conversation() or NO_CONVERSATION,
+    }
 
 
 def sent_fields(raw: dict[str, str], config: LLMConfig, meta: dict[str, Any]) -> dict[str, str]:
