@@ -15,12 +15,18 @@ embedding top hits, fuses their ranks, and scores the candidates with the contex
 own per-chunk evidence (:func:`ragsieve.evaluators.judges.offline.context.chunk_evidence`): a
 hit reaches the context-relevance threshold, holds most of the question's terms, beats every
 chunk the trace retrieved by a margin, and is not one of them in other words (a copy or a
-translation).
+translation). The hit must also name what the question names in the question's own words
+(:func:`holds_question`): every name it asks about, and half of its weighted key terms as
+written or misspelt, a near-certain translation counting half. A translation alone is weak
+evidence: a chunk in the other language that shares the question's topic words ("football",
+"learning") matches them as well by translation as the one that answers (unless the trace's
+own retriever served chunks in that language: then the knowledge base answers across them).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,9 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.judges.offline.context import chunk_evidence
-from ragsieve.evaluators.judges.offline.text.terms import key, tokens
-from ragsieve.evaluators.judges.offline.text.text import STOPWORDS
+from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
+from ragsieve.evaluators.judges.offline.text.terms import Match, TermIndex, key, tokens
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, language, sentences
 from ragsieve.evaluators.records import RagInteraction
 from ragsieve.evaluators.tools.embeddings import DIM, embed
 from ragsieve.jobs.results.resultstore import load_interactions
@@ -46,6 +52,10 @@ HIT_LEAD = 0.1
 # lead by more (retrieved chunks in the question's other language score lower on words alone)
 VOUCHED_LEAD = 0.25
 HIT_MIN_TERMS = 0.5  # share of the question's weighted terms a missed chunk must hold
+HIT_MIN_WORDS = 0.5  # ... and of them, the share it must hold as written (exact or misspelt)
+TRANSLATION_CREDIT = 0.5  # what a term found only by translation counts towards HIT_MIN_WORDS
+SURE_TRANSLATION = 0.95  # ... and only a near-certain one
+NAME_MIN = 0.8  # strength a name's match needs (a translated name only when near certain)
 SAME_PASSAGE = 0.72  # cosine between two chunks' heads above which they are one passage
 
 
@@ -68,6 +78,39 @@ class CorpusHit:
 
 def _terms(text: str) -> Counter[str]:
     return Counter(key(t) for t in tokens(text) if t not in STOPWORDS and len(t) > 1)
+
+
+def holds_question(question: str, content: str, served: set[str] = frozenset()) -> bool:
+    """True when ``content`` names what ``question`` names: every name it asks about (found
+    as written, misspelt or, near certainly, translated) and at least ``HIT_MIN_WORDS`` of its
+    weighted key terms, a word found as written or misspelt counting in full and one found
+    only by a near-certain translation counting ``TRANSLATION_CREDIT`` (a chunk in the other
+    language that shares the question's topic words matches them as well by translation as the
+    chunk that answers; the one that answers also holds what the question names as written).
+    A chunk in another language is held to names only when the retriever ``served`` this trace
+    chunks in that language: then this knowledge base answers the question across languages."""
+    terms = question_terms(question)
+    if not terms:
+        return True
+    qlang, clang = language(question), language(content)
+    other = "unknown" not in (qlang, clang) and qlang != clang
+    index = TermIndex(sentences(content) or [content], cross_lingual=other)
+    found = {k: index.find(word) for k, (word, _) in terms.items()}
+    names = {key(t) for w in re.findall(r"[^\W\d_][\w'-]*", question)[1:] if w[:1].isupper()
+             for t in tokens(w)}  # fmt: skip
+    if any(found[k].strength < NAME_MIN for k in names if k in found):
+        return False  # the question asks about a name the chunk does not hold
+    if other and clang in served:
+        return True
+    total = sum(w for _, w in terms.values())
+    held = sum(w * _credit(found[k]) for k, (_, w) in terms.items())
+    return held >= HIT_MIN_WORDS * total
+
+
+def _credit(m: Match) -> float:
+    if m.via in ("exact", "typo"):
+        return 1.0
+    return TRANSLATION_CREDIT if m.via == "translation" and m.strength >= SURE_TRANSLATION else 0.0
 
 
 class ObservedCorpus:
@@ -265,7 +308,10 @@ class ObservedCorpus:
         if ranked[0][1].score - best_seen < max(lead, HIT_LEAD):
             return None  # no better than what was retrieved: the topic, not a missed answer
         cid, ev = ranked[0]
+        served = {language(rows[c][0]) for c in seen}
+        if not holds_question(question, rows[cid][0], served):
+            return None  # it shares the question's topic, or only its words' translations
         return CorpusHit(cid, ev.score, rows[cid][1], ev.window)
 
 
-__all__ = ["CorpusHit", "ObservedCorpus"]
+__all__ = ["CorpusHit", "ObservedCorpus", "holds_question"]

@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ragsieve.evaluators.judges.offline.claims import is_abstention as declines
+from ragsieve.evaluators.judges.offline.text.text import sentences
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.corpus import CorpusHit
 from ragsieve.jobs.verdicts.rootcause import Expectation, RootCause, Signals, assign
@@ -84,12 +86,17 @@ def _context_signals(res: EvalResult | None) -> tuple[bool | None, tuple[str, ..
     return res.label == "relevant", (), 0
 
 
-def is_abstention(res: EvalResult | None) -> bool:
-    """The faithfulness judge saw an abstention."""
+def is_abstention(res: EvalResult | None, answer: str | None = None) -> bool:
+    """The faithfulness judge saw an abstention, or every sentence of ``answer`` declines
+    ("Lo siento, pero los documentos no contienen esa información.": a courtesy before the
+    refusal is no claim to check, in whichever language)."""
     if res is None:
         return False
     meta = res.metadata if isinstance(res.metadata, Mapping) else {}
-    return res.label == "abstained" or bool(meta.get("abstained"))
+    if res.label == "abstained" or bool(meta.get("abstained")):
+        return True
+    said = sentences(answer or "")
+    return bool(said) and all(declines(s) for s in said)
 
 
 def supporting_chunks(
@@ -175,7 +182,7 @@ def _read(
     faith = by_metric.get("faithfulness")
     ans = by_metric.get("answer_relevance")
     ctx_rel, rel_ids, n_chunks = _context_signals(by_metric.get("context_relevance"))
-    abstained = is_abstention(faith)
+    abstained = is_abstention(faith, interaction.answer)
     backing = () if abstained else supporting_chunks(faith, ans, thresholds)
     missed = corpus.hit if corpus is not None else None
     rescued = bool(backing) and ctx_rel is False
