@@ -29,7 +29,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +80,7 @@ def _terms(text: str) -> Counter[str]:
     return Counter(key(t) for t in tokens(text) if t not in STOPWORDS and len(t) > 1)
 
 
-def holds_question(question: str, content: str, served: set[str] = frozenset()) -> bool:
+def holds_question(question: str, content: str, served: Set[str] = frozenset()) -> bool:
     """True when ``content`` names what ``question`` names: every name it asks about (found
     as written, misspelt or, near certainly, translated) and at least ``HIT_MIN_WORDS`` of its
     weighted key terms, a word found as written or misspelt counting in full and one found
