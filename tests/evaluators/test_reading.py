@@ -216,3 +216,12 @@ async def test_a_question_back_asserts_nothing_and_an_acronym_matches_its_long_f
         "faithfulness", query=q, context=ctx, answer="Not if you are not an EU citizen."
     )
     assert made_up.metadata["claims"][0]["names_missing"] is True
+
+
+def test_an_apology_before_a_decline_is_courtesy_and_the_answer_abstains() -> None:
+    for answer in (
+        "Lo siento, pero los documentos proporcionados no contienen esa información.",
+        "Sorry, but the passages do not say when the office opens.",
+    ):
+        parsed = parse_answer(answer)
+        assert parsed.abstained and parsed.claims == [], answer

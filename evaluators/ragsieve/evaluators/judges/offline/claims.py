@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ragsieve.evaluators.judges.offline.reading import is_hedge, read_answer
+from ragsieve.evaluators.judges.offline.reading import is_hedge, is_meta, read_answer
 from ragsieve.evaluators.judges.offline.text.text import fold, sentences
 
 # Phrases that mean "I cannot answer": an abstention is honest, not a hallucination.
@@ -158,6 +158,8 @@ def parse_answer(answer: str) -> ParsedAnswer:
                 parsed.abstentions.append(part)
             elif is_hedge(part):  # "..., but the passages do not say when"
                 parsed.set_aside.append((part, "says what the passages lack"))
+            elif is_meta(part):  # "Lo siento, pero ...": the courtesy before the clause
+                parsed.set_aside.append((part, "about the answer"))
             else:
                 parsed.claims.append(part)
                 parsed.lead_ins.append(statement.lead_in)
