@@ -20,7 +20,7 @@ from ragsieve.evaluators.judges.offline.context import (
     question_terms,
 )
 from ragsieve.evaluators.judges.offline.conversation import JudgedQuestion, judged_question
-from ragsieve.evaluators.judges.offline.text.question import expected_type, has_type
+from ragsieve.evaluators.judges.offline.text.question import answers_type, expected_type
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
 from ragsieve.evaluators.judges.offline.text.text import (
     content_words,
@@ -59,7 +59,7 @@ def _direct_answer(sents: list[str], kind: str | None) -> bool:
         claim = strip_attribution(sent)
         if len(content_words(claim)) > SHORT_ANSWER_WORDS:
             continue
-        if kind is not None and has_type(claim, kind):
+        if kind is not None and answers_type(claim, kind):
             return True
         if kind == "definition" and len(content_words(claim)) >= 1:
             return True  # "genetic branches." defines "what are clades?" in a noun phrase
@@ -100,7 +100,7 @@ def evidence(question: str, answer: str, sents: list[str], asks: bool = True) ->
     terms = question_terms(question)
     new = [t for s in sents for t in content_words(s) if key(t) not in terms]
     kind = expected_type(question) if asks else None
-    type_ok = 1.0 if kind is None else float(has_type(answer, kind))
+    type_ok = 1.0 if kind is None else float(answers_type(answer, kind))
     if _direct_answer(sents, kind):
         addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
     # concrete answers name rare things; generic filler ("a popular destination") does not

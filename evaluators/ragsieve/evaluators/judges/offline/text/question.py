@@ -98,6 +98,16 @@ _WHEN_ANSWER = re.compile(
     r"|\b(?:every|each|daily|weekly|monthly|annually|cada|diario|diariamente|semanal|mensual)\b"
     r"|\b(?:noon|midnight|morning|afternoon|evening|mediodia|manana|tarde|noche)\b"
 )
+# a moment told by an event or a span, which answers "when?" in a reply though a passage that
+# merely holds one does not ("hasta el" and "siglo" fill encyclopaedic text): "until your
+# suspension period ends", "the first full month after the date you filed", "en el siglo VIII"
+_MOMENT = re.compile(
+    r"\b(?:until|till|hasta que|hasta el|hasta la)\b"
+    r"|\b(?:after|before|despues de|antes de)\s+(?:the |la |el )?(?:date|day|end|fecha|dia|final)\b"
+    r"|\b(?:first|next|last|following|same|primer|proximo|siguiente|ultimo|mismo)\s+(?:\w+\s+)?"
+    r"(?:day|week|month|year|dia|semana|mes|ano)\b"
+    r"|\b(?:century|centuries|siglos?|deadline|end date|fecha limite|plazo)\b"
+)
 # what answers a requirement question: documents, forms, proofs, or an obligation
 _REQUIREMENT_ANSWER = re.compile(
     r"\b(?:id|identification|passport|licen[cs]e|certificate|card|form|application|proof|receipt"
@@ -125,6 +135,14 @@ def has_type(text: str, kind: str, question: str = "") -> bool:
         return True
     first = text.split()[:1]
     return bool(first) and first[0][:1].isupper() and fold(first[0].strip(".,;:")) not in asked
+
+
+def answers_type(answer: str, kind: str, question: str = "") -> bool:
+    """``has_type`` for an answer, where a moment told by an event or a span also answers
+    "when?" ("until the period ends", "the month after the date you filed")."""
+    return has_type(answer, kind, question) or (
+        kind == "date" and bool(_MOMENT.search(fold(answer)))
+    )
 
 
 def _without(text: str, question: str) -> str:

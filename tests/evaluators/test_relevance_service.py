@@ -1,0 +1,58 @@
+"""Answer relevance on service-desk replies: what answers a question there without repeating it."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragsieve.evaluators.judges import get_judge
+from ragsieve.evaluators.judges.offline.text.question import answers_type, has_type
+from ragsieve.evaluators.testing import make_interaction
+
+
+async def relevance(question: str, answer: str) -> tuple[str, float]:
+    [r] = await get_judge("answer_relevance").evaluate(
+        make_interaction(query=question, context=(), answer=answer)
+    )
+    assert r.score is not None
+    return r.label, r.score
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The permit stays valid until the renovation work ends.",
+        "We send the card in the second week after the date your form arrives.",
+        "Refunds are paid on the first working day of the following month.",
+        "La biblioteca se fundó en el siglo XIV.",
+        "El abono sirve hasta que termine el curso escolar.",
+        "Payments stop after the end of the school year.",
+    ],
+)
+def test_a_moment_told_by_an_event_or_a_span_answers_when(text: str) -> None:
+    assert answers_type(text, "date")
+    # a passage is not read that way: "hasta el" and "siglo" fill encyclopaedic text
+    assert not has_type(text, "date")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Bring your passport and a recent photo.", "Hasta entonces nadie lo había escrito así."],
+)
+def test_text_without_a_moment_does_not_answer_when(text: str) -> None:
+    assert not answers_type(text, "date")
+
+
+async def test_a_reply_naming_the_moment_answers_the_when_question() -> None:
+    label, _ = await relevance(
+        "When will my parking permit be renewed?",
+        "Your parking permit is renewed on the first working day of the following month.",
+    )
+    assert label == "relevant"
+
+
+async def test_an_off_topic_reply_to_a_when_question_still_fails() -> None:
+    label, _ = await relevance(
+        "When will my parking permit be renewed?",
+        "Dog owners must register their animals at the veterinary office.",
+    )
+    assert label == "irrelevant"
