@@ -56,3 +56,17 @@ async def test_an_off_topic_reply_to_a_when_question_still_fails() -> None:
         "Dog owners must register their animals at the veterinary office.",
     )
     assert label == "irrelevant"
+
+
+async def evasive_share(question: str, answer: str) -> float:
+    [r] = await get_judge("answer_relevance").evaluate(
+        make_interaction(query=question, context=(), answer=answer)
+    )
+    return float(r.metadata["evasive"])
+
+
+async def test_a_permission_granted_to_the_asker_is_not_a_hedge() -> None:
+    q = "Can I change the address on my parking permit?"
+    assert await evasive_share(q, "You may change it online or at any district office.") == 0.0
+    # a "may" about what happens, not about what the asker can do, still hedges
+    assert await evasive_share(q, "The change may take effect within a few weeks.") == 1.0

@@ -35,8 +35,10 @@ from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.evaluators.tools.embeddings import embed
 
+# "you may apply online" grants a permission (how service pages say what one can do), not a hedge
 _HEDGE = re.compile(
-    r"\b(typically|generally|usually|various|several|some|(?<!\d )may(?! \d)|might|could|possibly"
+    r"\b(typically|generally|usually|various|several|some|(?<!\d )(?<!you )may(?! \d)|might|could"
+    r"|possibly"
     r"|perhaps"
     r"|not (?:sure|aware|certain)|unclear|depends"
     r"|probablemente|quizas|quiza|depende|varios|algunos)\b"
