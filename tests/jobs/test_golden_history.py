@@ -22,7 +22,7 @@ from ragsieve.jobs.golden.growth.categories import summarize
 from ragsieve.jobs.golden.growth.reference import load_reference
 from ragsieve.jobs.golden.growth.repo import CandidateRepo
 from ragsieve.jobs.golden.review.promote import promote
-from ragsieve.jobs.golden.review.review import decide
+from ragsieve.jobs.golden.review.review import decide, render
 from ragsieve.jobs.run.run import run_once
 
 FIRST = ChatTurn("What is the capital of France?", [PARIS], "The capital of France is Paris.")
@@ -53,6 +53,12 @@ def test_follow_up_candidate_keeps_history_and_rewrite_into_golden(
         {"role": "assistant", "content": FIRST.answer},
     ]
     assert cand.body["standalone_query"] == REWRITE
+    # the review screen shows the conversation and the app's rewrite above the question
+    screen = render(cand, None)
+    assert (
+        screen.index("CONVERSATION") < screen.index(FIRST.question[:30]) < screen.index("QUESTION")
+    )
+    assert "as the app rewrote it:" in screen and REWRITE[:30] in screen
 
     cand.body["relevant_chunks"] = {"doc-1-0": 2}
     decide(repo, cand, "accepted", "alice", None)

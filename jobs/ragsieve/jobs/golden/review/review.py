@@ -13,6 +13,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import click
 
@@ -67,6 +68,17 @@ def format_chunks(chunks: dict[str, int]) -> str:
     return ", ".join(cid if g == 1 else f"{cid}={g}" for cid, g in chunks.items())
 
 
+def _conversation(b: dict[str, Any], wrap: textwrap.TextWrapper) -> list[str]:
+    """The turns before a follow-up (its last four), so the question reads as it was meant."""
+    turns = b.get("chat_history") or []
+    if not turns:
+        return []
+    lines = [f"CONVERSATION (last {min(4, len(turns))} of {len(turns)} turns before the question)"]
+    for t in turns[-4:]:
+        lines += [f"  {t.get('role')}:", wrap.fill(str(t.get("content") or "")[:300])]
+    return [*lines, ""]
+
+
 def render(c: Candidate, summary: CategorySummary | None) -> str:
     """The screen for one candidate."""
     b = c.body
@@ -82,15 +94,10 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
             f"AUDIT {c.id}   the judges PASSED this answer (a random check of passes)",
             "Is this really a pass? A 'no' is a failure the judges missed.",
         ]
-    lines = [
-        "=" * _WIDTH,
-        *head,
-        "",
-        "QUESTION",
-        wrap.fill(c.query),
-        "",
-        "RETRIEVED CHUNKS",
-    ]
+    lines = ["=" * _WIDTH, *head, "", *_conversation(b, wrap), "QUESTION", wrap.fill(c.query)]
+    if b.get("standalone_query"):  # the app's own rewrite of a follow-up: what it searched for
+        lines += ["  as the app rewrote it:", wrap.fill(str(b["standalone_query"]))]
+    lines += ["", "RETRIEVED CHUNKS"]
     for ch in b.get("chunks", []) or []:
         mark = "" if ch.get("in_prompt") is not False else ", not in prompt"
         lines.append(f"  {ch.get('id')}  (rank {ch.get('rank')}{mark})")
