@@ -46,7 +46,11 @@ import numpy as np  # noqa: E402
 from ragsieve.evaluators.judges.offline.faithfulness import FaithfulnessJudge  # noqa: E402
 from ragsieve.evaluators.judges.offline.support_model import FEATURES, MODEL_FILE  # noqa: E402
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS  # noqa: E402
-from ragsieve.evaluators.quality.calibration import LabelledRow, row_to_interaction  # noqa: E402
+from ragsieve.evaluators.quality.calibration import (  # noqa: E402
+    LabelledRow,
+    auc,
+    row_to_interaction,
+)
 
 DATA = ROOT.parent / "shared" / "data"
 FIT_SETS = {  # folder -> licence (only these may ship fitted numbers)
@@ -143,9 +147,7 @@ def _weights(sets: np.ndarray, halueval: float) -> np.ndarray:
 
 
 def _auc(y: np.ndarray, p: np.ndarray) -> float:
-    pos, neg = p[y == 1], p[y == 0]
-    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(wins / (len(pos) * len(neg)))
+    return float(auc([bool(t) for t in y], [float(s) for s in p]) or 0.0)
 
 
 def out_of_fold(rows: list[dict[str, Any]], c: float, halueval: float) -> np.ndarray:
@@ -169,22 +171,21 @@ def fit(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], np.ndarray]:
     would have scored it had its question not been fitted on)."""
     y = np.array([r["y"] for r in rows])
     rt = np.array([r["set"] == "ragtruth_qa" for r in rows])
+    # a decisive check (a contradiction, a value not in the context) flags whatever the model
+    # says: such rows score as flagged, so the operating point counts them among its flags
+    capped = np.array([r["cap"] < 1.0 for r in rows])
     trials = []
     for c in C_GRID:
         for he in HALUEVAL_WEIGHTS:
-            p = out_of_fold(rows, c, he)
-            he_rows = ~rt
-            p = np.where([r["cap"] < 1.0 for r in rows], 1e-9, p)
+            p = np.where(capped, 1e-9, out_of_fold(rows, c, he))
             cut = np.sort(p[rt & (y == 1)])[int(TARGET_FALSE_ALARMS * (rt & (y == 1)).sum())]
-            recall = [float((p[m & (y == 0)] < cut).mean()) for m in (rt, he_rows)]
-            mean_auc = (_auc(y[rt], p[rt]) + _auc(y[he_rows], p[he_rows])) / 2
+            recall = [float((p[m & (y == 0)] < cut).mean()) for m in (rt, ~rt)]
+            mean_auc = (_auc(y[rt], p[rt]) + _auc(y[~rt], p[~rt])) / 2
             trials.append((round(mean_auc, 4), round(min(recall), 4), -c, c, he, p))
     _, _, _, c, he, p_oof = max(trials, key=lambda t: t[:3])
-    auc = _auc(y[rt], p_oof[rt])
-    # the operating point: the share of faithful RAGTruth answers flagged is the target, those
-    # a decisive check caps (a contradiction, a value not in the context) included
-    capped = np.array([r["cap"] < 1.0 for r in rows])
-    faithful = np.sort(np.where(capped, 1e-9, p_oof)[rt & (y == 1)])
+    rt_auc = _auc(y[rt], p_oof[rt])
+    # the operating point: the share of faithful RAGTruth answers flagged is the target
+    faithful = np.sort(p_oof[rt & (y == 1)])
     cut = float(faithful[int(math.floor(TARGET_FALSE_ALARMS * len(faithful)))])
     job = DEFAULT_THRESHOLDS["faithfulness"]
     shift = math.log(job / (1 - job)) - math.log(cut / (1 - cut))
@@ -211,7 +212,7 @@ def fit(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], np.ndarray]:
             "grouped_by": "question",
             "C": c,
             "halueval_weight": he,
-            "ragtruth_auc_out_of_fold": round(auc, 4),
+            "ragtruth_auc_out_of_fold": round(rt_auc, 4),
             "halueval_auc_out_of_fold": round(_auc(y[~rt], p_oof[~rt]), 4),
             "ragtruth_false_alarms_out_of_fold": round(float(flagged[y[rt] == 1].mean()), 4),
             "ragtruth_recall_out_of_fold": round(float(flagged[y[rt] == 0].mean()), 4),

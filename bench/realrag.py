@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -162,8 +163,6 @@ def as_trace(row: dict[str, Any]) -> Trace:
 
 def job_rows(rows: list[dict[str, Any]], judged: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every row as a trace through the collector and ``ragsieve jobs run --all``."""
-    import subprocess
-
     by_id = {r["id"]: r for r in judged}
     with tempfile.TemporaryDirectory() as tmp:
         store = f"sqlite:///{Path(tmp) / 'realrag.db'}"

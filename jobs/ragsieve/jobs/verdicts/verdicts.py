@@ -90,6 +90,11 @@ def decide_all(
     return out
 
 
+def audit_probability(verdict: Verdict, audit_share: float) -> float:
+    """The chance a pass had of being audited: 1 when a judge was uncertain, else the share."""
+    return 1.0 if verdict.uncertain else audit_share
+
+
 def emit_fresh(
     decisions: Sequence[Decision],
     before: set[str],
@@ -126,7 +131,7 @@ def emit_fresh(
         if d.verdict.outcome == "fail":
             flagged.append(case)
             continue
-        audit_p = 1.0 if d.verdict.uncertain else audit_share
+        audit_p = audit_probability(d.verdict, audit_share)
         if d.verdict.uncertain or unit_hash(d.pick.trace_id, "audit", seed) < audit_share:
             why = "audit of a pass"
             if d.verdict.uncertain:
@@ -179,7 +184,7 @@ def sample_rows(
                 "upstream_p": d.pick.upstream_p,
                 "missed_chunk": d.verdict.missed_chunk,
                 "uncertain": list(d.verdict.uncertain),
-                "audit_p": 1.0 if d.verdict.uncertain else audit_share,
+                "audit_p": audit_probability(d.verdict, audit_share),
             },
             versions,
         )
@@ -187,4 +192,4 @@ def sample_rows(
     ]
 
 
-__all__ = ["Decision", "decide_all", "emit_fresh", "sample_rows"]
+__all__ = ["Decision", "audit_probability", "decide_all", "emit_fresh", "sample_rows"]

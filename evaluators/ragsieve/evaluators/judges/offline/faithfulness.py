@@ -90,7 +90,7 @@ def _claim_verdicts(
     """One verdict per claim; a bare "Yes." / "No." is checked as the question's proposition.
     A list item's lead-in ("the benefits include:") is, like the question, not the item's claim:
     its words need no support of their own."""
-    q_keys = {key(t) for t in tokens(question) if t not in STOPWORDS}
+    q_keys = _keys(question)
     q_values = all_values(question)
     polarity = yes_no(answer)
     verdicts = []
@@ -102,7 +102,7 @@ def _claim_verdicts(
                 {**claim_verdict(question, ctx, set(), set(), polarity), "claim": claim}
             )
             continue
-        keys = q_keys | {key(t) for t in tokens(lead_in) if t not in STOPWORDS}
+        keys = q_keys | _keys(lead_in)
         verdict = claim_verdict(claim, ctx, keys, q_values, None)
         if lead_in:
             verdict["lead_in"] = lead_in
@@ -128,6 +128,11 @@ def _check_whole_answer(
             v["contradiction"] = True
 
 
+def _keys(text: str) -> set[str]:
+    """The comparison keys of ``text``'s content words (what a claim need not support again)."""
+    return {key(t) for t in tokens(text) if t not in STOPWORDS}
+
+
 def _mark_repeats(
     verdicts: list[dict[str, Any]], interaction: RagInteraction, question: str, translate: bool
 ) -> None:
@@ -139,7 +144,7 @@ def _mark_repeats(
     if not said or not any(v["support"] < SUPPORT_THRESHOLD for v in verdicts):
         return
     earlier = build_context([(f"turn-{i}", t) for i, t in enumerate(said)], translate=translate)
-    q_keys = {key(t) for t in tokens(question) if t not in STOPWORDS}
+    q_keys = _keys(question)
     for v in verdicts:
         if v["support"] >= SUPPORT_THRESHOLD or v.get("contradiction"):
             continue
