@@ -41,7 +41,6 @@ class _Waiting:
 
     def __init__(self) -> None:
         self.order: OrderedDict[Any, None] = OrderedDict()
-        self.closing = 0  # closed to make room, not yet gone
 
     @staticmethod
     def of(server_state: Any) -> _Waiting:
@@ -59,27 +58,31 @@ class _Waiting:
 
     def gone(self, conn: Any) -> None:
         self.order.pop(conn, None)
-        if conn.made_room_for is not None:
-            self.closing -= 1
 
     def make_room(self, conn: Any, limit: int) -> None:
         """Close the longest-waiting connections until ``conn``'s request fits under ``limit``.
 
         uvicorn answers 503 when, at a request's headers, the open connections (its own
-        included) reach the limit; connections already closing still count until they are gone.
+        included) reach the limit. A closed connection leaves uvicorn's count at once
+        (:func:`_drop`), not when the loop gets round to its ``connection_lost``: a request
+        whose headers arrive in between would otherwise still see the cap full.
         """
-        excess = len(conn.connections) - (limit - 1) - self.closing
+        excess = len(conn.connections) - (limit - 1)
         while excess > 0 and self.order:
             old = next(iter(self.order))
             if old is conn:
                 return  # everyone else is busy: uvicorn's 503 applies
             del self.order[old]  # not waiting any more: re-registered when it waits again
             if old.waiting_for_headers():
-                old.made_room_for = conn.client
-                self.closing += 1
                 excess -= 1
                 log.debug("closing %s (waiting for headers) to make room", old.client)
-                old.transport.close()
+                _drop(old)
+
+
+def _drop(conn: Any) -> None:
+    """Close ``conn`` and take it out of uvicorn's connection count now."""
+    conn.transport.close()
+    conn.connections.discard(conn)
 
 
 def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asyncio.Protocol]:
@@ -95,7 +98,6 @@ def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asynci
     class HeaderDeadline(base):  # type: ignore[valid-type,misc]
         _deadline: asyncio.TimerHandle | None = None
         _armed_for: object = None
-        made_room_for: object = None
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
@@ -133,7 +135,7 @@ def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asynci
             self._deadline = None
             if self.waiting_for_headers():
                 log.debug("closing %s: request headers not received in %g s", self.client, seconds)
-                self.transport.close()
+                _drop(self)
 
     HeaderDeadline.__name__ = f"HeaderDeadline{base.__name__}"
     return HeaderDeadline
