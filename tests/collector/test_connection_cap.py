@@ -1,7 +1,8 @@
 """collector.max_connections: past the cap a request is refused at once, and the cap frees itself.
 
 Connections waiting for a request's headers (idle or slow) cannot hold the cap: past it, a new
-connection closes the one waiting longest, so well-behaved clients are answered even while a
+connection closes the one waiting longest (tricklers of partial headers before those that sent
+nothing), so well-behaved clients are answered even while a
 crowd keeps reconnecting and trickling headers. Only a cap full of requests being served
 answers 503.
 """
@@ -89,6 +90,24 @@ def test_past_the_cap_idlers_make_room_and_a_full_cap_of_requests_is_503(
         assert r.status_code == 503 and r.headers["connection"] == "close"
         assert not any(_closed(sock, within_s=0.05) for sock in busy)
     assert store.count_spans() == 1
+
+
+def test_past_the_cap_a_trickler_is_closed_before_an_older_connection_that_sent_nothing(
+    capped: ServerThread,
+) -> None:
+    # a client whose request is on its way has sent nothing yet; one that sent part of its
+    # headers and stalled is the slow-loris pattern, and goes first even when it is younger
+    with ExitStack() as stack:
+        quiet = [stack.enter_context(_idle(capped)) for _ in range(CAP - 2)]  # with the trickler:
+        # the cap less one, so the request needs one place made
+        time.sleep(0.1)
+        trickler = stack.enter_context(_idle(capped))
+        trickler.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n")
+        time.sleep(0.2)
+        r = httpx.post(f"{capped.url}/v1/traces", json=_spans("00000000000000cc"), timeout=10)
+        assert r.status_code == 200, r.text
+        assert _closed(trickler, within_s=2)
+        assert not any(_closed(sock, within_s=0.05) for sock in quiet)
 
 
 def test_reconnecting_slow_clients_past_the_cap_leave_good_requests_served(

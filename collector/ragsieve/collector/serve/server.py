@@ -60,18 +60,24 @@ class _Waiting:
         self.order.pop(conn, None)
 
     def make_room(self, conn: Any, limit: int) -> None:
-        """Close the longest-waiting connections until ``conn``'s request fits under ``limit``.
+        """Close waiting connections until ``conn``'s request fits under ``limit``: first those
+        trickling a request's headers (part of them in, the rest late: the slow-loris pattern),
+        then those that have sent nothing, longest waiting first in each.
 
-        uvicorn answers 503 when, at a request's headers, the open connections (its own
-        included) reach the limit. A closed connection leaves uvicorn's count at once
-        (:func:`_drop`), not when the loop gets round to its ``connection_lost``: a request
-        whose headers arrive in between would otherwise still see the cap full.
+        A client whose request is on its way has sent nothing yet when the next connections
+        arrive, so it goes after every trickler. uvicorn answers 503 when, at a request's
+        headers, the open connections (its own included) reach the limit. A closed connection
+        leaves uvicorn's count at once (:func:`_drop`), not when the loop gets round to its
+        ``connection_lost``: a request whose headers arrive in between would otherwise still
+        see the cap full.
         """
         excess = len(conn.connections) - (limit - 1)
-        while excess > 0 and self.order:
-            old = next(iter(self.order))
-            if old is conn:
-                return  # everyone else is busy: uvicorn's 503 applies
+        if excess <= 0:
+            return
+        others = [old for old in self.order if old is not conn]
+        for old in sorted(others, key=lambda c: not c.trickling):  # stable: oldest first
+            if excess <= 0:
+                break
             del self.order[old]  # not waiting any more: re-registered when it waits again
             if old.waiting_for_headers():
                 excess -= 1
@@ -98,12 +104,17 @@ def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asynci
     class HeaderDeadline(base):  # type: ignore[valid-type,misc]
         _deadline: asyncio.TimerHandle | None = None
         _armed_for: object = None
+        trickling = False  # part of a request's headers in, the rest not yet
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
             self._arm()
             if self.limit_concurrency is not None:
                 _Waiting.of(self.server_state).make_room(self, self.limit_concurrency)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self.trickling = self.waiting_for_headers()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -122,6 +133,7 @@ def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asynci
 
         def _arm(self) -> None:
             self._disarm()
+            self.trickling = False
             self._armed_for = self.cycle
             self._deadline = self.loop.call_later(seconds, self._expire)
             _Waiting.of(self.server_state).wait(self)
