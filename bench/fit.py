@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,12 +101,17 @@ def one_size(
     work: Path,
     seed: int,
     force: bool = False,
+    draw: Callable[..., dict[str, int]] | None = None,
+    tag: str = "",
 ) -> dict[str, Any]:
-    """Label N batch-A traces on a copy of the store, fit, re-run the job, score batch B."""
-    copy = work / f"fit{n}{'f' if force else ''}.db"
+    """Label N batch-A traces on a copy of the store, fit, re-run the job, score batch B.
+
+    ``draw`` picks and writes the labels (default :func:`labels_file`: half real failures, half
+    real passes, at random); ``tag`` keeps the copies of several draws apart."""
+    copy = work / f"fit{tag}{n}{'f' if force else ''}.db"
     shutil.copy(db, copy)
     store = f"sqlite:///{copy}"
-    drawn = labels_file(sent, a, n, seed, work / f"labels{n}.jsonl")
+    drawn = (draw or labels_file)(sent, a, n, seed, work / f"labels{n}.jsonl")
     t0 = time.perf_counter()
     flags = ["--force"] if force else []
     code, fit = ragsieve(
