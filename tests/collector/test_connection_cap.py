@@ -120,10 +120,10 @@ def test_reconnecting_slow_clients_past_the_cap_leave_good_requests_served(
         while not stop.is_set():
             try:
                 with socket.create_connection((capped.host, capped.port), timeout=5) as sock:
-                    for byte in line:
+                    for byte in line:  # the first byte at once, then one every 50 ms
+                        sock.sendall(bytes([byte]))
                         if stop.wait(0.05):
                             return
-                        sock.sendall(bytes([byte]))
             except OSError:
                 stop.wait(0.02)
 
