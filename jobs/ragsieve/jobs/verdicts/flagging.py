@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ragsieve.evaluators.judges.offline.claims import is_abstention as declines
+from ragsieve.evaluators.judges.offline.conversation import GROUNDED_ASK
 from ragsieve.evaluators.judges.offline.text.text import sentences
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.corpus import CorpusHit
@@ -156,6 +157,9 @@ def decide(
     if all(v is None for v in decided.values()):
         return Verdict("unjudged", evidence="no judge could decide")
     rd = _read(interaction, by_metric, decided, thresholds, corpus)
+    asked = asks_back(rd.faith)
+    if asked is not None:
+        return _asks_back_verdict(rd, asked)
     failed = rd.failed
     if rd.abstained:
         early = _abstention_verdict(rd, expected, corpus)
@@ -208,6 +212,39 @@ def _abstention_verdict(
     return None
 
 
+def asks_back(res: EvalResult | None) -> Mapping[str, object] | None:
+    """What the faithfulness judge found when the reply only asks the user back (a clarifying
+    question, nothing stated): how much of it the context or the conversation grounds."""
+    meta = res.metadata if res is not None and isinstance(res.metadata, Mapping) else {}
+    found = meta.get("asks_back")
+    return found if isinstance(found, Mapping) else None
+
+
+def _asks_back_verdict(rd: _Reading, asked: Mapping[str, object]) -> Verdict:
+    """A reply that asks the user to narrow the question states nothing and answers nothing:
+    neither context relevance ("answered although nothing relevant was retrieved") nor answer
+    relevance applies. It passes when what it offers comes from the passages or the
+    conversation, and fails as ``generation`` when it asks about things neither mentions."""
+    grounded = asked.get("grounded")
+    if isinstance(grounded, (int, float)) and grounded >= GROUNDED_ASK:
+        return Verdict(
+            "pass",
+            evidence="asks the user to narrow the question; what it offers is in the context"
+            " or the conversation",
+            context_relevant=rd.ctx_rel,
+        )
+    unknown = asked.get("unknown")
+    words = ", ".join(str(w) for w in unknown) if isinstance(unknown, Sequence) else ""
+    return Verdict(
+        "fail",
+        ("answer_relevance",),
+        "generation",
+        f"the reply only asks back, about what neither the context nor the conversation"
+        f" mentions ({words or 'only the question echoed'})",
+        context_relevant=rd.ctx_rel,
+    )
+
+
 def _fail_verdict(
     interaction: RagInteraction,
     rd: _Reading,
@@ -250,6 +287,7 @@ __all__ = [
     "FAILING_LABELS",
     "CorpusAnswer",
     "Verdict",
+    "asks_back",
     "decide",
     "is_abstention",
     "metric_failed",

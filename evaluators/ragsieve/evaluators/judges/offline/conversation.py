@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
-from ragsieve.evaluators.judges.offline.text.terms import key
+from ragsieve.evaluators.judges.offline.text.terms import key, tokens
 from ragsieve.evaluators.judges.offline.text.text import (
     STOPWORDS,
     content_words,
@@ -263,6 +263,43 @@ def _elliptical(typed: str, kind: TurnKind) -> bool:
     if said & _ANAPHORS or _ELLIPTIC_START.match(folded):
         return True
     return len(content_words(typed)) < SELF_CONTAINED_WORDS
+
+
+# the words of an offer to narrow the question, not what it offers
+_OFFER_WORDS = frozenset(
+    """would like know learn more about interested interest help want need wondering asking ask
+    mean looking find out tell specific specifically information info details detail topic
+    topics related something anything else other some any kind which what involving regarding
+    concerning gustaria saber quiere quieres interesa interesaria informacion detalles tema
+    temas algo otro otra alguno alguna cual cuales sobre acerca mas ayuda""".split()
+)
+GROUNDED_ASK = 0.5  # share of an offer's words the context or the conversation must hold
+
+
+def asks_back_grounding(
+    questions_back: list[str], interaction: RagInteraction, context: list[str]
+) -> tuple[float, list[str]]:
+    """How much of what a reply asks back (a clarifying question: "Would you like to know
+    about the US or Australia?") the context or the conversation already names: the share of
+    its content words they hold, and the words they do not. Asking the user to narrow the
+    question is a turn of a conversation, not an answer; it is on topic when what it offers
+    comes from the passages or from what was said (an offer from another conversation names
+    things neither holds), and at least one of its words from the passages (echoing the user's
+    own words back offers nothing). An offer with no content words of its own ("Can you say
+    more?") counts as grounded."""
+    said = [interaction.query or "", *(m.content for m in interaction.chat_history)]
+    in_context = {key(t) for text in context for t in tokens(text)}
+    known = in_context | {key(t) for text in said for t in tokens(text)}
+    asked = [
+        t for q in questions_back for t in tokens(q)
+        if t not in STOPWORDS and t not in _OFFER_WORDS and len(t) > 2 and not t.isdigit()
+    ]  # fmt: skip
+    if not asked:
+        return 1.0, []
+    missing = list(dict.fromkeys(t for t in asked if key(t) not in known))
+    if not any(key(t) in in_context for t in asked):  # only the user's own words echoed back
+        return 0.0, missing
+    return round(1 - sum(key(t) not in known for t in asked) / len(asked), 3), missing
 
 
 def judged_question(interaction: RagInteraction) -> JudgedQuestion:

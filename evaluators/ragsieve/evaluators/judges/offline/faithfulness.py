@@ -15,7 +15,8 @@ from typing import Any
 
 from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.offline.claims import ParsedAnswer, find_injections, parse_answer
-from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES
+from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES, asks_back_grounding
+from ragsieve.evaluators.judges.offline.reading import QUESTION_BACK
 from ragsieve.evaluators.judges.offline.support import (
     BROKEN_SPAN_SUPPORT,
     NO,
@@ -217,7 +218,7 @@ class FaithfulnessJudge(OfflineJudge):
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
         self.model = shipped_model()
-        self.version = f"offline-6:t{threshold}:{self.model.version}" + (
+        self.version = f"offline-7:t{threshold}:{self.model.version}" + (
             f":{calibration}" if calibration else ""
         )
 
@@ -233,6 +234,10 @@ class FaithfulnessJudge(OfflineJudge):
             meta["suspicious_instructions"] = parsed.suspicious[:5]
         early = _skip_or_abstain(parsed, chunks, meta)
         if early is not None:
+            asked = [text for text, why in parsed.set_aside if why == QUESTION_BACK]
+            if early[0] == "skipped" and asked:  # the reply only asks the user to narrow it
+                grounded, unknown = asks_back_grounding(asked, interaction, chunks)
+                meta["asks_back"] = {"grounded": grounded, "unknown": unknown[:5]}
             return self.result(interaction, early[0], None, early[1], meta)
         question = interaction.query or ""
         lang = language(answer)

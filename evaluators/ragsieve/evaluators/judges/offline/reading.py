@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 from ragsieve.evaluators.judges.offline.text.text import fold, sentences
 
+QUESTION_BACK = "a question back, not a claim"  # the reason a question to the user is set aside
+
 # "1.", "2)", "(3)", "a.", "-", "*", "•", "+", "Step 4:", "Paso 2:" at the start of a line
 _ITEM = re.compile(
     r"^\s*(?:\(?\d{1,2}[.)]|\(?[a-hA-H][.)](?=\s)|[-*•+◦▪–]|(?:step|paso)\s*\d{1,2}\s*[:.)-])\s+",
@@ -239,7 +241,7 @@ def read_answer(answer: str) -> ReadAnswer:
                 out.set_aside.append((sent, "about the answer"))
                 continue
             if sent.rstrip(" \"'»)").endswith("?"):  # "Would you like to know about ...?"
-                out.set_aside.append((sent, "a question back, not a claim"))
+                out.set_aside.append((sent, QUESTION_BACK))
                 continue
             text = strip_marker(strip_source(sent))
             out.statements.append(Statement(text, lead_in if item else ""))
