@@ -9,10 +9,12 @@ the page raised nothing and no request left ``file://``, and keeps a full-page s
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -105,7 +107,10 @@ def devtools(tmp_path: Path) -> Iterator[Any]:
             "--no-first-run", "--disable-gpu", "--window-size=1100,900", "about:blank"]  # fmt: skip
     if not exe.endswith("headless-shell"):
         args.insert(1, "--headless=new")
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # its own process group: Chromium forks helpers that outlive a terminated parent
+    proc = subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 30
@@ -118,7 +123,12 @@ def devtools(tmp_path: Path) -> Iterator[Any]:
         with connect(url, max_size=64 * 1024 * 1024) as ws:
             yield _CDP(ws)
     finally:
-        proc.terminate()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):  # helpers that ignored the TERM
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
 
 
