@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ragsieve.collector.derive.sessions import session_turns
 from ragsieve.collector.store import Store, open_store
 from ragsieve.collector.wire.spans import LogEvent, SpanRecord
 from ragsieve.evaluators.records import Feedback, RagInteraction
@@ -204,6 +205,52 @@ def test_list_and_iter_interactions_windows(any_store: Store) -> None:
     assert any_store.list_interactions(since=at(6)) == []
     assert len(any_store.list_interactions(until=at(1) + timedelta(seconds=1))) == 1
     assert any_store.get_interaction(tid(23)).started_at == at(3)
+
+
+def test_a_session_is_its_turns_in_start_order_and_ids_are_not_patterns(any_store: Store) -> None:
+    turns = [(31, "s_1%", 3), (32, "s_1%", 1), (33, "s_10", 2), (34, None, 4), (35, "s_1%", 2)]
+    for trace, session, minute in turns:
+        any_store.write_spans([span(trace, 1)], now=T0)
+        rec = interaction(trace, started=T0 + 60 * minute).model_copy(
+            update={"session_id": session}
+        )
+        assert any_store.save_interaction(rec, seen_at=T0, now=T0 + 1)
+    assert [r.trace_id for r in session_turns(any_store, "s_1%")] == [tid(32), tid(35), tid(31)]
+    assert [r.trace_id for r in session_turns(any_store, "s_10")] == [tid(33)]
+    assert session_turns(any_store, "s_1") == []
+
+
+def test_the_session_migration_fills_in_records_stored_before_it(tmp_path: Any) -> None:
+    import sqlite3
+
+    from ragsieve.collector.store.migrations import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    rec = interaction(41).model_copy(update={"session_id": "chat-9"})
+    with sqlite3.connect(path) as db:  # a store as the release before the migration left it
+        db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        subs = {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "blob": "BLOB", "real": "REAL"}
+        for name, ddl in MIGRATIONS:
+            if name == "015_interactions_session":
+                continue
+            db.executescript(ddl.format(**subs))
+            db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, T0))
+        db.execute(
+            "INSERT INTO interactions (trace_id, revision, seq, started_at, settled_at, status,"
+            " body) VALUES (?, 1, 1, ?, ?, 'complete', ?)",
+            (rec.trace_id, T0, T0, rec.model_dump_json()),
+        )
+    store = open_store(f"sqlite:///{path}")
+    try:
+        assert [r.trace_id for r in session_turns(store, "chat-9")] == [tid(41)]
+        plan = store.query(
+            "EXPLAIN QUERY PLAN SELECT body FROM interactions WHERE session_id = ?"
+            " ORDER BY started_at",
+            ("chat-9",),
+        )
+        assert any("interactions_session" in str(row) for row in plan), plan
+    finally:
+        store.close()
 
 
 # -- outbox -----------------------------------------------------------------------------------

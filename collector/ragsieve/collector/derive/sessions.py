@@ -2,8 +2,9 @@
 
 A session is every interaction whose record carries the same ``session_id`` (OpenInference
 ``session.id``, Langfuse / Traceloop session ids, or a ``conversation_id`` / ``thread_id``
-metadata key; see ``extract.identity``). The id lives in the record's JSON body, so finding a
-session scans the bodies; a ``LIKE`` on the id narrows the scan before the exact JSON check.
+metadata key; see ``extract.identity``). The store keeps it beside the record's body, indexed
+with the start time (migration ``015_interactions_session``, which filled it in for records
+stored before), so a session is one index lookup.
 
 A turn's position is read from the conversation its generation step was given: turn 1 is a
 prompt with no earlier user turn, turn n has n - 1 of them (``turn_number``). An app whose final
@@ -17,14 +18,12 @@ importing the job.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragsieve.collector.store.protocol import Store
 from ragsieve.evaluators.records import RagInteraction
 
-_LIKE_ESCAPE = "\\"
 _USER_ROLES = ("user", "human")
 
 
@@ -33,31 +32,13 @@ def turn_number(rec: RagInteraction) -> int:
     return 1 + sum(m.role in _USER_ROLES for m in rec.chat_history)
 
 
-def _like_pattern(session_id: str) -> str | None:
-    """A ``LIKE`` pattern that every body of the session matches, or None when none is safe."""
-    encoded = json.dumps(session_id, ensure_ascii=False)
-    if encoded[1:-1] != session_id:  # JSON escapes some character: match on the parsed body only
-        return None
-    body = session_id.replace(_LIKE_ESCAPE, _LIKE_ESCAPE * 2)
-    body = body.replace("%", _LIKE_ESCAPE + "%").replace("_", _LIKE_ESCAPE + "_")
-    return f'%"session_id":"{body}"%'
-
-
 def session_turns(store: Store, session_id: str) -> list[RagInteraction]:
     """Every interaction of ``session_id`` in start order (ties by trace id)."""
-    sql = "SELECT body FROM interactions"
-    params: list[str] = []
-    pattern = _like_pattern(session_id)
-    if pattern is not None:
-        sql += f" WHERE body LIKE ? ESCAPE '{_LIKE_ESCAPE}'"
-        params.append(pattern)
-    sql += " ORDER BY started_at, trace_id"
-    out = []
-    for (body,) in store.query(sql, params):
-        rec = RagInteraction.model_validate_json(body)
-        if rec.session_id == session_id:
-            out.append(rec)
-    return out
+    rows = store.query(
+        "SELECT body FROM interactions WHERE session_id = ? ORDER BY started_at, trace_id",
+        (session_id,),
+    )
+    return [RagInteraction.model_validate_json(body) for (body,) in rows]
 
 
 @dataclass(frozen=True, slots=True)

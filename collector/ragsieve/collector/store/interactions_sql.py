@@ -124,10 +124,11 @@ class InteractionsMixin(SQLBase):
             cur.execute(
                 self.sql(
                     "INSERT INTO interactions (trace_id, revision, seq, started_at, settled_at,"
-                    " status, body) VALUES (?,?,?,?,?,?,?) ON CONFLICT (trace_id) DO UPDATE SET"
-                    " revision = excluded.revision, seq = excluded.seq,"
+                    " status, body, session_id) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (trace_id)"
+                    " DO UPDATE SET revision = excluded.revision, seq = excluded.seq,"
                     " started_at = excluded.started_at, settled_at = excluded.settled_at,"
-                    " status = excluded.status, body = excluded.body"
+                    " status = excluded.status, body = excluded.body,"
+                    " session_id = excluded.session_id"
                 ),
                 (
                     record.trace_id,
@@ -137,6 +138,7 @@ class InteractionsMixin(SQLBase):
                     now,
                     record.status,
                     record.model_dump_json(),
+                    record.session_id,
                 ),
             )
         return True

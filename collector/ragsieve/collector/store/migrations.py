@@ -270,4 +270,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE spans ADD COLUMN pb {blob};
         """,
     ),
+    (
+        "015_interactions_session",
+        """
+        ALTER TABLE interactions ADD COLUMN session_id TEXT;
+        UPDATE interactions SET session_id = {session_of_body};
+        CREATE INDEX interactions_session ON interactions (session_id, started_at)
+        """,
+    ),
 ]

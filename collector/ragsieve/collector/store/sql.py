@@ -55,11 +55,17 @@ class SQLBase:
 
     def _ddl(self, text: str) -> str:
         subs = {
-            "sqlite": {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "blob": "BLOB", "real": "REAL"},
+            "sqlite": {
+                "id": "INTEGER PRIMARY KEY AUTOINCREMENT",
+                "blob": "BLOB",
+                "real": "REAL",
+                "session_of_body": "json_extract(body, '$.session_id')",
+            },
             "postgres": {
                 "id": "BIGSERIAL PRIMARY KEY",
                 "blob": "BYTEA",
                 "real": "DOUBLE PRECISION",
+                "session_of_body": "(body::json ->> 'session_id')",
             },
         }[self.dialect]
         return text.format(**subs)
