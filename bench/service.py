@@ -187,6 +187,8 @@ def readme_table(result: dict[str, Any]) -> str:
     )
 
     def fitted(fit: dict[str, Any]) -> str:
+        if not fit:
+            return "not run"
         before, after = fit.get("before", {}), fit.get("after")
         stored = "forced" if fit.get("forced") else "stored by the rule"
         if not after:

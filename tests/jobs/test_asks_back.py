@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import Message
 from ragsieve.evaluators.testing import make_interaction
-from ragsieve.jobs.verdicts.flagging import decide
+from ragsieve.jobs.verdicts.corpus import CorpusHit
+from ragsieve.jobs.verdicts.flagging import CorpusAnswer, decide
 
 DRONES = (
     "In the United States the FAA requires every drone over 250 grams to be registered. "
@@ -25,12 +28,21 @@ HISTORY = (
 )
 
 
-async def _verdict(answer: str, query: str = "Are there rules on their use elsewhere?") -> Any:
-    it = make_interaction(query, DRONES, answer, chat_history=HISTORY)
+async def _verdict(
+    answer: str,
+    query: str = "Are there rules on their use elsewhere?",
+    context: tuple[str, ...] = DRONES,
+    **decide_kw: Any,
+) -> Any:
+    it = make_interaction(query, context, answer, chat_history=HISTORY)
     results = []
     for name in ("faithfulness", "answer_relevance", "context_relevance"):
         results += await get_judge(name).evaluate(it)
-    return results, decide(it, results, DEFAULT_THRESHOLDS)
+    return results, decide(it, results, DEFAULT_THRESHOLDS, **decide_kw)
+
+
+def _offer(results: Any) -> Any:
+    return next(r for r in results if r.evaluator == "faithfulness").metadata.get("asks_back")
 
 
 async def test_a_clarifying_question_drawn_from_the_passages_passes() -> None:
@@ -65,3 +77,41 @@ async def test_an_answer_with_a_question_at_the_end_is_still_judged_as_an_answer
     )
     faith = next(r for r in results if r.evaluator == "faithfulness")
     assert faith.label != "skipped" and "asks_back" not in faith.metadata
+
+
+async def test_a_clarifying_question_in_the_users_language_is_grounded_by_translation() -> None:
+    results, verdict = await _verdict(
+        "¿Quiere saber sobre las reglas de Estados Unidos o de Australia?",
+        query="¿Hay reglas en otros países?",
+    )
+    assert _offer(results)["grounded"] >= 0.5 and verdict.outcome == "pass"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Could you please rephrase your question?",  # names nothing of its own
+        "What is your order number?",  # the user's situation, nothing the passages hold
+        "Which version of Windows are you using?",
+        "Did you know drones over 5 kilograms need a permit in Canada?",  # a claim with a value
+    ],
+)
+async def test_replies_that_offer_no_topic_are_judged_as_before(reply: str) -> None:
+    results, _ = await _verdict(reply)
+    assert _offer(results) is None
+
+
+async def test_with_nothing_retrieved_a_claim_and_a_question_are_not_an_offer() -> None:
+    results, _ = await _verdict(
+        "The FAA registers drones over 250 grams. Would you like to know about Canada?",
+        context=(),
+    )
+    assert _offer(results) is None
+
+
+async def test_a_chunk_the_retriever_missed_still_makes_it_a_retrieval_failure() -> None:
+    results, _ = await _verdict("Would you like help with student loan repayment topics?")
+    it = make_interaction("Are there rules on their use elsewhere?", DRONES, "x")
+    hit = CorpusHit("kb-7", 0.9, 3, "Canada requires a drone pilot certificate.")
+    verdict = decide(it, results, DEFAULT_THRESHOLDS, corpus=CorpusAnswer(hit, 40))
+    assert verdict.outcome == "fail" and verdict.root_cause == "retrieval", verdict

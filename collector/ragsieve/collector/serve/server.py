@@ -11,6 +11,10 @@ left at its deadline and came back, and good requests got 503 (1,100 such client
 of 135). The same wrapper makes room instead: past the cap, a new connection closes the one that
 has waited longest for a request's headers (slow or idle, never one whose request is being
 served), so a request is refused with 503 only when the cap is full of requests in progress.
+
+Limit: a crowd that reconnects faster than a good client's request arrives, and sends nothing
+at all, competes with good clients on age alone (the longest waiting goes first); against one
+that trickles its headers, good clients are kept and the tricklers go first.
 """
 
 from __future__ import annotations
@@ -116,6 +120,11 @@ def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asynci
             super().data_received(data)
             self.trickling = self.waiting_for_headers()
 
+        def timeout_keep_alive_handler(self) -> None:
+            super().timeout_keep_alive_handler()  # uvicorn closes an idle kept-alive connection
+            if self.transport.is_closing():
+                self.connections.discard(self)  # ... and it leaves the count at once
+
         def on_response_complete(self) -> None:
             super().on_response_complete()
             self._arm()
@@ -177,6 +186,7 @@ def uvicorn_config(
         http=header_deadline(AutoHTTPProtocol, header_timeout_s),
         timeout_keep_alive=keep_alive_s,
         limit_concurrency=max_connections,
+        ws="none",  # no WebSocket routes: an upgrade would leave a stale protocol in the count
         log_level="warning",
         access_log=False,
         **options,

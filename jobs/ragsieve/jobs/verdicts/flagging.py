@@ -158,8 +158,9 @@ def decide(
         return Verdict("unjudged", evidence="no judge could decide")
     rd = _read(interaction, by_metric, decided, thresholds, corpus)
     asked = asks_back(rd.faith)
-    if asked is not None:
-        return _asks_back_verdict(rd, asked)
+    if asked is not None and rd.missed is None and expected != "answerable":
+        unsure = tuple(sorted(m for m, r in by_metric.items() if r.label == "uncertain"))
+        return _asks_back_verdict(rd, asked, unsure)
     failed = rd.failed
     if rd.abstained:
         early = _abstention_verdict(rd, expected, corpus)
@@ -220,11 +221,15 @@ def asks_back(res: EvalResult | None) -> Mapping[str, object] | None:
     return found if isinstance(found, Mapping) else None
 
 
-def _asks_back_verdict(rd: _Reading, asked: Mapping[str, object]) -> Verdict:
+def _asks_back_verdict(
+    rd: _Reading, asked: Mapping[str, object], uncertain: tuple[str, ...]
+) -> Verdict:
     """A reply that asks the user to narrow the question states nothing and answers nothing:
     neither context relevance ("answered although nothing relevant was retrieved") nor answer
     relevance applies. It passes when what it offers comes from the passages or the
-    conversation, and fails as ``generation`` when it asks about things neither mentions."""
+    conversation, and fails as ``generation`` when it asks about things neither mentions.
+    (Not used when the observed corpus holds a chunk that answers, a retrieval failure, or when
+    the golden set says the question must be answered: those decide as for any reply.)"""
     grounded = asked.get("grounded")
     if isinstance(grounded, (int, float)) and grounded >= GROUNDED_ASK:
         return Verdict(
@@ -232,6 +237,7 @@ def _asks_back_verdict(rd: _Reading, asked: Mapping[str, object]) -> Verdict:
             evidence="asks the user to narrow the question; what it offers is in the context"
             " or the conversation",
             context_relevant=rd.ctx_rel,
+            uncertain=uncertain,
         )
     unknown = asked.get("unknown")
     words = ", ".join(str(w) for w in unknown) if isinstance(unknown, Sequence) else ""

@@ -30,12 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
-from ragsieve.evaluators.judges.offline.text.terms import key, tokens
+from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key, tokens
 from ragsieve.evaluators.judges.offline.text.text import (
     STOPWORDS,
     content_words,
     entities,
     fold,
+    language,
     rarity,
 )
 from ragsieve.evaluators.records import Message, RagInteraction, normalize_text
@@ -265,41 +266,58 @@ def _elliptical(typed: str, kind: TurnKind) -> bool:
     return len(content_words(typed)) < SELF_CONTAINED_WORDS
 
 
-# the words of an offer to narrow the question, not what it offers
+# the words of an offer to narrow the question or a request to rephrase it, not what it offers
 _OFFER_WORDS = frozenset(
     """would like know learn more about interested interest help want need wondering asking ask
     mean looking find out tell specific specifically information info details detail topic
     topics related something anything else other some any kind which what involving regarding
-    concerning gustaria saber quiere quieres interesa interesaria informacion detalles tema
-    temas algo otro otra alguno alguna cual cuales sobre acerca mas ayuda""".split()
+    concerning please rephrase clarify question provide repeat explain say again sure
+    gustaria saber quiere quieres interesa interesaria informacion detalles tema temas algo
+    otro otra alguno alguna cual cuales sobre acerca mas ayuda podria puede pregunta aclarar
+    repetir explicar""".split()
+)
+# a question about the user's own situation ("What is your order number?", "Are you using
+# Windows?"): its words come from the user's world, not from the passages
+_ABOUT_THE_USER = re.compile(
+    r"\b(?:your|yours|are you|were you|do you have|did you|have you|you (?:are|were|have|had|use"
+    r"|using|did)|tu|tus|su|sus|usted|eres|tienes|tiene usted)\b"
 )
 GROUNDED_ASK = 0.5  # share of an offer's words the context or the conversation must hold
+FOUND = 0.6  # a word found at least this strongly (exact, misspelt or translated) is held
 
 
 def asks_back_grounding(
     questions_back: list[str], interaction: RagInteraction, context: list[str]
-) -> tuple[float, list[str]]:
-    """How much of what a reply asks back (a clarifying question: "Would you like to know
-    about the US or Australia?") the context or the conversation already names: the share of
-    its content words they hold, and the words they do not. Asking the user to narrow the
-    question is a turn of a conversation, not an answer; it is on topic when what it offers
-    comes from the passages or from what was said (an offer from another conversation names
-    things neither holds), and at least one of its words from the passages (echoing the user's
-    own words back offers nothing). An offer with no content words of its own ("Can you say
-    more?") counts as grounded."""
+) -> tuple[float, list[str]] | None:
+    """How much of what a reply asks back (a clarifying question that offers topics: "Would you
+    like to know about the US or Australia?") the context or the conversation already names:
+    the share of its content words they hold (exactly, misspelt or translated), and the words
+    they do not. Asking the user to narrow the question is a turn of a conversation, not an
+    answer; it is on topic when what it offers comes from the passages or from what was said
+    (an offer from another conversation names things neither holds), with at least one word
+    from the passages (echoing the user's own words back offers nothing).
+
+    None when the reply is not such an offer, and is judged as before: it names nothing of its
+    own ("Could you rephrase that?"), states values ("... over 5 kg?" carries a claim), or asks
+    about the user's situation without naming anything the passages hold ("What is your order
+    number?")."""
+    said_back = [t for q in questions_back for t in tokens(q)]
+    asked = [t for t in said_back if t not in STOPWORDS and t not in _OFFER_WORDS and len(t) > 2]
+    if not asked or any(t[0].isdigit() for t in said_back):
+        return None
     said = [interaction.query or "", *(m.content for m in interaction.chat_history)]
-    in_context = {key(t) for text in context for t in tokens(text)}
-    known = in_context | {key(t) for text in said for t in tokens(text)}
-    asked = [
-        t for q in questions_back for t in tokens(q)
-        if t not in STOPWORDS and t not in _OFFER_WORDS and len(t) > 2 and not t.isdigit()
-    ]  # fmt: skip
-    if not asked:
-        return 1.0, []
-    missing = list(dict.fromkeys(t for t in asked if key(t) not in known))
-    if not any(key(t) in in_context for t in asked):  # only the user's own words echoed back
-        return 0.0, missing
-    return round(1 - sum(key(t) not in known for t in asked) / len(asked), 3), missing
+    other = language(" ".join(questions_back)) != language(" ".join(context))
+    passages = TermIndex(context, cross_lingual=other)
+    conversation = TermIndex([t for t in said if t.strip()] or [""])
+    in_passages = [passages.find(t).strength >= FOUND for t in asked]
+    held = [
+        p or conversation.find(t).strength >= FOUND for t, p in zip(asked, in_passages, strict=True)
+    ]
+    missing = list(dict.fromkeys(t for t, h in zip(asked, held, strict=True) if not h))
+    share = 0.0 if not any(in_passages) else round(sum(held) / len(held), 3)
+    if share < GROUNDED_ASK and _ABOUT_THE_USER.search(fold(" ".join(questions_back))):
+        return None
+    return share, missing
 
 
 def judged_question(interaction: RagInteraction) -> JudgedQuestion:

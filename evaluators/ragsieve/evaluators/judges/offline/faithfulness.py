@@ -235,9 +235,11 @@ class FaithfulnessJudge(OfflineJudge):
         early = _skip_or_abstain(parsed, chunks, meta)
         if early is not None:
             asked = [text for text, why in parsed.set_aside if why == QUESTION_BACK]
-            if early[0] == "skipped" and asked:  # the reply only asks the user to narrow it
-                grounded, unknown = asks_back_grounding(asked, interaction, chunks)
-                meta["asks_back"] = {"grounded": grounded, "unknown": unknown[:5]}
+            offer = None
+            if early[0] == "skipped" and chunks and asked and not parsed.claims:
+                offer = asks_back_grounding(asked, interaction, chunks)  # only asks back
+            if offer is not None:
+                meta["asks_back"] = {"grounded": offer[0], "unknown": offer[1][:5]}
             return self.result(interaction, early[0], None, early[1], meta)
         question = interaction.query or ""
         lang = language(answer)
