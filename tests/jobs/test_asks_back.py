@@ -115,3 +115,11 @@ async def test_a_chunk_the_retriever_missed_still_makes_it_a_retrieval_failure()
     hit = CorpusHit("kb-7", 0.9, 3, "Canada requires a drone pilot certificate.")
     verdict = decide(it, results, DEFAULT_THRESHOLDS, corpus=CorpusAnswer(hit, 40))
     assert verdict.outcome == "fail" and verdict.root_cause == "retrieval", verdict
+
+
+async def test_anything_else_fits_a_turn_that_asked_nothing() -> None:
+    results, verdict = await _verdict(
+        "Is there anything else I can help you with?", query="Great, I will register mine."
+    )
+    assert _offer(results) == {"grounded": 1.0, "unknown": []}
+    assert verdict.outcome == "pass"

@@ -298,13 +298,16 @@ def asks_back_grounding(
     from the passages (echoing the user's own words back offers nothing).
 
     None when the reply is not such an offer, and is judged as before: it names nothing of its
-    own ("Could you rephrase that?"), states values ("... over 5 kg?" carries a claim), or asks
+    own ("Could you rephrase that?") in reply to a question (to a statement or thanks, "Anything
+    else?" is a fitting turn: grounded), states values ("... over 5 kg?" carries a claim), or asks
     about the user's situation without naming anything the passages hold ("What is your order
     number?")."""
     said_back = [t for q in questions_back for t in tokens(q)]
     asked = [t for t in said_back if t not in STOPWORDS and t not in _OFFER_WORDS and len(t) > 2]
-    if not asked or any(t[0].isdigit() for t in said_back):
+    if any(t[0].isdigit() for t in said_back):
         return None
+    if not asked:  # "Anything else I can help with?" fits a turn that asked nothing
+        return (1.0, []) if turn_kind(interaction.query or "") != "question" else None
     said = [interaction.query or "", *(m.content for m in interaction.chat_history)]
     other = language(" ".join(questions_back)) != language(" ".join(context))
     passages = TermIndex(context, cross_lingual=other)
