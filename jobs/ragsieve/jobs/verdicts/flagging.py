@@ -15,6 +15,10 @@ answered. An abstention fails only when a relevant chunk reached the prompt
 (``abstained_wrongly``) or such a chunk exists elsewhere, in the corpus or per the golden set
 (``retrieval``); otherwise it is a correct abstention and passes. With context relevance unknown
 an abstention stays ``unjudged``. An answer given when nothing relevant reached the prompt fails.
+A reply that only asks the user back to narrow the question (the faithfulness result's
+``asks_back``) is a turn, not an answer: it passes when what it offers is in the passages or the
+conversation and fails as ``generation`` otherwise, unless a missed chunk or the golden set says
+the question had to be answered.
 A judge's ``uncertain`` (its score at or just above the threshold, evidence too weak to call) is
 a pass that names the metric in ``Verdict.uncertain``: never flagged, always audited.
 Whether every configured judge answered is the job's business (``verdicts.decide_all``): a pass
