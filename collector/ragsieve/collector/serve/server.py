@@ -85,25 +85,21 @@ class _Waiting:
             del self.order[old]  # not waiting any more: re-registered when it waits again
             if old.waiting_for_headers():
                 excess -= 1
-                log.debug("closing %s (waiting for headers) to make room", old.client)
-                _drop(old)
+                _drop(old, "waiting for headers, to make room")
 
 
-def _drop(conn: Any) -> None:
+def _drop(conn: Any, why: str) -> None:
     """Close ``conn`` and take it out of uvicorn's connection count now."""
+    log.debug("closing %s: %s", conn.client, why)
     conn.transport.close()
     conn.connections.discard(conn)
 
 
 def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asyncio.Protocol]:
-    """``base`` (a uvicorn HTTP/1.1 protocol) closing connections whose headers are late.
-
-    The deadline runs from the connection's start and from the end of each response, until the
-    next request's headers are complete (uvicorn then starts a new ``cycle``). A request being
-    served is never cut; after it, uvicorn's own keep-alive timeout applies as well. Past the
-    connection cap, a new connection closes the one waiting longest for headers
-    (:class:`_Waiting`).
-    """
+    """``base`` (a uvicorn HTTP/1.1 protocol) closing connections whose headers are late: the
+    deadline runs from the connection's start and the end of each response until the next
+    request's headers are complete (uvicorn then starts a new ``cycle``); a request being served
+    is never cut. Past the connection cap, a new connection makes room (:class:`_Waiting`)."""
 
     class HeaderDeadline(base):  # type: ignore[valid-type,misc]
         _deadline: asyncio.TimerHandle | None = None
@@ -122,8 +118,7 @@ def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asynci
 
         def timeout_keep_alive_handler(self) -> None:
             super().timeout_keep_alive_handler()  # uvicorn closes an idle kept-alive connection
-            if self.transport.is_closing():
-                self.connections.discard(self)  # ... and it leaves the count at once
+            self.connections.discard(self)  # ... and it leaves the count at once
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -155,8 +150,7 @@ def header_deadline(base: type[asyncio.Protocol], seconds: float) -> type[asynci
         def _expire(self) -> None:
             self._deadline = None
             if self.waiting_for_headers():
-                log.debug("closing %s: request headers not received in %g s", self.client, seconds)
-                _drop(self)
+                _drop(self, f"request headers not received in {seconds:g} s")
 
     HeaderDeadline.__name__ = f"HeaderDeadline{base.__name__}"
     return HeaderDeadline
