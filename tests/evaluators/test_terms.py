@@ -70,3 +70,23 @@ def test_translations_are_found_only_when_asked() -> None:
     found = TermIndex(spanish, cross_lingual=True).find("army")
     assert found.via == "translation" and found.strength >= 0.6 and found.sentences == {0}
     assert TermIndex(spanish, cross_lingual=True).find("banana").strength == 0.0
+
+
+def test_swapped_neighbouring_letters_are_a_misspelling_only_in_a_question() -> None:
+    index = TermIndex(["Heinz was founded by Henry J. Heinz.", "Keep your personalized plates."])
+    for typed, meant in (("heniz", "heinz"), ("paltes", "plat")):
+        assert index.find(typed).via == "none"  # a claim's word: the ratio alone decides
+        found = index.find(typed, transposed=True)
+        assert (found.via, found.found) == ("typo", meant)
+    assert index.find("trial", transposed=True).via == "none"
+
+
+async def test_a_question_with_swapped_letters_finds_its_chunk() -> None:
+    from ragsieve.evaluators.judges import get_judge
+    from ragsieve.evaluators.testing import make_interaction
+
+    context = ("Heinz was founded by Henry J. Heinz, who began packing foodstuffs in 1869.",)
+    judge = get_judge("context_relevance")
+    [typed] = await judge.evaluate(make_interaction("Who founded Heniz?", context, "Henry Heinz."))
+    [right] = await judge.evaluate(make_interaction("Who founded Heinz?", context, "Henry Heinz."))
+    assert typed.label == right.label == "relevant"

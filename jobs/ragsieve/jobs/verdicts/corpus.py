@@ -95,7 +95,7 @@ def holds_question(question: str, content: str, served: Set[str] = frozenset()) 
     qlang, clang = language(question), language(content)
     other = "unknown" not in (qlang, clang) and qlang != clang
     index = TermIndex(sentences(content) or [content], cross_lingual=other)
-    found = {k: index.find(word) for k, (word, _) in terms.items()}
+    found = {k: index.find(word, transposed=True) for k, (word, _) in terms.items()}
     names = {key(t) for w in re.findall(r"[^\W\d_][\w'-]*", question)[1:] if w[:1].isupper()
              for t in tokens(w)}  # fmt: skip
     if any(found[k].strength < NAME_MIN for k in names if k in found):

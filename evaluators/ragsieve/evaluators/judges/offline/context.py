@@ -90,7 +90,7 @@ def _name_keys(question: str) -> set[str]:
 
 def _find(index: TermIndex, word: str, name: bool) -> Match:
     """``index.find(word)``; a name's translated match counts only when it is near certain."""
-    m = index.find(word)
+    m = index.find(word, transposed=True)  # a person's question: "Heniz" is "Heinz"
     if name and m.via == "translation" and m.strength < NAME_TRANSLATION_MIN:
         return NO_MATCH
     return m
@@ -296,7 +296,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
-            f"offline-6:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
+            f"offline-7:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:

@@ -18,6 +18,7 @@ number, "56,2 %" and "56.2%" another, "seis" and "six" are 6.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -211,6 +212,16 @@ def _is_content(word: str) -> bool:
     return word not in STOPWORDS and (len(word) > 1 or word.isdigit())
 
 
+def _swap_match(k: str, keys: Mapping[str, object]) -> str | None:
+    """A key of ``keys`` that ``k`` becomes with two neighbouring letters swapped."""
+    for i in range(len(k) - 1):
+        if k[i] != k[i + 1]:
+            swapped = k[:i] + k[i + 1] + k[i] + k[i + 2 :]
+            if swapped in keys:
+                return swapped
+    return None
+
+
 class TermIndex:
     """The words of a text (in sentences), searchable by exact key, misspelling or translation."""
 
@@ -236,8 +247,11 @@ class TermIndex:
         """Every key of the text."""
         return set(self.where)
 
-    def find(self, word: str, *, translate: bool | None = None) -> Match:
-        """Where ``word`` (folded) occurs in the text, exactly, misspelt or translated."""
+    def find(self, word: str, *, translate: bool | None = None, transposed: bool = False) -> Match:
+        """Where ``word`` (folded) occurs in the text, exactly, misspelt or translated;
+        ``transposed`` also reads two swapped neighbouring letters as a misspelling ("Heniz",
+        "paltes"), which the similarity ratio scores too low in short words: for a person's
+        question, not for a claim to check (real words differ so: "trial" / "trail")."""
         k = key(word)
         if k in self.where:
             return Match(1.0, frozenset(self.where[k]), "exact", self.example[k])
@@ -247,6 +261,9 @@ class TermIndex:
             )
             if best is not None:
                 return Match(FUZZY_STRENGTH, frozenset(self.where[best[0]]), "typo", best[0])
+            swapped = _swap_match(k, self.where) if transposed else None
+            if swapped is not None:
+                return Match(FUZZY_STRENGTH, frozenset(self.where[swapped]), "typo", swapped)
         if (self.cross_lingual if translate is None else translate) and word.isalpha():
             return self._translated(word)
         return NO_MATCH
