@@ -52,18 +52,16 @@ def batches(traces: list[Trace]) -> tuple[list[Trace], set[str], set[str]]:
     return held, set(articles[:half]), set(articles[half:])
 
 
-def labels_file(
-    sent: dict[str, Trace], articles: set[str], n: int, seed: int, path: Path
-) -> dict[str, int]:
-    """``n`` labels on batch-A traces, half real failures and half real passes."""
-    rng = random.Random(seed)
-    # by the planned trace, not its (random) trace id: the same labels on every run
-    pool = sorted(
+def label_pool(sent: dict[str, Trace], articles: set[str]) -> list[tuple[str, Trace]]:
+    """The traces of ``articles``, by the planned trace, not its (random) trace id: the same
+    labels on every run."""
+    return sorted(
         ((tid, t) for tid, t in sent.items() if t.article in articles), key=lambda p: p[1].trace_key
     )
-    fails = [p for p in pool if p[1].expect != "pass"]
-    passes = [p for p in pool if p[1].expect == "pass"]
-    pick = rng.sample(fails, min(n // 2, len(fails))) + rng.sample(passes, n - n // 2)
+
+
+def write_labels(pick: list[tuple[str, Trace]], path: Path) -> dict[str, int]:
+    """A ``--labels`` file with the planted truth of each picked trace; how many, how many fail."""
     with path.open("w") as f:
         for tid, t in pick:
             line: dict[str, Any] = {
@@ -74,6 +72,18 @@ def labels_file(
                 line["root_cause"] = t.expect
             f.write(json.dumps(line) + "\n")
     return {"labels": len(pick), "fail": sum(t.expect != "pass" for _, t in pick)}
+
+
+def labels_file(
+    sent: dict[str, Trace], articles: set[str], n: int, seed: int, path: Path
+) -> dict[str, int]:
+    """``n`` labels on batch-A traces, half real failures and half real passes."""
+    rng = random.Random(seed)
+    pool = label_pool(sent, articles)
+    fails = [p for p in pool if p[1].expect != "pass"]
+    passes = [p for p in pool if p[1].expect == "pass"]
+    pick = rng.sample(fails, min(n // 2, len(fails))) + rng.sample(passes, n - n // 2)
+    return write_labels(pick, path)
 
 
 def ragsieve(args: list[str], store: str, one_core: bool = False) -> tuple[int, Any]:
@@ -92,6 +102,11 @@ def fresh(sent: dict[str, Trace], articles: set[str]) -> dict[str, Trace]:
     return {tid: t for tid, t in sent.items() if t.article in articles}
 
 
+def store_copy(work: Path, n: int, force: bool, tag: str = "") -> Path:
+    """Where :func:`one_size` keeps the store it fits and judges again."""
+    return work / f"fit{tag}{n}{'f' if force else ''}.db"
+
+
 def one_size(
     n: int,
     sent: dict[str, Trace],
@@ -108,7 +123,7 @@ def one_size(
 
     ``draw`` picks and writes the labels (default :func:`labels_file`: half real failures, half
     real passes, at random); ``tag`` keeps the copies of several draws apart."""
-    copy = work / f"fit{tag}{n}{'f' if force else ''}.db"
+    copy = store_copy(work, n, force, tag)
     shutil.copy(db, copy)
     store = f"sqlite:///{copy}"
     drawn = (draw or labels_file)(sent, a, n, seed, work / f"labels{n}.jsonl")

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from e2e import run_pipeline, verdicts  # noqa: E402
 from e2e_traffic import DATA, EXPECT, Trace  # noqa: E402
-from fit import one_size  # noqa: E402
+from fit import label_pool, one_size, store_copy, write_labels  # noqa: E402
 from service_traffic import build  # noqa: E402
 
 README = ROOT.parent / "README.md"
@@ -113,29 +113,13 @@ def review_queue(decided: dict[str, dict[str, Any]], share_flagged: float = 2 / 
 
     def draw(sent: dict[str, Trace], articles: set[str], n: int, seed: int, path: Path):
         rng = random.Random(seed)
-        pool = sorted(
-            ((tid, t) for tid, t in sent.items() if t.article in articles),
-            key=lambda p: p[1].trace_key,
-        )
+        pool = label_pool(sent, articles)
         flagged = [p for p in pool if decided.get(p[0], MISSING)["verdict"] == "fail"]
         passed = [p for p in pool if decided.get(p[0], MISSING)["verdict"] == "pass"]
         k = min(round(n * share_flagged), len(flagged))
         pick = rng.sample(flagged, k) + rng.sample(passed, min(n - k, len(passed)))
-        with path.open("w") as f:
-            for tid, t in pick:
-                line: dict[str, Any] = {
-                    "trace_id": tid,
-                    "verdict": "pass" if t.expect == "pass" else "fail",
-                }
-                if t.expect != "pass":
-                    line["root_cause"] = t.expect
-                f.write(json.dumps(line) + "\n")
-        return {
-            "labels": len(pick),
-            "fail": sum(t.expect != "pass" for _, t in pick),
-            "flagged": k,
-            "false_flags": sum(t.expect == "pass" for _, t in pick[:k]),
-        }
+        false_flags = sum(t.expect == "pass" for _, t in pick[:k])
+        return {**write_labels(pick, path), "flagged": k, "false_flags": false_flags}
 
     return draw
 
@@ -154,8 +138,7 @@ def _fit(
         row = one_size(labels, first, tune, held, db, work, seed, force=True, draw=draw, tag=tag)
     after = None
     if row.get("written"):
-        after = score(sent, verdicts(work / f"fit{tag}{labels}{'f' if row['forced'] else ''}.db"),
-                      "heldout")  # fmt: skip
+        after = score(sent, verdicts(store_copy(work, labels, row["forced"], tag)), "heldout")
     keep = ("labels", "forced", "drawn", "better", "written", "metrics", "refused")
     out: dict[str, Any] = {k: row[k] for k in keep if k in row}
     if "cv" in row:
