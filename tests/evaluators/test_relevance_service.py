@@ -70,3 +70,74 @@ async def test_a_permission_granted_to_the_asker_is_not_a_hedge() -> None:
     assert await evasive_share(q, "You may change it online or at any district office.") == 0.0
     # a "may" about what happens, not about what the asker can do, still hedges
     assert await evasive_share(q, "The change may take effect within a few weeks.") == 1.0
+
+
+_HELP_PAGE = (
+    "Housing benefit\nHow do I contact the housing benefit team?\nCall 0800 123 456 on weekdays "
+    "between 9 and 5, or write to the town hall.\nParking permits\n"
+    "Residents renew their permit every spring at the front desk."
+)
+_HELP_PAGE_ES = (
+    "Ayuda al alquiler\n¿Cómo contacto con el equipo de ayudas al alquiler?\nLlame al 900 123 456 "
+    "de lunes a viernes de 9 a 17 o escriba al ayuntamiento.\nPermisos de aparcamiento\n"
+    "Los vecinos renuevan el permiso cada primavera en el mostrador."
+)
+
+
+async def _judged(question: str, answer: str, page: str | None) -> tuple[str, float, dict]:
+    context = (page,) if page else ()
+    [r] = await get_judge("answer_relevance").evaluate(
+        make_interaction(query=question, context=context, answer=answer)
+    )
+    assert r.score is not None
+    return r.label, r.score, r.metadata
+
+
+@pytest.mark.parametrize(
+    ("page", "question", "answer", "title"),
+    [
+        (
+            _HELP_PAGE,
+            "How can I reach the housing benefit people?",
+            "Call 0800 123 456 on weekdays between 9 and 5, or write to the town hall.",
+            "How do I contact the housing benefit team?",
+        ),
+        (
+            _HELP_PAGE_ES,
+            "¿Cómo hablo con los de la ayuda al alquiler?",
+            "Llame al 900 123 456 de lunes a viernes de 9 a 17 o escriba al ayuntamiento.",
+            "¿Cómo contacto con el equipo de ayudas al alquiler?",
+        ),
+    ],
+)
+async def test_an_answer_from_the_section_titled_by_the_question_addresses_it(
+    page: str, question: str, answer: str, title: str
+) -> None:
+    label, with_page, meta = await _judged(question, answer, page)
+    _, without_page, bare = await _judged(question, answer, None)
+    assert label == "relevant" and meta["section_title"] == title
+    assert with_page > without_page and "section_title" not in bare
+
+
+async def test_a_title_only_counts_when_it_matches_the_question() -> None:
+    # the reply comes from the parking section: its title says nothing about reaching the team
+    _, score, meta = await _judged(
+        "How can I reach the housing benefit people?",
+        "Residents renew their permit every spring at the front desk.",
+        _HELP_PAGE,
+    )
+    _, bare, _ = await _judged(
+        "How can I reach the housing benefit people?",
+        "Residents renew their permit every spring at the front desk.",
+        None,
+    )
+    assert "section_title" not in meta and score == pytest.approx(bare)
+
+
+async def test_without_the_page_a_reply_in_other_words_is_not_credited() -> None:
+    label, _, _ = await _judged(
+        "How can I reach the housing benefit people?",
+        "Call 0800 123 456 on weekdays between 9 and 5, or write to the town hall.",
+        None,
+    )
+    assert label == "irrelevant"

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -52,6 +52,16 @@ MISSING_TYPE_FACTOR = 0.7
 MEANING_SHARE = 0.7  # closeness in meaning alone (the same topic) is not a full answer
 SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
 SHORT_TYPED_ADDRESSED = 0.6
+# service pages and FAQs title each section ("Can I transfer benefits?", "REPAYE and ICR Plans"):
+# an answer taken from a section whose title matches the question addresses it, in the page's
+# words rather than the question's
+SOURCE_SHARE = 0.6  # share of an answer sentence's words one chunk sentence holds: its source
+HEADING_MAX_WORDS = 10  # an unpunctuated line this short titles what follows (a question: 20)
+HEADING_MIN = 0.5  # a title that matches the question less than this says nothing
+HEADING_SHARE = 0.9  # a matching title is nearly as good as the answer restating the question
+HEADING_COSINE_FLOOR = 0.2
+HEADING_COSINE_SPAN = 0.4
+_ENDS_CLAUSE = re.compile(r"[.!;:,\u2026]\s*$")
 
 
 def _direct_answer(sents: list[str], kind: str | None) -> bool:
@@ -68,6 +78,56 @@ def _direct_answer(sents: list[str], kind: str | None) -> bool:
         if kind is None and (entities(" x " + claim) or numbers(claim)):
             return True
     return False
+
+
+def _is_heading(sent: str) -> bool:
+    """A section title or an FAQ's question: a question, or a short capitalised line that does
+    not end like a clause."""
+    n = len(sent.split())
+    if sent.endswith(("?", "\uff1f")):
+        return n <= 2 * HEADING_MAX_WORDS
+    return n <= HEADING_MAX_WORDS and sent[:1].isupper() and not _ENDS_CLAUSE.search(sent)
+
+
+def _source_headings(sents: list[str], context: list[str]) -> list[str]:
+    """The titles of the chunk sections the answer's sentences were taken from: for each answer
+    sentence, a chunk sentence holding most of its words, then the nearest title above it."""
+    found: list[str] = []
+    for chunk in context:
+        lines = sentences(chunk)
+        keys = [{key(w) for w in content_words(line)} for line in lines]
+        for sent in sents:
+            words = {key(w) for w in content_words(sent)}
+            if len(words) < 2:
+                continue
+            for i, have in enumerate(keys):
+                if len(words & have) < SOURCE_SHARE * len(words):
+                    continue
+                above = (lines[j] for j in range(i - 1, -1, -1) if _is_heading(lines[j]))
+                title = next(above, None)
+                if title is not None and title not in found:
+                    found.append(title)
+    return found
+
+
+def heading_match(question: str, sents: list[str], context: list[str]) -> tuple[float, str]:
+    """``(match, title)``: how well the title of the section the answer comes from matches the
+    question (its key terms, or its meaning), 0 below ``HEADING_MIN``."""
+    titles = _source_headings(sents, context)
+    terms = question_terms(question)
+    total = sum(w for _, w in terms.values())
+    if not titles or not total:
+        return 0.0, ""
+    vecs = embed([question, *titles])
+    best, best_title = 0.0, ""
+    for title, vec in zip(titles, vecs[1:], strict=True):
+        index = TermIndex([title], cross_lingual=language(title) != language(question))
+        coverage = sum(w * index.find(word).strength for word, w in terms.values()) / total
+        meaning = (float(vec @ vecs[0]) - HEADING_COSINE_FLOOR) / HEADING_COSINE_SPAN
+        match = float(np.clip(max(coverage, meaning), 0.0, 1.0))
+        if match > best:
+            best, best_title = match, title
+    return (best, best_title) if best >= HEADING_MIN else (0.0, "")
 
 
 DEFAULT_WEIGHTS = MappingProxyType(
@@ -95,10 +155,15 @@ def _addressed(question: str, answer: str, sents: list[str]) -> tuple[float, flo
     return coverage, cosine, max(coverage, MEANING_SHARE * meaning)
 
 
-def evidence(question: str, answer: str, sents: list[str], asks: bool = True) -> dict[str, Any]:
+def evidence(
+    question: str, answer: str, sents: list[str], asks: bool = True, context: Sequence[str] = ()
+) -> dict[str, Any]:
     """The evidence the score combines (each in [0, 1]) and what it was read from; a turn that
-    ``asks`` nothing (a statement, thanks) expects no particular type of answer."""
+    ``asks`` nothing (a statement, thanks) expects no particular type of answer. ``context``:
+    the retrieved chunks, whose section titles can show what an answer taken from them answers."""
     coverage, cosine, addressed = _addressed(question, answer, sents)
+    heading, title = heading_match(question, sents, list(context)) if context else (0.0, "")
+    addressed = max(addressed, HEADING_SHARE * heading)
     terms = question_terms(question)
     new = [t for s in sents for t in content_words(s) if key(t) not in terms]
     kind = expected_type(question) if asks else None
@@ -119,6 +184,8 @@ def evidence(question: str, answer: str, sents: list[str], asks: bool = True) ->
         "coverage": coverage,
         "cosine": cosine,
         "kind": kind,
+        "heading": heading,
+        "title": title,
     }
 
 
@@ -145,6 +212,8 @@ def _notes(ev: Mapping[str, Any]) -> list[str]:
     notes = []
     if ev["addressed"] < 0.3:
         notes.append("the answer is about something else than the question")
+    if ev["heading"]:
+        notes.append(f"taken from the section {ev['title'][:80]!r}, which matches the question")
     if ev["kind"] and not ev["type_ok"]:
         notes.append(f"the question asks for a {ev['kind']} and the answer gives none")
     evasive = ev["evasive"]
@@ -198,7 +267,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-6:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-7:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning
@@ -214,15 +283,13 @@ class AnswerRelevanceJudge(OfflineJudge):
         if parsed.suspicious:
             meta["suspicious_instructions"] = parsed.suspicious[:5]
         sents = [s for s in sentences(answer) if s not in parsed.suspicious] or [answer]
+        context = [c for _, _, c in chunk_texts(interaction)]
+        judged = (evidence(q, answer, sents, asked.is_question, context) for q in readings)
         ev, score = max(
-            (
-                (ev, combine(ev, parsed.abstained, self.weights))
-                for ev in (evidence(q, answer, sents, asks=asked.is_question) for q in readings)
-            ),
+            ((ev, combine(ev, parsed.abstained, self.weights)) for ev in judged),
             key=lambda p: p[1],
         )
         if not asked.is_question:  # nothing was asked: does the reply fit the turn?
-            context = [c for _, _, c in chunk_texts(interaction)]
             score = fits_turn(asked, answer, context, score, parsed.abstained)
         meta.update(
             coverage=round(ev["coverage"], 4),
@@ -234,6 +301,8 @@ class AnswerRelevanceJudge(OfflineJudge):
             abstained=parsed.abstained,
             evidence={k: round(ev[k], 6) for k in DEFAULT_WEIGHTS},
         )
+        if ev["heading"]:
+            meta["section_title"] = ev["title"]
         if self.calibration:
             meta["calibration"] = self.calibration
         notes = _notes(ev) if asked.is_question else [f"the turn is a {asked.kind}, not a question"]
