@@ -4,13 +4,15 @@ English: Doc2Dial (``../shared/data/multiturn/doc2dial/dev.jsonl``), goal-orient
 US government service pages (DMV, SSA, VA, student aid). Each row is a user's turn, the page block
 that grounds the agent's reply and the annotated grounding span. Questions are kept when they
 stand alone (a question mark, five words or more, no pronoun pointing back into the dialogue);
-the clean answer is the grounding span, as an extractive assistant would reply. A topic is the
-service page (``doc_id``).
+the clean answer is the grounding span widened to the whole sentences that hold it (annotators
+marked clause fragments such as "For security reasons ,"; an extractive assistant replies in
+sentences). A topic is the service page (``doc_id``).
 
 Spanish: MEMERAG es (``../shared/data/realrag/memerag_en_es/dev.jsonl``), questions people wrote
 in Spanish, five retrieved Wikipedia passages each and answers by real models with per-sentence
 support labels. The clean answer is one labelled faithful; its gold passage is the one sharing
-most words with it. A topic is the question.
+most words with it, and the trace carries all five passages it was written from (with fewer, a
+faithful answer names what the trace never showed). A topic is the question.
 
 A service desk is also asked what it does not cover: English questions from MEMERAG (Wikipedia
 topics) go to the service desk, whose retriever returns service pages; these, and the Spanish
@@ -40,6 +42,7 @@ MEMERAG = Path("realrag") / "memerag_en_es" / "dev.jsonl"
 HIDDEN_SHARE = 0.22  # topics no trace retrieves (correct abstentions and out-of-corpus answers)
 OFF_DOMAIN_SHARE = 0.6  # of MEMERAG's English questions, asked of the (English) service desk
 MAX_PER_TOPIC = 3  # Doc2Dial questions kept per service page
+WIDEN_CHARS = 160  # a span is widened to a sentence boundary this near (pages lack punctuation)
 _BACK_REFERENCE = re.compile(
     r"(?i)^\W*(?:and|but|so|ok|okay|alright|ah|what about|how about|what if)\b"
     r"|\b(?:it|its|this|that|they|them|these|those|there|he|she|his|her)\b"
@@ -74,6 +77,22 @@ class _Item:
         self.answer, self.gold, self.retrieved, self.pool = answer, gold, retrieved, pool
 
 
+_BOUNDARY = re.compile(r"[.!?](?=\s)|\n")
+
+
+def _whole_sentences(passage: str, span: str) -> str:
+    """``span`` widened to the sentences of ``passage`` that hold it (``span`` if not found)."""
+    at = passage.find(span)
+    if at < 0:
+        return span
+    stop = at + len(span)
+    starts = [m.end() for m in _BOUNDARY.finditer(passage, max(0, at - WIDEN_CHARS), at + 1)]
+    ends = _BOUNDARY.finditer(passage, stop - 1, stop + WIDEN_CHARS)
+    start = starts[-1] if starts else (0 if at <= WIDEN_CHARS else at)
+    end = next((m.end() for m in ends), len(passage) if len(passage) - stop <= WIDEN_CHARS else stop)
+    return passage[start:end].strip()
+
+
 def _doc2dial(data: Path) -> list[_Item]:
     rows = [json.loads(line) for line in (data / DOC2DIAL).open(encoding="utf-8")]
     out: list[_Item] = []
@@ -87,6 +106,7 @@ def _doc2dial(data: Path) -> list[_Item]:
         if len(span.split()) < 6 or per_topic[topic] >= MAX_PER_TOPIC:
             continue
         per_topic[topic] += 1
+        span = _whole_sentences(r["passages"][0], span)
         answer = span[:1].upper() + span[1:]
         answer = answer if answer.endswith((".", "!", "?")) else answer + "."
         out.append(
@@ -178,7 +198,7 @@ def build(data: Path = DATA, seed: int = 26) -> list[Trace]:
             add(it, "correct_abstention", rng.choice(ABSTAIN[it.lang]), chunks, False)
             add(it, "out_of_corpus", it.answer, chunks, False)
             continue
-        chunks = [it.gold, *(it.retrieved[:2] or distractors(it, 2))]
+        chunks = [it.gold, *(it.retrieved or distractors(it, 2))]
         rng.shuffle(chunks)
         add(it, "clean", it.answer, chunks, True)
         ctx = " ".join(chunks)
