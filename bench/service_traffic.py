@@ -89,7 +89,8 @@ def _whole_sentences(passage: str, span: str) -> str:
     starts = [m.end() for m in _BOUNDARY.finditer(passage, max(0, at - WIDEN_CHARS), at + 1)]
     ends = _BOUNDARY.finditer(passage, stop - 1, stop + WIDEN_CHARS)
     start = starts[-1] if starts else (0 if at <= WIDEN_CHARS else at)
-    end = next((m.end() for m in ends), len(passage) if len(passage) - stop <= WIDEN_CHARS else stop)
+    tail = len(passage) if len(passage) - stop <= WIDEN_CHARS else stop
+    end = next((m.end() for m in ends), tail)
     return passage[start:end].strip()
 
 

@@ -50,6 +50,17 @@ def test_a_shorter_alias_the_source_uses_is_fine():
     ]
 
 
+def test_names_listed_with_y_are_checked_one_by_one():
+    ctx = "Entre sus ríos están el Mamoré, el Río Grande y, al norte, el Beni y el Madre de Dios."
+    # each name is written in the sources, only not side by side
+    assert broken_spans("Destacan el Río Grande y Madre de Dios.", [ctx]) == []
+    # a part the sources never write in one piece is still reported
+    [broken] = broken_spans("Destacan el Río Beni y Madre de Dios.", [ctx])
+    assert broken.span == "Río Beni y Madre de Dios"
+    # "y" inside one name ("Ramón y Cajal") stays one name when the sources write it so
+    assert broken_spans("Lo fundó Ramón y Cajal.", ["El instituto lo fundó Ramón y Cajal."]) == []
+
+
 async def test_broken_name_makes_the_claim_unsupported():
     q = "Which actress voiced Marla Quint in Low Tide?"
     bad = await faith(q, ROLE_CTX, "Marla Quint was voiced by Dana Forbes.")

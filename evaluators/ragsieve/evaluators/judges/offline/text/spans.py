@@ -11,6 +11,8 @@ from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, words
 _TOKEN = re.compile(r"[^\W_][\w'’.\-]*", re.UNICODE)
 # lowercase words that may sit inside a name ("Bank of America", "Theo van Gogh")
 _JOINERS = frozenset("of the de del la le van von da du di der den al bin y e".split())
+# ... of which these also join two names in a list ("Douban y WeChat", "Marfil y Concepción")
+_CONJUNCTIONS = frozenset("y e".split())
 _SENTENCE_END = re.compile(r"[.!?:\n]")
 _POSSESSIVE = re.compile(r"['’]s?$")
 MAX_GAP = 3  # a "closest" source span may hold this many extra words
@@ -101,10 +103,16 @@ def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
     def written(toks: list[str]) -> bool:
         return len(toks) < 2 or f" {' '.join(toks)} " in joined
 
+    def listed(toks: list[str]) -> bool:
+        """Names joined by a conjunction, each written in the sources ("Douban y WeChat")."""
+        cuts = [i for i, t in enumerate(toks) if t in _CONJUNCTIONS]
+        parts = [toks[a + 1 : b] for a, b in zip([-1, *cuts], [*cuts, len(toks)], strict=True)]
+        return bool(cuts) and all(parts) and all(written(p) for p in parts)
+
     out: list[BrokenSpan] = []
     for span, opens_sentence in _spans(answer):
         toks = words(span)
-        if written(toks) or (opens_sentence and written(toks[1:])):
+        if written(toks) or (opens_sentence and written(toks[1:])) or listed(toks):
             continue
         if not all(t in vocab for t in toks):
             continue  # an unknown word is reported by the word-level checks already
