@@ -61,6 +61,32 @@ def test_names_listed_with_y_are_checked_one_by_one():
     assert broken_spans("Lo fundó Ramón y Cajal.", ["El instituto lo fundó Ramón y Cajal."]) == []
 
 
+def test_a_name_the_sources_abbreviate_in_part_is_written():
+    ctx = (
+        "Insurers must be licensed by the NYS Department of Financial Services. "
+        "New Jersey and New York State set their own rules."
+    )
+    said = "Insurers are licensed by the New York State Department of Financial Services."
+    assert broken_spans(said, [ctx]) == []
+    # initials that stand for other words do not make a name written
+    other = "Insurers are licensed by the New Jersey State Department of Financial Services."
+    [broken] = broken_spans(other, [ctx])
+    assert broken.span == "New Jersey State Department of Financial Services"
+
+
+async def test_acronyms_written_with_dots_or_in_the_plural_are_found():
+    ctx = (
+        "An enhanced driver license or non-driver ID and a valid U.S. passport are already "
+        "REAL ID compliant."
+    )
+    q = "Which documents are REAL ID compliant?"
+    said = "Enhanced non-driver IDs and valid {} passports are REAL ID compliant."
+    ok = await faith(q, ctx, said.format("US"))
+    assert ok.label == "faithful", ok.explanation
+    bad = await faith(q, ctx, said.format("UK"))
+    assert bad.label != "faithful" and "uk" in bad.explanation.lower()
+
+
 async def test_broken_name_makes_the_claim_unsupported():
     q = "Which actress voiced Marla Quint in Low Tide?"
     bad = await faith(q, ROLE_CTX, "Marla Quint was voiced by Dana Forbes.")

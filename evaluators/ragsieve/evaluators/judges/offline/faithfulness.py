@@ -218,7 +218,7 @@ class FaithfulnessJudge(OfflineJudge):
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
         self.model = shipped_model()
-        self.version = f"offline-8:t{threshold}:{self.model.version}" + (
+        self.version = f"offline-9:t{threshold}:{self.model.version}" + (
             f":{calibration}" if calibration else ""
         )
 

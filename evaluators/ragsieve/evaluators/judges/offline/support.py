@@ -70,6 +70,7 @@ _NAME_RUN = re.compile(
     r"[A-ZÁÉÍÓÚÑ][\w'-]*(?:\s+(?:(?:of|the|for|and|de|del|la|las|los|y)\s+)*[A-ZÁÉÍÓÚÑ][\w'-]*)+"
 )
 _LINK_WORDS = frozenset("of the for and de del la las los y".split())
+_DOTTED = re.compile(r"\b(?:[A-Z]\.){2,}")  # "U.S.", "E.E.U.U."
 
 
 def acronyms(text: str) -> frozenset[str]:
@@ -84,6 +85,7 @@ def acronyms(text: str) -> frozenset[str]:
                 span = words_[start : end + 1]
                 out.add("".join(w[0] for w in span if w.lower() not in _LINK_WORDS).upper())
                 out.add("".join(w[0] for w in span).upper())
+    out.update(m.replace(".", "") for m in _DOTTED.findall(text))  # "U.S." is "US"
     return frozenset(a for a in out if len(a) >= 2)
 
 
@@ -285,11 +287,16 @@ def _checks(
 
 
 def _written_out(name: str, claim: str, ctx: Context) -> bool:
-    """True when ``name`` is an acronym in the claim ("US") whose long form the context writes
-    ("the United States")."""
+    """True when ``name`` is an acronym in the claim ("US", plural "IDs") that the context
+    writes in full ("the United States"), with dots ("U.S.") or in the singular ("ID")."""
     upper = name.upper()
+    if not 2 <= len(upper) <= 7:
+        return False
+    if upper in ctx.acronyms and re.search(rf"\b{upper}\b", claim) is not None:
+        return True
+    single = upper[:-1]
     return (
-        2 <= len(upper) <= 6
-        and upper in ctx.acronyms
-        and re.search(rf"\b{upper}\b", claim) is not None
+        len(single) >= 2
+        and re.search(rf"\b{single}s\b", claim) is not None
+        and (single in ctx.acronyms or ctx.index.find(single.lower()).strength >= 0.6)
     )

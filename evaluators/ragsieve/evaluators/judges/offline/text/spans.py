@@ -103,6 +103,18 @@ def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
     def written(toks: list[str]) -> bool:
         return len(toks) < 2 or f" {' '.join(toks)} " in joined
 
+    def abbreviated(toks: list[str]) -> bool:
+        """The sources write some of the name's words as their initials ("NYS Department of
+        Financial Services" for "New York State Department of Financial Services")."""
+        for i in range(len(toks) - 1):
+            for j in range(i + 2, len(toks) + 1):
+                if j - i == len(toks):
+                    continue  # an acronym for the whole name is the word-level checks' business
+                short = "".join(t[0] for t in toks[i:j])
+                if f" {' '.join([*toks[:i], short, *toks[j:]])} " in joined:
+                    return True
+        return False
+
     def listed(toks: list[str]) -> bool:
         """Names joined by a conjunction, each written in the sources ("Douban y WeChat")."""
         cuts = [i for i, t in enumerate(toks) if t in _CONJUNCTIONS]
@@ -113,6 +125,8 @@ def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
     for span, opens_sentence in _spans(answer):
         toks = words(span)
         if written(toks) or (opens_sentence and written(toks[1:])) or listed(toks):
+            continue
+        if abbreviated(toks):
             continue
         if not all(t in vocab for t in toks):
             continue  # an unknown word is reported by the word-level checks already
