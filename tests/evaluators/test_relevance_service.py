@@ -141,3 +141,17 @@ async def test_without_the_page_a_reply_in_other_words_is_not_credited() -> None
         None,
     )
     assert label == "irrelevant"
+
+
+async def test_a_section_titled_by_the_question_answers_it_in_its_own_form() -> None:
+    page = (
+        "Work-study jobs\nWhen can I work?\nYou can work during the term or between terms, up "
+        "to twenty hours a week.\nHow am I paid?\nWe pay you by direct deposit."
+    )
+    question = "When am I allowed to work?"
+    answer = "You can work during the term or between terms."
+    label, _, meta = await _judged(question, answer, page)
+    assert label == "relevant" and meta["type_found"]
+    assert meta["section_title"] == "When can I work?"
+    _, _, bare = await _judged(question, answer, None)
+    assert not bare["type_found"]  # on its own the reply names no moment

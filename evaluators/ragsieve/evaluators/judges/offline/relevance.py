@@ -59,6 +59,7 @@ SOURCE_SHARE = 0.6  # share of an answer sentence's words one chunk sentence hol
 HEADING_MAX_WORDS = 10  # an unpunctuated line this short titles what follows (a question: 20)
 HEADING_MIN = 0.5  # a title that matches the question less than this says nothing
 HEADING_SHARE = 0.9  # a matching title is nearly as good as the answer restating the question
+HEADING_TYPED = 0.8  # a title this close to the question: its section answers in its own form
 HEADING_COSINE_FLOOR = 0.2
 HEADING_COSINE_SPAN = 0.4
 _ENDS_CLAUSE = re.compile(r"[.!;:,\u2026]\s*$")
@@ -168,6 +169,8 @@ def evidence(
     new = [t for s in sents for t in content_words(s) if key(t) not in terms]
     kind = expected_type(question) if asks else None
     type_ok = 1.0 if kind is None else float(answers_type(answer, kind))
+    if heading >= HEADING_TYPED:  # the page answers its own question in that section
+        type_ok = 1.0
     if _direct_answer(sents, kind):
         addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
     # concrete answers name rare things; generic filler ("a popular destination") does not
