@@ -6,7 +6,8 @@ that grounds the agent's reply and the annotated grounding span. Questions are k
 stand alone (a question mark, five words or more, no pronoun pointing back into the dialogue);
 the clean answer is the grounding span widened to the whole sentences that hold it (annotators
 marked clause fragments such as "For security reasons ,"; an extractive assistant replies in
-sentences). A topic is the service page (``doc_id``).
+sentences), and a span that is a question (a page's heading: "Can I get free VA health care?")
+is no reply. A topic is the service page (``doc_id``).
 
 Spanish: MEMERAG es (``../shared/data/realrag/memerag_en_es/dev.jsonl``), questions people wrote
 in Spanish, five retrieved Wikipedia passages each and answers by real models with per-sentence
@@ -105,6 +106,8 @@ def _doc2dial(data: Path) -> list[_Item]:
         if not q.endswith("?") or len(q.split()) < 5 or _BACK_REFERENCE.search(q):
             continue
         if len(span.split()) < 6 or per_topic[topic] >= MAX_PER_TOPIC:
+            continue
+        if span.rstrip().endswith("?"):  # a page's heading ("Can I get ...?"), not a reply
             continue
         per_topic[topic] += 1
         span = _whole_sentences(r["passages"][0], span)

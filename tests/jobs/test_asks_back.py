@@ -123,3 +123,19 @@ async def test_anything_else_fits_a_turn_that_asked_nothing() -> None:
     )
     assert _offer(results) == {"grounded": 1.0, "unknown": []}
     assert verdict.outcome == "pass"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Do I need to register a drone over 250 grams with the FAA?",
+        "¿Puedo volar mi dron a 30 metros de la gente en Australia?",
+    ],
+)
+async def test_a_question_in_the_users_own_voice_is_no_clarification(reply: str) -> None:
+    # a page's heading copied out as the reply: it asks nothing of the user and answers nothing
+    results, verdict = await _verdict(reply, query="How much does a drone licence cost in Canada?")
+    relevance = next(r for r in results if r.evaluator == "answer_relevance")
+    assert _offer(results) is None
+    assert relevance.label == "irrelevant"
+    assert verdict.outcome == "fail" and "answer_relevance" in verdict.failed_metrics

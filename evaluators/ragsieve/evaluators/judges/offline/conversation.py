@@ -282,8 +282,18 @@ _ABOUT_THE_USER = re.compile(
     r"\b(?:your|yours|are you|were you|do you have|did you|have you|you (?:are|were|have|had|use"
     r"|using|did)|tu|tus|su|sus|usted|eres|tienes|tiene usted)\b"
 )
+# a question in the user's own voice ("Am I eligible for ...?", "Which forms would my service
+# member need?") is a page's heading or the user's question repeated, not one put to the user
+_USER_VOICE = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|myself|yo|mi|mis)\b")
+_TO_THE_USER = re.compile(r"\b(?:you|your|yours|usted|ustedes|tu|tus|te|ti)\b")
 GROUNDED_ASK = 0.5  # share of an offer's words the context or the conversation must hold
 FOUND = 0.6  # a word found at least this strongly (exact, misspelt or translated) is held
+
+
+def in_user_voice(text: str) -> bool:
+    """``text`` speaks as the user ("Am I eligible ...?", "my service member"), to nobody."""
+    folded = fold(text)
+    return bool(_USER_VOICE.search(folded)) and not _TO_THE_USER.search(folded)
 
 
 def asks_back_grounding(
@@ -301,7 +311,9 @@ def asks_back_grounding(
     own ("Could you rephrase that?") in reply to a question (to a statement or thanks, "Anything
     else?" is a fitting turn: grounded), states values ("... over 5 kg?" carries a claim), or asks
     about the user's situation without naming anything the passages hold ("What is your order
-    number?")."""
+    number?") or asks in the user's own voice ("Am I eligible for ...?": a heading copied out)."""
+    if in_user_voice(" ".join(questions_back)):
+        return None
     said_back = [t for q in questions_back for t in tokens(q)]
     asked = [t for t in said_back if t not in STOPWORDS and t not in _OFFER_WORDS and len(t) > 2]
     if any(t[0].isdigit() for t in said_back):

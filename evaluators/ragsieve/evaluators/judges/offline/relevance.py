@@ -19,7 +19,11 @@ from ragsieve.evaluators.judges.offline.context import (
     context_precision,
     question_terms,
 )
-from ragsieve.evaluators.judges.offline.conversation import JudgedQuestion, judged_question
+from ragsieve.evaluators.judges.offline.conversation import (
+    JudgedQuestion,
+    in_user_voice,
+    judged_question,
+)
 from ragsieve.evaluators.judges.offline.text.question import answers_type, expected_type
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
 from ragsieve.evaluators.judges.offline.text.text import (
@@ -288,8 +292,11 @@ class AnswerRelevanceJudge(OfflineJudge):
         sents = [s for s in sentences(answer) if s not in parsed.suspicious] or [answer]
         context = [c for _, _, c in chunk_texts(interaction)]
         judged = (evidence(q, answer, sents, asked.is_question, context) for q in readings)
+        # a reply that only asks a question in the user's voice (a page's heading copied out:
+        # "Am I eligible for ...?") answers nothing, like a refusal
+        echoes = all(s.rstrip().endswith("?") and in_user_voice(s) for s in sents)
         ev, score = max(
-            ((ev, combine(ev, parsed.abstained, self.weights)) for ev in judged),
+            ((ev, combine(ev, parsed.abstained or echoes, self.weights)) for ev in judged),
             key=lambda p: p[1],
         )
         if not asked.is_question:  # nothing was asked: does the reply fit the turn?
