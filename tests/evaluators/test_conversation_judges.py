@@ -245,3 +245,39 @@ async def test_an_anaphor_is_read_with_the_names_the_assistant_just_said() -> No
     alone = await _judge("context_relevance", query=turn, context=chunk)
     followed = await _judge("context_relevance", query=turn, context=chunk, chat_history=history)
     assert followed.score > alone.score + 0.05, (followed.score, alone.score)
+
+
+@pytest.mark.parametrize(
+    ("answer", "leaves"),
+    [
+        # a reply meant for another conversation: fluent, and about nothing said here
+        ("Schools must deliver the textbooks by the seventh day of the term.", True),
+        ("Yes, and on Saturdays until 13:00.", False),  # on topic, in the passages' words
+        ("Yes, you can.", False),  # too short to tell
+    ],
+)
+async def test_a_follow_up_reply_that_shares_nothing_with_the_conversation_fails(
+    answer: str, leaves: bool
+):
+    r = await _judge(
+        "answer_relevance",
+        query="Can I also go there at the weekend?",
+        context=HOURS,
+        answer=answer,
+        chat_history=HISTORY,
+    )
+    assert bool(r.metadata.get("leaves_conversation")) is leaves
+    if leaves:
+        assert r.label == "irrelevant"
+        assert "shares nothing with the conversation" in r.explanation
+
+
+async def test_a_reply_in_another_language_is_not_read_as_leaving_the_conversation():
+    r = await _judge(
+        "answer_relevance",
+        query="Can I also go there at the weekend?",
+        context=HOURS,
+        answer="Sí, los sábados la oficina abre de 9:00 a 13:00.",
+        chat_history=HISTORY,
+    )
+    assert "leaves_conversation" not in r.metadata

@@ -234,6 +234,23 @@ def _notes(ev: Mapping[str, Any]) -> list[str]:
 ACKNOWLEDGED = 0.9  # any reply that does not decline fits "ok" / "thanks!"
 FIT_FLOOR = 0.3  # share of a reply's words from the conversation and context: fits nothing
 FIT_SPAN = 0.4  # ... and at floor + span, fits the statement fully
+OFF_CONVERSATION_WORDS = 3  # content words a reply needs before its words can show it off topic
+OFF_CONVERSATION_SCORE = 0.3  # at most this for a reply that leaves the conversation
+
+
+def shared_with_conversation(
+    asked: JudgedQuestion, answer: str, context: list[str]
+) -> tuple[float, int] | None:
+    """``(share, words)``: the share of the reply's content words (weighed by rarity) that the
+    turn, the last turns or the retrieved context hold, and how many content words it has;
+    None when it has none ("Sure.")."""
+    said = [asked.typed, *(m.content for m in asked.last_turns), *context]
+    pool = {key(w) for text in said for w in content_words(text)}
+    words = {key(w): w for w in content_words(answer)}
+    if not words:
+        return None
+    total = sum(rarity(w) for w in words.values())
+    return sum(rarity(w) for k, w in words.items() if k in pool) / total, len(words)
 
 
 def fits_turn(
@@ -246,15 +263,25 @@ def fits_turn(
         return score
     if asked.kind == "acknowledgement":
         return max(score, ACKNOWLEDGED)
-    said = [asked.typed, *(m.content for m in asked.last_turns), *context]
-    pool = {key(w) for text in said for w in content_words(text)}
-    words = {key(w): w for w in content_words(answer)}
-    if not words:
+    shared = shared_with_conversation(asked, answer, context)
+    if shared is None:
         return max(score, ACKNOWLEDGED)  # "Sure." / "Of course!"
-    total = sum(rarity(w) for w in words.values())
-    shared = sum(rarity(w) for k, w in words.items() if k in pool) / total
-    on_topic = float(np.clip((shared - FIT_FLOOR) / FIT_SPAN, 0.0, 1.0))
+    on_topic = float(np.clip((shared[0] - FIT_FLOOR) / FIT_SPAN, 0.0, 1.0))
     return max(score, on_topic)
+
+
+def leaves_conversation(asked: JudgedQuestion, answer: str, context: list[str]) -> bool:
+    """A reply to a follow-up question that shares (almost) none of its words with the
+    question, the last turns or the passages, in their language: it belongs to another
+    conversation, however fluent ("Schools must provide the information." to a question about
+    VA health care). Short replies ("Yes, you can.") carry too little to tell."""
+    if not asked.last_turns or not context:
+        return False
+    lang = language(answer)
+    if lang == "unknown" or lang != language(" ".join([asked.text, *context])):
+        return False
+    shared = shared_with_conversation(asked, answer, context)
+    return shared is not None and shared[1] >= OFF_CONVERSATION_WORDS and shared[0] < FIT_FLOOR
 
 
 class AnswerRelevanceJudge(OfflineJudge):
@@ -301,6 +328,9 @@ class AnswerRelevanceJudge(OfflineJudge):
         )
         if not asked.is_question:  # nothing was asked: does the reply fit the turn?
             score = fits_turn(asked, answer, context, score, parsed.abstained)
+        elif leaves_conversation(asked, answer, context):
+            score = min(score, OFF_CONVERSATION_SCORE)
+            meta["leaves_conversation"] = True
         meta.update(
             coverage=round(ev["coverage"], 4),
             cosine=round(ev["cosine"], 4),
@@ -316,6 +346,8 @@ class AnswerRelevanceJudge(OfflineJudge):
         if self.calibration:
             meta["calibration"] = self.calibration
         notes = _notes(ev) if asked.is_question else [f"the turn is a {asked.kind}, not a question"]
+        if meta.get("leaves_conversation"):
+            notes.append("the reply shares nothing with the conversation or the passages")
         label = "relevant" if score >= self.threshold else "irrelevant"
         explanation = f"covers {ev['coverage']:.0%} of the question's key terms" + (
             "; " + "; ".join(notes) if notes else ""
