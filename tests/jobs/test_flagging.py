@@ -104,6 +104,23 @@ def test_answer_from_irrelevant_context_fails_even_above_threshold() -> None:
     assert v.failed_metrics == ("context_relevance",)
 
 
+def test_a_turn_that_asks_nothing_is_not_failed_for_its_context() -> None:
+    # "No, I know that already." retrieves for nothing: the reply is judged by its fit and its
+    # faithfulness, and the same judges' results on a question still fail for the context
+    judged = [
+        res("faithfulness", "faithful", 0.95),
+        res("answer_relevance", "relevant", 0.9),
+        ctx(False),
+    ]
+    said = make_interaction("No, I know that already.", answer="Shall I explain how to apply?")
+    assert decide(said, judged, TH).outcome == "pass"
+    asked = make_interaction("How do I apply?", answer="Shall I explain how to apply?")
+    v = decide(asked, judged, TH)
+    assert (v.outcome, v.failed_metrics) == ("fail", ("context_relevance",))
+    unsupported = [res("faithfulness", "unfaithful", 0.1), *judged[1:]]
+    assert decide(said, unsupported, TH).failed_metrics == ("faithfulness",)
+
+
 def test_abstention_with_context_relevance_unknown_is_not_a_pass() -> None:
     abst = res("faithfulness", "abstained", None, abstained=True)
     ok = res("answer_relevance", "relevant", 0.9)

@@ -19,6 +19,8 @@ A reply that only asks the user back to narrow the question (the faithfulness re
 ``asks_back``) is a turn, not an answer: it passes when what it offers is in the passages or the
 conversation and fails as ``generation`` otherwise, unless a missed chunk or the golden set says
 the question had to be answered.
+A turn that asks nothing (a statement, thanks: ``turn_kind``) retrieves for nothing: its reply is
+judged by its fit and its faithfulness, never failed for the context's relevance.
 A judge's ``uncertain`` (its score at or just above the threshold, evidence too weak to call) is
 a pass that names the metric in ``Verdict.uncertain``: never flagged, always audited.
 Whether every configured judge answered is the job's business (``verdicts.decide_all``): a pass
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ragsieve.evaluators.judges.offline.claims import is_abstention as declines
-from ragsieve.evaluators.judges.offline.conversation import GROUNDED_ASK
+from ragsieve.evaluators.judges.offline.conversation import GROUNDED_ASK, turn_kind
 from ragsieve.evaluators.judges.offline.text.text import sentences
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.corpus import CorpusHit
@@ -158,6 +160,9 @@ def decide(
     """
     by_metric = {r.evaluator: r for r in results}
     decided = {m: metric_failed(r, thresholds) for m, r in by_metric.items()}
+    asks = turn_kind(interaction.query or "") == "question"
+    if not asks and "context_relevance" in decided:  # a statement retrieves for nothing
+        decided["context_relevance"] = None
     if all(v is None for v in decided.values()):
         return Verdict("unjudged", evidence="no judge could decide")
     rd = _read(interaction, by_metric, decided, thresholds, corpus)
@@ -171,7 +176,7 @@ def decide(
         if early is not None:
             return early
         failed = tuple(sorted({*failed, "faithfulness"}))
-    elif rd.ctx_rel is False and rd.n_chunks:
+    elif rd.ctx_rel is False and rd.n_chunks and asks:
         # Nothing relevant reached the prompt yet the system answered.
         failed = tuple(sorted({*failed, "context_relevance"}))
     elif not failed:
