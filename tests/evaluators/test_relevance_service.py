@@ -26,6 +26,8 @@ async def relevance(question: str, answer: str) -> tuple[str, float]:
         "La biblioteca se fundó en el siglo XIV.",
         "El abono sirve hasta que termine el curso escolar.",
         "Payments stop after the end of the school year.",
+        "Benefits can start from the month before you apply.",
+        "Le llamamos la semana después de la cita.",
     ],
 )
 def test_a_moment_told_by_an_event_or_a_span_answers_when(text: str) -> None:

@@ -100,13 +100,16 @@ _WHEN_ANSWER = re.compile(
 )
 # a moment told by an event or a span, which answers "when?" in a reply though a passage that
 # merely holds one does not ("hasta el" and "siglo" fill encyclopaedic text): "until your
-# suspension period ends", "the first full month after the date you filed", "en el siglo VIII"
+# suspension period ends", "the first full month after the date you filed", "en el siglo VIII",
+# "the month before you apply"
 _MOMENT = re.compile(
     r"\b(?:until|till|hasta que|hasta el|hasta la)\b"
     r"|\b(?:after|before|despues de|antes de)\s+(?:the |la |el )?(?:date|day|end|fecha|dia|final)\b"
     r"|\b(?:first|next|last|following|same|primer|proximo|siguiente|ultimo|mismo)\s+(?:\w+\s+)?"
     r"(?:day|week|month|year|dia|semana|mes|ano)\b"
     r"|\b(?:century|centuries|siglos?|deadline|end date|fecha limite|plazo)\b"
+    # "from the month before you apply", "la semana después de la cita"
+    r"|\b(?:day|week|month|year|dia|semana|mes|ano)\s+(?:before|after|antes|despues)\b"
 )
 # what answers a requirement question: documents, forms, proofs, or an obligation
 _REQUIREMENT_ANSWER = re.compile(
