@@ -66,3 +66,16 @@ def test_a_translation_of_a_retrieved_chunk_is_not_a_miss(tmp_path):
     question = "¿En cuántos días se paga el reembolso de un lector devuelto?"
     assert corpus.find_answer(question, {"kb-refunds-en"}, threshold=0.6) is None
     store.close()
+
+
+def test_a_question_that_names_nothing_specific_has_no_missed_chunk(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    corpus = ObservedCorpus(store)
+    help_page = "For more details on refunds, call our help line; details of fees are online."
+    corpus.update([_trace("Refund help?", ("kb-help", help_page), ("kb-fees", FEES))])
+    # "details" and "know" are all it names: every page has details
+    assert corpus.find_answer("What more details do I need to know?", {"kb-keys"}, 0.5) is None
+    # the same page is found for a question that names what it is about
+    hit = corpus.find_answer("Where do I get details on refunds?", {"kb-keys"}, 0.5)
+    assert hit is not None and hit.chunk_id == "kb-help"
+    store.close()

@@ -21,6 +21,8 @@ written or misspelt, a near-certain translation counting half. A translation alo
 evidence: a chunk in the other language that shares the question's topic words ("football",
 "learning") matches them as well by translation as the one that answers (unless the trace's
 own retriever served chunks in that language: then the knowledge base answers across them).
+A question that names nothing specific ("What more details do I need to know?") is never given
+a missed chunk: any page "has details".
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ HIT_LEAD = 0.1
 # when a faithful, on-question answer already vouches for a retrieved chunk, a missed chunk must
 # lead by more (retrieved chunks in the question's other language score lower on words alone)
 VOUCHED_LEAD = 0.25
+# a question whose key terms weigh this little (rarity summed: "help", "info", "details") names
+# nothing specific: no chunk elsewhere can be shown to answer it
+MIN_QUESTION_WEIGHT = 2.0
 HIT_MIN_TERMS = 0.5  # share of the question's weighted terms a missed chunk must hold
 HIT_MIN_WORDS = 0.5  # ... and of them, the share it must hold as written (exact or misspelt)
 TRANSLATION_CREDIT = 0.5  # what a term found only by translation counts towards HIT_MIN_WORDS
@@ -286,6 +291,8 @@ class ObservedCorpus:
     ) -> CorpusHit | None:
         """The best chunk outside ``exclude`` (the chunks the trace retrieved) that answers
         ``question`` clearly better than any of them, or None."""
+        if sum(w for _, w in question_terms(question).values()) < MIN_QUESTION_WEIGHT:
+            return None  # "What more details do I need?" names nothing a chunk could answer
         exclude = set(exclude)
         picked = [c for c in self.candidates(question, exclude) if not self._copy_of(c, exclude)]
         if not picked:
