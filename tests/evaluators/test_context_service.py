@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.evaluators.judges.offline.context import chunk_evidence
-from ragsieve.evaluators.judges.offline.text.question import expected_type
+from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
+from ragsieve.evaluators.judges.offline.text.question import expected_type, without_preamble
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 
 THRESHOLD = DEFAULT_THRESHOLDS["context_relevance"]
@@ -72,3 +72,25 @@ def test_a_name_is_not_matched_by_the_encoders_nearest_word_in_another_language(
         " en Perú, un gran lago en el pasado."
     )
     assert chunk_evidence("Where is the Gulf of Tonkin?", [chunk])[0].score < THRESHOLD
+
+
+@pytest.mark.parametrize(
+    ("asked", "plain"),
+    [
+        ("Quick questiion: when does the pool open?", "when does the pool open?"),
+        ("Do you know when the pool opens?", "when the pool opens?"),
+        ("Quisiera saber: ¿cuándo abre la piscina?", "¿cuándo abre la piscina?"),
+        ("¿Me puedes decir cuándo abre la piscina?", "cuándo abre la piscina?"),
+    ],
+)
+def test_a_lead_in_asks_and_names_nothing(asked: str, plain: str) -> None:
+    assert without_preamble(asked) == plain
+    assert question_terms(asked) == question_terms(plain)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What do I need to know about the pool?", "Can I swim at the pool?", "Tell me"],
+)
+def test_a_question_that_is_not_led_in_is_kept(question: str) -> None:
+    assert without_preamble(question) == question

@@ -13,7 +13,11 @@ import numpy as np
 from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.offline.claims import find_injections
 from ragsieve.evaluators.judges.offline.conversation import best_reading, judged_question
-from ragsieve.evaluators.judges.offline.text.question import expected_type, has_type
+from ragsieve.evaluators.judges.offline.text.question import (
+    expected_type,
+    has_type,
+    without_preamble,
+)
 from ragsieve.evaluators.judges.offline.text.terms import NO_MATCH, Match, TermIndex, key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, language, rarity, sentences
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
@@ -71,9 +75,10 @@ def _head(text: str, limit: int) -> str:
 
 
 def question_terms(question: str) -> dict[str, tuple[str, float]]:
-    """key -> (a word of the question, rarity weight) for the question's content words."""
+    """key -> (a word of the question, rarity weight) for the question's content words (a
+    lead-in such as "Quick question:" or "Quisiera saber:" asks, it names nothing)."""
     out: dict[str, tuple[str, float]] = {}
-    for t in tokens(question):
+    for t in tokens(without_preamble(question)):
         if t in STOPWORDS or len(t) < 2 or t in _QUESTION_WORDS:
             continue
         w = 2.5 if t[0].isdigit() else rarity(t)
@@ -296,7 +301,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
-            f"offline-7:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
+            f"offline-8:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:

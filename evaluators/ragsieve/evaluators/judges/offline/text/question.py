@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from difflib import SequenceMatcher
 
 from ragsieve.evaluators.judges.offline.text.text import (
     entities,
@@ -156,3 +157,40 @@ def _without(text: str, question: str) -> str:
 
 def _words(text: str) -> set[str]:
     return {fold(w) for w in re.findall(r"\w+", text)}
+
+
+# how people lead into a question ("Quick question:", "Do you know ...", "I'd like to know,",
+# "Quisiera saber:", "¿Me puedes decir ...", "Dime,"): words of asking, not of what is asked
+_PREAMBLE_WORDS = frozenset(
+    """quick short one a question can could would will you tell me do know i i'd id like to want
+    was wondering please hi hello hey just and so una pregunta rapida quisiera saber me puedes
+    puede podrias podria decir dime gustaria quiero oye hola por favor sabes sabe y""".split()
+)
+_ASKING_WORDS = ("know", "tell", "question", "wondering", "saber", "decir", "pregunta", "dime")
+PREAMBLE_MAX_WORDS = 6
+_WORD = re.compile(r"[^\W\d_][\w']*")
+
+
+def _preamble_word(word: str, vocabulary: frozenset[str] | tuple[str, ...]) -> bool:
+    """``word`` is in ``vocabulary``, or (four letters or more) a near spelling of one of its
+    words ("questiion", "qick")."""
+    if word in vocabulary:
+        return True
+    return len(word) >= 4 and any(
+        len(v) >= 4 and SequenceMatcher(None, word, v).ratio() >= 0.8 for v in vocabulary
+    )
+
+
+def without_preamble(question: str) -> str:
+    """``question`` without a leading run of asking words that holds a verb of asking ("Do you
+    know", "Quick question:", "¿Me puedes decir"); unchanged when nothing else would remain."""
+    words = list(_WORD.finditer(question))
+    end = 0
+    for n, m in enumerate(words[:PREAMBLE_MAX_WORDS]):
+        if not _preamble_word(fold(m.group()), _PREAMBLE_WORDS):
+            break
+        end = n + 1
+    lead = [fold(m.group()) for m in words[:end]]
+    if not any(_preamble_word(w, _ASKING_WORDS) for w in lead) or len(words) - end < 2:
+        return question
+    return question[words[end - 1].end() :].lstrip(" ,:;-")
