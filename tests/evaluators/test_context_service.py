@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
+from ragsieve.evaluators.judges.offline import context
+from ragsieve.evaluators.judges.offline.context import (
+    NEAR_WORD_MIN,
+    chunk_evidence,
+    question_terms,
+)
 from ragsieve.evaluators.judges.offline.text.question import expected_type, without_preamble
+from ragsieve.evaluators.judges.offline.text.terms import TermIndex
+from ragsieve.evaluators.judges.offline.text.text import sentences
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 
 THRESHOLD = DEFAULT_THRESHOLDS["context_relevance"]
@@ -94,3 +101,23 @@ def test_a_lead_in_asks_and_names_nothing(asked: str, plain: str) -> None:
 )
 def test_a_question_that_is_not_led_in_is_kept(question: str) -> None:
     assert without_preamble(question) == question
+
+
+def test_a_question_word_the_chunk_writes_in_other_words_is_found_at_a_discount(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    question = "What are good alternatives to eggs in baking?"
+    chunk = "Commercial substitutes are sold for people who wish to avoid eggs."
+    found = TermIndex(sentences(chunk)).find("alternatives", translate=True)
+    assert found.found.startswith("substit") and found.strength >= NEAR_WORD_MIN
+    [near] = chunk_evidence(question, [chunk])
+    monkeypatch.setattr(context, "NEAR_WORD_SHARE", 0.0)
+    [exact_only] = chunk_evidence(question, [chunk])
+    assert near.terms > exact_only.terms and near.score > exact_only.score
+
+
+def test_a_name_is_never_found_as_a_near_word() -> None:
+    question = "When does the Alhambra open?"
+    chunk = "The Generalife gardens open at 8:30 every day."
+    [ev] = chunk_evidence(question, [chunk])
+    assert ev.score < THRESHOLD

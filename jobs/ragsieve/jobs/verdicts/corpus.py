@@ -307,7 +307,9 @@ class ObservedCorpus:
         order = [c for c in picked if c in rows]
         seen = [c for c in exclude if c in rows]
         # scored together, so terms every chunk shares (the topic) weigh the same for all
-        scored = chunk_evidence(question, [rows[c][0] for c in [*order, *seen]])
+        # words as written: a near word lifts the retrieved chunks and the missed one alike, but
+        # a chunk that answers holds the question's own words
+        scored = chunk_evidence(question, [rows[c][0] for c in [*order, *seen]], near_words=False)
         best_seen = max((e.score for e in scored[len(order) :]), default=0.0)
         ranked = sorted(zip(order, scored[: len(order)], strict=True), key=lambda p: -p[1].score)
         if not ranked or ranked[0][1].score < threshold or ranked[0][1].terms < HIT_MIN_TERMS:

@@ -37,6 +37,10 @@ XLING_FLOOR_SHIFT = 0.05  # ... and at floor + span, full credit
 # a name ("Tonkin", "Tennessee") is written alike in both languages or translated word for word;
 # the encoder's nearest word of another language ("Poopó", "secuoya") is a neighbour, not the name
 NAME_TRANSLATION_MIN = 0.8  # strength a name's translated match needs to count at all
+# a question word the chunk writes with another word of the same language that the encoder
+# holds near ("alternatives" / "substitutes"): only this sure, and worth less than the word itself
+NEAR_WORD_MIN = 0.75
+NEAR_WORD_SHARE = 0.8
 
 
 DEFAULT_WEIGHTS = MappingProxyType({"terms": 0.7, "type": 0.3, "lexical": 0.55, "meaning": 0.45})
@@ -93,11 +97,20 @@ def _name_keys(question: str) -> set[str]:
     return {key(t) for w in words[1:] if w[:1].isupper() for t in tokens(w)}
 
 
-def _find(index: TermIndex, word: str, name: bool) -> Match:
-    """``index.find(word)``; a name's translated match counts only when it is near certain."""
+def _find(index: TermIndex, word: str, name: bool, near_words: bool = True) -> Match:
+    """``index.find(word)``; a name's translated match counts only when it is near certain; a
+    word (not a name) found nowhere may be found as a near word of the chunk's own language."""
     m = index.find(word, transposed=True)  # a person's question: "Heniz" is "Heinz"
     if name and m.via == "translation" and m.strength < NAME_TRANSLATION_MIN:
         return NO_MATCH
+    if near_words and not m.strength and not name and not index.cross_lingual:
+        # a word the chunk writes in other words the encoder holds near-certain ("alternatives"
+        # for "substitutes", "philanthropy" for "generous"): found, at a discount
+        near = index.find(word, translate=True)
+        if near.strength >= NEAR_WORD_MIN:
+            return Match(
+                round(near.strength * NEAR_WORD_SHARE, 4), near.sentences, "near", near.found
+            )
     return m
 
 
@@ -162,6 +175,7 @@ def chunk_evidence(
     max_sentences: int = MAX_SENTENCES,
     max_embed_chars: int = MAX_EMBED_CHARS,
     weights: Mapping[str, float] = DEFAULT_WEIGHTS,
+    near_words: bool = True,
 ) -> list[ChunkEvidence]:
     """Score each chunk by whether it holds what answers ``question``.
 
@@ -181,7 +195,9 @@ def chunk_evidence(
     names = _name_keys(question)
     for sents, other in zip(split, others, strict=True):
         index = TermIndex(sents, cross_lingual=other)
-        found.append({k: _find(index, word, k in names) for k, (word, _) in terms.items()})
+        found.append(
+            {k: _find(index, word, k in names, near_words) for k, (word, _) in terms.items()}
+        )
     term_weights = _discriminative(terms, found)
     windows = [
         _best_window(sents, found[n], term_weights, kind, question) for n, sents in enumerate(split)
@@ -301,7 +317,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
-            f"offline-8:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
+            f"offline-9:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:

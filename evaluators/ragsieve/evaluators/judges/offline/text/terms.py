@@ -200,7 +200,7 @@ class Match:
 
     strength: float
     sentences: frozenset[int]
-    via: str  # exact | typo | translation | none
+    via: str  # exact | typo | translation | near (a same-language near word) | none
     found: str = ""
 
 
