@@ -342,7 +342,8 @@ def readme_table(data: dict[str, Any]) -> str:
     for name, g in data["results"]["heldout"]["goals"].items():
         op = "≥" if name == "planted_recall" else "≤"
         met = {True: "yes", False: "**no**", None: "–"}[g["met"]]
-        lines.append(f"| {name.replace('_', ' ')} | {_f(g['value'])} | {op} {g['goal']} | {met} |")
+        value = "–" if g["value"] is None else f"{g['value']:.3f}"  # 0.153 is not "≤ 0.15"
+        lines.append(f"| {name.replace('_', ' ')} | {value} | {op} {g['goal']} | {met} |")
     return "\n".join(lines)
 
 
