@@ -247,6 +247,12 @@ async def test_an_anaphor_is_read_with_the_names_the_assistant_just_said() -> No
     assert followed.score > alone.score + 0.05, (followed.score, alone.score)
 
 
+async def _weekend_reply(answer: str):
+    """Answer relevance of ``answer`` to a follow-up of the passport conversation."""
+    kw = {"query": "Can I also go there at the weekend?", "context": HOURS, "answer": answer}
+    return await _judge("answer_relevance", **kw, chat_history=HISTORY)
+
+
 @pytest.mark.parametrize(
     ("answer", "leaves"),
     [
@@ -259,13 +265,7 @@ async def test_an_anaphor_is_read_with_the_names_the_assistant_just_said() -> No
 async def test_a_follow_up_reply_that_shares_nothing_with_the_conversation_fails(
     answer: str, leaves: bool
 ):
-    r = await _judge(
-        "answer_relevance",
-        query="Can I also go there at the weekend?",
-        context=HOURS,
-        answer=answer,
-        chat_history=HISTORY,
-    )
+    r = await _weekend_reply(answer)
     assert bool(r.metadata.get("leaves_conversation")) is leaves
     if leaves:
         assert r.label == "irrelevant"
@@ -273,11 +273,5 @@ async def test_a_follow_up_reply_that_shares_nothing_with_the_conversation_fails
 
 
 async def test_a_reply_in_another_language_is_not_read_as_leaving_the_conversation():
-    r = await _judge(
-        "answer_relevance",
-        query="Can I also go there at the weekend?",
-        context=HOURS,
-        answer="Sí, los sábados la oficina abre de 9:00 a 13:00.",
-        chat_history=HISTORY,
-    )
+    r = await _weekend_reply("Sí, los sábados la oficina abre de 9:00 a 13:00.")
     assert "leaves_conversation" not in r.metadata

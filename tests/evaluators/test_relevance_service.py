@@ -9,12 +9,18 @@ from ragsieve.evaluators.judges.offline.text.question import answers_type, has_t
 from ragsieve.evaluators.testing import make_interaction
 
 
-async def relevance(question: str, answer: str) -> tuple[str, float]:
+async def _judged(question: str, answer: str, page: str | None) -> tuple[str, float, dict]:
+    context = (page,) if page else ()
     [r] = await get_judge("answer_relevance").evaluate(
-        make_interaction(query=question, context=(), answer=answer)
+        make_interaction(query=question, context=context, answer=answer)
     )
     assert r.score is not None
-    return r.label, r.score
+    return r.label, r.score, r.metadata
+
+
+async def relevance(question: str, answer: str) -> tuple[str, float]:
+    label, score, _ = await _judged(question, answer, None)
+    return label, score
 
 
 @pytest.mark.parametrize(
@@ -84,15 +90,6 @@ _HELP_PAGE_ES = (
     "de lunes a viernes de 9 a 17 o escriba al ayuntamiento.\nPermisos de aparcamiento\n"
     "Los vecinos renuevan el permiso cada primavera en el mostrador."
 )
-
-
-async def _judged(question: str, answer: str, page: str | None) -> tuple[str, float, dict]:
-    context = (page,) if page else ()
-    [r] = await get_judge("answer_relevance").evaluate(
-        make_interaction(query=question, context=context, answer=answer)
-    )
-    assert r.score is not None
-    return r.label, r.score, r.metadata
 
 
 @pytest.mark.parametrize(

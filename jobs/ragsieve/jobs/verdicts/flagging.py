@@ -166,9 +166,9 @@ def decide(
     if all(v is None for v in decided.values()):
         return Verdict("unjudged", evidence="no judge could decide")
     rd = _read(interaction, by_metric, decided, thresholds, corpus)
+    unsure = tuple(sorted(m for m, r in by_metric.items() if r.label == "uncertain"))
     asked = asks_back(rd.faith)
     if asked is not None and rd.missed is None and expected != "answerable":
-        unsure = tuple(sorted(m for m, r in by_metric.items() if r.label == "uncertain"))
         return _asks_back_verdict(rd, asked, unsure)
     failed = rd.failed
     if rd.abstained:
@@ -180,7 +180,6 @@ def decide(
         # Nothing relevant reached the prompt yet the system answered.
         failed = tuple(sorted({*failed, "context_relevance"}))
     elif not failed:
-        unsure = tuple(sorted(m for m, r in by_metric.items() if r.label == "uncertain"))
         return Verdict("pass", context_relevant=rd.ctx_rel, rescued=rd.rescued, uncertain=unsure)
     return _fail_verdict(interaction, rd, failed, expected, corpus)
 

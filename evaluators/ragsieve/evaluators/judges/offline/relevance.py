@@ -94,42 +94,44 @@ def _is_heading(sent: str) -> bool:
     return n <= HEADING_MAX_WORDS and sent[:1].isupper() and not _ENDS_CLAUSE.search(sent)
 
 
-def _source_headings(sents: list[str], context: list[str]) -> list[str]:
+def source_titles(sents: list[str], context: Sequence[str]) -> list[str]:
     """The titles of the chunk sections the answer's sentences were taken from: for each answer
     sentence, a chunk sentence holding most of its words, then the nearest title above it."""
+    answer_keys = [ks for s in sents if len(ks := {key(w) for w in content_words(s)}) >= 2]
     found: list[str] = []
     for chunk in context:
         lines = sentences(chunk)
         keys = [{key(w) for w in content_words(line)} for line in lines]
-        for sent in sents:
-            words = {key(w) for w in content_words(sent)}
-            if len(words) < 2:
+        for i, have in enumerate(keys):
+            if not any(len(ks & have) >= SOURCE_SHARE * len(ks) for ks in answer_keys):
                 continue
-            for i, have in enumerate(keys):
-                if len(words & have) < SOURCE_SHARE * len(words):
-                    continue
-                above = (lines[j] for j in range(i - 1, -1, -1) if _is_heading(lines[j]))
-                title = next(above, None)
-                if title is not None and title not in found:
-                    found.append(title)
+            title = next((lines[j] for j in range(i - 1, -1, -1) if _is_heading(lines[j])), None)
+            if title is not None and title not in found:
+                found.append(title)
     return found
 
 
-def heading_match(question: str, sents: list[str], context: list[str]) -> tuple[float, str]:
-    """``(match, title)``: how well the title of the section the answer comes from matches the
-    question (its key terms, or its meaning), 0 below ``HEADING_MIN``."""
-    titles = _source_headings(sents, context)
-    terms = question_terms(question)
+def _coverage(terms: Mapping[str, tuple[str, float]], index: TermIndex) -> float:
+    """The weighted share of the question's key terms that ``index`` holds (0 without terms)."""
     total = sum(w for _, w in terms.values())
-    if not titles or not total:
+    return (
+        sum(w * index.find(word).strength for word, w in terms.values()) / total if total else 0.0
+    )
+
+
+def heading_match(question: str, titles: Sequence[str]) -> tuple[float, str]:
+    """``(match, title)``: how well the best of ``titles`` (the sections the answer comes from,
+    :func:`source_titles`) matches the question, in key terms or in meaning; 0 below
+    ``HEADING_MIN``."""
+    terms = question_terms(question)
+    if not titles or not terms:
         return 0.0, ""
     vecs = embed([question, *titles])
     best, best_title = 0.0, ""
     for title, vec in zip(titles, vecs[1:], strict=True):
         index = TermIndex([title], cross_lingual=language(title) != language(question))
-        coverage = sum(w * index.find(word).strength for word, w in terms.values()) / total
         meaning = (float(vec @ vecs[0]) - HEADING_COSINE_FLOOR) / HEADING_COSINE_SPAN
-        match = float(np.clip(max(coverage, meaning), 0.0, 1.0))
+        match = float(np.clip(max(_coverage(terms, index), meaning), 0.0, 1.0))
         if match > best:
             best, best_title = match, title
     return (best, best_title) if best >= HEADING_MIN else (0.0, "")
@@ -145,13 +147,9 @@ asked-for type present, the share of the answer that is not evasive, and its spe
 def _addressed(question: str, answer: str, sents: list[str]) -> tuple[float, float, float]:
     """``(coverage, cosine, addressed)``: the question's key terms found in the answer, the
     closest question-answer cosine, and how much the answer addresses the question."""
-    terms = question_terms(question)
     qlang, alang = language(question), language(answer)
     index = TermIndex(sents, cross_lingual=qlang != alang and "unknown" not in (qlang, alang))
-    total = sum(w for _, w in terms.values())
-    coverage = (
-        sum(w * index.find(word).strength for word, w in terms.values()) / total if total else 0.0
-    )
+    coverage = _coverage(question_terms(question), index)
     # the whole answer, and each sentence: a direct answer followed by a detail still answers
     texts = [" ".join(sents)[:MAX_ANSWER_CHARS], *(s[:MAX_ANSWER_CHARS] for s in sents[:8])]
     vecs = embed([question, *texts])
@@ -161,13 +159,14 @@ def _addressed(question: str, answer: str, sents: list[str]) -> tuple[float, flo
 
 
 def evidence(
-    question: str, answer: str, sents: list[str], asks: bool = True, context: Sequence[str] = ()
+    question: str, answer: str, sents: list[str], asks: bool = True, titles: Sequence[str] = ()
 ) -> dict[str, Any]:
     """The evidence the score combines (each in [0, 1]) and what it was read from; a turn that
-    ``asks`` nothing (a statement, thanks) expects no particular type of answer. ``context``:
-    the retrieved chunks, whose section titles can show what an answer taken from them answers."""
+    ``asks`` nothing (a statement, thanks) expects no particular type of answer. ``titles``: the
+    sections of the retrieved chunks the answer was taken from (:func:`source_titles`), which
+    can show what it answers."""
     coverage, cosine, addressed = _addressed(question, answer, sents)
-    heading, title = heading_match(question, sents, list(context)) if context else (0.0, "")
+    heading, title = heading_match(question, titles)
     addressed = max(addressed, HEADING_SHARE * heading)
     terms = question_terms(question)
     new = [t for s in sents for t in content_words(s) if key(t) not in terms]
@@ -318,7 +317,8 @@ class AnswerRelevanceJudge(OfflineJudge):
             meta["suspicious_instructions"] = parsed.suspicious[:5]
         sents = [s for s in sentences(answer) if s not in parsed.suspicious] or [answer]
         context = [c for _, _, c in chunk_texts(interaction)]
-        judged = (evidence(q, answer, sents, asked.is_question, context) for q in readings)
+        titles = source_titles(sents, context)  # the same for every reading of the question
+        judged = (evidence(q, answer, sents, asked.is_question, titles) for q in readings)
         # a reply that only asks a question in the user's voice (a page's heading copied out:
         # "Am I eligible for ...?") answers nothing, like a refusal
         echoes = all(s.rstrip().endswith("?") and in_user_voice(s) for s in sents)

@@ -38,6 +38,7 @@ from ragsieve.evaluators.judges.offline.text.text import (
 from ragsieve.evaluators.tools.embeddings import embed
 
 SUPPORT_THRESHOLD = 0.6  # a claim with soft support below this is "unsupported"
+NAME_FOUND = 0.6  # a name the context holds at least this strongly (exact, misspelt) is written
 MAX_CONTEXT_SENTENCES = 400
 BROKEN_SPAN_SUPPORT = 0.25  # a name the context never writes in one piece is not evidence
 VALUE_MISSING_SUPPORT = 0.25  # a number the context never states
@@ -269,7 +270,7 @@ def _checks(
         e
         for e in entities(claim)
         if key(e) not in f.q_keys
-        and ctx.index.find(e).strength < 0.6
+        and ctx.index.find(e).strength < NAME_FOUND
         and not _written_out(e, claim, ctx)
     )
     if missing_ents:
@@ -298,5 +299,5 @@ def _written_out(name: str, claim: str, ctx: Context) -> bool:
     return (
         len(single) >= 2
         and re.search(rf"\b{single}s\b", claim) is not None
-        and (single in ctx.acronyms or ctx.index.find(single.lower()).strength >= 0.6)
+        and (single in ctx.acronyms or ctx.index.find(single.lower()).strength >= NAME_FOUND)
     )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from difflib import SequenceMatcher
+from functools import lru_cache
+
+from rapidfuzz import fuzz, process
 
 from ragsieve.evaluators.judges.offline.text.text import (
     entities,
@@ -171,16 +173,23 @@ PREAMBLE_MAX_WORDS = 6
 _WORD = re.compile(r"[^\W\d_][\w']*")
 
 
+PREAMBLE_SPELLING = 80.0  # rapidfuzz ratio from which a word of four letters or more is one of them
+
+
 def _preamble_word(word: str, vocabulary: frozenset[str] | tuple[str, ...]) -> bool:
     """``word`` is in ``vocabulary``, or (four letters or more) a near spelling of one of its
     words ("questiion", "qick")."""
     if word in vocabulary:
         return True
-    return len(word) >= 4 and any(
-        len(v) >= 4 and SequenceMatcher(None, word, v).ratio() >= 0.8 for v in vocabulary
+    longer = [v for v in vocabulary if len(v) >= 4]
+    return (
+        len(word) >= 4
+        and process.extractOne(word, longer, scorer=fuzz.ratio, score_cutoff=PREAMBLE_SPELLING)
+        is not None
     )
 
 
+@lru_cache(maxsize=4096)  # question_terms reads the same question several times per judgement
 def without_preamble(question: str) -> str:
     """``question`` without a leading run of asking words that holds a verb of asking ("Do you
     know", "Quick question:", "¿Me puedes decir"); unchanged when nothing else would remain."""

@@ -124,9 +124,9 @@ def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
     out: list[BrokenSpan] = []
     for span, opens_sentence in _spans(answer):
         toks = words(span)
-        if written(toks) or (opens_sentence and written(toks[1:])) or listed(toks):
+        if written(toks) or (opens_sentence and written(toks[1:])):
             continue
-        if abbreviated(toks):
+        if listed(toks) or abbreviated(toks):  # "Douban y WeChat", "NYS Department of ..."
             continue
         if not all(t in vocab for t in toks):
             continue  # an unknown word is reported by the word-level checks already
