@@ -88,6 +88,12 @@ def test_a_name_is_not_matched_by_the_encoders_nearest_word_in_another_language(
         ("Do you know when the pool opens?", "when the pool opens?"),
         ("Quisiera saber: ¿cuándo abre la piscina?", "¿cuándo abre la piscina?"),
         ("¿Me puedes decir cuándo abre la piscina?", "cuándo abre la piscina?"),
+        # a turn of a conversation opens with a reaction before it asks
+        ("Oh you need an agent to book it?", "you need an agent to book it?"),
+        ("Yes, what is the fee?", "what is the fee?"),
+        ("Alright, and where do I send it?", "and where do I send it?"),
+        ("Vale, ¿y dónde lo entrego?", "¿y dónde lo entrego?"),
+        ("Ok, thanks. Do you know the fee?", "the fee?"),
     ],
 )
 def test_a_lead_in_asks_and_names_nothing(asked: str, plain: str) -> None:
@@ -97,7 +103,15 @@ def test_a_lead_in_asks_and_names_nothing(asked: str, plain: str) -> None:
 
 @pytest.mark.parametrize(
     "question",
-    ["What do I need to know about the pool?", "Can I swim at the pool?", "Tell me"],
+    [
+        "What do I need to know about the pool?",
+        "Can I swim at the pool?",
+        "Tell me",
+        # a first word that names something: no pause, a content word after it
+        "Great Barrier Reef size?",
+        "Well water testing?",
+        "Ok, thanks",
+    ],
 )
 def test_a_question_that_is_not_led_in_is_kept(question: str) -> None:
     assert without_preamble(question) == question

@@ -6,6 +6,7 @@ import pytest
 
 from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.judges.offline.text.question import answers_type, has_type
+from ragsieve.evaluators.judges.offline.text.text import numbers
 from ragsieve.evaluators.testing import make_interaction
 
 
@@ -64,6 +65,37 @@ async def test_an_off_topic_reply_to_a_when_question_still_fails() -> None:
         "Dog owners must register their animals at the veterinary office.",
     )
     assert label == "irrelevant"
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("How do I reach the helpline?", "Once you make this choice, you can't switch programs."),
+        ("Can I renew my permit in any other office?", "Keep reading below to learn more."),
+        ("Do I need my bank details?", "Employer names and dates for the past two years."),
+    ],
+)
+async def test_a_short_sentence_with_a_capital_or_a_number_does_not_answer_how_or_can_i(
+    question: str, answer: str
+) -> None:
+    label, _ = await relevance(question, answer)
+    assert label == "irrelevant"
+
+
+async def test_a_short_name_still_answers_a_which_question() -> None:
+    label, _ = await relevance("Which office issues the permit?", "The Mobility Office.")
+    assert label == "relevant"
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Once you apply, we write to you within a week.", set()),
+        ("El plazo es de once meses.", {"11"}),
+    ],
+)
+def test_once_is_eleven_only_in_spanish(text: str, found: set[str]) -> None:
+    assert numbers(text) == found
 
 
 async def evasive_share(question: str, answer: str) -> float:

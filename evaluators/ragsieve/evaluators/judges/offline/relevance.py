@@ -69,9 +69,17 @@ HEADING_COSINE_SPAN = 0.4
 _ENDS_CLAUSE = re.compile(r"[.!;:,\u2026]\s*$")
 
 
-def _direct_answer(sents: list[str], kind: str | None) -> bool:
-    """A short sentence that gives a value of the asked type (any name or number when the
-    question asks for no particular type): "The answer is Marlee Matlin.", "In 1349."."""
+# "what ...?" / "which ...?" (anywhere: "In what century ...?") asked for no particular type: a
+# name or a number can answer it, as it cannot answer "how do I ...?" or "can I ...?"; Spanish
+# marks the question word ("qué", "cuál"; "que" is also "that"), and "¿cómo llamó ...?" asks a name
+_OPEN_WH = re.compile(r"\b(?:what|which|qué|cuál|cuáles|cómo (?:se )?llam\w*)(?!\w)")
+
+
+def _direct_answer(sents: list[str], kind: str | None, question: str) -> bool:
+    """A short sentence that gives a value of the asked type (a name or a number when a "what"
+    or "which" question asks for no particular type): "The answer is Marlee Matlin.", "In
+    1349."."""
+    open_wh = kind is None and bool(_OPEN_WH.search(question.casefold()))
     for sent in sents:
         claim = strip_attribution(sent)
         if len(content_words(claim)) > SHORT_ANSWER_WORDS:
@@ -80,7 +88,7 @@ def _direct_answer(sents: list[str], kind: str | None) -> bool:
             return True
         if kind == "definition" and len(content_words(claim)) >= 1:
             return True  # "genetic branches." defines "what are clades?" in a noun phrase
-        if kind is None and (entities(" x " + claim) or numbers(claim)):
+        if open_wh and (entities(" x " + claim) or numbers(claim)):
             return True
     return False
 
@@ -174,7 +182,7 @@ def evidence(
     type_ok = 1.0 if kind is None else float(answers_type(answer, kind))
     if heading >= HEADING_TYPED:  # the page answers its own question in that section
         type_ok = 1.0
-    if _direct_answer(sents, kind):
+    if _direct_answer(sents, kind, question):
         addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
     # concrete answers name rare things; generic filler ("a popular destination") does not
     specificity = (
@@ -300,7 +308,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-7:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-8:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning

@@ -8,6 +8,7 @@ from functools import lru_cache
 from rapidfuzz import fuzz, process
 
 from ragsieve.evaluators.judges.offline.text.text import (
+    STOPWORDS,
     entities,
     fold,
     has_date,
@@ -189,11 +190,41 @@ def _preamble_word(word: str, vocabulary: frozenset[str] | tuple[str, ...]) -> b
     )
 
 
+# how a turn of a conversation opens before it asks ("Oh you need an agent?", "Yes, what is the
+# fee?", "Alright, and where do I send it?", "Vale, ¿y dónde lo entrego?"): a reaction, no term
+_INTERJECTIONS = frozenset(
+    """oh ah aha ok okay okey hmm hm um uh well wow yes no yeah yep nope alright great cool sure
+    really interesting thanks perfect vale bueno pues claro vaya genial gracias perfecto
+    si""".split()
+)
+
+
+def _interjection_end(question: str, words: list[re.Match[str]]) -> int:
+    """How many of ``words`` open ``question`` as interjections: each one followed by a pause
+    ("Yes, ...") or by a word of no content ("Oh you ...", "Ok so ..."), so that "Great Barrier
+    Reef" or "Well water" keep their first word."""
+    end = 0
+    for n, m in enumerate(words[: PREAMBLE_MAX_WORDS - 1]):
+        if fold(m.group()) not in _INTERJECTIONS:
+            break
+        nxt = words[n + 1] if n + 1 < len(words) else None
+        pause = nxt is not None and bool(re.search(r"[,.!;:¿?-]", question[m.end() : nxt.start()]))
+        if nxt is None or not (pause or fold(nxt.group()) in STOPWORDS | _INTERJECTIONS):
+            break
+        end = n + 1
+    return end
+
+
 @lru_cache(maxsize=4096)  # question_terms reads the same question several times per judgement
 def without_preamble(question: str) -> str:
-    """``question`` without a leading run of asking words that holds a verb of asking ("Do you
-    know", "Quick question:", "¿Me puedes decir"); unchanged when nothing else would remain."""
+    """``question`` without the interjections that open it ("Oh", "Yes,", "Vale,") and a leading
+    run of asking words that holds a verb of asking ("Do you know", "Quick question:", "¿Me
+    puedes decir"); unchanged when fewer than two words would remain."""
     words = list(_WORD.finditer(question))
+    opened = _interjection_end(question, words)
+    if opened and len(words) - opened >= 2:
+        question = question[words[opened - 1].end() :].lstrip(" ,.!:;-")
+        words = list(_WORD.finditer(question))
     end = 0
     for n, m in enumerate(words[:PREAMBLE_MAX_WORDS]):
         if not _preamble_word(fold(m.group()), _PREAMBLE_WORDS):

@@ -132,11 +132,11 @@ _NUMBER_WORDS.update(thirty="30", forty="40", fifty="50", hundred="100", thousan
 
 def numbers(text: str) -> set[str]:
     """Numbers, normalised ('2,121' -> '2121', '3.50' -> '3.5', 'seven' -> '7')."""
-    out = {
-        _NUMBER_WORDS[w]
-        for w in words(text)
-        if w in _NUMBER_WORDS and w not in ("one", "una", "uno")
-    }
+    toks = words(text)
+    # "once" is eleven only in Spanish ("once meses"); in English it is "one time", "at once"
+    english_once = "once" in toks and language(text) == "en"
+    skip = {"one", "una", "uno"} | ({"once"} if english_once else set())
+    out = {_NUMBER_WORDS[w] for w in toks if w in _NUMBER_WORDS and w not in skip}
     for raw in _NUMBER_RE.findall(text):
         n = raw.replace(",", "")
         if "." in n:
