@@ -70,6 +70,17 @@ def test_service_questions_ask_for_a_time_or_a_requirement(question: str, kind: 
     assert expected_type(question) == kind
 
 
+def test_a_people_named_in_the_question_is_found_where_the_chunk_names_its_place() -> None:
+    question = "Did the paper money change after the Chinese Revolution?"
+    chunk = (
+        "After the revolution the Communist Party of China gained control of the provinces, and"
+        " the paper money was replaced by notes of the People's Bank of China."
+    )
+    [ev] = chunk_evidence(question, [chunk])
+    assert ev.score >= THRESHOLD
+    assert chunk_evidence(question.replace("Chinese", "Peruvian"), [chunk])[0].score < ev.score
+
+
 def test_a_name_is_not_matched_by_the_encoders_nearest_word_in_another_language() -> None:
     # "Tonkin" is not "Poopó", nor "Gulf" "ríos": a lake in Bolivia does not say where the gulf is
     chunk = (

@@ -9,6 +9,7 @@ from ragsieve.evaluators.judges.offline.text.terms import (
     TermIndex,
     all_values,
     key,
+    kin,
     number_values,
 )
 from ragsieve.evaluators.judges.offline.text.text import fold
@@ -90,3 +91,24 @@ async def test_a_question_with_swapped_letters_finds_its_chunk() -> None:
     [typed] = await judge.evaluate(make_interaction("Who founded Heniz?", context, "Henry Heinz."))
     [right] = await judge.evaluate(make_interaction("Who founded Heinz?", context, "Henry Heinz."))
     assert typed.label == right.label == "relevant"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("chinese", "china"), ("japanese", "japan"), ("italian", "italy"), ("mexicano", "mexico")],
+)
+def test_a_place_and_its_people_are_kin(a: str, b: str) -> None:
+    assert kin(a, b) and kin(b, a)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"), [("roman", "romania"), ("austrian", "australia"), ("china", "chinatown")]
+)
+def test_two_places_or_two_peoples_are_not_kin(a: str, b: str) -> None:
+    assert not kin(a, b)
+
+
+def test_a_name_is_found_as_its_place_and_a_word_is_not() -> None:
+    index = TermIndex(["The People's Bank of China issued the new notes."])
+    assert index.find_kin("chinese").via == "kin"
+    assert not index.find_kin("french").strength

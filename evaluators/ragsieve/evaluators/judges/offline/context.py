@@ -103,6 +103,8 @@ def _find(index: TermIndex, word: str, name: bool, near_words: bool = True) -> M
     m = index.find(word, transposed=True)  # a person's question: "Heniz" is "Heinz"
     if name and m.via == "translation" and m.strength < NAME_TRANSLATION_MIN:
         return NO_MATCH
+    if name and not m.strength:  # "Chinese" where the chunk writes "China"
+        return index.find_kin(word)
     if near_words and not m.strength and not name and not index.cross_lingual:
         # a word the chunk writes in other words the encoder holds near-certain ("alternatives"
         # for "substitutes", "philanthropy" for "generous"): found, at a discount
@@ -317,7 +319,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
-            f"offline-10:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
+            f"offline-11:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:

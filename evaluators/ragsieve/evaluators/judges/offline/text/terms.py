@@ -194,6 +194,33 @@ def tokens(text: str) -> list[str]:
     return words(text)
 
 
+# how a people's (or a language's) name is made from its place's: China / Chinese, Japan /
+# Japanese, Italy / Italian, Korea / Korean, Perú / peruano, México / mexicano, España / español
+_PEOPLE_ENDINGS = ("ese", "ian", "ean", "an", "ano", "ana", "anos", "anas", "ino", "ina", "ol")
+_PLACE_ENDINGS = ("ia", "a", "o", "y", "e")
+KIN_ROOT_MIN = 4  # a shorter root ("rom" of "Roman") names nothing for sure
+
+
+@lru_cache(maxsize=50_000)
+def _kin_roots(word: str) -> tuple[frozenset[str], frozenset[str]]:
+    """``(as a people, as a place)``: a folded word's root read as a people's name (without its
+    ending) and as a place's (with and without its final vowel)."""
+    people = {word[: -len(e)] for e in _PEOPLE_ENDINGS if word.endswith(e)}
+    place = {word, *(word[: -len(e)] for e in _PLACE_ENDINGS if word.endswith(e))}
+    return (
+        frozenset(r for r in people if len(r) >= KIN_ROOT_MIN),
+        frozenset(r for r in place if len(r) >= KIN_ROOT_MIN),
+    )
+
+
+def kin(a: str, b: str) -> bool:
+    """Two folded words name a place and its people ("chinese" / "china", "mexico" /
+    "mexicano"); two places or two peoples are never kin ("romania" / "roman")."""
+    a_people, a_place = _kin_roots(a)
+    b_people, b_place = _kin_roots(b)
+    return a != b and bool(a_people & b_place or a_place & b_people)
+
+
 @dataclass(frozen=True, slots=True)
 class Match:
     """How strongly a word was found, where, and how."""
@@ -266,6 +293,14 @@ class TermIndex:
                 return Match(FUZZY_STRENGTH, frozenset(self.where[swapped]), "typo", swapped)
         if (self.cross_lingual if translate is None else translate) and word.isalpha():
             return self._translated(word)
+        return NO_MATCH
+
+    def find_kin(self, word: str) -> Match:
+        """``word`` (folded) found as its place or its people: "Chinese" where the text writes
+        "China", "Mexico" where it writes "mexicano" (:func:`kin`)."""
+        for k, example in self.example.items():
+            if kin(word, example):
+                return Match(FUZZY_STRENGTH, frozenset(self.where[k]), "kin", example)
         return NO_MATCH
 
     def _translated(self, word: str) -> Match:
