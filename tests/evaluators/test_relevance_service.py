@@ -82,6 +82,20 @@ async def test_a_short_sentence_with_a_capital_or_a_number_does_not_answer_how_o
     assert label == "irrelevant"
 
 
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("I get a pension, can I still use the estimator?", "Yes you can."),
+        ("¿Puedo pagar con tarjeta?", "Sí, en todas las oficinas."),
+    ],
+)
+async def test_yes_or_no_answers_a_question_that_asks_whether(question: str, answer: str) -> None:
+    label, _ = await relevance(question, answer)
+    assert label == "relevant"
+    label, _ = await relevance("How do I pay the fee?", answer)
+    assert label == "irrelevant"
+
+
 async def test_a_short_name_still_answers_a_which_question() -> None:
     label, _ = await relevance("Which office issues the permit?", "The Mobility Office.")
     assert label == "relevant"

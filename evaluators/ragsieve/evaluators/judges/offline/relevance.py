@@ -73,13 +73,22 @@ _ENDS_CLAUSE = re.compile(r"[.!;:,\u2026]\s*$")
 # name or a number can answer it, as it cannot answer "how do I ...?" or "can I ...?"; Spanish
 # marks the question word ("qué", "cuál"; "que" is also "that"), and "¿cómo llamó ...?" asks a name
 _OPEN_WH = re.compile(r"\b(?:what|which|qué|cuál|cuáles|cómo (?:se )?llam\w*)(?!\w)")
+# a question without a question word asks whether ("Can I still use it?", "¿Puedo pagar con
+# tarjeta?"): a reply that opens with yes or no answers it
+_WH = re.compile(
+    r"\b(?:what|which|who|whom|whose|where|when|why|how|qué|cuál|cuáles|quién|quiénes|dónde"
+    r"|cuándo|cómo|cuánto|cuánta|cuántos|cuántas|por qué)(?!\w)"
+)
+_YES_NO = re.compile(r"^\W*(?:yes|yeah|yep|no|nope|of course|sure|si|claro|por supuesto)\b")
 
 
 def _direct_answer(sents: list[str], kind: str | None, question: str) -> bool:
     """A short sentence that gives a value of the asked type (a name or a number when a "what"
-    or "which" question asks for no particular type): "The answer is Marlee Matlin.", "In
-    1349."."""
-    open_wh = kind is None and bool(_OPEN_WH.search(question.casefold()))
+    or "which" question asks for no particular type, yes or no when it asks whether): "The
+    answer is Marlee Matlin.", "In 1349.", "Yes, you can."."""
+    asked = question.casefold()
+    open_wh = kind is None and bool(_OPEN_WH.search(asked))
+    whether = kind is None and not _WH.search(asked)
     for sent in sents:
         claim = strip_attribution(sent)
         if len(content_words(claim)) > SHORT_ANSWER_WORDS:
@@ -90,6 +99,8 @@ def _direct_answer(sents: list[str], kind: str | None, question: str) -> bool:
             return True  # "genetic branches." defines "what are clades?" in a noun phrase
         if open_wh and (entities(" x " + claim) or numbers(claim)):
             return True
+        if whether and _YES_NO.search(fold(claim)):
+            return True  # "Yes, you can."
     return False
 
 
