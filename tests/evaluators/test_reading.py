@@ -8,6 +8,7 @@ import math
 import pytest
 
 from ragsieve.evaluators.judges import build_judges, get_judge
+from ragsieve.evaluators.judges.offline import faithfulness
 from ragsieve.evaluators.judges.offline.claims import parse_answer
 from ragsieve.evaluators.judges.offline.reading import is_hedge, is_meta, read_answer, strip_source
 from ragsieve.evaluators.judges.offline.support_model import (
@@ -225,3 +226,56 @@ def test_an_apology_before_a_decline_is_courtesy_and_the_answer_abstains() -> No
     ):
         parsed = parse_answer(answer)
         assert parsed.abstained and parsed.claims == [], answer
+
+
+BENEFITS_PAGE = (
+    "To apply for retirement benefits you need your Social Security number and the details of"
+    " the bank account for direct deposit. Your local area office replaces a lost card at no"
+    " price. Find the form online.",
+)
+APPLY = "To apply for retirement benefits you need your Social Security number."
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        "Keep reading to see whether you might qualify.",
+        "Then we will send you a letter to say what we decided.",
+    ],
+)
+async def test_a_sentence_added_from_elsewhere_is_caught_though_no_rare_word_is_missing(
+    added: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kw = {
+        "query": "What do I need to apply?",
+        "context": BENEFITS_PAGE,
+        "answer": f"{APPLY} {added}",
+    }
+    r = await judge("faithfulness", **kw)
+    assert r.label == "unfaithful", r.explanation
+    [near] = [c for c in r.metadata["claims"] if c.get("nothing_near")]
+    assert near["claim"] == added
+    assert "nothing in the context comes near it" in r.explanation
+    monkeypatch.setattr(faithfulness, "NOTHING_NEAR", 0.0)  # the model alone forgives it
+    assert (await judge("faithfulness", **kw)).label != "unfaithful"
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [
+        "The exact fee is not mentioned in the given passages.",  # about the passages
+        "Retirement accounts serve several purposes for older workers.",  # a general framing
+        "You can check the opening hours by calling your local area office.",  # sent elsewhere
+        "Sure no problem, I can help you with your retirement plans today.",  # courtesy
+    ],
+)
+async def test_framing_courtesy_and_referrals_are_not_claims_with_nothing_near(
+    framing: str,
+) -> None:
+    r = await judge(
+        "faithfulness",
+        query="What do I need to apply?",
+        context=BENEFITS_PAGE,
+        answer=f"{APPLY} {framing}",
+    )
+    assert not any(c.get("nothing_near") for c in r.metadata["claims"]), r.metadata["claims"]

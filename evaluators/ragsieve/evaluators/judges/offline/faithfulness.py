@@ -3,20 +3,27 @@
 The answer is read as a person reads it (:mod:`.claims`, :mod:`.reading`), each claim gets its
 support from the context (:mod:`.support`), whole-answer checks (broken names, comparisons,
 choices) can mark a claim contradicted, and a model fitted to people's labels weighs the
-evidence into one probability (:mod:`.support_model`). A contradiction or a value the context
-never states is decisive whatever the model weighs.
+evidence into one probability (:mod:`.support_model`). A contradiction, a value the context
+never states, or a claim with nothing near it in the context (:func:`nothing_near`) is decisive
+whatever the model weighs.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
-from ragsieve.evaluators.judges.offline.claims import ParsedAnswer, find_injections, parse_answer
+from ragsieve.evaluators.judges.offline.claims import (
+    ParsedAnswer,
+    find_injections,
+    is_abstention,
+    parse_answer,
+)
 from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES, asks_back_grounding
-from ragsieve.evaluators.judges.offline.reading import QUESTION_BACK
+from ragsieve.evaluators.judges.offline.reading import QUESTION_BACK, is_hedge
 from ragsieve.evaluators.judges.offline.support import (
     BROKEN_SPAN_SUPPORT,
     NO,
@@ -37,7 +44,7 @@ from ragsieve.evaluators.judges.offline.text.choice import check_choice
 from ragsieve.evaluators.judges.offline.text.compare import check_comparison
 from ragsieve.evaluators.judges.offline.text.spans import broken_spans
 from ragsieve.evaluators.judges.offline.text.terms import all_values, key, tokens
-from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, language
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, content_words, fold, language
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
@@ -163,6 +170,58 @@ def _mark_repeats(
             )
 
 
+# A claim that says something (NOTHING_NEAR_WORDS content words) with no context sentence
+# anywhere near it (support below NOTHING_NEAR) was added from elsewhere: "You should shop around
+# to find an account at a price you can afford." under a benefits page. Its words may all be in
+# the context, so no rare word or value is missing; what gives it away is that nothing comes near
+# it, as something does near a paraphrase. Not for what talks about the passages ("is not
+# mentioned in the given passages"), a general framing ("X serves several functions", "varies
+# depending on ..."), a hedge or a refusal: those are not claims about the world. On people's
+# labels, among answers the model passes: RAGTruth 1 of 172 faithful answers has one and 2 of
+# 21 hallucinated; HaluEval 0 of 306 and 36 of 178; MEMERAG en/es 0 of 134 and 1 of 61.
+NOTHING_NEAR = 0.1
+NOTHING_NEAR_WORDS = 4
+_ABOUT_SOURCES = re.compile(
+    r"\b(?:passages?|context|provided|given|mentioned|specified|stated|sources?|texts?|documents?"
+    r"|information|pasajes?|contexto|informacion|mencionad\w*|proporcionad\w*|textos?|fuentes?)\b"
+)
+_GENERAL = re.compile(
+    r"\b(?:several|various|many|multiple|number of|some|few|varies|vary|depends?|depending"
+    r"|sometimes|often|usually|generally|typically|pros and cons|(?:dis)?advantages|best"
+    r"|varios|varias|diversos|diversas|diferentes|algunos|algunas|varia|depende|segun|a veces"
+    r"|normalmente|ventajas|desventajas|mejor)\b"
+)
+# courtesy, and sending the person elsewhere ("You can check the hours by calling your local
+# office"): a service reply's own words, not a claim the passages must hold
+_SERVICE_TALK = re.compile(
+    r"\b(?:no problem|i can help|happy to help|glad to help|you're welcome|con gusto|puedo ayudar"
+    r"|de nada)\b"
+    r"|\b(?:call|calling|contact|contacting|visit|visiting|check with|ask|llam\w+|contact\w+"
+    r"|visit\w+|acud\w+|consult\w*)\b.*\b(?:office|agency|servicer|counselor|website|department"
+    r"|center|centre|branch|helpline|oficina|ayuntamiento|web|centro)s?\b"
+)
+
+
+def nothing_near(verdict: Mapping[str, Any]) -> bool:
+    """A claim about the world with no context sentence near it (:data:`NOTHING_NEAR`)."""
+    claim = str(verdict.get("claim", ""))
+    if (
+        float(verdict["support"]) >= NOTHING_NEAR
+        or verdict.get("from_conversation")
+        or verdict.get("reason") == "only restates the question"
+        or len(content_words(claim)) < NOTHING_NEAR_WORDS
+    ):
+        return False
+    text = fold(claim)
+    return not (
+        _ABOUT_SOURCES.search(text)
+        or _GENERAL.search(text)
+        or _SERVICE_TALK.search(text)
+        or is_hedge(claim)
+        or is_abstention(claim)
+    )
+
+
 def evidence(
     verdicts: Sequence[Mapping[str, Any]], model: SupportModel | None = None
 ) -> dict[str, float]:
@@ -174,7 +233,9 @@ def evidence(
     # decisive whatever the rest weighs: a claim the context contradicts, and a number or date
     # it never states (a hallucination in 64-100 % of such answers on every labelled set)
     clashes = [
-        float(v["support"]) for v in verdicts if v.get("contradiction") or v.get("values_missing")
+        float(v["support"])
+        for v in verdicts
+        if v.get("contradiction") or v.get("values_missing") or nothing_near(v)
     ]
     return {
         "model": (model or shipped_model()).probability(feats),
@@ -218,7 +279,7 @@ class FaithfulnessJudge(OfflineJudge):
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
         self.model = shipped_model()
-        self.version = f"offline-9:t{threshold}:{self.model.version}" + (
+        self.version = f"offline-10:t{threshold}:{self.model.version}" + (
             f":{calibration}" if calibration else ""
         )
 
@@ -259,6 +320,9 @@ class FaithfulnessJudge(OfflineJudge):
     ) -> EvalResult:
         for v in verdicts:
             v["supported"] = v["support"] >= SUPPORT_THRESHOLD
+            if nothing_near(v):
+                v["nothing_near"] = True
+                v["reason"] = f"nothing in the context comes near it ({v.get('reason')})"
             if not v["supported"]:
                 v["evidence"] = v["chunk"] = None
         feats = features(verdicts)
