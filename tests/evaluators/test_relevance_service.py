@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragsieve.evaluators.judges import get_judge
+from ragsieve.evaluators.judges.offline.relevance import wrong_source
 from ragsieve.evaluators.judges.offline.text.question import answers_type, has_type
 from ragsieve.evaluators.judges.offline.text.text import numbers
 from ragsieve.evaluators.testing import make_interaction
@@ -200,3 +201,32 @@ async def test_a_section_titled_by_the_question_answers_it_in_its_own_form() -> 
     assert meta["section_title"] == "When can I work?"
     _, _, bare = await _judged(question, answer, None)
     assert not bare["type_found"]  # on its own the reply names no moment
+
+
+LICENCE_PAGES = (
+    "Suspended licence. If your licence is suspended and your insurance lapses again, the"
+    " suspension is extended and you must file a new proof of insurance with the DMV.",
+    "Driving schools. Once you are certified as a driving school instructor, you can get an"
+    " additional certificate naming another school.",
+)
+
+
+async def test_an_answer_taken_from_the_passage_that_does_not_answer_fails() -> None:
+    question = "What happens if my licence is suspended and my insurance lapses again?"
+    wrong = "Once you are certified as a driving school instructor, you can get another school."
+    [r] = await get_judge("answer_relevance").evaluate(
+        make_interaction(query=question, context=LICENCE_PAGES, answer=wrong)
+    )
+    assert r.label == "irrelevant", r.explanation
+    assert r.metadata["wrong_source"]["taken_from"] != r.metadata["wrong_source"]["answering"]
+    assert "which does not hold what is asked" in r.explanation
+    right = "The suspension is extended and you must file a new proof of insurance."
+    [r] = await get_judge("answer_relevance").evaluate(
+        make_interaction(query=question, context=LICENCE_PAGES, answer=right)
+    )
+    assert r.label == "relevant" and "wrong_source" not in r.metadata
+
+
+def test_an_answer_from_one_passage_when_none_clearly_answers_is_not_a_wrong_source() -> None:
+    question = "How do I renew my fishing permit?"
+    assert wrong_source(question, LICENCE_PAGES[1], LICENCE_PAGES) is None

@@ -16,6 +16,7 @@ from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.offline.claims import is_abstention, parse_answer, strip_attribution
 from ragsieve.evaluators.judges.offline.context import (
     ContextRelevanceJudge,
+    chunk_evidence,
     context_precision,
     question_terms,
 )
@@ -302,6 +303,39 @@ def leaves_conversation(asked: JudgedQuestion, answer: str, context: list[str]) 
     return shared is not None and shared[1] >= OFF_CONVERSATION_WORDS and shared[0] < FIT_FLOOR
 
 
+# an answer taken whole from one retrieved chunk that does not hold what the question asks, while
+# another chunk clearly does: the model answered from the wrong passage ("Once you are certified as
+# an instructor, ..." to a question about a suspended licence, beside the passage that answers it)
+SOURCE_WHOLE = 0.9  # share of the answer's content words one chunk holds: taken from it
+SOURCE_LITTLE = 0.5  # ... and less than this from the chunk that answers
+SOURCE_CLEAR = 0.15  # below / above the context threshold by this: clearly not / clearly relevant
+SOURCE_MIN_WORDS = 3
+WRONG_SOURCE_SCORE = 0.3  # at most this for an answer from the wrong passage
+
+
+def wrong_source(question: str, answer: str, context: Sequence[str]) -> tuple[int, int] | None:
+    """``(taken from, answering)`` chunk positions when the answer was taken from a chunk that
+    does not hold what ``question`` asks while another chunk clearly does; else None."""
+    words = {key(w) for w in content_words(answer)}
+    if len(context) < 2 or len(words) < SOURCE_MIN_WORDS:
+        return None
+    shares = [len(words & {key(w) for w in content_words(c)}) / len(words) for c in context]
+    source = max(range(len(context)), key=shares.__getitem__)
+    if shares[source] < SOURCE_WHOLE:
+        return None
+    scores = [ev.score for ev in chunk_evidence(question, list(context))]
+    answering = max(range(len(context)), key=scores.__getitem__)
+    threshold = DEFAULT_THRESHOLDS["context_relevance"]
+    if (
+        answering != source
+        and shares[answering] < SOURCE_LITTLE
+        and scores[source] < threshold - SOURCE_CLEAR
+        and scores[answering] >= threshold + SOURCE_CLEAR
+    ):
+        return source, answering
+    return None
+
+
 class AnswerRelevanceJudge(OfflineJudge):
     """Does the answer address what was asked? (deterministic heuristic, no LLM)
 
@@ -319,7 +353,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-8:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-9:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning
@@ -350,6 +384,10 @@ class AnswerRelevanceJudge(OfflineJudge):
         elif leaves_conversation(asked, answer, context):
             score = min(score, OFF_CONVERSATION_SCORE)
             meta["leaves_conversation"] = True
+        elif not parsed.abstained and (found := wrong_source(question, answer, context)):
+            ids = [cid for cid, _, _ in chunk_texts(interaction)]
+            score = min(score, WRONG_SOURCE_SCORE)
+            meta["wrong_source"] = {"taken_from": ids[found[0]], "answering": ids[found[1]]}
         meta.update(
             coverage=round(ev["coverage"], 4),
             cosine=round(ev["cosine"], 4),
@@ -367,6 +405,12 @@ class AnswerRelevanceJudge(OfflineJudge):
         notes = _notes(ev) if asked.is_question else [f"the turn is a {asked.kind}, not a question"]
         if meta.get("leaves_conversation"):
             notes.append("the reply shares nothing with the conversation or the passages")
+        if "wrong_source" in meta:
+            src = meta["wrong_source"]
+            notes.append(
+                f"taken from {src['taken_from']}, which does not hold what is asked;"
+                f" {src['answering']} does"
+            )
         label = "relevant" if score >= self.threshold else "irrelevant"
         explanation = f"covers {ev['coverage']:.0%} of the question's key terms" + (
             "; " + "; ".join(notes) if notes else ""
