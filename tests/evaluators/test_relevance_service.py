@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragsieve.evaluators.judges import get_judge
-from ragsieve.evaluators.judges.offline.relevance import wrong_source
+from ragsieve.evaluators.judges.offline.sources import wrong_source
 from ragsieve.evaluators.judges.offline.text.question import answers_type, has_type
 from ragsieve.evaluators.judges.offline.text.text import numbers
 from ragsieve.evaluators.testing import make_interaction

@@ -16,7 +16,6 @@ from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
 from ragsieve.evaluators.judges.offline.claims import is_abstention, parse_answer, strip_attribution
 from ragsieve.evaluators.judges.offline.context import (
     ContextRelevanceJudge,
-    chunk_evidence,
     context_precision,
     question_terms,
 )
@@ -24,6 +23,15 @@ from ragsieve.evaluators.judges.offline.conversation import (
     JudgedQuestion,
     in_user_voice,
     judged_question,
+)
+from ragsieve.evaluators.judges.offline.sources import (
+    HEADING_SHARE,
+    HEADING_TYPED,
+    WRONG_SOURCE_SCORE,
+    heading_match,
+    source_titles,
+    term_coverage,
+    wrong_source,
 )
 from ragsieve.evaluators.judges.offline.text.question import answers_type, expected_type
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
@@ -57,17 +65,6 @@ MISSING_TYPE_FACTOR = 0.7
 MEANING_SHARE = 0.7  # closeness in meaning alone (the same topic) is not a full answer
 SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
 SHORT_TYPED_ADDRESSED = 0.6
-# service pages and FAQs title each section ("Can I transfer benefits?", "REPAYE and ICR Plans"):
-# an answer taken from a section whose title matches the question addresses it, in the page's
-# words rather than the question's
-SOURCE_SHARE = 0.6  # share of an answer sentence's words one chunk sentence holds: its source
-HEADING_MAX_WORDS = 10  # an unpunctuated line this short titles what follows (a question: 20)
-HEADING_MIN = 0.5  # a title that matches the question less than this says nothing
-HEADING_SHARE = 0.9  # a matching title is nearly as good as the answer restating the question
-HEADING_TYPED = 0.8  # a title this close to the question: its section answers in its own form
-HEADING_COSINE_FLOOR = 0.2
-HEADING_COSINE_SPAN = 0.4
-_ENDS_CLAUSE = re.compile(r"[.!;:,\u2026]\s*$")
 
 
 # "what ...?" / "which ...?" (anywhere: "In what century ...?") asked for no particular type: a
@@ -105,58 +102,6 @@ def _direct_answer(sents: list[str], kind: str | None, question: str) -> bool:
     return False
 
 
-def _is_heading(sent: str) -> bool:
-    """A section title or an FAQ's question: a question, or a short capitalised line that does
-    not end like a clause."""
-    n = len(sent.split())
-    if sent.endswith(("?", "\uff1f")):
-        return n <= 2 * HEADING_MAX_WORDS
-    return n <= HEADING_MAX_WORDS and sent[:1].isupper() and not _ENDS_CLAUSE.search(sent)
-
-
-def source_titles(sents: list[str], context: Sequence[str]) -> list[str]:
-    """The titles of the chunk sections the answer's sentences were taken from: for each answer
-    sentence, a chunk sentence holding most of its words, then the nearest title above it."""
-    answer_keys = [ks for s in sents if len(ks := {key(w) for w in content_words(s)}) >= 2]
-    found: list[str] = []
-    for chunk in context:
-        lines = sentences(chunk)
-        keys = [{key(w) for w in content_words(line)} for line in lines]
-        for i, have in enumerate(keys):
-            if not any(len(ks & have) >= SOURCE_SHARE * len(ks) for ks in answer_keys):
-                continue
-            title = next((lines[j] for j in range(i - 1, -1, -1) if _is_heading(lines[j])), None)
-            if title is not None and title not in found:
-                found.append(title)
-    return found
-
-
-def _coverage(terms: Mapping[str, tuple[str, float]], index: TermIndex) -> float:
-    """The weighted share of the question's key terms that ``index`` holds (0 without terms)."""
-    total = sum(w for _, w in terms.values())
-    return (
-        sum(w * index.find(word).strength for word, w in terms.values()) / total if total else 0.0
-    )
-
-
-def heading_match(question: str, titles: Sequence[str]) -> tuple[float, str]:
-    """``(match, title)``: how well the best of ``titles`` (the sections the answer comes from,
-    :func:`source_titles`) matches the question, in key terms or in meaning; 0 below
-    ``HEADING_MIN``."""
-    terms = question_terms(question)
-    if not titles or not terms:
-        return 0.0, ""
-    vecs = embed([question, *titles])
-    best, best_title = 0.0, ""
-    for title, vec in zip(titles, vecs[1:], strict=True):
-        index = TermIndex([title], cross_lingual=language(title) != language(question))
-        meaning = (float(vec @ vecs[0]) - HEADING_COSINE_FLOOR) / HEADING_COSINE_SPAN
-        match = float(np.clip(max(_coverage(terms, index), meaning), 0.0, 1.0))
-        if match > best:
-            best, best_title = match, title
-    return (best, best_title) if best >= HEADING_MIN else (0.0, "")
-
-
 DEFAULT_WEIGHTS = MappingProxyType(
     {"addressed": 0.55, "type_ok": 0.2, "direct": 0.15, "specificity": 0.1}
 )
@@ -169,7 +114,7 @@ def _addressed(question: str, answer: str, sents: list[str]) -> tuple[float, flo
     closest question-answer cosine, and how much the answer addresses the question."""
     qlang, alang = language(question), language(answer)
     index = TermIndex(sents, cross_lingual=qlang != alang and "unknown" not in (qlang, alang))
-    coverage = _coverage(question_terms(question), index)
+    coverage = term_coverage(question_terms(question), index)
     # the whole answer, and each sentence: a direct answer followed by a detail still answers
     texts = [" ".join(sents)[:MAX_ANSWER_CHARS], *(s[:MAX_ANSWER_CHARS] for s in sents[:8])]
     vecs = embed([question, *texts])
@@ -303,37 +248,36 @@ def leaves_conversation(asked: JudgedQuestion, answer: str, context: list[str]) 
     return shared is not None and shared[1] >= OFF_CONVERSATION_WORDS and shared[0] < FIT_FLOOR
 
 
-# an answer taken whole from one retrieved chunk that does not hold what the question asks, while
-# another chunk clearly does: the model answered from the wrong passage ("Once you are certified as
-# an instructor, ..." to a question about a suspended licence, beside the passage that answers it)
-SOURCE_WHOLE = 0.9  # share of the answer's content words one chunk holds: taken from it
-SOURCE_LITTLE = 0.5  # ... and less than this from the chunk that answers
-SOURCE_CLEAR = 0.15  # below / above the context threshold by this: clearly not / clearly relevant
-SOURCE_MIN_WORDS = 3
-WRONG_SOURCE_SCORE = 0.3  # at most this for an answer from the wrong passage
-
-
-def wrong_source(question: str, answer: str, context: Sequence[str]) -> tuple[int, int] | None:
-    """``(taken from, answering)`` chunk positions when the answer was taken from a chunk that
-    does not hold what ``question`` asks while another chunk clearly does; else None."""
-    words = {key(w) for w in content_words(answer)}
-    if len(context) < 2 or len(words) < SOURCE_MIN_WORDS:
-        return None
-    shares = [len(words & {key(w) for w in content_words(c)}) / len(words) for c in context]
-    source = max(range(len(context)), key=shares.__getitem__)
-    if shares[source] < SOURCE_WHOLE:
-        return None
-    scores = [ev.score for ev in chunk_evidence(question, list(context))]
-    answering = max(range(len(context)), key=scores.__getitem__)
-    threshold = DEFAULT_THRESHOLDS["context_relevance"]
-    if (
-        answering != source
-        and shares[answering] < SOURCE_LITTLE
-        and scores[source] < threshold - SOURCE_CLEAR
-        and scores[answering] >= threshold + SOURCE_CLEAR
-    ):
-        return source, answering
-    return None
+def _limits(
+    interaction: RagInteraction,
+    asked: JudgedQuestion,
+    abstained: bool,
+    context: list[str],
+    score: float,
+) -> tuple[float, dict[str, Any], list[str]]:
+    """``(score, metadata, notes)`` under what the turn and the passages allow: a reply to a turn
+    that asks nothing is judged by whether it fits; a reply that leaves the conversation, or was
+    taken from the wrong passage (:func:`.sources.wrong_source`), is capped."""
+    answer = interaction.answer or ""
+    if not asked.is_question:  # nothing was asked: does the reply fit the turn?
+        fit = fits_turn(asked, answer, context, score, abstained)
+        return fit, {}, [f"the turn is a {asked.kind}, not a question"]
+    if leaves_conversation(asked, answer, context):
+        return (
+            min(score, OFF_CONVERSATION_SCORE),
+            {"leaves_conversation": True},
+            ["the reply shares nothing with the conversation or the passages"],
+        )
+    found = None if abstained else wrong_source(asked.text, answer, context)
+    if found is None:
+        return score, {}, []
+    ids = [cid for cid, _, _ in chunk_texts(interaction)]
+    taken, answering = ids[found[0]], ids[found[1]]
+    return (
+        min(score, WRONG_SOURCE_SCORE),
+        {"wrong_source": {"taken_from": taken, "answering": answering}},
+        [f"taken from {taken}, which does not hold what is asked; {answering} does"],
+    )
 
 
 class AnswerRelevanceJudge(OfflineJudge):
@@ -379,15 +323,8 @@ class AnswerRelevanceJudge(OfflineJudge):
             ((ev, combine(ev, parsed.abstained or echoes, self.weights)) for ev in judged),
             key=lambda p: p[1],
         )
-        if not asked.is_question:  # nothing was asked: does the reply fit the turn?
-            score = fits_turn(asked, answer, context, score, parsed.abstained)
-        elif leaves_conversation(asked, answer, context):
-            score = min(score, OFF_CONVERSATION_SCORE)
-            meta["leaves_conversation"] = True
-        elif not parsed.abstained and (found := wrong_source(question, answer, context)):
-            ids = [cid for cid, _, _ in chunk_texts(interaction)]
-            score = min(score, WRONG_SOURCE_SCORE)
-            meta["wrong_source"] = {"taken_from": ids[found[0]], "answering": ids[found[1]]}
+        score, limited, said = _limits(interaction, asked, parsed.abstained, context, score)
+        meta.update(limited)
         meta.update(
             coverage=round(ev["coverage"], 4),
             cosine=round(ev["cosine"], 4),
@@ -402,15 +339,7 @@ class AnswerRelevanceJudge(OfflineJudge):
             meta["section_title"] = ev["title"]
         if self.calibration:
             meta["calibration"] = self.calibration
-        notes = _notes(ev) if asked.is_question else [f"the turn is a {asked.kind}, not a question"]
-        if meta.get("leaves_conversation"):
-            notes.append("the reply shares nothing with the conversation or the passages")
-        if "wrong_source" in meta:
-            src = meta["wrong_source"]
-            notes.append(
-                f"taken from {src['taken_from']}, which does not hold what is asked;"
-                f" {src['answering']} does"
-            )
+        notes = [*(_notes(ev) if asked.is_question else []), *said]
         label = "relevant" if score >= self.threshold else "irrelevant"
         explanation = f"covers {ev['coverage']:.0%} of the question's key terms" + (
             "; " + "; ".join(notes) if notes else ""

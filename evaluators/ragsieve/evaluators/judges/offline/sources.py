@@ -1,0 +1,129 @@
+"""Where an answer comes from: the section titles over the chunk sentences it was taken from, and
+the retrieved chunk it was taken from when that chunk does not hold what the question asks.
+
+Both read the retrieved context beside the answer, which answer relevance otherwise does not:
+a title that matches the question shows that the answer addresses it in the page's words, and an
+answer taken from a passage that does not answer, beside one that clearly does, is off the
+question however close in topic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
+from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
+from ragsieve.evaluators.judges.offline.text.text import content_words, language, sentences
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
+from ragsieve.evaluators.tools.embeddings import embed
+
+# service pages and FAQs title each section ("Can I transfer benefits?", "REPAYE and ICR Plans"):
+# an answer taken from a section whose title matches the question addresses it, in the page's
+# words rather than the question's
+SOURCE_SHARE = 0.6  # share of an answer sentence's words one chunk sentence holds: its source
+HEADING_MAX_WORDS = 10  # an unpunctuated line this short titles what follows (a question: 20)
+HEADING_MIN = 0.5  # a title that matches the question less than this says nothing
+HEADING_SHARE = 0.9  # a matching title is nearly as good as the answer restating the question
+HEADING_TYPED = 0.8  # a title this close to the question: its section answers in its own form
+HEADING_COSINE_FLOOR = 0.2
+HEADING_COSINE_SPAN = 0.4
+_ENDS_CLAUSE = re.compile(r"[.!;:,\u2026]\s*$")
+
+
+def _is_heading(sent: str) -> bool:
+    """A section title or an FAQ's question: a question, or a short capitalised line that does
+    not end like a clause."""
+    n = len(sent.split())
+    if sent.endswith(("?", "\uff1f")):
+        return n <= 2 * HEADING_MAX_WORDS
+    return n <= HEADING_MAX_WORDS and sent[:1].isupper() and not _ENDS_CLAUSE.search(sent)
+
+
+def source_titles(sents: list[str], context: Sequence[str]) -> list[str]:
+    """The titles of the chunk sections the answer's sentences were taken from: for each answer
+    sentence, a chunk sentence holding most of its words, then the nearest title above it."""
+    answer_keys = [ks for s in sents if len(ks := {key(w) for w in content_words(s)}) >= 2]
+    found: list[str] = []
+    for chunk in context:
+        lines = sentences(chunk)
+        keys = [{key(w) for w in content_words(line)} for line in lines]
+        for i, have in enumerate(keys):
+            if not any(len(ks & have) >= SOURCE_SHARE * len(ks) for ks in answer_keys):
+                continue
+            title = next((lines[j] for j in range(i - 1, -1, -1) if _is_heading(lines[j])), None)
+            if title is not None and title not in found:
+                found.append(title)
+    return found
+
+
+def term_coverage(terms: Mapping[str, tuple[str, float]], index: TermIndex) -> float:
+    """The weighted share of the question's key terms that ``index`` holds (0 without terms)."""
+    total = sum(w for _, w in terms.values())
+    return (
+        sum(w * index.find(word).strength for word, w in terms.values()) / total if total else 0.0
+    )
+
+
+def heading_match(question: str, titles: Sequence[str]) -> tuple[float, str]:
+    """``(match, title)``: how well the best of ``titles`` (the sections the answer comes from,
+    :func:`source_titles`) matches the question, in key terms or in meaning; 0 below
+    ``HEADING_MIN``."""
+    terms = question_terms(question)
+    if not titles or not terms:
+        return 0.0, ""
+    vecs = embed([question, *titles])
+    best, best_title = 0.0, ""
+    for title, vec in zip(titles, vecs[1:], strict=True):
+        index = TermIndex([title], cross_lingual=language(title) != language(question))
+        meaning = (float(vec @ vecs[0]) - HEADING_COSINE_FLOOR) / HEADING_COSINE_SPAN
+        match = float(np.clip(max(term_coverage(terms, index), meaning), 0.0, 1.0))
+        if match > best:
+            best, best_title = match, title
+    return (best, best_title) if best >= HEADING_MIN else (0.0, "")
+
+
+# an answer taken whole from one retrieved chunk that does not hold what the question asks, while
+# another chunk clearly does: the model answered from the wrong passage ("Once you are certified as
+# an instructor, ..." to a question about a suspended licence, beside the passage that answers it)
+SOURCE_WHOLE = 0.9  # share of the answer's content words one chunk holds: taken from it
+SOURCE_LITTLE = 0.5  # ... and less than this from the chunk that answers
+SOURCE_CLEAR = 0.15  # below / above the context threshold by this: clearly not / clearly relevant
+SOURCE_MIN_WORDS = 3
+WRONG_SOURCE_SCORE = 0.3  # at most this for an answer from the wrong passage
+
+
+def wrong_source(question: str, answer: str, context: Sequence[str]) -> tuple[int, int] | None:
+    """``(taken from, answering)`` chunk positions when the answer was taken from a chunk that
+    does not hold what ``question`` asks while another chunk clearly does; else None."""
+    words = {key(w) for w in content_words(answer)}
+    if len(context) < 2 or len(words) < SOURCE_MIN_WORDS:
+        return None
+    shares = [len(words & {key(w) for w in content_words(c)}) / len(words) for c in context]
+    source = max(range(len(context)), key=shares.__getitem__)
+    if shares[source] < SOURCE_WHOLE:
+        return None
+    scores = [ev.score for ev in chunk_evidence(question, list(context))]
+    answering = max(range(len(context)), key=scores.__getitem__)
+    threshold = DEFAULT_THRESHOLDS["context_relevance"]
+    if (
+        answering != source
+        and shares[answering] < SOURCE_LITTLE
+        and scores[source] < threshold - SOURCE_CLEAR
+        and scores[answering] >= threshold + SOURCE_CLEAR
+    ):
+        return source, answering
+    return None
+
+
+__all__ = [
+    "HEADING_SHARE",
+    "HEADING_TYPED",
+    "WRONG_SOURCE_SCORE",
+    "heading_match",
+    "source_titles",
+    "term_coverage",
+    "wrong_source",
+]
