@@ -275,3 +275,20 @@ async def test_a_follow_up_reply_that_shares_nothing_with_the_conversation_fails
 async def test_a_reply_in_another_language_is_not_read_as_leaving_the_conversation():
     r = await _weekend_reply("Sí, los sábados la oficina abre de 9:00 a 13:00.")
     assert "leaves_conversation" not in r.metadata
+
+
+@pytest.mark.parametrize(
+    ("turn", "source"),
+    [
+        ("What are the opening hours there on Saturdays?", "resolved"),  # "there": the office
+        ("Is there a fee for the renewal of passports on Saturdays?", "typed"),  # it exists
+    ],
+)
+def test_there_points_back_at_a_place_unless_it_says_something_exists(
+    turn: str, source: str
+) -> None:
+    asked = judged_question(
+        make_interaction(query=turn, context=HOURS, answer="x", chat_history=HISTORY)
+    )
+    assert asked.source == source
+    assert ("madrid" in asked.text.casefold()) == (source == "resolved")

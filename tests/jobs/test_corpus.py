@@ -79,3 +79,25 @@ def test_a_question_that_names_nothing_specific_has_no_missed_chunk(tmp_path):
     hit = corpus.find_answer("Where do I get details on refunds?", {"kb-keys"}, 0.5)
     assert hit is not None and hit.chunk_id == "kb-help"
     store.close()
+
+
+def test_a_follow_up_read_with_carried_words_needs_a_chunk_that_holds_its_own_terms(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    corpus = ObservedCorpus(store)
+    corpus.update(
+        [
+            _trace("How long do refunds take?", ("kb-refunds", REFUNDS), ("kb-fees", FEES)),
+            _trace("API key limits?", ("kb-keys", KEYS), ("kb-hooks", WEBHOOKS)),
+        ]
+    )
+    # "and what about webhooks there?" after a turn on refunds for returned card readers: the
+    # carried words find the refunds chunk again, which says nothing about webhooks
+    resolved = "And webhooks there? (refunds returned card readers paid original)"
+    typed = "And webhooks there?"
+    assert corpus.find_answer(resolved, {"kb-keys"}, 0.6) is not None
+    assert corpus.find_answer(resolved, {"kb-keys"}, 0.6, typed=typed) is None
+    # a follow-up whose own terms the chunk holds is still found
+    own = "How long until the refund for the reader is paid there? (returned card)"
+    hit = corpus.find_answer(own, {"kb-keys"}, 0.6, typed="How long until the refund is paid?")
+    assert hit is not None and hit.chunk_id == "kb-refunds"
+    store.close()

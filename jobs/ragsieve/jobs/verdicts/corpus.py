@@ -287,10 +287,18 @@ class ObservedCorpus:
         return bool((vecs[rows] @ vecs[at[cid]]).max() >= SAME_PASSAGE)
 
     def find_answer(
-        self, question: str, exclude: Iterable[str], threshold: float, lead: float = 0.0
+        self,
+        question: str,
+        exclude: Iterable[str],
+        threshold: float,
+        lead: float = 0.0,
+        typed: str | None = None,
     ) -> CorpusHit | None:
         """The best chunk outside ``exclude`` (the chunks the trace retrieved) that answers
-        ``question`` clearly better than any of them, or None."""
+        ``question`` clearly better than any of them, or None. ``typed``: for a follow-up read
+        with words carried from earlier turns, the turn as typed, whose own terms the chunk
+        must hold too (the carried words name the earlier subject, whose passages would
+        otherwise be found again: "fun things to do there (Tokyo sushi restaurants)")."""
         if sum(w for _, w in question_terms(question).values()) < MIN_QUESTION_WEIGHT:
             return None  # "What more details do I need?" names nothing a chunk could answer
         exclude = set(exclude)
@@ -320,6 +328,8 @@ class ObservedCorpus:
         served = {language(rows[c][0]) for c in seen}
         if not holds_question(question, rows[cid][0], served):
             return None  # it shares the question's topic, or only its words' translations
+        if typed is not None and not holds_question(typed, rows[cid][0], served):
+            return None  # it answers the earlier turn, not what this one asks
         return CorpusHit(cid, ev.score, rows[cid][1], ev.window)
 
 

@@ -77,8 +77,9 @@ def decide_all(
         if corpus is not None and needs_corpus(verdict) and (it.query or "").strip():
             exclude = {d.id for d in it.documents}
             lead = VOUCHED_LEAD if verdict.rescued else 0.0
-            asked = judged_question(it).text  # a follow-up: what it means, not what it says
-            hit = corpus.find_answer(asked, exclude, ctx_threshold, lead)
+            asked = judged_question(it)  # a follow-up: what it means, not what it says
+            typed = asked.typed if asked.source == "resolved" else None
+            hit = corpus.find_answer(asked.text, exclude, ctx_threshold, lead, typed)
             found = CorpusAnswer(hit, searched)
             verdict = decide(it, results, thresholds, expected=expected, corpus=found)
         missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))

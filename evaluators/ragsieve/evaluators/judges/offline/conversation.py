@@ -106,6 +106,14 @@ _GO_ON = frozenset(
     can could give me us about that this more más mas información informacion detalles saber
     dime cuéntame cuentame quiero""".split()
 )
+# "there" points back at a place ("What is the cost of living there?", "Who took her there?"),
+# unless it only says that something exists ("Is there a fee?", "if there could be an issue")
+_THERE = re.compile(
+    r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bhas )(?<!\bhave )(?<!\bhad )"
+    r"(?<!\bif )(?<!\bwhether )(?<!\bwill )(?<!\bcould )(?<!\bcan )(?<!\bwould )\bthere\b"
+    r"(?!\s*(?:is|are|was|were|'s|will|would|could|can|must|should|might|may|have|has|had|be"
+    r"|any|a|an|no)\b)"
+)
 _ELLIPTIC_START = re.compile(
     r"^\W*(?:and|also|what about|how about|and what|and how|same|then|y|también|tambien|"
     r"y qu[eé]|y c[oó]mo|y si)\b"
@@ -207,7 +215,7 @@ def _referent(typed: str, turns: list[Message]) -> str:
     if not turns or turns[-1].role not in ASSISTANT_ROLES:
         return ""
     folded = fold(typed)
-    if not set(re.findall(r"[\w']+", folded)) & _ANAPHORS:
+    if not (set(re.findall(r"[\w']+", folded)) & _ANAPHORS or _THERE.search(folded)):
         return ""
     have = {key(w) for w in content_words(typed)}
     said = fold(turns[-1].content)
@@ -261,7 +269,7 @@ def _elliptical(typed: str, kind: TurnKind) -> bool:
         return True
     folded = fold(typed)
     said = set(re.findall(r"[\w']+", folded))
-    if said & _ANAPHORS or _ELLIPTIC_START.match(folded):
+    if said & _ANAPHORS or _THERE.search(folded) or _ELLIPTIC_START.match(folded):
         return True
     return len(content_words(typed)) < SELF_CONTAINED_WORDS
 
