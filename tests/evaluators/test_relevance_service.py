@@ -230,3 +230,16 @@ async def test_an_answer_taken_from_the_passage_that_does_not_answer_fails() -> 
 def test_an_answer_from_one_passage_when_none_clearly_answers_is_not_a_wrong_source() -> None:
     question = "How do I renew my fishing permit?"
     assert wrong_source(question, LICENCE_PAGES[1], LICENCE_PAGES) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "defines"),
+    [
+        ("He sued Jack Thompson, a disbarred attorney, over the ads.", True),  # an apposition
+        ("The yuan, known as the renminbi abroad, is issued in Beijing.", True),
+        ("He claimed harassment by various means.", False),
+        ("In 2005, a letter was faxed to the police chief.", False),  # not the subject
+    ],
+)
+def test_an_apposition_or_known_as_defines_the_subject(text: str, defines: bool) -> None:
+    assert has_type(text, "definition", "What was the Jack Thompson affair?") == defines

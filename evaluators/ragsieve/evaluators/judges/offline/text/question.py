@@ -17,7 +17,19 @@ from ragsieve.evaluators.judges.offline.text.text import (
 
 _DEFINITION = re.compile(
     r"\b(is|was|are|were|refers to|es|son|fue|era)\s+(a|an|the|one|un|una|el|la)\b"
+    r"|\b(?:known as|is defined as|se conoce como|significa|se define como)\b"
 )
+_ARTICLE = r"\s*,\s*(?:a|an|the|un|una|el|la)\s"
+
+
+def _defines(text: str, question: str) -> bool:
+    """``text`` defines something ("X is a ...", "known as"), or says what the question's
+    subject is in an apposition ("Jack Thompson, a disbarred attorney, ...")."""
+    folded = fold(text)
+    if _DEFINITION.search(folded):
+        return True
+    subject = [w for w in re.findall(r"\w+", fold(question)) if w not in STOPWORDS]
+    return any(re.search(rf"\b{re.escape(w)}{_ARTICLE}", folded) for w in subject)
 
 
 # "when" asks for a date at the start of a question or before an auxiliary ("..., when does it
@@ -136,7 +148,7 @@ def has_type(text: str, kind: str, question: str = "") -> bool:
     if kind == "requirement":
         return bool(_REQUIREMENT_ANSWER.search(fold(text)))
     if kind == "definition":
-        return bool(_DEFINITION.search(fold(text)))
+        return _defines(text, question)
     asked = _words(question)
     if entities(text) - asked:
         return True
