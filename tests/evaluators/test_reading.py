@@ -73,6 +73,10 @@ def test_headings_steps_and_markers_are_structure() -> None:
         "None of the passages explicitly state what the drawer is for.",
         "No se menciona cuál es la telenovela más larga en los pasajes proporcionados.",
         "It is difficult to say what the drawer is for without more context.",
+        "No se proporciona información sobre la cantidad de semillas por año.",
+        "No information is given on the dose.",
+        "No hay un personaje más recordado mencionado en los pasajes.",
+        "There is no single inventor mentioned in the passages.",
     ],
 )
 def test_hedges_about_the_context_are_recognised(sentence: str) -> None:
@@ -85,6 +89,8 @@ def test_hedges_about_the_context_are_recognised(sentence: str) -> None:
         "The passages describe three ways to peel potatoes.",  # a meta statement, not a hedge
         "The drawer does not mention a warming function.",  # a claim about the drawer
         "Mold does not grow on hard cheese quickly.",
+        "No hay citas los sábados.",  # what does not exist is a claim like any other
+        "There are no fees for residents over 65.",
     ],
 )
 def test_claims_are_not_hedges(sentence: str) -> None:

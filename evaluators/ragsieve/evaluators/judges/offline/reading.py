@@ -92,6 +92,14 @@ _HEDGE = re.compile(
     r"|^without (?:additional|more|further) (?:information|context|details)\b"
     r"|^it(?: is|'s) (?:difficult|hard|impossible|not possible) to (?:\w+ )?(?:say|determine|tell"
     r"|know|answer|confirm)\b"
+    # "No se proporciona información sobre ...", "No information is given on ...": what is missing
+    r"|^no (?:se )?(?:proporciona|menciona|especifica|indica|da|ofrece|incluye|detalla)n?"
+    r" (?:informaci[oó]n|datos|detalles)\b"
+    r"|^no (?:information|details|data) (?:is|are|was|were)"
+    r" (?:given|provided|available|mentioned)\b"
+    # "No hay un X mencionado en los pasajes", "There is no X mentioned in the passages"
+    rf"|^no hay\b.{{0,80}}\b(?:mencionad[oa]s?|en (?:los|las|el|la) {_SELF})\b"
+    rf"|^there (?:is|are) no\b.{{0,80}}\b(?:mentioned|in the {_SELF})\b"
     r")",
     re.IGNORECASE,
 )
