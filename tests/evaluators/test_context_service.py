@@ -121,6 +121,8 @@ def test_a_lead_in_asks_and_names_nothing(asked: str, plain: str) -> None:
         # a first word that names something: no pause, a content word after it
         "Great Barrier Reef size?",
         "Well water testing?",
+        "Well-being programs: what do they cover?",
+        "Cool down period for returns?",
         "Ok, thanks",
     ],
 )

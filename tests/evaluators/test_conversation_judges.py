@@ -282,6 +282,7 @@ async def test_a_reply_in_another_language_is_not_read_as_leaving_the_conversati
     [
         ("What are the opening hours there on Saturdays?", "resolved"),  # "there": the office
         ("Is there a fee for the renewal of passports on Saturdays?", "typed"),  # it exists
+        ("Hi there, is a fee charged for the renewal of passports on Saturdays?", "typed"),
     ],
 )
 def test_there_points_back_at_a_place_unless_it_says_something_exists(

@@ -91,6 +91,8 @@ def test_hedges_about_the_context_are_recognised(sentence: str) -> None:
         "Mold does not grow on hard cheese quickly.",
         "No hay citas los sábados.",  # what does not exist is a claim like any other
         "There are no fees for residents over 65.",
+        "No data is provided to third parties.",
+        "There is no fee for the renewal mentioned in your letter.",
     ],
 )
 def test_claims_are_not_hedges(sentence: str) -> None:

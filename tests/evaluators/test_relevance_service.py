@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragsieve.evaluators.judges import get_judge
+from ragsieve.evaluators.judges.offline.relevance import _direct_answer
 from ragsieve.evaluators.judges.offline.sources import wrong_source
 from ragsieve.evaluators.judges.offline.text.question import answers_type, has_type
 from ragsieve.evaluators.judges.offline.text.text import numbers
@@ -88,6 +89,7 @@ async def test_a_short_sentence_with_a_capital_or_a_number_does_not_answer_how_o
     [
         ("I get a pension, can I still use the estimator?", "Yes you can."),
         ("¿Puedo pagar con tarjeta?", "Sí, en todas las oficinas."),
+        ("Can I pay the fee when I arrive?", "Yes, you can."),
     ],
 )
 async def test_yes_or_no_answers_a_question_that_asks_whether(question: str, answer: str) -> None:
@@ -107,6 +109,8 @@ async def test_a_short_name_still_answers_a_which_question() -> None:
     [
         ("Once you apply, we write to you within a week.", set()),
         ("El plazo es de once meses.", {"11"}),
+        ("Renew once every 10 years.", {"10"}),  # too short to tell its language
+        ("Once meses.", {"11"}),
     ],
 )
 def test_once_is_eleven_only_in_spanish(text: str, found: set[str]) -> None:
@@ -239,7 +243,21 @@ def test_an_answer_from_one_passage_when_none_clearly_answers_is_not_a_wrong_sou
         ("The yuan, known as the renminbi abroad, is issued in Beijing.", True),
         ("He claimed harassment by various means.", False),
         ("In 2005, a letter was faxed to the police chief.", False),  # not the subject
+        ("For Jack Thompson, an appeal was filed.", False),  # an opening phrase
     ],
 )
 def test_an_apposition_or_known_as_defines_the_subject(text: str, defines: bool) -> None:
     assert has_type(text, "definition", "What was the Jack Thompson affair?") == defines
+
+
+@pytest.mark.parametrize(
+    ("question", "reply"),
+    [
+        ("List the documents I need for the NIE.", "Sure! Here they are."),  # courtesy
+        ("Puedo pagar con tarjeta?", "Si pagas con tarjeta, hay recargo."),  # "si" is "if"
+        ("Is there a fee?", "No information is given about fees."),
+        ("Como pido cita?", "Sí."),  # a "how" question, unaccented
+    ],
+)
+def test_what_only_looks_like_yes_or_no_is_not_a_direct_answer(question: str, reply: str) -> None:
+    assert not _direct_answer([reply], None, question)

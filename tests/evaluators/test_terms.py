@@ -102,7 +102,14 @@ def test_a_place_and_its_people_are_kin(a: str, b: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("a", "b"), [("roman", "romania"), ("austrian", "australia"), ("china", "chinatown")]
+    ("a", "b"),
+    [
+        ("roman", "romania"),
+        ("austrian", "australia"),
+        ("china", "chinatown"),
+        ("indiana", "india"),  # a name of its own
+        ("paulina", "paul"),
+    ],
 )
 def test_two_places_or_two_peoples_are_not_kin(a: str, b: str) -> None:
     assert not kin(a, b)

@@ -110,9 +110,10 @@ _GO_ON = frozenset(
 # unless it only says that something exists ("Is there a fee?", "if there could be an issue")
 _THERE = re.compile(
     r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bhas )(?<!\bhave )(?<!\bhad )"
-    r"(?<!\bif )(?<!\bwhether )(?<!\bwill )(?<!\bcould )(?<!\bcan )(?<!\bwould )\bthere\b"
+    r"(?<!\bif )(?<!\bwhether )(?<!\bwill )(?<!\bcould )(?<!\bcan )(?<!\bwould )(?<!\bhi )"
+    r"(?<!\bhello )(?<!\bhey )\bthere\b"  # "Hi there," greets
     r"(?!\s*(?:is|are|was|were|'s|will|would|could|can|must|should|might|may|have|has|had|be"
-    r"|any|a|an|no)\b)"
+    r"|any|a|an|no|used|use|need|needs|exist|exists|seem|seems|appear|appears)\b)"
 )
 _ELLIPTIC_START = re.compile(
     r"^\W*(?:and|also|what about|how about|and what|and how|same|then|y|también|tambien|"

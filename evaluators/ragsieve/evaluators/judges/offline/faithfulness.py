@@ -197,7 +197,7 @@ _SERVICE_TALK = re.compile(
     r"\b(?:no problem|i can help|happy to help|glad to help|you're welcome|con gusto|puedo ayudar"
     r"|de nada)\b"
     r"|\b(?:call|calling|contact|contacting|visit|visiting|check with|ask|llam\w+|contact\w+"
-    r"|visit\w+|acud\w+|consult\w*)\b.*\b(?:office|agency|servicer|counselor|website|department"
+    r"|visit\w+|acud\w+|consult\w*)\b[^.;]{0,120}\b(?:office|agency|servicer|counselor|website|department"
     r"|center|centre|branch|helpline|oficina|ayuntamiento|web|centro)s?\b"
 )
 
@@ -207,6 +207,7 @@ def nothing_near(verdict: Mapping[str, Any]) -> bool:
     claim = str(verdict.get("claim", ""))
     if (
         float(verdict["support"]) >= NOTHING_NEAR
+        or verdict.get("translated")  # across languages support runs lower: not measured there
         or verdict.get("from_conversation")
         or verdict.get("reason") == "only restates the question"
         or len(content_words(claim)) < NOTHING_NEAR_WORDS
@@ -279,7 +280,7 @@ class FaithfulnessJudge(OfflineJudge):
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
         self.model = shipped_model()
-        self.version = f"offline-11:t{threshold}:{self.model.version}" + (
+        self.version = f"offline-12:t{threshold}:{self.model.version}" + (
             f":{calibration}" if calibration else ""
         )
 
@@ -310,7 +311,10 @@ class FaithfulnessJudge(OfflineJudge):
             meta["cross_lingual"] = f"{lang} answer, {ctx_lang} context"
         ctx = build_context(pairs, translate=translate)
         verdicts = _claim_verdicts(parsed, question, answer, ctx)
-        if not translate:
+        if translate:
+            for v in verdicts:
+                v["translated"] = True
+        else:
             _check_whole_answer(verdicts, question, answer, chunks)
         _mark_repeats(verdicts, interaction, question, translate)
         return self._verdict(interaction, verdicts, meta)

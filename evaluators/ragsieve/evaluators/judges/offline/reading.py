@@ -92,14 +92,15 @@ _HEDGE = re.compile(
     r"|^without (?:additional|more|further) (?:information|context|details)\b"
     r"|^it(?: is|'s) (?:difficult|hard|impossible|not possible) to (?:\w+ )?(?:say|determine|tell"
     r"|know|answer|confirm)\b"
-    # "No se proporciona información sobre ...", "No information is given on ...": what is missing
-    r"|^no (?:se )?(?:proporciona|menciona|especifica|indica|da|ofrece|incluye|detalla)n?"
-    r" (?:informaci[oó]n|datos|detalles)\b"
+    # "No se proporciona información sobre ...", "No information is given on ...": what is
+    # missing about something ("No data is provided to third parties" is a claim)
+    r"|^no (?:se )?(?:proporciona|menciona|especifica|indica|ofrece|detalla)n?"
+    r" (?:informaci[oó]n|datos|detalles) (?:sobre|acerca de|respecto|de la|del)\b"
     r"|^no (?:information|details|data) (?:is|are|was|were)"
-    r" (?:given|provided|available|mentioned)\b"
+    r" (?:given|provided|available|mentioned) (?:about|on|regarding|as to|for)\b"
     # "No hay un X mencionado en los pasajes", "There is no X mentioned in the passages"
-    rf"|^no hay\b.{{0,80}}\b(?:mencionad[oa]s?|en (?:los|las|el|la) {_SELF})\b"
-    rf"|^there (?:is|are) no\b.{{0,80}}\b(?:mentioned|in the {_SELF})\b"
+    rf"|^no hay\b.{{0,80}}\bmencionad[oa]s? en (?:los|las|el|la) {_SELF}"
+    rf"|^there (?:is|are) no\b.{{0,80}}\b(?:mentioned|stated|given) in the {_SELF}"
     r")",
     re.IGNORECASE,
 )

@@ -71,13 +71,19 @@ SHORT_TYPED_ADDRESSED = 0.6
 # name or a number can answer it, as it cannot answer "how do I ...?" or "can I ...?"; Spanish
 # marks the question word ("qué", "cuál"; "que" is also "that"), and "¿cómo llamó ...?" asks a name
 _OPEN_WH = re.compile(r"\b(?:what|which|qué|cuál|cuáles|cómo (?:se )?llam\w*)(?!\w)")
-# a question without a question word asks whether ("Can I still use it?", "¿Puedo pagar con
-# tarjeta?"): a reply that opens with yes or no answers it
+# a question that does not open with a question word asks whether ("Can I still use it?",
+# "¿Puedo pagar con tarjeta?"; "Can I pay when I arrive?"): a reply that opens with yes or no
+# answers it. Question words are read where they open a question or a clause after a comma,
+# unaccented ("Como pido cita?"), where "que" / "como" cannot mean "that" / "as"
 _WH = re.compile(
-    r"\b(?:what|which|who|whom|whose|where|when|why|how|qué|cuál|cuáles|quién|quiénes|dónde"
-    r"|cuándo|cómo|cuánto|cuánta|cuántos|cuántas|por qué)(?!\w)"
+    r"(?:^\W*(?:(?:and|so|but|ok|okay|also|then|y|pero|entonces)\W+)?|,\s*|¿)"
+    r"(?:what|which|who|whom|whose|where|when|why|how|que|cual|cuales|quien|quienes|donde"
+    r"|cuando|como|cuanto|cuanta|cuantos|cuantas|por que)\b"
 )
-_YES_NO = re.compile(r"^\W*(?:yes|yeah|yep|no|nope|of course|sure|si|claro|por supuesto)\b")
+_REQUEST = re.compile(r"^\W*(?:please\s+)?(?:list|tell|give|show|explain|describe|dime|explica)\b")
+# "yes" opens an answer however it goes on; "no" and "sí" only before a pause ("Si pagas con
+# tarjeta" is "if", "No information is given" is no answer)
+_YES_NO = re.compile(r"^\W*(?:yes|yeah|yep)\b|^\W*(?:no|nope|si)\s*(?:[,.!;]|$)")
 
 
 def _direct_answer(sents: list[str], kind: str | None, question: str) -> bool:
@@ -86,7 +92,8 @@ def _direct_answer(sents: list[str], kind: str | None, question: str) -> bool:
     answer is Marlee Matlin.", "In 1349.", "Yes, you can."."""
     asked = question.casefold()
     open_wh = kind is None and bool(_OPEN_WH.search(asked))
-    whether = kind is None and not _WH.search(asked)
+    plain = fold(question)
+    whether = kind is None and not _WH.search(plain) and not _REQUEST.search(plain)
     for sent in sents:
         claim = strip_attribution(sent)
         if len(content_words(claim)) > SHORT_ANSWER_WORDS:
@@ -297,7 +304,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-11:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-12:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning

@@ -17,9 +17,14 @@ from ragsieve.evaluators.judges.offline.text.text import (
 
 _DEFINITION = re.compile(
     r"\b(is|was|are|were|refers to|es|son|fue|era)\s+(a|an|the|one|un|una|el|la)\b"
-    r"|\b(?:known as|is defined as|se conoce como|significa|se define como)\b"
+    r"|\b(?:known as|is defined as|se conoce como|se define como)\b"
 )
-_ARTICLE = r"\s*,\s*(?:a|an|the|un|una|el|la)\s"
+_ARTICLE = r"\s*,\s*(?:a|an|un|una)\s"
+# "For REPAYE, an application ...", "Para el NIE, una cita ...": an opening phrase, no apposition
+_NOT_APPOSED = re.compile(
+    r"(?:^|[.;:!?]\s*)(?:for|under|in|on|at|to|of|by|with|from|para|en|con|de|del|por|a|al)"
+    r"\s+(?:(?:the|a|an|el|la|los|las|un|una)\s+)?(?:[\w'-]+\s+){0,2}$"
+)
 
 
 def _defines(text: str, question: str) -> bool:
@@ -29,7 +34,11 @@ def _defines(text: str, question: str) -> bool:
     if _DEFINITION.search(folded):
         return True
     subject = [w for w in re.findall(r"\w+", fold(question)) if w not in STOPWORDS]
-    return any(re.search(rf"\b{re.escape(w)}{_ARTICLE}", folded) for w in subject)
+    for w in subject:
+        for m in re.finditer(rf"\b{re.escape(w)}{_ARTICLE}", folded):
+            if not _NOT_APPOSED.search(folded[: m.start()]):
+                return True
+    return False
 
 
 # "when" asks for a date at the start of a question or before an auxiliary ("..., when does it
@@ -211,6 +220,15 @@ _INTERJECTIONS = frozenset(
 )
 
 
+# what follows an interjection without a pause ("Oh you need ...", "Ok so how ...", "Yes I
+# would ..."); a content word or a stopword such as "down" keeps it ("Cool down period?")
+_FUNCTION_WORDS = frozenset(
+    """i you we they he she it so and but then what how why when where who which can could do
+    does did is are was were will would should please i'm i'd i'll y pero entonces que como
+    donde cuando cual puedo puede me te se lo""".split()
+)
+
+
 def _interjection_end(question: str, words: list[re.Match[str]]) -> int:
     """How many of ``words`` open ``question`` as interjections: each one followed by a pause
     ("Yes, ...") or by a word of no content ("Oh you ...", "Ok so ..."), so that "Great Barrier
@@ -220,8 +238,8 @@ def _interjection_end(question: str, words: list[re.Match[str]]) -> int:
         if fold(m.group()) not in _INTERJECTIONS:
             break
         nxt = words[n + 1] if n + 1 < len(words) else None
-        pause = nxt is not None and bool(re.search(r"[,.!;:¿?-]", question[m.end() : nxt.start()]))
-        if nxt is None or not (pause or fold(nxt.group()) in STOPWORDS | _INTERJECTIONS):
+        pause = nxt is not None and bool(re.search(r"[,.!;:¿?]", question[m.end() : nxt.start()]))
+        if nxt is None or not (pause or fold(nxt.group()) in _FUNCTION_WORDS | _INTERJECTIONS):
             break
         end = n + 1
     return end

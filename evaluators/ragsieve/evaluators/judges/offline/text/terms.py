@@ -196,7 +196,9 @@ def tokens(text: str) -> list[str]:
 
 # how a people's (or a language's) name is made from its place's: China / Chinese, Japan /
 # Japanese, Italy / Italian, Korea / Korean, Perú / peruano, México / mexicano, España / español
-_PEOPLE_ENDINGS = ("ese", "ian", "ean", "an", "ano", "ana", "anos", "anas", "ino", "ina", "ol")
+# (not "-ana", "-ina": "Indiana", "Paulina", "Carolina" are names of their own)
+_PEOPLE_ENDINGS = ("ese", "ian", "ean", "an", "ano", "anos", "ol")
+KIN_STRENGTH = 0.8  # a place for its people is a near word, not the word itself
 _PLACE_ENDINGS = ("ia", "a", "o", "y", "e")
 KIN_ROOT_MIN = 4  # a shorter root ("rom" of "Roman") names nothing for sure
 
@@ -300,7 +302,7 @@ class TermIndex:
         "China", "Mexico" where it writes "mexicano" (:func:`kin`)."""
         for k, example in self.example.items():
             if kin(word, example):
-                return Match(FUZZY_STRENGTH, frozenset(self.where[k]), "kin", example)
+                return Match(KIN_STRENGTH, frozenset(self.where[k]), "kin", example)
         return NO_MATCH
 
     def _translated(self, word: str) -> Match:

@@ -130,12 +130,20 @@ _NUMBER_WORDS = {
 _NUMBER_WORDS.update(thirty="30", forty="40", fifty="50", hundred="100", thousand="1000")
 
 
+# "once meses", "once euros": eleven of something, where the text is too short to tell its language
+_ONCE_COUNTS = re.compile(
+    r"\bonce (?:meses|dias|anos|semanas|horas|minutos|euros|personas|veces|puntos)\b"
+)
+
+
 def numbers(text: str) -> set[str]:
     """Numbers, normalised ('2,121' -> '2121', '3.50' -> '3.5', 'seven' -> '7')."""
     toks = words(text)
     # "once" is eleven only in Spanish ("once meses"); in English it is "one time", "at once"
-    english_once = "once" in toks and language(text) == "en"
-    skip = {"one", "una", "uno"} | ({"once"} if english_once else set())
+    spanish_once = "once" in toks and (
+        language(text) == "es" or bool(_ONCE_COUNTS.search(" ".join(toks)))
+    )
+    skip = {"one", "una", "uno"} | (set() if spanish_once else {"once"})
     out = {_NUMBER_WORDS[w] for w in toks if w in _NUMBER_WORDS and w not in skip}
     for raw in _NUMBER_RE.findall(text):
         n = raw.replace(",", "")
