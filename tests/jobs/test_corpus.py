@@ -21,6 +21,19 @@ def _trace(query: str, *chunks: tuple[str, str]):
     return it.model_copy(update={"documents": docs})
 
 
+def _refunds_and_keys(tmp_path):
+    """A store whose corpus two traces filled: refunds and fees, API keys and webhooks."""
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    corpus = ObservedCorpus(store)
+    corpus.update(
+        [
+            _trace("How long do refunds take?", ("kb-refunds", REFUNDS), ("kb-fees", FEES)),
+            _trace("API key limits?", ("kb-keys", KEYS), ("kb-hooks", WEBHOOKS)),
+        ]
+    )
+    return store, corpus
+
+
 def test_update_indexes_new_traces_once_and_counts_retrievals(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
     corpus = ObservedCorpus(store)
@@ -35,14 +48,7 @@ def test_update_indexes_new_traces_once_and_counts_retrievals(tmp_path):
 
 
 def test_a_chunk_other_traces_retrieved_is_found_for_a_question_that_missed_it(tmp_path):
-    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
-    corpus = ObservedCorpus(store)
-    corpus.update(
-        [
-            _trace("How long do refunds take?", ("kb-refunds", REFUNDS), ("kb-fees", FEES)),
-            _trace("API key limits?", ("kb-keys", KEYS), ("kb-hooks", WEBHOOKS)),
-        ]
-    )
+    store, corpus = _refunds_and_keys(tmp_path)
     question = "How many days until a refund for a returned reader is paid?"
     hit = corpus.find_answer(question, {"kb-keys", "kb-hooks"}, threshold=0.6)
     assert hit is not None and hit.chunk_id == "kb-refunds" and hit.traces == 1
@@ -82,14 +88,7 @@ def test_a_question_that_names_nothing_specific_has_no_missed_chunk(tmp_path):
 
 
 def test_a_follow_up_read_with_carried_words_needs_a_chunk_that_holds_its_own_terms(tmp_path):
-    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
-    corpus = ObservedCorpus(store)
-    corpus.update(
-        [
-            _trace("How long do refunds take?", ("kb-refunds", REFUNDS), ("kb-fees", FEES)),
-            _trace("API key limits?", ("kb-keys", KEYS), ("kb-hooks", WEBHOOKS)),
-        ]
-    )
+    store, corpus = _refunds_and_keys(tmp_path)
     # "and what about webhooks there?" after a turn on refunds for returned card readers: the
     # carried words find the refunds chunk again, which says nothing about webhooks
     resolved = "And webhooks there? (refunds returned card readers paid original)"

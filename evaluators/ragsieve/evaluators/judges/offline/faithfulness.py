@@ -231,12 +231,13 @@ def evidence(
     (claims that only restate the question count when nothing else is said) and the supported
     share, which a deployment's own fit (``ragsieve judges fit``) may weigh in."""
     feats = features(verdicts)
-    # decisive whatever the rest weighs: a claim the context contradicts, and a number or date
-    # it never states (a hallucination in 64-100 % of such answers on every labelled set)
+    # decisive whatever the rest weighs: a claim the context contradicts, a number or date it
+    # never states (a hallucination in 64-100 % of such answers on every labelled set), and a
+    # claim marked ``nothing_near`` (:func:`nothing_near`, set once per claim by the judge)
     clashes = [
         float(v["support"])
         for v in verdicts
-        if v.get("contradiction") or v.get("values_missing") or nothing_near(v)
+        if v.get("contradiction") or v.get("values_missing") or v.get("nothing_near")
     ]
     return {
         "model": (model or shipped_model()).probability(feats),

@@ -256,16 +256,17 @@ def leaves_conversation(asked: JudgedQuestion, answer: str, context: list[str]) 
 
 
 def _limits(
-    interaction: RagInteraction,
     asked: JudgedQuestion,
+    answer: str,
     abstained: bool,
-    context: list[str],
+    chunks: Sequence[tuple[str, int, str]],
     score: float,
 ) -> tuple[float, dict[str, Any], list[str]]:
-    """``(score, metadata, notes)`` under what the turn and the passages allow: a reply to a turn
-    that asks nothing is judged by whether it fits; a reply that leaves the conversation, or was
-    taken from the wrong passage (:func:`.sources.wrong_source`), is capped."""
-    answer = interaction.answer or ""
+    """``(score, metadata, notes)`` under what the turn and the passages (``chunk_texts``: id,
+    rank, text) allow: a reply to a turn that asks nothing is judged by whether it fits; a reply
+    that leaves the conversation, or was taken from the wrong passage
+    (:func:`.sources.wrong_source`), is capped."""
+    context = [c for _, _, c in chunks]
     if not asked.is_question:  # nothing was asked: does the reply fit the turn?
         fit = fits_turn(asked, answer, context, score, abstained)
         return fit, {}, [f"the turn is a {asked.kind}, not a question"]
@@ -278,8 +279,7 @@ def _limits(
     found = None if abstained else wrong_source(asked.text, answer, context)
     if found is None:
         return score, {}, []
-    ids = [cid for cid, _, _ in chunk_texts(interaction)]
-    taken, answering = ids[found[0]], ids[found[1]]
+    taken, answering = chunks[found[0]][0], chunks[found[1]][0]
     return (
         min(score, WRONG_SOURCE_SCORE),
         {"wrong_source": {"taken_from": taken, "answering": answering}},
@@ -320,7 +320,8 @@ class AnswerRelevanceJudge(OfflineJudge):
         if parsed.suspicious:
             meta["suspicious_instructions"] = parsed.suspicious[:5]
         sents = [s for s in sentences(answer) if s not in parsed.suspicious] or [answer]
-        context = [c for _, _, c in chunk_texts(interaction)]
+        chunks = chunk_texts(interaction)
+        context = [c for _, _, c in chunks]
         titles = source_titles(sents, context)  # the same for every reading of the question
         judged = (evidence(q, answer, sents, asked.is_question, titles) for q in readings)
         # a reply that only asks a question in the user's voice (a page's heading copied out:
@@ -330,7 +331,7 @@ class AnswerRelevanceJudge(OfflineJudge):
             ((ev, combine(ev, parsed.abstained or echoes, self.weights)) for ev in judged),
             key=lambda p: p[1],
         )
-        score, limited, said = _limits(interaction, asked, parsed.abstained, context, score)
+        score, limited, said = _limits(asked, answer, parsed.abstained, chunks, score)
         meta.update(limited)
         meta.update(
             coverage=round(ev["coverage"], 4),

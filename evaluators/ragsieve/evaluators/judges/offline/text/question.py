@@ -33,8 +33,7 @@ def _defines(text: str, question: str) -> bool:
     folded = fold(text)
     if _DEFINITION.search(folded):
         return True
-    subject = [w for w in re.findall(r"\w+", fold(question)) if w not in STOPWORDS]
-    for w in subject:
+    for w in _words(question) - STOPWORDS:
         for m in re.finditer(rf"\b{re.escape(w)}{_ARTICLE}", folded):
             if not _NOT_APPOSED.search(folded[: m.start()]):
                 return True
@@ -221,8 +220,9 @@ _INTERJECTIONS = frozenset(
 
 
 # what follows an interjection without a pause ("Oh you need ...", "Ok so how ...", "Yes I
-# would ..."); a content word or a stopword such as "down" keeps it ("Cool down period?")
-_FUNCTION_WORDS = frozenset(
+# would ...", "Oh ok, ..."); a content word or a stopword such as "down" keeps it ("Cool down
+# period?")
+_FOLLOWS_INTERJECTION = _INTERJECTIONS | frozenset(
     """i you we they he she it so and but then what how why when where who which can could do
     does did is are was were will would should please i'm i'd i'll y pero entonces que como
     donde cuando cual puedo puede me te se lo""".split()
@@ -239,7 +239,7 @@ def _interjection_end(question: str, words: list[re.Match[str]]) -> int:
             break
         nxt = words[n + 1] if n + 1 < len(words) else None
         pause = nxt is not None and bool(re.search(r"[,.!;:¿?]", question[m.end() : nxt.start()]))
-        if nxt is None or not (pause or fold(nxt.group()) in _FUNCTION_WORDS | _INTERJECTIONS):
+        if nxt is None or not (pause or fold(nxt.group()) in _FOLLOWS_INTERJECTION):
             break
         end = n + 1
     return end

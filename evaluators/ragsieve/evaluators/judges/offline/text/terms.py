@@ -198,9 +198,9 @@ def tokens(text: str) -> list[str]:
 # Japanese, Italy / Italian, Korea / Korean, Perú / peruano, México / mexicano, España / español
 # (not "-ana", "-ina": "Indiana", "Paulina", "Carolina" are names of their own)
 _PEOPLE_ENDINGS = ("ese", "ian", "ean", "an", "ano", "anos", "ol")
-KIN_STRENGTH = 0.8  # a place for its people is a near word, not the word itself
 _PLACE_ENDINGS = ("ia", "a", "o", "y", "e")
 KIN_ROOT_MIN = 4  # a shorter root ("rom" of "Roman") names nothing for sure
+KIN_STRENGTH = 0.8  # a place for its people is a near word, not the word itself
 
 
 @lru_cache(maxsize=50_000)
