@@ -369,7 +369,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--split", default="heldout", choices=("heldout", "tune"))
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "conversations.json")
-    ap.add_argument("--dump", type=Path, default=None, help="Write every trace's verdict here.")
+    ap.add_argument(
+        "--dump", type=Path, default=None, help="Write the verdict of every trace of --split here."
+    )
     ap.add_argument("--no-write", action="store_true", help="Print only; write no result.")
     ap.add_argument("--keep-db", type=Path, default=None, help="Copy the job's store here.")
     args = ap.parse_args()
@@ -389,6 +391,8 @@ def main() -> None:
     if args.dump:
         with args.dump.open("w") as fh:
             for tid, t in sent.items():
+                if t.split != args.split:
+                    continue  # a tuning dump must not show the other half trace by trace
                 row = {"trace_id": tid, **t.__dict__, **decided.get(tid, {})}
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     if args.no_write:

@@ -288,7 +288,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--split", default="heldout", choices=("heldout", "tune", "all"))
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "e2e.json")
-    ap.add_argument("--dump", type=Path, default=None, help="Write every trace's verdict here.")
+    ap.add_argument(
+        "--dump", type=Path, default=None, help="Write the verdict of every trace of --split here."
+    )
     ap.add_argument("--demo-queries", type=int, default=300, help="Demo size (0: no demo run).")
     ap.add_argument(
         "--ci-slice", action="store_true", help="Print the CI slice as JSON; write nothing."
@@ -312,6 +314,8 @@ def main() -> None:
     if args.dump:
         with args.dump.open("w") as fh:
             for tid, t in sent.items():
+                if args.split != "all" and t.split != args.split:
+                    continue  # a tuning dump must not show the other half trace by trace
                 d = decided.get(tid, {})
                 fh.write(json.dumps({"trace_id": tid, **t.__dict__, **d}, ensure_ascii=False))
                 fh.write("\n")

@@ -231,7 +231,9 @@ def main() -> None:
     ap.add_argument("--labels", type=int, default=60)
     ap.add_argument("--seed", type=int, default=26)
     ap.add_argument("--no-fit", action="store_true", help="Skip the fit (a quicker look).")
-    ap.add_argument("--dump", type=Path, default=None, help="Write every trace's verdict here.")
+    ap.add_argument(
+        "--dump", type=Path, default=None, help="Write the verdict of every tune trace here."
+    )
     ap.add_argument("--readme", action="store_true", help="Rewrite the README table only.")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "service.json")
     args = ap.parse_args()
@@ -255,6 +257,8 @@ def main() -> None:
     if args.dump:
         with args.dump.open("w", encoding="utf-8") as fh:
             for tid, t in sent.items():
+                if t.split != "tune":
+                    continue  # the held-out half is read only in aggregate
                 row = {"trace_id": tid, **t.__dict__, **decided.get(tid, MISSING)}
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     if fit is None:

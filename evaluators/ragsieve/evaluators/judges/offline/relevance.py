@@ -36,7 +36,6 @@ from ragsieve.evaluators.judges.offline.sources import (
 from ragsieve.evaluators.judges.offline.text.question import answers_type, expected_type
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
 from ragsieve.evaluators.judges.offline.text.text import (
-    STOPWORDS,
     content_words,
     entities,
     fold,
@@ -70,14 +69,8 @@ SHORT_TYPED_ADDRESSED = 0.6
 
 # "what ...?" / "which ...?" (anywhere: "In what century ...?") asked for no particular type: a
 # name or a number can answer it, as it cannot answer "how do I ...?" or "can I ...?"; Spanish
-# marks the question word ("qué", "cuál"; "que" is also "that"), and "¿cómo llamó ...?" asks a name.
-# "which" after a noun relates a clause ("people which lost ...") and asks nothing: it asks where
-# it opens a clause, follows a preposition ("from which office") or a verb of knowing or telling
-_OPEN_WH = re.compile(
-    r"\bwhat(?!\w)|(?:^|[,;:(¿]\s*|\b(?:in|on|at|for|from|of|to|by|with|about|into|under|and|or"
-    r"|but|so|know|tell me|show me|wonder|wondering|ask|asking|say|explain)\s+)which(?!\w)"
-    r"|(?:qué|cuál|cuáles|cómo (?:se )?llam\w*)(?!\w)"
-)
+# marks the question word ("qué", "cuál"; "que" is also "that"), and "¿cómo llamó ...?" asks a name
+_OPEN_WH = re.compile(r"\b(?:what|which|qué|cuál|cuáles|cómo (?:se )?llam\w*)(?!\w)")
 # a question that does not open with a question word asks whether ("Can I still use it?",
 # "¿Puedo pagar con tarjeta?"; "Can I pay when I arrive?"): a reply that opens with yes or no
 # answers it. Question words are read where they open a question or a clause after a comma,
@@ -90,26 +83,8 @@ _WH = re.compile(
 _REQUEST = re.compile(r"^\W*(?:please\s+)?(?:list|tell|give|show|explain|describe|dime|explica)\b")
 # "yes" opens an answer however it goes on; "no" and "sí" only before a pause ("Si pagas con
 # tarjeta" is "if", "No information is given" is no answer)
-_YES_NO_WORDS = frozenset({"yes", "yeah", "yep", "no", "nope", "si"})
-SHORT_NAME_WORDS = 3  # a reply this short that opens with a capital names: "The Beatles."
 YES_NO_TAIL_WORDS = 2  # content words a bare yes or no may carry on with ("Yes, you can.")
 _YES_NO = re.compile(r"^\W*(?:yes|yeah|yep)\b|^\W*(?:no|nope|si)\s*(?:[,.!;]|$)")
-
-
-def _names(claim: str) -> set[str]:
-    """The names a short reply gives: capitalised words past its first, and its first word when
-    it names alone or with the next ("Paris.", "Marlee Matlin."); a capitalised opener of a
-    longer sentence ("Certain documents ...", "Yes, is possible ...") is only capitalisation."""
-    found = entities(claim)
-    toks = re.findall(r"[^\W\d_]\w*", claim)
-    if not toks or not toks[0][0].isupper() or len(toks[0]) < 2:
-        return found
-    first = fold(toks[0])
-    if first in STOPWORDS or first in _YES_NO_WORDS:
-        return found
-    if len(toks) <= SHORT_NAME_WORDS or toks[1][0].isupper():
-        found.add(first)
-    return found
 
 
 def _stays_on(reply: str, question: str) -> bool:
@@ -138,7 +113,7 @@ def _direct_answer(sents: list[str], kind: str | None, question: str) -> bool:
             return True
         if kind == "definition" and len(content_words(claim)) >= 1:
             return True  # "genetic branches." defines "what are clades?" in a noun phrase
-        if open_wh and (_names(claim) or numbers(claim)):
+        if open_wh and (entities(" x " + claim) or numbers(claim)):
             return True
         if whether and _YES_NO.search(fold(claim)) and _stays_on(claim, question):
             return True  # "Yes, you can."
