@@ -82,6 +82,24 @@ def test_swapped_neighbouring_letters_are_a_misspelling_only_in_a_question() -> 
     assert index.find("trial", transposed=True).via == "none"
 
 
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [("faud", "fraud"), ("pates", "plat"), ("appply", "apply"), ("paaises", "pais")],
+)
+def test_a_letter_dropped_or_doubled_in_an_unknown_word_is_a_misspelling(
+    typed: str, meant: str
+) -> None:
+    index = TermIndex(["Protect yourself from fraud; keep your plates.", "Apply: Países Bajos."])
+    assert index.find(typed).via == "none"  # a claim's word: no
+    found = index.find(typed, transposed=True)
+    assert (found.via, found.found) == ("typo", meant)
+
+
+@pytest.mark.parametrize(("typed", "text"), [("plan", "A plane."), ("coast", "The cost.")])
+def test_a_known_word_one_letter_from_another_is_not_a_misspelling(typed: str, text: str) -> None:
+    assert TermIndex([text]).find(typed, transposed=True).via == "none"
+
+
 async def test_a_question_with_swapped_letters_finds_its_chunk() -> None:
     from ragsieve.evaluators.judges import get_judge
     from ragsieve.evaluators.testing import make_interaction

@@ -25,12 +25,17 @@ from functools import lru_cache
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, stem, words
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, rarity, stem, words
 from ragsieve.evaluators.tools.embeddings import embed
 
 FUZZY_MIN_LEN = 5  # shorter words are too easy to confuse ("cat"/"car")
 FUZZY_CUTOFF = 84.0  # normalised Indel similarity (0-100) that counts as a misspelling
 FUZZY_STRENGTH = 0.9
+# a letter dropped or doubled ("faud", "pates", "appply", "Paaíses") is a misspelling only in a
+# word the encoder's vocabulary does not know (a real word that differs so, "plan" / "plane",
+# "cost" / "coast", is not): as rare as an unknown word, four letters or more
+INDEL_MIN_RARITY = 2.9
+INDEL_MIN_LEN = 4
 XLING_COSINE = 0.55  # word-to-word cosine that counts as a translation
 XLING_FULL = 0.8  # ... and at or above this, a full match
 
@@ -241,6 +246,10 @@ def _is_content(word: str) -> bool:
     return word not in STOPWORDS and (len(word) > 1 or word.isdigit())
 
 
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
 def _swap_match(k: str, keys: Mapping[str, object]) -> str | None:
     """A key of ``keys`` that ``k`` becomes with two neighbouring letters swapped."""
     for i in range(len(k) - 1):
@@ -267,6 +276,7 @@ class TermIndex:
                 self.where.setdefault(k, set()).add(i)
                 self.example.setdefault(k, w)
         self._fuzzy_keys = [k for k in self.where if len(k) >= FUZZY_MIN_LEN and k.isalpha()]
+        self._dropped: dict[str, str] | None = None  # a word less one letter -> its key
         self._xling: tuple[list[str], np.ndarray] | None = None
 
     def __contains__(self, word: str) -> bool:
@@ -293,9 +303,31 @@ class TermIndex:
             swapped = _swap_match(k, self.where) if transposed else None
             if swapped is not None:
                 return Match(FUZZY_STRENGTH, frozenset(self.where[swapped]), "typo", swapped)
+        if transposed and (near := self._indel_match(word)) is not None:
+            return Match(FUZZY_STRENGTH, frozenset(self.where[near]), "typo", near)
         if (self.cross_lingual if translate is None else translate) and word.isalpha():
             return self._translated(word)
         return NO_MATCH
+
+    def _indel_match(self, word: str) -> str | None:
+        """The key of a word of the text that ``word`` misspells by one letter dropped or
+        doubled, for a word unknown to the vocabulary (:data:`INDEL_MIN_RARITY`)."""
+        if len(word) < INDEL_MIN_LEN or not word.isalpha() or rarity(word) < INDEL_MIN_RARITY:
+            return None
+        if self._dropped is None:
+            self._dropped = {
+                d: k
+                for k, w in self.example.items()
+                if len(w) > INDEL_MIN_LEN and w.isalpha()
+                for d in _deletions(w)
+            }
+        if word in self._dropped:  # "faud" for "fraud"
+            return self._dropped[word]
+        if len(word) > INDEL_MIN_LEN:  # "appply" for "apply"
+            for d in _deletions(word):
+                if key(d) in self.where:
+                    return key(d)
+        return None
 
     def find_kin(self, word: str) -> Match:
         """``word`` (folded) found as its place or its people: "Chinese" where the text writes
