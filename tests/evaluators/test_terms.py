@@ -137,3 +137,20 @@ def test_a_name_is_found_as_its_place_and_a_word_is_not() -> None:
     index = TermIndex(["The People's Bank of China issued the new notes."])
     assert index.find_kin("chinese").via == "kin"
     assert not index.find_kin("french").strength
+
+
+@pytest.mark.parametrize(
+    ("question", "dropped", "kept"),
+    [
+        ("What else shold I do to prepare my application?", "shold", "applic"),
+        ("Waht documents do I bring?", "waht", "documen"),
+        ("How do I protect myeslf from fraud?", "myeslf", "fraud"),
+    ],
+)
+def test_a_misspelt_function_word_is_not_a_question_term(
+    question: str, dropped: str, kept: str
+) -> None:
+    from ragsieve.evaluators.judges.offline.context import question_terms
+
+    terms = question_terms(question)
+    assert kept in terms and all(word != dropped for word, _ in terms.values())

@@ -18,7 +18,14 @@ from ragsieve.evaluators.judges.offline.text.question import (
     has_type,
     without_preamble,
 )
-from ragsieve.evaluators.judges.offline.text.terms import NO_MATCH, Match, TermIndex, key, tokens
+from ragsieve.evaluators.judges.offline.text.terms import (
+    NO_MATCH,
+    Match,
+    TermIndex,
+    key,
+    misspells,
+    tokens,
+)
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, language, rarity, sentences
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
@@ -83,8 +90,8 @@ def question_terms(question: str) -> dict[str, tuple[str, float]]:
     lead-in such as "Quick question:" or "Quisiera saber:" asks, it names nothing)."""
     out: dict[str, tuple[str, float]] = {}
     for t in tokens(without_preamble(question)):
-        if t in STOPWORDS or len(t) < 2 or t in _QUESTION_WORDS:
-            continue
+        if t in STOPWORDS or len(t) < 2 or t in _QUESTION_WORDS or misspells(t, _FUNCTION):
+            continue  # "shold", "waht": a function word misspelt names nothing either
         w = 2.5 if t[0].isdigit() else rarity(t)
         if key(t) not in out or out[key(t)][1] < w:
             out[key(t)] = (t, w)
@@ -124,6 +131,7 @@ _QUESTION_WORDS = frozenset(
     " pasan tengo tiene tienen puedo puede pueden necesito necesita necesitan quiero saber"
     " llevar traer darse debo".split()
 )
+_FUNCTION = frozenset(STOPWORDS | _QUESTION_WORDS)
 
 
 def _best_window(
@@ -319,7 +327,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
-            f"offline-15:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
+            f"offline-16:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:

@@ -250,6 +250,20 @@ def _deletions(word: str) -> set[str]:
     return {word[:i] + word[i + 1 :] for i in range(len(word))}
 
 
+@lru_cache(maxsize=8)
+def _dropped_from(known: frozenset[str]) -> frozenset[str]:
+    return frozenset(d for w in known if len(w) > INDEL_MIN_LEN for d in _deletions(w))
+
+
+def misspells(word: str, known: frozenset[str]) -> bool:
+    """``word``, unknown to the vocabulary (:data:`INDEL_MIN_RARITY`), is a word of ``known``
+    with a letter dropped or doubled or two neighbours swapped: "shold", "waht", "myeslf"."""
+    if len(word) < INDEL_MIN_LEN or not word.isalpha() or rarity(word) < INDEL_MIN_RARITY:
+        return False
+    swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
+    return bool((_deletions(word) | swaps) & known) or word in _dropped_from(known)
+
+
 def _swap_match(k: str, keys: Mapping[str, object]) -> str | None:
     """A key of ``keys`` that ``k`` becomes with two neighbouring letters swapped."""
     for i in range(len(k) - 1):
