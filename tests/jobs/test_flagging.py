@@ -71,6 +71,26 @@ def test_abstention_fails_only_with_relevant_context_or_answerable_golden() -> N
     assert (v.outcome, v.root_cause) == ("fail", "retrieval")
 
 
+def test_an_abstention_is_checked_against_a_chunk_near_the_threshold_and_close_in_meaning() -> None:
+    th = {**TH, "context_relevance": 0.6}
+    abst = res("faithfulness", "abstained", None, abstained=True)
+    low = res("answer_relevance", "irrelevant", 0.1)
+
+    def scored(score: float, cosine: float | None) -> EvalResult:
+        chunk = {"id": "doc-0", "rank": 0, "relevant": False, "score": score, "cosine": cosine}
+        return res("context_relevance", "irrelevant", score, chunks=[chunk])
+
+    v = decide(IT, [abst, low, scored(0.5, 0.4)], th)
+    assert (v.outcome, v.root_cause) == ("fail", "abstained_wrongly")
+    assert "doc-0 was relevant (nearly" in v.evidence
+    for score, cosine in ((0.4, 0.4), (0.5, 0.2), (0.5, None)):  # too low, too far, no cosine
+        assert decide(IT, [abst, low, scored(score, cosine)], th).outcome == "pass"
+    # an answer (not an abstention) is held to the threshold itself
+    answered = [res("faithfulness", "faithful", 0.9), res("answer_relevance", "relevant", 0.9)]
+    v = decide(IT, [*answered, scored(0.5, 0.4)], th)
+    assert v.context_relevant is False
+
+
 def test_no_relevant_context_and_made_up_answer_is_no_answer_expected() -> None:
     v = decide(
         IT,

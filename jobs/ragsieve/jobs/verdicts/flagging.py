@@ -13,8 +13,13 @@ When nothing relevant reached the prompt, what the job can see of the knowledge 
 observed corpus: chunks other traces retrieved, see :mod:`corpus`) says whether it could have
 answered. An abstention fails only when a relevant chunk reached the prompt
 (``abstained_wrongly``) or such a chunk exists elsewhere, in the corpus or per the golden set
-(``retrieval``); otherwise it is a correct abstention and passes. With context relevance unknown
-an abstention stays ``unjudged``. An answer given when nothing relevant reached the prompt fails.
+(``retrieval``); otherwise it is a correct abstention and passes. For an abstention a chunk
+that nearly reached the context threshold (within ``NEAR_MARGIN``) and is close to the question
+in meaning (the offline judge's cosine at least ``NEAR_COSINE``) counts as relevant: a follow-up
+or a reworded question often shares its answer's meaning more than its words, and a refusal
+that withholds what such a chunk says is what a reviewer needs to see. With context relevance
+unknown an abstention stays ``unjudged``. An answer given when nothing relevant reached the
+prompt fails.
 A reply that only asks the user back to narrow the question (the faithfulness result's
 ``asks_back``) is a turn, not an answer: it passes when what it offers is in the passages or the
 conversation and fails as ``generation`` otherwise, unless a missed chunk or the golden set says
@@ -41,6 +46,8 @@ from ragsieve.jobs.verdicts.corpus import CorpusHit
 from ragsieve.jobs.verdicts.rootcause import Expectation, RootCause, Signals, assign
 from ragsieve.jobs.verdicts.steps import step_note
 
+NEAR_MARGIN = 0.15  # below the context threshold, a chunk an abstention is still checked against
+NEAR_COSINE = 0.3  # ... when its closest sentence is this near the question in meaning
 FAILING_LABELS = frozenset({"unfaithful", "irrelevant", "fail", "incorrect", "hallucinated"})
 UNKNOWN_LABELS = frozenset({"error", "skipped"})
 Outcome = Literal["pass", "fail", "unjudged"]
@@ -93,6 +100,24 @@ def _context_signals(res: EvalResult | None) -> tuple[bool | None, tuple[str, ..
     return res.label == "relevant", (), 0
 
 
+def near_answers(res: EvalResult | None, threshold: float | None) -> tuple[str, ...]:
+    """Chunks scored within ``NEAR_MARGIN`` below ``threshold`` whose closest sentence is
+    ``NEAR_COSINE`` near the question in meaning (judges that report no cosine: none)."""
+    meta = res.metadata if res is not None and isinstance(res.metadata, Mapping) else {}
+    chunks = meta.get("chunks")
+    if threshold is None or not isinstance(chunks, Sequence):
+        return ()
+    return tuple(
+        str(c.get("id"))
+        for c in chunks
+        if isinstance(c, Mapping)
+        and isinstance(score := c.get("score"), (int, float))
+        and isinstance(cosine := c.get("cosine"), (int, float))
+        and score >= threshold - NEAR_MARGIN
+        and cosine >= NEAR_COSINE
+    )
+
+
 def is_abstention(res: EvalResult | None, answer: str | None = None) -> bool:
     """The faithfulness judge saw an abstention, or every sentence of ``answer`` declines
     ("Lo siento, pero los documentos no contienen esa información.": a courtesy before the
@@ -138,6 +163,7 @@ class _Reading:
     abstained: bool
     missed: CorpusHit | None  # what the observed corpus found for this question
     rescued: bool
+    near: bool = False  # an abstention's relevant chunks only nearly reached the threshold
 
     @property
     def failed(self) -> tuple[str, ...]:
@@ -204,7 +230,15 @@ def _read(
         decided["context_relevance"] = False
     if abstained and ctx_rel is None and not interaction.context:
         ctx_rel = False  # nothing reached the prompt: nothing relevant could have
-    return _Reading(decided, faith, ans, ctx_rel, rel_ids, n_chunks, abstained, missed, rescued)
+    near: tuple[str, ...] = ()
+    if abstained and ctx_rel is False:
+        ctx = by_metric.get("context_relevance")
+        near = near_answers(ctx, thresholds.get("context_relevance"))
+        if near:
+            ctx_rel, rel_ids = True, near
+    return _Reading(
+        decided, faith, ans, ctx_rel, rel_ids, n_chunks, abstained, missed, rescued, bool(near)
+    )
 
 
 def _abstention_verdict(
@@ -280,6 +314,7 @@ def _fail_verdict(
         expected=expected,
         missed_chunk=rd.missed.evidence() if rd.missed is not None else None,
         corpus_searched=corpus.searched if corpus is not None else None,
+        near_only=rd.near,
     )
     cause: RootCause = assign(signals)
     return Verdict(

@@ -6,7 +6,8 @@ first match. A query is *short* when it has fewer than ``MIN_QUERY_WORDS`` words
 history to resolve it; shortness alone never overrides what the other judges found.
 
 1. The answer is an abstention (faithfulness label ``abstained``):
-   - a chunk judged relevant reached the prompt → ``abstained_wrongly``;
+   - a chunk judged relevant (for an abstention, or nearly relevant and close in meaning)
+     reached the prompt → ``abstained_wrongly``;
    - otherwise a chunk of the observed corpus answers the question, or the golden set says it
      is answerable → ``retrieval`` (the evidence names the missed chunk).
    (An abstention with no relevant context and no such evidence is a pass, not a failure.)
@@ -66,6 +67,7 @@ class Signals:
     expected: Expectation = None
     missed_chunk: str | None = None  # evidence line naming a corpus chunk that answers
     corpus_searched: int | None = None  # chunks of the observed corpus searched (None: not asked)
+    near_only: bool = False  # an abstention's relevant chunks only nearly reached the threshold
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +95,8 @@ def assign(s: Signals) -> RootCause:
     if s.abstained:
         if s.context_relevant:
             chunks = ", ".join(s.relevant_chunks[:3]) or "a chunk"
-            return RootCause("abstained_wrongly", f"abstained although {chunks} was relevant")
+            note = " (nearly: close to the question in meaning)" if s.near_only else ""
+            return RootCause("abstained_wrongly", f"abstained although {chunks} was relevant{note}")
         return RootCause("retrieval", f"abstained with no relevant chunk in the prompt; {missed}")
     if s.context_relevant is False:
         none = f"none of {s.n_chunks} chunk(s) in the prompt was relevant"
