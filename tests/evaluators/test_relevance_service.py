@@ -286,3 +286,26 @@ def test_a_yes_or_no_that_goes_on_about_something_else_does_not_answer(
 )
 def test_a_yes_or_no_on_the_question_answers_it(question: str, reply: str) -> None:
     assert _direct_answer([reply], None, question)
+
+
+@pytest.mark.parametrize(
+    ("question", "reply"),
+    [
+        ("Can I bring my dog?", "Yes, pets are welcome on a leash."),
+        ("¿Aceptan perros?", "Sí, las mascotas son bienvenidas con correa."),
+        ("Can I pay by card?", "Yes, we accept Visa and Mastercard."),
+    ],
+)
+async def test_a_yes_or_no_that_goes_on_in_other_words_still_answers(
+    question: str, reply: str
+) -> None:
+    assert not _direct_answer([reply], None, question)  # no shared word, no cosine given
+    _, _, meta = await _judged(question, reply, None)
+    assert _direct_answer([reply], None, question, meta["cosine"])  # near in meaning
+    label, _ = await relevance(question, reply)
+    assert label == "relevant"
+
+
+def test_a_question_verb_is_not_what_a_yes_or_no_must_go_on_about() -> None:
+    reply = "No, we don't need that kind of information."
+    assert not _direct_answer([reply], None, "Do I need to bring my passport?")

@@ -75,6 +75,32 @@ def test_verdict_table_is_the_job_rule_per_combination() -> None:
     assert causes[1] == decide(it, [_faith(1, 0.1)], JOB).root_cause == "generation"
 
 
+def test_a_correct_refusal_stays_a_pass_in_the_table_on_the_job_s_scale() -> None:
+    # a refusal whose only chunk scores 0.40 (below the job's 0.6 by more than the near margin)
+    # and is near the question in meaning: the job passes it as a correct abstention, and so
+    # must every combination in which context relevance fails
+    it = _interaction(2).model_copy(update={"answer": "I don't have that information."})
+    refusal = _faith(2, 0.0).model_copy(update={"label": "abstained", "score": None})
+    chunk = {"id": "c1", "rank": 0, "relevant": False, "score": 0.4, "cosine": 0.45}
+    ctx = refusal.model_copy(
+        update={
+            "evaluator": "context_relevance",
+            "label": "irrelevant",
+            "score": 0.4,
+            "metadata": {"chunks": [chunk]},
+        }
+    )
+    results = {"faithfulness": refusal, "context_relevance": ctx}
+    assert decide(it, list(results.values()), JOB).outcome == "pass"
+    fail, _ = verdict_table(it, results, thresholds=JOB)
+    context_failed = [c for c in range(8) if c >> 2 & 1]
+    assert not any(fail[c] for c in context_failed)
+    near = {"context_relevance": ctx.model_copy(update={"metadata": {"chunks": [
+        {**chunk, "score": 0.5}]}})}  # fmt: skip
+    fail, causes = verdict_table(it, {**results, **near}, thresholds=JOB)
+    assert all(fail[c] and causes[c] == "abstained_wrongly" for c in context_failed)
+
+
 def test_fit_finds_the_people_s_threshold_and_says_it_is_better() -> None:
     examples, items = _examples(120)
     result = run_fit(examples, items, JOB, k=5, seed=0, reps=400)

@@ -85,6 +85,9 @@ def test_an_abstention_is_checked_against_a_chunk_near_the_threshold_and_close_i
     assert "doc-0 was relevant (nearly" in v.evidence
     for score, cosine in ((0.4, 0.4), (0.5, 0.2), (0.5, None)):  # too low, too far, no cosine
         assert decide(IT, [abst, low, scored(score, cosine)], th).outcome == "pass"
+    # a turn that asks nothing retrieves for nothing: its refusal is not checked so
+    said = make_interaction("My card was stolen last night.")
+    assert decide(said, [abst, low, scored(0.5, 0.4)], th).outcome == "pass"
     # an answer (not an abstention) is held to the threshold itself
     answered = [res("faithfulness", "faithful", 0.9), res("answer_relevance", "relevant", 0.9)]
     v = decide(IT, [*answered, scored(0.5, 0.4)], th)

@@ -137,7 +137,9 @@ def build_examples(
     missed = missed_chunks(store, order)
     examples = []
     for tid in order:
-        fail, causes = verdict_table(records[tid], have.get(tid, {}), missed.get(tid))
+        fail, causes = verdict_table(
+            records[tid], have.get(tid, {}), missed.get(tid), settings.jobs.thresholds
+        )
         examples.append(Example(tid, have.get(tid, {}), fail, causes))
     items = [
         Item(index[x.trace_id], x.metric, x.verdict == "fail", x.root_cause)

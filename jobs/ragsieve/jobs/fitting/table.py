@@ -49,10 +49,15 @@ def verdict_table(
     interaction: RagInteraction,
     results: Mapping[str, EvalResult],
     missed_chunk: str | None = None,
+    thresholds: Mapping[str, float] | None = None,
 ) -> tuple[np.ndarray, list[str | None]]:
     """The job's verdict and root cause for each of the 8 pass/fail combinations of the
     metrics (bit k of the index = metric k failed); unknown results stay as they are.
-    ``missed_chunk``: the observed-corpus chunk the job found for this question, if any."""
+    ``missed_chunk``: the observed-corpus chunk the job found for this question, if any.
+    ``thresholds``: the job's (a forced score of 0 or 1 decides alike under any threshold, and
+    what the rule reads of the chunks' own scores, such as a refusal's nearly relevant chunk,
+    is read on the job's scale); 0.5 each when not given."""
+    at = {m: 0.5 for m in METRICS} | dict(thresholds or {})
     corpus = None
     if missed_chunk:
         corpus = CorpusAnswer(CorpusHit(missed_chunk, 1.0, 0, ""), 0)
@@ -62,7 +67,7 @@ def verdict_table(
         synth = [
             _forced(r, bool(combo >> k & 1)) for k, m in enumerate(METRICS) if (r := results.get(m))
         ]
-        v = decide(interaction, synth, {m: 0.5 for m in METRICS}, corpus=corpus)
+        v = decide(interaction, synth, at, corpus=corpus)
         fail[combo] = v.outcome == "fail"
         causes.append(v.root_cause)
     return fail, causes

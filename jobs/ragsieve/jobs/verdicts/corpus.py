@@ -100,9 +100,11 @@ def holds_question(question: str, content: str, served: Set[str] = frozenset()) 
     qlang, clang = language(question), language(content)
     other = "unknown" not in (qlang, clang) and qlang != clang
     index = TermIndex(sentences(content) or [content], cross_lingual=other)
-    found = {k: index.find(word, transposed=True) for k, (word, _) in terms.items()}
     names = {key(t) for w in re.findall(r"[^\W\d_][\w'-]*", question)[1:] if w[:1].isupper()
              for t in tokens(w)}  # fmt: skip
+    found = {
+        k: index.find(word, transposed=True, indel=k not in names) for k, (word, _) in terms.items()
+    }
     if any(found[k].strength < NAME_MIN for k in names if k in found):
         return False  # the question asks about a name the chunk does not hold
     if other and clang in served:

@@ -231,7 +231,8 @@ def _read(
     if abstained and ctx_rel is None and not interaction.context:
         ctx_rel = False  # nothing reached the prompt: nothing relevant could have
     near: tuple[str, ...] = ()
-    if abstained and ctx_rel is False:
+    if abstained and ctx_rel is False and decided.get("context_relevance") is not None:
+        # (a turn that asks nothing retrieves for nothing: its context is not decided)
         ctx = by_metric.get("context_relevance")
         near = near_answers(ctx, thresholds.get("context_relevance"))
         if near:

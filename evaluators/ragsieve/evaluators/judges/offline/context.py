@@ -18,12 +18,12 @@ from ragsieve.evaluators.judges.offline.text.question import (
     has_type,
     without_preamble,
 )
+from ragsieve.evaluators.judges.offline.text.spelling import misspells
 from ragsieve.evaluators.judges.offline.text.terms import (
     NO_MATCH,
     Match,
     TermIndex,
     key,
-    misspells,
     tokens,
 )
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, language, rarity, sentences
@@ -89,8 +89,11 @@ def question_terms(question: str) -> dict[str, tuple[str, float]]:
     """key -> (a word of the question, rarity weight) for the question's content words (a
     lead-in such as "Quick question:" or "Quisiera saber:" asks, it names nothing)."""
     out: dict[str, tuple[str, float]] = {}
+    names = _name_keys(question)
     for t in tokens(without_preamble(question)):
-        if t in STOPWORDS or len(t) < 2 or t in _QUESTION_WORDS or misspells(t, _FUNCTION):
+        if t in STOPWORDS or len(t) < 2 or t in _QUESTION_WORDS:
+            continue
+        if key(t) not in names and misspells(t, _FUNCTION):
             continue  # "shold", "waht": a function word misspelt names nothing either
         w = 2.5 if t[0].isdigit() else rarity(t)
         if key(t) not in out or out[key(t)][1] < w:
@@ -107,7 +110,7 @@ def _name_keys(question: str) -> set[str]:
 def _find(index: TermIndex, word: str, name: bool, near_words: bool = True) -> Match:
     """``index.find(word)``; a name's translated match counts only when it is near certain; a
     word (not a name) found nowhere may be found as a near word of the chunk's own language."""
-    m = index.find(word, transposed=True)  # a person's question: "Heniz" is "Heinz"
+    m = index.find(word, transposed=True, indel=not name)  # a person's question: "Heniz"
     if name and m.via == "translation" and m.strength < NAME_TRANSLATION_MIN:
         return NO_MATCH
     if name and not m.strength:  # "Chinese" where the chunk writes "China"
@@ -327,7 +330,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
-            f"offline-16:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
+            f"offline-17:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:

@@ -84,20 +84,24 @@ _REQUEST = re.compile(r"^\W*(?:please\s+)?(?:list|tell|give|show|explain|describ
 # "yes" opens an answer however it goes on; "no" and "sí" only before a pause ("Si pagas con
 # tarjeta" is "if", "No information is given" is no answer)
 YES_NO_TAIL_WORDS = 2  # content words a bare yes or no may carry on with ("Yes, you can.")
+YES_NO_MEANING = 0.15  # ... or any, when the reply is this near the question in meaning
 _YES_NO = re.compile(r"^\W*(?:yes|yeah|yep)\b|^\W*(?:no|nope|si)\s*(?:[,.!;]|$)")
 
 
-def _stays_on(reply: str, question: str) -> bool:
+def _stays_on(reply: str, question: str, cosine: float | None) -> bool:
     """A yes or no that goes on about the question, or hardly goes on: "Yes, you can.", "No, the
-    fee is waived."; "No, we don't need that kind of information." answers nothing asked."""
+    fee is waived.", "Yes, pets are welcome on a leash." (to "Can I bring my dog?": near in
+    meaning); "No, we don't need that kind of information." answers nothing asked."""
     rest = content_words(_YES_NO.sub(" ", fold(reply), count=1))
-    if len(rest) <= YES_NO_TAIL_WORDS:
+    if len(rest) <= YES_NO_TAIL_WORDS or (cosine is not None and cosine >= YES_NO_MEANING):
         return True
-    asked = {key(w) for w in content_words(question)}
+    asked = question_terms(question)  # what it asks about, not how ("need", "puedo")
     return any(key(w) in asked for w in rest)
 
 
-def _direct_answer(sents: list[str], kind: str | None, question: str) -> bool:
+def _direct_answer(
+    sents: list[str], kind: str | None, question: str, cosine: float | None = None
+) -> bool:
     """A short sentence that gives a value of the asked type (a name or a number when a "what"
     or "which" question asks for no particular type, yes or no when it asks whether): "The
     answer is Marlee Matlin.", "In 1349.", "Yes, you can."."""
@@ -115,7 +119,7 @@ def _direct_answer(sents: list[str], kind: str | None, question: str) -> bool:
             return True  # "genetic branches." defines "what are clades?" in a noun phrase
         if open_wh and (entities(" x " + claim) or numbers(claim)):
             return True
-        if whether and _YES_NO.search(fold(claim)) and _stays_on(claim, question):
+        if whether and _YES_NO.search(fold(claim)) and _stays_on(claim, question, cosine):
             return True  # "Yes, you can."
     return False
 
@@ -157,7 +161,7 @@ def evidence(
     type_ok = 1.0 if kind is None else float(answers_type(answer, kind))
     if heading >= HEADING_TYPED:  # the page answers its own question in that section
         type_ok = 1.0
-    if _direct_answer(sents, kind, question):
+    if _direct_answer(sents, kind, question, cosine):
         addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
     # concrete answers name rare things; generic filler ("a popular destination") does not
     specificity = (
@@ -315,7 +319,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-14:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-15:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning

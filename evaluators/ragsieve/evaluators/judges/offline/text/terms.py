@@ -25,17 +25,13 @@ from functools import lru_cache
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, rarity, stem, words
+from ragsieve.evaluators.judges.offline.text.spelling import MIN_LEN, deletions, unknown_word
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, stem, words
 from ragsieve.evaluators.tools.embeddings import embed
 
 FUZZY_MIN_LEN = 5  # shorter words are too easy to confuse ("cat"/"car")
 FUZZY_CUTOFF = 84.0  # normalised Indel similarity (0-100) that counts as a misspelling
 FUZZY_STRENGTH = 0.9
-# a letter dropped or doubled ("faud", "pates", "appply", "Paaíses") is a misspelling only in a
-# word the encoder's vocabulary does not know (a real word that differs so, "plan" / "plane",
-# "cost" / "coast", is not): as rare as an unknown word, four letters or more
-INDEL_MIN_RARITY = 2.9
-INDEL_MIN_LEN = 4
 XLING_COSINE = 0.55  # word-to-word cosine that counts as a translation
 XLING_FULL = 0.8  # ... and at or above this, a full match
 
@@ -246,24 +242,6 @@ def _is_content(word: str) -> bool:
     return word not in STOPWORDS and (len(word) > 1 or word.isdigit())
 
 
-def _deletions(word: str) -> set[str]:
-    return {word[:i] + word[i + 1 :] for i in range(len(word))}
-
-
-@lru_cache(maxsize=8)
-def _dropped_from(known: frozenset[str]) -> frozenset[str]:
-    return frozenset(d for w in known if len(w) > INDEL_MIN_LEN for d in _deletions(w))
-
-
-def misspells(word: str, known: frozenset[str]) -> bool:
-    """``word``, unknown to the vocabulary (:data:`INDEL_MIN_RARITY`), is a word of ``known``
-    with a letter dropped or doubled or two neighbours swapped: "shold", "waht", "myeslf"."""
-    if len(word) < INDEL_MIN_LEN or not word.isalpha() or rarity(word) < INDEL_MIN_RARITY:
-        return False
-    swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
-    return bool((_deletions(word) | swaps) & known) or word in _dropped_from(known)
-
-
 def _swap_match(k: str, keys: Mapping[str, object]) -> str | None:
     """A key of ``keys`` that ``k`` becomes with two neighbouring letters swapped."""
     for i in range(len(k) - 1):
@@ -300,11 +278,20 @@ class TermIndex:
         """Every key of the text."""
         return set(self.where)
 
-    def find(self, word: str, *, translate: bool | None = None, transposed: bool = False) -> Match:
+    def find(
+        self,
+        word: str,
+        *,
+        translate: bool | None = None,
+        transposed: bool = False,
+        indel: bool | None = None,
+    ) -> Match:
         """Where ``word`` (folded) occurs in the text, exactly, misspelt or translated;
         ``transposed`` also reads two swapped neighbouring letters as a misspelling ("Heniz",
         "paltes"), which the similarity ratio scores too low in short words: for a person's
-        question, not for a claim to check (real words differ so: "trial" / "trail")."""
+        question, not for a claim to check (real words differ so: "trial" / "trail"); and,
+        unless ``indel`` is False (a name: "Lugo" is not "luego"), a letter dropped or doubled
+        in an unknown word ("faud", "appply")."""
         k = key(word)
         if k in self.where:
             return Match(1.0, frozenset(self.where[k]), "exact", self.example[k])
@@ -317,7 +304,7 @@ class TermIndex:
             swapped = _swap_match(k, self.where) if transposed else None
             if swapped is not None:
                 return Match(FUZZY_STRENGTH, frozenset(self.where[swapped]), "typo", swapped)
-        if transposed and (near := self._indel_match(word)) is not None:
+        if (transposed if indel is None else indel) and (near := self._indel_match(word)):
             return Match(FUZZY_STRENGTH, frozenset(self.where[near]), "typo", near)
         if (self.cross_lingual if translate is None else translate) and word.isalpha():
             return self._translated(word)
@@ -325,20 +312,20 @@ class TermIndex:
 
     def _indel_match(self, word: str) -> str | None:
         """The key of a word of the text that ``word`` misspells by one letter dropped or
-        doubled, for a word unknown to the vocabulary (:data:`INDEL_MIN_RARITY`)."""
-        if len(word) < INDEL_MIN_LEN or not word.isalpha() or rarity(word) < INDEL_MIN_RARITY:
+        doubled, for an unknown word (:func:`unknown_word`)."""
+        if not unknown_word(word):
             return None
         if self._dropped is None:
             self._dropped = {
                 d: k
                 for k, w in self.example.items()
-                if len(w) > INDEL_MIN_LEN and w.isalpha()
-                for d in _deletions(w)
+                if len(w) > MIN_LEN and w.isalpha()
+                for d in deletions(w)
             }
         if word in self._dropped:  # "faud" for "fraud"
             return self._dropped[word]
-        if len(word) > INDEL_MIN_LEN:  # "appply" for "apply"
-            for d in _deletions(word):
+        if len(word) > MIN_LEN:  # "appply" for "apply"
+            for d in deletions(word):
                 if key(d) in self.where:
                     return key(d)
         return None

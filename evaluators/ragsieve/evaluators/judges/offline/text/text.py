@@ -220,6 +220,27 @@ def rarity(word: str) -> float:
     return max(0.2, min(3.0, (-logp - 6.0) / 4.0))
 
 
+@lru_cache(maxsize=1)
+def _dictionary() -> frozenset[str]:
+    """The English and Spanish words of pyspellchecker's word lists (shipped in its wheel),
+    folded as the judges fold text."""
+    from spellchecker import SpellChecker
+
+    out: set[str] = set()
+    for lang in ("en", "es"):
+        out.update(fold(w) for w in SpellChecker(language=lang).word_frequency.keys())
+    return frozenset(out)
+
+
+def known_word(word: str) -> bool:
+    """True when the folded ``word`` is an English or Spanish word, or the plural of one (the
+    lists hold few plurals: "ostras"); a misspelling is not."""
+    words = _dictionary()
+    return word in words or (
+        word.endswith("s") and (word[:-1] in words or (word.endswith("es") and word[:-2] in words))
+    )
+
+
 def weight_sum(tokens: set[str] | list[str]) -> float:
     """Total rarity weight of ``tokens``."""
     return math.fsum(rarity(t) for t in tokens)
