@@ -20,6 +20,7 @@ from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.sampling.sampling import Pick
 from ragsieve.jobs.sampling.strata import unit_hash
+from ragsieve.jobs.verdicts import rewordings
 from ragsieve.jobs.verdicts.corpus import VOUCHED_LEAD, ObservedCorpus
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict, decide, needs_corpus
@@ -59,6 +60,8 @@ def decide_all(
     stored = resultstore.stored_results(store, ids, versions)
     done = resultstore.done_judges(store, ids, versions)
     out: list[Decision] = []
+    expects: list[Expectation] = []
+    corpora: list[CorpusAnswer | None] = []
     for p in picks:
         it = records.get(p.trace_id)
         if it is None:
@@ -71,6 +74,7 @@ def decide_all(
         verdict = decide(it, results, thresholds)
         category = "uncategorized"
         expected: Expectation = None
+        found: CorpusAnswer | None = None
         if golden is not None and (verdict.outcome == "fail" or verdict.abstained):
             expected, category = golden.lookup(it.query or "")
             verdict = decide(it, results, thresholds, expected=expected)
@@ -83,12 +87,34 @@ def decide_all(
             found = CorpusAnswer(hit, searched)
             verdict = decide(it, results, thresholds, expected=expected, corpus=found)
         missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))
-        if missing and verdict.outcome != "fail":
-            # Only a failure is safe to keep before every judge has answered.
-            why = f"partial: no usable result yet from {', '.join(missing)}"
-            verdict = Verdict("unjudged", evidence=why, abstained=verdict.abstained)
         out.append(Decision(p, it, results, verdict, category, missing))
+        expects.append(expected)
+        corpora.append(found)
+    _agree_rewordings(out, expects, corpora, thresholds)
+    for d in out:
+        if d.missing and d.verdict.outcome != "fail":
+            # Only a failure is safe to keep before every judge has answered.
+            why = f"partial: no usable result yet from {', '.join(d.missing)}"
+            d.verdict = Verdict("unjudged", evidence=why, abstained=d.verdict.abstained)
     return out
+
+
+def _agree_rewordings(
+    out: list[Decision],
+    expects: list[Expectation],
+    corpora: list[CorpusAnswer | None],
+    thresholds: dict[str, float],
+) -> None:
+    """One failure asked in other words gets one root cause (:mod:`rewordings`)."""
+    verdicts = [d.verdict for d in out]
+
+    def redecide(i: int, pooled: list[EvalResult], found: CorpusAnswer | None) -> Verdict:
+        return decide(out[i].interaction, pooled, thresholds, expected=expects[i], corpus=found)
+
+    interactions = [d.interaction for d in out]
+    if rewordings.agree(interactions, verdicts, [d.results for d in out], corpora, redecide):
+        for d, v in zip(out, verdicts, strict=True):
+            d.verdict = v
 
 
 def audit_probability(verdict: Verdict, audit_share: float) -> float:
