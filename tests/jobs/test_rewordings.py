@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragsieve.evaluators.records import EvalResult, RagInteraction
+import pytest
+
+from ragsieve.evaluators.records import EvalResult, Message, RagInteraction
 from ragsieve.evaluators.testing import make_interaction
 from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict, decide
 from ragsieve.jobs.verdicts.rewordings import agree, same_failure_groups, same_wording
@@ -57,12 +59,13 @@ def _agreed(traces: list[tuple]) -> tuple[list[Verdict], list[Verdict], int]:
 
 def test_a_typo_that_hid_the_answering_chunk_no_longer_splits_the_root_cause() -> None:
     clean = _trace("How does the conditional license work?", 0.8)
-    typed = _trace("Do you know how does the conditiional lisence work?", 0.4)
+    typed = _trace("Do you know how does the conditiional lisense work?", 0.4)
     before, after, changed = _agreed([clean, typed])
     assert [v.root_cause for v in before] == ["generation", "no_answer_expected"]
     assert [v.root_cause for v in after] == ["generation", "generation"] and changed == 1
     assert clean[0].trace_id in after[1].evidence  # says whose reading decided it
     assert after[0] is before[0]  # the copy whose cause stands is untouched
+    assert after[1].failed_metrics == before[1].failed_metrics  # what its own judges found
 
 
 def test_other_answers_or_other_questions_are_other_failures() -> None:
@@ -74,11 +77,54 @@ def test_other_answers_or_other_questions_are_other_failures() -> None:
         assert changed == 0 and after == before
 
 
-def test_same_wording_reads_typos_and_lead_ins_not_other_questions() -> None:
-    assert same_wording(
-        "How do I protect myself from fraud?", "Do you know how do I protect myeslf from faud?"
-    )
-    assert not same_wording("How do I renew my permit?", "How do I cancel my permit?")
-    its = [make_interaction(q, CHUNKS, ANSWER) for q in ("When is it open?", "Where is it?")]
-    fails = [Verdict("fail", ("faithfulness",), c) for c in ("generation", "retrieval")]
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("How do I protect myself from fraud?", "Do you know how do I protect myeslf from faud?"),
+        ("¿Qué países forman los Países Bajos?", "Dime, ¿qué países froman los Paaíses Bajos?"),
+    ],
+)
+def test_same_wording_reads_typos_and_lead_ins(a: str, b: str) -> None:
+    assert same_wording(a, b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("How do I renew my permit?", "How do I cancel my permit?"),  # cosine 0.84
+        ("Is the dental plan free?", "Is the mental plan free?"),  # one letter, two words
+        ("Taxes for 2023?", "Taxes for 2024?"),
+        ("What about Saturdays?", "What about Sundays?"),
+    ],
+)
+def test_other_questions_are_not_the_same_wording(a: str, b: str) -> None:
+    assert not same_wording(a, b)
+
+
+def test_refusals_and_conversation_turns_are_never_one_failure() -> None:
+    refusal = "I don't have that information."
+    its = [
+        make_interaction(q, CHUNKS, refusal) for q in ("How do I renew it?", "How do I renw it?")
+    ]
+    fails = [Verdict("fail", ("faithfulness",), c, abstained=True) for c in ("a", "b")]
     assert same_failure_groups(its, fails) == []
+    history = (Message(role="user", content="Is the office open on Saturdays?"),)
+    turns = [
+        make_interaction(q, CHUNKS, ANSWER, chat_history=history)
+        for q in ("And on Sundays?", "And on Sundys?")
+    ]
+    fails = [Verdict("fail", ("faithfulness",), c) for c in ("retrieval", "generation")]
+    assert same_failure_groups(turns, fails) == []
+
+
+def test_grouping_does_not_depend_on_who_comes_first() -> None:
+    qs = (
+        "Where do I surrender my plates?",
+        "How do I renew my permit?",
+        "Do you know how do I renw my permit?",
+    )
+    its = [make_interaction(q, CHUNKS, ANSWER) for q in qs]
+    fails = [
+        Verdict("fail", ("faithfulness",), c) for c in ("generation", "retrieval", "generation")
+    ]
+    assert same_failure_groups(its, fails) == [[1, 2]]

@@ -2,10 +2,12 @@
 root cause, decided on what all their readings show.
 
 Two traces are the same failure when the retriever served them the same chunks, the system gave
-the same answer, and their questions are near duplicates: the encoder's cosine at least
-``SAME_QUESTION``, or the same words but for typos and a lead-in ("How do I protect myself from
-fraud?" and "Do you know how do I protect myeslf from faud?", whose cosine is 0.58). Only their
-wording differs, and the judges read wording: a typo can hide the chunk that answers from the
+the same answer, and their questions are the same but for typos and a lead-in ("How do I protect
+myself from fraud?" and "Do you know how do I protect myeslf from faud?", whose cosine is 0.58;
+"renew" / "cancel" are other questions, however near the encoder holds them). Abstentions and
+turns of a conversation are left out: one refusal answers many questions, and "And on Sundays?"
+asks another thing than "And on Saturdays?". Only their wording
+differs, and the judges read wording: a typo can hide the chunk that answers from the
 context judge, or the missed chunk from the observed-corpus search, so one copy is called
 ``retrieval`` and the other ``no_answer_expected``. As a follow-up's readings do
 (:func:`ragsieve.evaluators.judges.offline.conversation.best_reading`), each wording may help the
@@ -21,16 +23,16 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from rapidfuzz import fuzz
+from rapidfuzz.distance import Levenshtein
 
 from ragsieve.evaluators.judges.offline.text.question import without_preamble
-from ragsieve.evaluators.judges.offline.text.text import fold
+from ragsieve.evaluators.judges.offline.text.spelling import misspells
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, content_words, fold, known_word
 from ragsieve.evaluators.records import EvalResult, RagInteraction
-from ragsieve.evaluators.tools.embeddings import embed
 from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict
 
-SAME_QUESTION = 0.8  # question cosine at which two wordings ask the same thing
-SAME_WORDING = 90.0  # ... or the character ratio of the two, lead-ins left out (0-100)
+MAX_TYPO_EDITS = 2  # letters a misspelt word may differ by from the word it stands for
+_FUNCTION_WORDS = frozenset(STOPWORDS)
 POOLED = ("context_relevance", "answer_relevance")
 
 Redecide = Callable[[int, list[EvalResult], CorpusAnswer | None], Verdict]
@@ -39,36 +41,51 @@ Redecide = Callable[[int, list[EvalResult], CorpusAnswer | None], Verdict]
 def same_failure_groups(
     interactions: Sequence[RagInteraction], verdicts: Sequence[Verdict]
 ) -> list[list[int]]:
-    """Indices of failed traces that are one failure in other words (two or more, with root
-    causes that disagree)."""
+    """Indices of failed traces that are one failure in other words: two or more, with root
+    causes that disagree. Abstentions and turns of a conversation are left out (a refusal is
+    given to many questions; "And on Sundays?" is another question than "And on Saturdays?")."""
     by_key: dict[tuple[tuple[str, ...], str], list[int]] = defaultdict(list)
     for i, (it, v) in enumerate(zip(interactions, verdicts, strict=True)):
-        if v.outcome == "fail" and it.answer and it.query and it.documents:
+        if v.outcome != "fail" or v.abstained or it.chat_history:
+            continue
+        if it.answer and it.query and it.documents:
             chunks = tuple(sorted(d.id for d in it.documents))
             by_key[(chunks, " ".join(re.findall(r"\w+", it.answer.casefold())))].append(i)
     out: list[list[int]] = []
     for members in by_key.values():
-        if len(members) < 2 or len({verdicts[i].root_cause for i in members}) < 2:
-            continue
-        vecs = embed([interactions[i].query or "" for i in members])
-        sims = vecs @ vecs.T
-        first = interactions[members[0]].query or ""
-        group = [members[0]] + [
-            m
-            for j, m in enumerate(members[1:], 1)
-            if float(sims[0, j]) >= SAME_QUESTION
-            or same_wording(first, interactions[m].query or "")
-        ]
-        if len(group) >= 2:
-            out.append(group)
+        left = list(members)
+        while len(left) > 1:
+            first, rest = left[0], left[1:]
+            asked = interactions[first].query or ""
+            group = [first] + [m for m in rest if same_wording(asked, interactions[m].query or "")]
+            left = [m for m in rest if m not in group]
+            if len(group) > 1 and len({verdicts[i].root_cause for i in group}) > 1:
+                out.append(group)
     return out
 
 
 def same_wording(a: str, b: str) -> bool:
-    """The same words but for typos and a lead-in ("Do you know how do I protect myeslf from
-    faud?"): the encoder reads typos as other words, the character ratio does not."""
-    a, b = fold(without_preamble(a)), fold(without_preamble(b))
-    return fuzz.ratio(a, b) >= SAME_WORDING
+    """The same question but for typos and a lead-in ("How do I protect myself from fraud?",
+    "Do you know how do I protect myeslf from faud?"): the same content words in the same
+    order, where two differ only when one is a misspelling of the other (not an English or
+    Spanish word, two letters away at most). "renew" / "cancel", "dental" / "mental",
+    "2023" / "2024" are other questions, however near the encoder holds them."""
+    wa, wb = _asked_words(a), _asked_words(b)
+    if len(wa) != len(wb) or not wa:
+        return False
+    return all(x == y or _misspelt_pair(x, y) for x, y in zip(wa, wb, strict=True))
+
+
+def _asked_words(question: str) -> list[str]:
+    """Content words, a misspelt function word ("myeslf") left out as its word would be."""
+    words = content_words(fold(without_preamble(question)))
+    return [w for w in words if not misspells(w, _FUNCTION_WORDS)]
+
+
+def _misspelt_pair(x: str, y: str) -> bool:
+    if not (x.isalpha() and y.isalpha()) or (known_word(x) and known_word(y)):
+        return False
+    return Levenshtein.distance(x, y) <= MAX_TYPO_EDITS
 
 
 def best_results(group: Sequence[int], results: Sequence[Sequence[EvalResult]]) -> dict[str, int]:
@@ -95,6 +112,7 @@ def agree(
     for group in same_failure_groups(interactions, verdicts):
         best = best_results(group, results)
         found = [(j, c) for j in group if (c := corpora[j]) is not None and c.hit is not None]
+        found.sort(key=lambda p: (-p[1].hit.score, p[1].hit.chunk_id) if p[1].hit else (0, ""))
         hit = found[0][1] if found else None
         sources = {best[m] for m in best} | ({found[0][0]} if found else set())
         for i in group:
@@ -105,16 +123,17 @@ def agree(
                 continue
             donors = sorted({interactions[j].trace_id for j in sources if j != i})
             note = f" (read with its rewording in trace {', '.join(donors)})" if donors else ""
+            own = verdicts[i]
             verdicts[i] = Verdict(
-                v.outcome,
-                v.failed_metrics,
+                "fail",
+                own.failed_metrics,  # what this trace's own judges found
                 v.root_cause,
                 v.evidence + note,
-                v.abstained,
+                own.abstained,
                 v.context_relevant,
                 v.rescued,
-                v.missed_chunk,
-                v.uncertain,
+                v.missed_chunk if v.root_cause == "retrieval" else own.missed_chunk,
+                own.uncertain,
             )
             changed += 1
     return changed
@@ -124,4 +143,4 @@ def _result_of(rs: Sequence[EvalResult], metric: str) -> EvalResult:
     return next(r for r in rs if r.evaluator == metric)
 
 
-__all__ = ["SAME_QUESTION", "agree", "best_results", "same_failure_groups"]
+__all__ = ["agree", "best_results", "same_failure_groups", "same_wording"]
