@@ -21,17 +21,21 @@ def _trace(query: str, *chunks: tuple[str, str]):
     return it.model_copy(update={"documents": docs})
 
 
-def _refunds_and_keys(tmp_path):
-    """A store whose corpus two traces filled: refunds and fees, API keys and webhooks."""
+def _filled(tmp_path, *traces):
+    """A store whose observed corpus ``traces`` filled."""
     store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
     corpus = ObservedCorpus(store)
-    corpus.update(
-        [
-            _trace("How long do refunds take?", ("kb-refunds", REFUNDS), ("kb-fees", FEES)),
-            _trace("API key limits?", ("kb-keys", KEYS), ("kb-hooks", WEBHOOKS)),
-        ]
-    )
+    corpus.update(list(traces))
     return store, corpus
+
+
+def _refunds_and_keys(tmp_path):
+    """A store whose corpus two traces filled: refunds and fees, API keys and webhooks."""
+    return _filled(
+        tmp_path,
+        _trace("How long do refunds take?", ("kb-refunds", REFUNDS), ("kb-fees", FEES)),
+        _trace("API key limits?", ("kb-keys", KEYS), ("kb-hooks", WEBHOOKS)),
+    )
 
 
 def test_update_indexes_new_traces_once_and_counts_retrievals(tmp_path):
@@ -61,13 +65,10 @@ def test_a_chunk_other_traces_retrieved_is_found_for_a_question_that_missed_it(t
 
 
 def test_a_translation_of_a_retrieved_chunk_is_not_a_miss(tmp_path):
-    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
-    corpus = ObservedCorpus(store)
-    corpus.update(
-        [
-            _trace("refunds?", ("kb-refunds-en", REFUNDS), ("kb-fees", FEES)),
-            _trace("reembolsos?", ("kb-refunds-es", REFUNDS_ES), ("kb-keys", KEYS)),
-        ]
+    store, corpus = _filled(
+        tmp_path,
+        _trace("refunds?", ("kb-refunds-en", REFUNDS), ("kb-fees", FEES)),
+        _trace("reembolsos?", ("kb-refunds-es", REFUNDS_ES), ("kb-keys", KEYS)),
     )
     question = "¿En cuántos días se paga el reembolso de un lector devuelto?"
     assert corpus.find_answer(question, {"kb-refunds-en"}, threshold=0.6) is None
@@ -75,10 +76,10 @@ def test_a_translation_of_a_retrieved_chunk_is_not_a_miss(tmp_path):
 
 
 def test_a_question_that_names_nothing_specific_has_no_missed_chunk(tmp_path):
-    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
-    corpus = ObservedCorpus(store)
     help_page = "For more details on refunds, call our help line; details of fees are online."
-    corpus.update([_trace("Refund help?", ("kb-help", help_page), ("kb-fees", FEES))])
+    store, corpus = _filled(
+        tmp_path, _trace("Refund help?", ("kb-help", help_page), ("kb-fees", FEES))
+    )
     # "details" and "know" are all it names: every page has details
     assert corpus.find_answer("What more details do I need to know?", {"kb-keys"}, 0.5) is None
     # the same page is found for a question that names what it is about

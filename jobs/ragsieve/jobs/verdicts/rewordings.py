@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from rapidfuzz.distance import Levenshtein
 
@@ -32,7 +33,6 @@ from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict
 
 MAX_TYPO_EDITS = 2  # letters a misspelt word may differ by from the word it stands for
-_FUNCTION_WORDS = frozenset(STOPWORDS)
 POOLED = ("context_relevance", "answer_relevance")
 
 Redecide = Callable[[int, list[EvalResult], CorpusAnswer | None], Verdict]
@@ -79,7 +79,7 @@ def same_wording(a: str, b: str) -> bool:
 def _asked_words(question: str) -> list[str]:
     """Content words, a misspelt function word ("myeslf") left out as its word would be."""
     words = content_words(fold(without_preamble(question)))
-    return [w for w in words if not misspells(w, _FUNCTION_WORDS)]
+    return [w for w in words if not misspells(w, STOPWORDS)]
 
 
 def _misspelt_pair(x: str, y: str) -> bool:
@@ -111,10 +111,10 @@ def agree(
     changed = 0
     for group in same_failure_groups(interactions, verdicts):
         best = best_results(group, results)
-        found = [(j, c) for j in group if (c := corpora[j]) is not None and c.hit is not None]
-        found.sort(key=lambda p: (-p[1].hit.score, p[1].hit.chunk_id) if p[1].hit else (0, ""))
-        hit = found[0][1] if found else None
-        sources = {best[m] for m in best} | ({found[0][0]} if found else set())
+        found = [(j, c, h) for j in group if (c := corpora[j]) and (h := c.hit)]
+        top = min(found, key=lambda f: (-f[2].score, f[2].chunk_id), default=None)
+        hit = top[1] if top else None
+        sources = {*best.values(), *([top[0]] if top else [])}
         for i in group:
             pooled = [r for r in results[i] if r.evaluator not in best]
             pooled += [_result_of(results[best[m]], m) for m in best]
@@ -124,16 +124,13 @@ def agree(
             donors = sorted({interactions[j].trace_id for j in sources if j != i})
             note = f" (read with its rewording in trace {', '.join(donors)})" if donors else ""
             own = verdicts[i]
-            verdicts[i] = Verdict(
-                "fail",
-                own.failed_metrics,  # what this trace's own judges found
-                v.root_cause,
-                v.evidence + note,
-                own.abstained,
-                v.context_relevant,
-                v.rescued,
-                v.missed_chunk if v.root_cause == "retrieval" else own.missed_chunk,
-                own.uncertain,
+            verdicts[i] = replace(
+                v,
+                failed_metrics=own.failed_metrics,  # what this trace's own judges found
+                evidence=v.evidence + note,
+                abstained=own.abstained,
+                missed_chunk=v.missed_chunk if v.root_cause == "retrieval" else own.missed_chunk,
+                uncertain=own.uncertain,
             )
             changed += 1
     return changed

@@ -19,13 +19,7 @@ from ragsieve.evaluators.judges.offline.text.question import (
     without_preamble,
 )
 from ragsieve.evaluators.judges.offline.text.spelling import misspells
-from ragsieve.evaluators.judges.offline.text.terms import (
-    NO_MATCH,
-    Match,
-    TermIndex,
-    key,
-    tokens,
-)
+from ragsieve.evaluators.judges.offline.text.terms import NO_MATCH, Match, TermIndex, key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, language, rarity, sentences
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
@@ -134,7 +128,7 @@ _QUESTION_WORDS = frozenset(
     " pasan tengo tiene tienen puedo puede pueden necesito necesita necesitan quiero saber"
     " llevar traer darse debo".split()
 )
-_FUNCTION = frozenset(STOPWORDS | _QUESTION_WORDS)
+_FUNCTION = STOPWORDS | _QUESTION_WORDS
 
 
 def _best_window(

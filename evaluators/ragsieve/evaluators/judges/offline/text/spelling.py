@@ -36,6 +36,15 @@ def deletions(word: str) -> set[str]:
     return {word[:i] + word[i + 1 :] for i in range(len(word))}
 
 
+def swaps(word: str) -> list[str]:
+    """``word`` with two different neighbouring letters swapped, each way, left to right."""
+    return [
+        word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+        for i in range(len(word) - 1)
+        if word[i] != word[i + 1]
+    ]
+
+
 @lru_cache(maxsize=8)
 def _dropped_from(known: frozenset[str]) -> frozenset[str]:
     return frozenset(d for w in known if len(w) > MIN_LEN for d in deletions(w))
@@ -47,9 +56,8 @@ def misspells(word: str, known: frozenset[str]) -> bool:
     "shold", "waht", "myeslf", "shouuld"."""
     if not unknown_word(word):
         return False
-    swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
     added = {d for d in deletions(word) if len(d) >= ADDED_LETTER_MIN_LEN}
-    return bool((added | swaps) & known) or word in _dropped_from(known)
+    return bool((added | set(swaps(word))) & known) or word in _dropped_from(known)
 
 
-__all__ = ["MIN_LEN", "deletions", "misspells", "unknown_word"]
+__all__ = ["MIN_LEN", "deletions", "misspells", "swaps", "unknown_word"]

@@ -25,7 +25,7 @@ from functools import lru_cache
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from ragsieve.evaluators.judges.offline.text.spelling import MIN_LEN, deletions, unknown_word
+from ragsieve.evaluators.judges.offline.text.spelling import MIN_LEN, deletions, swaps, unknown_word
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, stem, words
 from ragsieve.evaluators.tools.embeddings import embed
 
@@ -244,12 +244,7 @@ def _is_content(word: str) -> bool:
 
 def _swap_match(k: str, keys: Mapping[str, object]) -> str | None:
     """A key of ``keys`` that ``k`` becomes with two neighbouring letters swapped."""
-    for i in range(len(k) - 1):
-        if k[i] != k[i + 1]:
-            swapped = k[:i] + k[i + 1] + k[i] + k[i + 2 :]
-            if swapped in keys:
-                return swapped
-    return None
+    return next((swapped for swapped in swaps(k) if swapped in keys), None)
 
 
 class TermIndex:
