@@ -82,6 +82,11 @@ def test_other_answers_or_other_questions_are_other_failures() -> None:
     [
         ("How do I protect myself from fraud?", "Do you know how do I protect myeslf from faud?"),
         ("¿Qué países forman los Países Bajos?", "Dime, ¿qué países froman los Paaíses Bajos?"),
+        (
+            "How can I keep personalized plates?",
+            "I'd like to know, how can I keep personalized pates?",
+        ),
+        ("What benefits do the plans give?", "What benefits do the pans give?"),
     ],
 )
 def test_same_wording_reads_typos_and_lead_ins(a: str, b: str) -> None:
@@ -95,6 +100,8 @@ def test_same_wording_reads_typos_and_lead_ins(a: str, b: str) -> None:
         ("Is the dental plan free?", "Is the mental plan free?"),  # one letter, two words
         ("Taxes for 2023?", "Taxes for 2024?"),
         ("What about Saturdays?", "What about Sundays?"),
+        ("Do the plans cover plates?", "Do the pans cover pates?"),  # two words made other words
+        ("Can I pay by card?", "Can I pay by car?"),  # a word under four letters
     ],
 )
 def test_other_questions_are_not_the_same_wording(a: str, b: str) -> None:

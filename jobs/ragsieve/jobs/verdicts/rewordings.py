@@ -27,12 +27,13 @@ from dataclasses import replace
 from rapidfuzz.distance import Levenshtein
 
 from ragsieve.evaluators.judges.offline.text.question import without_preamble
-from ragsieve.evaluators.judges.offline.text.spelling import misspells
+from ragsieve.evaluators.judges.offline.text.spelling import deletions, misspells
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, content_words, fold, known_word
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict
 
 MAX_TYPO_EDITS = 2  # letters a misspelt word may differ by from the word it stands for
+MIN_DROPPED_LEN = 4  # a shorter word is too often another word with a letter less ("an", "and")
 POOLED = ("context_relevance", "answer_relevance")
 
 Redecide = Callable[[int, list[EvalResult], CorpusAnswer | None], Verdict]
@@ -68,12 +69,16 @@ def same_wording(a: str, b: str) -> bool:
     """The same question but for typos and a lead-in ("How do I protect myself from fraud?",
     "Do you know how do I protect myeslf from faud?"): the same content words in the same
     order, where two differ only when one is a misspelling of the other (not an English or
-    Spanish word, two letters away at most). "renew" / "cancel", "dental" / "mental",
-    "2023" / "2024" are other questions, however near the encoder holds them."""
+    Spanish word, two letters away at most), or, once per question, when a dropped letter made
+    another word ("plates" / "pates", "plans" / "pans"; the traces already share their chunks
+    and their answer). "renew" / "cancel", "dental" / "mental", "2023" / "2024" are other
+    questions, however near the encoder holds them."""
     wa, wb = _asked_words(a), _asked_words(b)
     if len(wa) != len(wb) or not wa:
         return False
-    return all(x == y or _misspelt_pair(x, y) for x, y in zip(wa, wb, strict=True))
+    pairs = [(x, y) for x, y in zip(wa, wb, strict=True) if x != y]
+    dropped = [p for p in pairs if _dropped_letter(*p)]
+    return len(dropped) <= 1 and all(p in dropped or _misspelt_pair(*p) for p in pairs)
 
 
 def _asked_words(question: str) -> list[str]:
@@ -86,6 +91,12 @@ def _misspelt_pair(x: str, y: str) -> bool:
     if not (x.isalpha() and y.isalpha()) or (known_word(x) and known_word(y)):
         return False
     return Levenshtein.distance(x, y) <= MAX_TYPO_EDITS
+
+
+def _dropped_letter(x: str, y: str) -> bool:
+    """Two words, one the other with a letter left out, both four letters or more."""
+    short, long_ = sorted((x, y), key=len)
+    return short.isalpha() and len(short) >= MIN_DROPPED_LEN and short in deletions(long_)
 
 
 def best_results(group: Sequence[int], results: Sequence[Sequence[EvalResult]]) -> dict[str, int]:
