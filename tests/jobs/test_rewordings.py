@@ -87,6 +87,10 @@ def test_other_answers_or_other_questions_are_other_failures() -> None:
             "I'd like to know, how can I keep personalized pates?",
         ),
         ("What benefits do the plans give?", "What benefits do the pans give?"),
+        (
+            "When do I need to present my certificate to someone?",
+            "Can you tell me: when do I need to preseent my certificate to soomeone?",
+        ),
     ],
 )
 def test_same_wording_reads_typos_and_lead_ins(a: str, b: str) -> None:

@@ -76,9 +76,8 @@ def same_wording(a: str, b: str) -> bool:
     wa, wb = _asked_words(a), _asked_words(b)
     if len(wa) != len(wb) or not wa:
         return False
-    pairs = [(x, y) for x, y in zip(wa, wb, strict=True) if x != y]
-    dropped = [p for p in pairs if _dropped_letter(*p)]
-    return len(dropped) <= 1 and all(p in dropped or _misspelt_pair(*p) for p in pairs)
+    others = [(x, y) for x, y in zip(wa, wb, strict=True) if x != y and not _misspelt_pair(x, y)]
+    return len(others) <= 1 and all(_dropped_letter(*p) for p in others)
 
 
 def _asked_words(question: str) -> list[str]:
