@@ -112,6 +112,73 @@ def test_fit_finds_the_people_s_threshold_and_says_it_is_better() -> None:
     assert result.report["root_cause_accuracy"]["after"] == 1.0
 
 
+def _anchors(n: int, offset: int = 10_000) -> list[Example]:
+    """Unlabelled traces, support uniform on [0.1, 0.9], as a store holds them."""
+    examples, _ = _examples(n, seed=7)
+    return [
+        Example(f"{i + offset:032x}", ex.results, ex.fail, ex.cause)
+        for i, ex in enumerate(examples)
+    ]
+
+
+def _band_passed(examples: list[Example], lo: float, hi: float, keep: int) -> list[Item]:
+    """Labels that agree with the defaults, but for ``keep`` traces between ``lo`` and ``hi``
+    support that a person passes; the band's other traces carry no label."""
+    support = [ex.results["faithfulness"].score for ex in examples]
+    band = [i for i, x in enumerate(support) if lo < x < hi][:keep]
+    return [
+        Item(i, None, x < 0.65 and i not in band)
+        for i, x in enumerate(support)
+        if i in band or not lo < x < hi
+    ]
+
+
+def test_a_lone_label_is_not_enough_to_move_a_threshold() -> None:
+    examples, _ = _examples(120)
+    result = run_fit(examples, _band_passed(examples, 0.55, 0.65, 1), JOB, k=4, reps=200)
+    assert result.params.thresholds["faithfulness"] == 0.65
+
+
+def test_labels_do_not_move_what_many_unlabelled_traces_share() -> None:
+    # four people's passes between 0.55 and 0.65 support are beyond chance; without the store's
+    # other traces the threshold moves under them, with them it would change the verdict of one
+    # trace in eight that no label speaks for, and stays
+    examples, _ = _examples(120)
+    items = _band_passed(examples, 0.55, 0.65, 4)
+    alone = run_fit(examples, items, JOB, k=4, reps=200)
+    passed = [examples[it.example].results["faithfulness"].score for it in items if not it.failed]
+    assert alone.params.thresholds["faithfulness"] <= min(x for x in passed if x < 0.65)
+    anchored = run_fit(examples, items, JOB, k=4, reps=200, anchors=_anchors(1000))
+    assert anchored.params.thresholds["faithfulness"] == 0.65
+    assert anchored.report["anchors"] == 1000
+
+
+def test_anchors_stand_for_the_traffic_by_their_inclusion_probability() -> None:
+    # the sampler picked every trace of the band but only one in twenty of the others: the
+    # band is a small share of the traffic, so changing its verdicts costs little
+    examples, _ = _examples(120)
+    items = _band_passed(examples, 0.55, 0.65, 4)
+    anchors = _anchors(1000)
+    in_band = [0.55 < ex.results["faithfulness"].score < 0.65 for ex in anchors]
+    weights = [1.0 if b else 20.0 for b in in_band]
+    result = run_fit(examples, items, JOB, k=4, reps=200, anchors=anchors, anchor_weights=weights)
+    assert result.params.thresholds["faithfulness"] < 0.6
+
+
+def test_weights_are_fitted_only_from_fifty_labels_of_each_class() -> None:
+    few = run_fit(*_examples(120), JOB, k=4, reps=100)  # about 45 failures
+    many = run_fit(*_examples(300), JOB, k=4, reps=100)  # about 110 failures
+    assert few.report["weights_fitted"] is False and many.report["weights_fitted"] is True
+    assert few.params.weights["faithfulness"] == DEFAULT_WEIGHTS["faithfulness"]
+
+
+def test_the_store_s_traces_do_not_stop_a_fit_the_labels_agree_on() -> None:
+    examples, items = _examples(120)
+    result = run_fit(examples, items, JOB, k=5, seed=0, reps=400, anchors=_anchors(1000))
+    assert 0.36 <= result.params.thresholds["faithfulness"] <= 0.42
+    assert result.better
+
+
 def test_fit_refuses_below_the_minimum_and_says_how_many_more() -> None:
     examples, items = _examples(120)
     few = [it for it in items if not it.failed][:30] + [it for it in items if it.failed][:12]

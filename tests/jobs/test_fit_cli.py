@@ -23,7 +23,8 @@ def _run(*args: str) -> tuple[int, Any, str]:
 def test_fit_is_stored_and_the_job_rejudges_under_it(collector: Any, tmp_path: Path) -> None:
     store = collector.store.url
     kinds = ["good", "unfaithful"] * 22
-    ids = send(collector.traces_url, [KINDS[k][0] for k in kinds])
+    unlabelled = ["good", "unfaithful", "good"]
+    ids = send(collector.traces_url, [KINDS[k][0] for k in kinds + unlabelled])
     wait_stored(collector.store, len(ids))
     code, rep, _ = _run(
         "jobs", "run", "--store", store, "--since", "1h", "--settle", "0", "--all", "--json"
@@ -31,7 +32,7 @@ def test_fit_is_stored_and_the_job_rejudges_under_it(collector: Any, tmp_path: P
     assert code == 0 and all(j["calibration"] is None for j in rep["judges"])
     labels = tmp_path / "labels.jsonl"
     with labels.open("w") as f:
-        for tid, kind in zip(ids, kinds, strict=True):
+        for tid, kind in zip(ids[: len(kinds)], kinds, strict=True):
             verdict = "pass" if KINDS[kind][1] is None else "fail"
             f.write(json.dumps({"trace_id": tid, "verdict": verdict}) + "\n")
 
@@ -46,6 +47,7 @@ def test_fit_is_stored_and_the_job_rejudges_under_it(collector: Any, tmp_path: P
         "judges", "fit", "--store", store, "--labels", str(labels), "--force", "--json"
     )
     assert code == 0 and fit["written"] and fit["active"] == fit["written"]
+    assert fit["anchors"] == len(unlabelled)  # what a change would do to the unlabelled traces
     assert {"before", "after", "delta"} <= set(fit["agreement"])
     assert (
         fit["agreement"]["after"]["kappa"]["ci"][0] <= fit["agreement"]["after"]["kappa"]["value"]

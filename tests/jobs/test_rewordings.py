@@ -106,6 +106,8 @@ def test_same_wording_reads_typos_and_lead_ins(a: str, b: str) -> None:
         ("What about Saturdays?", "What about Sundays?"),
         ("Do the plans cover plates?", "Do the pans cover pates?"),  # two words made other words
         ("Can I pay by card?", "Can I pay by car?"),  # a word under four letters
+        ("What does tier cost?", "What does tier2 cost?"),  # not two words
+        ("Does the iphone work?", "Does the iphone8 work?"),
     ],
 )
 def test_other_questions_are_not_the_same_wording(a: str, b: str) -> None:

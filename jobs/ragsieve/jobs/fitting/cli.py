@@ -188,7 +188,7 @@ def _fit(
     folds: int,
     seed: int,
 ) -> dict[str, Any]:
-    from ragsieve.jobs.fitting.evidence import build_examples
+    from ragsieve.jobs.fitting.evidence import build_anchors, build_examples
     from ragsieve.jobs.fitting.fit import run_fit
     from ragsieve.jobs.fitting.labels import read_labels_file, store_labels
     from ragsieve.jobs.judging import calibrations
@@ -196,9 +196,19 @@ def _fit(
     labels = store_labels(st) + (read_labels_file(labels_file, st) if labels_file else [])
     t0 = time.perf_counter()
     examples, items, counts = build_examples(st, settings, labels)
+    anchors, weights = build_anchors(st, settings, [ex.trace_id for ex in examples])
     t1 = time.perf_counter()
     backend = settings.jobs.backend
-    result = run_fit(examples, items, settings.jobs.thresholds, k=folds, seed=seed, backend=backend)
+    result = run_fit(
+        examples,
+        items,
+        settings.jobs.thresholds,
+        k=folds,
+        seed=seed,
+        backend=backend,
+        anchors=anchors,
+        anchor_weights=weights,
+    )
     report = dict(result.report)
     report["seconds"] = {"evidence": round(t1 - t0, 3), "fit": round(time.perf_counter() - t1, 3)}
     report.update(counts)
@@ -216,7 +226,8 @@ def _render(out: dict[str, Any]) -> str:
     a = out["agreement"]
     lines = [
         f"{out['labels']} labels on {out['traces']} traces ({out['failures']} failures,"
-        f" {out['passes']} passes), {out['folds']}-fold cross-validation",
+        f" {out['passes']} passes), {out['folds']}-fold cross-validation; changes weighed"
+        f" against {out.get('anchors', 0)} unlabelled traces",
         f"{'':<18}{'before':>24}{'after':>24}{'change':>24}",
     ]
     for s in STATS:

@@ -3,7 +3,8 @@
 A trace's evidence is the newest stored offline result per metric that recorded it (a calibrated
 run records the same evidence: weights only change how it combines); a trace judged before the
 judges recorded evidence, or never judged offline, is judged now with the uncalibrated offline
-judges.
+judges. The anchors (:func:`build_anchors`) are the newest unlabelled traces the job judged, read
+the same way but never judged here: a fit weighs what a change would do to their verdicts.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from ragsieve.jobs.settings import Settings
 
 OFFLINE_PREFIX = "offline-"  # any offline judge version records its evidence
+ANCHORS = 2000  # unlabelled traces whose verdicts a fit weighs what it changes against
 
 
 def has_evidence(r: EvalResult) -> bool:
@@ -117,13 +119,51 @@ def build_examples(
     (offline: traces judged here for lack of stored evidence) and ``without_results`` (LLM and
     cascade judges are never called here: labelled traces they have not judged are left out)."""
     eff = effective(labels)
-    ids = sorted({x.trace_id for x in eff})
+    examples, counts = _examples(store, settings, sorted({x.trace_id for x in eff}), judge=True)
+    index = {ex.trace_id: i for i, ex in enumerate(examples)}
+    items = [
+        Item(index[x.trace_id], x.metric, x.verdict == "fail", x.root_cause)
+        for x in eff
+        if x.trace_id in index
+    ]
+    return examples, items, counts
+
+
+def build_anchors(
+    store: Store, settings: Settings, exclude: Sequence[str], limit: int = ANCHORS
+) -> tuple[list[Example], list[float]]:
+    """The ``limit`` unlabelled traces the job decided last, as examples (stored results only:
+    nothing is judged here), and each one's weight: the inverse of the probability with which
+    the job's sampler picked it, so the anchors stand for the traffic, not for the failure-
+    seeking sample. A fit weighs what a change would do to their verdicts."""
+    skip, picked = set(exclude), {}
+    for tid, p in store.query(
+        "SELECT s.trace_id, s.inclusion_p FROM samples s JOIN runs r ON r.run_id = s.run_id"
+        " ORDER BY r.started_at DESC, s.trace_id"
+    ):
+        if tid not in skip and tid not in picked:
+            picked[str(tid)] = float(p)
+            if len(picked) >= 2 * limit:  # enough, even if some lack results
+                break
+    examples, _ = _examples(store, settings, sorted(picked), judge=False)
+    wanted = set(METRICS) & set(settings.jobs.judges)
+    usable = [ex for ex in examples if ex.results and wanted <= set(ex.results)]
+    order = {t: i for i, t in enumerate(picked)}
+    usable = sorted(usable, key=lambda ex: order[ex.trace_id])[:limit]
+    return usable, [1.0 / max(picked[ex.trace_id], 1e-6) for ex in usable]
+
+
+def _examples(
+    store: Store, settings: Settings, ids: Sequence[str], judge: bool
+) -> tuple[list[Example], dict[str, int]]:
+    """The examples of the traces ``ids`` the store holds (module docstring); ``judge``: judge
+    offline now what has no stored evidence."""
     records = load_interactions(store, ids)
     counts = {"judged_now": 0, "without_results": 0}
     if settings.jobs.backend == "offline":
         have = stored_evidence(store, sorted(records))
         counts["judged_now"] = sum(1 for t in records if set(METRICS) - set(have.get(t, {})))
-        if counts["judged_now"]:
+        if counts["judged_now"] and judge:
             asyncio.run(_judge_missing(records, have, settings))
     else:
         from ragsieve.jobs.judging.judges import make_judges
@@ -133,7 +173,6 @@ def build_examples(
         counts["without_results"] = sum(1 for t in records if not have.get(t))
         records = {t: it for t, it in records.items() if have.get(t)}
     order = sorted(records)
-    index = {t: i for i, t in enumerate(order)}
     missed = missed_chunks(store, order)
     examples = []
     for tid in order:
@@ -141,12 +180,7 @@ def build_examples(
             records[tid], have.get(tid, {}), missed.get(tid), settings.jobs.thresholds
         )
         examples.append(Example(tid, have.get(tid, {}), fail, causes))
-    items = [
-        Item(index[x.trace_id], x.metric, x.verdict == "fail", x.root_cause)
-        for x in eff
-        if x.trace_id in index
-    ]
-    return examples, items, counts
+    return examples, counts
 
 
-__all__ = ["build_examples", "has_evidence", "stored_evidence"]
+__all__ = ["build_anchors", "build_examples", "has_evidence", "stored_evidence"]

@@ -6,10 +6,25 @@ only); the job's verdict rule (``verdicts.flagging.decide``, with the observed-c
 job found for the trace, if any; golden-set expectations are not used) is evaluated once for
 each of the 8 pass/fail combinations of the three metrics, so a candidate calibration only
 changes which combination a trace lands in. Coordinate ascent then picks, metric
-by metric (two sweeps), the evidence weights (a grid on the simplex) and the threshold (0.05 to
-0.95 by 0.01) that maximise balanced accuracy against the labels (failure = positive) plus a
-quarter of the root-cause agreement on labelled failures (a fit must not buy agreement by
-blaming the wrong stage); ties go to the values nearer the defaults.
+by metric (two sweeps), the threshold (0.05 to 0.95 by 0.01) and, from ``WEIGHTS_MIN_PER_CLASS``
+labels of each class on, the evidence weights (a grid on the simplex) that maximise balanced
+accuracy against the labels (failure = positive) plus a quarter of the root-cause agreement on
+labelled failures (a fit must not buy agreement by blaming the wrong stage), less
+``CHANGE_COST`` times the share of the store's unlabelled traces (``anchors``, the last the job
+decided) whose verdict the candidate changes (and a quarter of that for a root cause it changes);
+ties go to the values nearer the defaults.
+
+A fit changes only what its labels speak for, three ways:
+- a change must win the labels it moves beyond chance (a one-sided sign test at
+  ``EVIDENCE_Z``): one or two labels never move a threshold;
+- the anchors make a change pay for the verdicts it changes that no label speaks for, while a
+  pattern the labels show across the traffic still moves it. Each anchor weighs the inverse of
+  the probability with which the job's sampler picked it, so they stand for the traffic. When
+  the labels are drawn at random with balanced classes and a change moves the same share of
+  labels as of anchors, about three of every four labels it moves must side with it; labels
+  drawn where the job flags (the review queue) are denser there, and need fewer;
+- below ``WEIGHTS_MIN_PER_CLASS`` labels of either class the weights stay: a grid of weights
+  offers far more candidates than so few labels can choose between.
 
 A label names a trace's verdict (``fail`` / ``pass``), or one metric's when it says which. The
 agreement reported is k-fold cross-validated: each fold is predicted by a fit on the other folds
@@ -22,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -33,12 +49,15 @@ from ragsieve.evaluators.judges.combined.calibrated import (
     MetricCalibration,
 )
 from ragsieve.evaluators.quality.agreement import bootstrap
+from ragsieve.jobs.fitting.guards import Anchors, beyond_chance
 from ragsieve.jobs.fitting.scores import Scorer, weight_grid
 from ragsieve.jobs.fitting.table import METRICS, Example, Item
 
 THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.01), 2)
 MIN_PER_CLASS = 20
+WEIGHTS_MIN_PER_CLASS = 50  # fewer labels of either class: thresholds only, weights as they are
 RC_WEIGHT = 0.25  # a root cause wrongly assigned costs a quarter of a misjudged failure
+CHANGE_COST = 0.5  # changing the verdict of every unlabelled trace costs half a balanced accuracy
 
 
 @dataclass
@@ -61,10 +80,17 @@ class Problem:
     """Examples, their scorer and the labels to agree with: predicts items under parameters."""
 
     def __init__(
-        self, examples: Sequence[Example], items: Sequence[Item], weighted: bool = True
+        self,
+        examples: Sequence[Example],
+        items: Sequence[Item],
+        weighted: bool = True,
+        anchors: Sequence[Example] = (),
+        anchor_weights: Sequence[float] | None = None,
     ) -> None:
-        self.examples, self.items = list(examples), list(items)
+        self.examples, self.items = [*examples, *anchors], list(items)
+        examples = self.examples
         self.scorer = Scorer(examples, weighted)
+        self.search_weights = weighted
         self.fail_table = (
             np.stack([ex.fail for ex in examples]) if examples else np.zeros((0, 8), bool)
         )
@@ -78,6 +104,19 @@ class Problem:
         self.has_cause = np.array(
             [it.metric is None and it.failed and it.root_cause is not None for it in items], bool
         )
+        self.anchors = Anchors(
+            self.fail_table[len(examples) - len(anchors) :], anchors, anchor_weights
+        )
+        self.anchor = self.anchors.rows + len(examples) - len(anchors)
+
+    def anchor_to(self, p: Params) -> None:
+        """Weigh what a candidate changes against the anchors' verdicts under ``p``."""
+        bits = self.bits(p)
+        self.anchors.refer_to((bits * (1 << np.arange(3))).sum(1)[self.anchor])
+
+    def changed(self, base: np.ndarray, fails: np.ndarray, k: int) -> np.ndarray:
+        """Per threshold column of ``fails`` (metric ``k`` failing): the anchors' cost."""
+        return self.anchors.cost(base[self.anchor], fails[self.anchor], k)
 
     def bits(self, p: Params) -> np.ndarray:
         """(n, 3): metric k fails under ``p`` (unknown: False, which the table ignores)."""
@@ -121,26 +160,50 @@ class Problem:
         return pred, cause
 
     def best_for(self, p: Params, k: int, mask: np.ndarray) -> Params:
-        """``p`` with metric ``k``'s weights and threshold the best on the items in ``mask``."""
+        """``p`` with metric ``k``'s weights and threshold the best on the items in ``mask``
+        (``p``'s own values unless a candidate beats them)."""
         m = METRICS[k]
         bits = self.bits(p)
         base = (bits * (1 << np.arange(3))).sum(1) - (bits[:, k].astype(int) << k)
         t0, w0 = p.thresholds[m], p.weights.get(m) or dict(DEFAULT_WEIGHTS[m])
-        best: tuple[float, float, dict[str, float]] = (-np.inf, t0, dict(w0))
-        for w in weight_grid(m) if self.scorer.weighted else [dict(w0)]:
+        now = self._predict(bits, (base + (bits[:, k].astype(int) << k))[:, None])
+        value = partial(self._value, bits, base, k, mask, now)
+        best = (float(value(bits[:, k][:, None])[0]), t0, dict(w0))
+        for w in weight_grid(m) if self.search_weights else [dict(w0)]:
             with np.errstate(invalid="ignore"):
                 fails = self.scorer.score(m, w)[:, None] < THRESHOLDS[None, :]
-            pred, cause = self._predict(bits, base[:, None] + (fails.astype(int) << k), k, fails)
-            obj = _objective(self.truth[mask], pred[mask], cause[mask], self.has_cause[mask])
             dist = np.abs(THRESHOLDS - t0) + sum(abs(w[x] - w0[x]) for x in w)
-            j = int(np.argmax(obj - 1e-5 * dist))
-            val = float(obj[j] - 1e-5 * dist[j])
-            if val > best[0] + 1e-12:
-                best = (val, float(THRESHOLDS[j]), w)
+            scored = value(fails) - 1e-5 * dist
+            j = int(np.argmax(scored))
+            if scored[j] > best[0] + 1e-12:
+                best = (float(scored[j]), float(THRESHOLDS[j]), w)
         out = p.copy()
         out.thresholds[m] = best[1]
         out.weights[m] = dict(best[2])
         return out
+
+    def _value(
+        self,
+        bits: np.ndarray,
+        base: np.ndarray,
+        k: int,
+        mask: np.ndarray,
+        now: tuple[np.ndarray, np.ndarray],
+        fails: np.ndarray,
+    ) -> np.ndarray:
+        """Per column of ``fails`` (metric ``k`` failing, (n, c)): the objective on the items in
+        ``mask``, less the anchors' cost; -inf where the labels the column changes from ``now``
+        (predictions, root causes agreeing) do not side with it beyond chance."""
+        combos = base[:, None] + (fails.astype(int) << k)
+        pred, cause = self._predict(bits, combos, k, fails)
+        obj = _objective(self.truth[mask], pred[mask], cause[mask], self.has_cause[mask])
+        obj = obj - CHANGE_COST * self.changed(base, fails, k)
+        cur, cur_cause = now
+        sure = beyond_chance(
+            self.truth[mask], pred[mask], cause[mask], cur[mask], cur_cause[mask],
+            self.has_cause[mask],
+        )  # fmt: skip
+        return np.where(sure, obj, -np.inf)
 
 
 def _objective(
@@ -165,11 +228,12 @@ def fit_params(problem: Problem, start: Params, mask: np.ndarray, sweeps: int = 
 
 
 def folds(problem: Problem, k: int, seed: int) -> np.ndarray:
-    """A fold per item: examples (with all their items) dealt round-robin per class."""
+    """A fold per item: labelled examples (with all their items) dealt round-robin per class."""
     rng = np.random.default_rng(seed)
-    any_fail = np.zeros(len(problem.examples), bool)
+    n = len(problem.examples) - len(problem.anchor)
+    any_fail = np.zeros(n, bool)
     np.logical_or.at(any_fail, problem.ex, problem.truth)
-    of_example = np.zeros(len(problem.examples), int)
+    of_example = np.zeros(n, int)
     for cls in (True, False):
         idx = np.flatnonzero(any_fail == cls)
         rng.shuffle(idx)
@@ -258,15 +322,20 @@ def run_fit(
     reps: int = 1000,
     minimum: int = MIN_PER_CLASS,
     backend: str = "offline",
+    anchors: Sequence[Example] = (),
+    anchor_weights: Sequence[float] | None = None,
 ) -> FitResult:
     """Cross-validate, then fit on every label (see the module docstring); for the ``llm`` and
     ``cascade`` backends the thresholds only, on the stored scores."""
-    problem = Problem(examples, items, weighted=backend == "offline")
+    problem = Problem(examples, items, backend == "offline", anchors, anchor_weights)
     check_counts(problem, minimum)
+    fewest = min(int(problem.truth.sum()), int((~problem.truth).sum()))
+    problem.search_weights &= fewest >= WEIGHTS_MIN_PER_CLASS
     defaults = Params(
         {m: float(job_thresholds[m]) for m in METRICS},
         {m: dict(DEFAULT_WEIGHTS[m]) for m in METRICS},
     )
+    problem.anchor_to(defaults)
     fold = folds(problem, k, seed)
     before, before_rc = problem.predict(defaults)
     after = np.zeros(len(items), bool)
@@ -288,6 +357,8 @@ def run_fit(
         "backend": backend,
         "labels": len(items),
         "traces": len(examples),
+        "anchors": len(anchors),
+        "weights_fitted": problem.search_weights,
         "failures": int(problem.truth.sum()),
         "passes": int((~problem.truth).sum()),
         "folds": k,

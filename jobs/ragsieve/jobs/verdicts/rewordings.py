@@ -93,9 +93,17 @@ def _misspelt_pair(x: str, y: str) -> bool:
 
 
 def _dropped_letter(x: str, y: str) -> bool:
-    """Two words, one the other with a letter left out, both four letters or more."""
+    """Two English or Spanish words, one the other with a letter left out, both four letters or
+    more ("plates" / "pates"; not "tier" / "tier2")."""
     short, long_ = sorted((x, y), key=len)
-    return short.isalpha() and len(short) >= MIN_DROPPED_LEN and short in deletions(long_)
+    return (
+        len(short) >= MIN_DROPPED_LEN
+        and short.isalpha()
+        and long_.isalpha()
+        and known_word(short)
+        and known_word(long_)
+        and short in deletions(long_)
+    )
 
 
 def best_results(group: Sequence[int], results: Sequence[Sequence[EvalResult]]) -> dict[str, int]:

@@ -1,0 +1,91 @@
+"""What keeps a fit to what its labels speak for (:mod:`ragsieve.jobs.fitting.fit`).
+
+Two guards weigh every candidate threshold and weight:
+
+- :class:`Anchors`, the store's unlabelled traces the job decided last: a candidate pays for each
+  of their verdicts it changes (a quarter of that for a root cause it changes), each anchor
+  weighing the inverse of the probability with which the job's sampler picked it, so that they
+  stand for the traffic and not for the failure-seeking sample;
+- :func:`beyond_chance`, a one-sided sign test: the labels a candidate changes must side with it
+  beyond chance, so one or two labels never move a threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragsieve.jobs.fitting.table import Example
+
+EVIDENCE_Z = 1.645  # the labels a change moves side with it at one-sided 95%
+RC_SHARE = 0.25  # a changed root cause costs a quarter of a changed verdict
+
+
+class Anchors:
+    """Unlabelled examples' verdicts under every metric combination, their reference verdicts
+    (under the defaults) and their weights."""
+
+    def __init__(
+        self, fail_table: np.ndarray, examples: Sequence[Example], weights: Sequence[float] | None
+    ) -> None:
+        n = len(examples)
+        self.rows = np.arange(n)
+        self.fail_table = fail_table.reshape(n, 8)
+        codes = {c: i for i, c in enumerate(sorted({str(c) for ex in examples for c in ex.cause}))}
+        self.cause = np.array([[codes[str(c)] for c in ex.cause] for ex in examples], int).reshape(
+            n, 8
+        )
+        self.reference = np.zeros(n, bool)
+        self.reference_cause = np.zeros(n, int)
+        w = np.ones(n) if weights is None else np.asarray(weights, float)
+        self.weight = w / w.sum() if n else w
+
+    def refer_to(self, combo: np.ndarray) -> None:
+        """Take each anchor's verdict and root cause under its metric combination ``combo``
+        as the reference a candidate's changes are counted against."""
+        self.reference = self.fail_table[self.rows, combo]
+        self.reference_cause = self.cause[self.rows, combo]
+
+    def cost(self, base: np.ndarray, fails: np.ndarray, k: int) -> np.ndarray:
+        """Per column of ``fails`` (metric ``k`` failing, (n, c)), the other metrics as ``base``
+        says (bit ``k`` clear): the weighted share of anchors whose verdict it changes, plus
+        ``RC_SHARE`` times the share still failing under another root cause."""
+        if not len(self.rows):
+            return np.zeros(fails.shape[1])
+        per_bit = []
+        for bit in (0, 1):
+            combo = base + (bit << k)
+            now = self.fail_table[self.rows, combo]
+            cause = self.cause[self.rows, combo]
+            flipped = now != self.reference
+            recaused = now & self.reference & (cause != self.reference_cause)
+            per_bit.append(flipped + RC_SHARE * recaused)
+        w = self.weight
+        return float(w @ per_bit[0]) + (w * (per_bit[1] - per_bit[0])) @ fails
+
+
+def beyond_chance(
+    truth: np.ndarray,
+    pred: np.ndarray,
+    cause: np.ndarray,
+    cur: np.ndarray,
+    cur_cause: np.ndarray,
+    has_cause: np.ndarray,
+) -> np.ndarray:
+    """Per column: the labels a candidate changes side with it beyond chance (one-sided sign
+    test at ``EVIDENCE_Z``; a verdict or a labelled failure's root cause set right counts for,
+    set wrong against). No change passes. Labels are counted, not class-balanced as in the
+    objective: the test asks whether the labels agree, the objective how much the change is
+    worth; a trace labelled twice (its verdict and a metric's) counts twice."""
+    y = truth[:, None]
+    flip = pred != cur
+    good = (flip & (pred == y)).sum(0)
+    bad = (flip & (pred != y)).sum(0)
+    moved = has_cause[:, None] & pred & cur & (cause != cur_cause)
+    good = good + (moved & cause).sum(0)
+    bad = bad + (moved & ~cause).sum(0)
+    return good - bad >= EVIDENCE_Z * np.sqrt(good + bad)
+
+
+__all__ = ["EVIDENCE_Z", "Anchors", "beyond_chance"]
