@@ -179,6 +179,7 @@ def draw_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     return {
         "draws": len(pairs),
+        "refused": [r["refused"] for r in rows if r.get("refused")],
         "stored_by_the_rule": sum(bool(r.get("better")) for r in rows),
         "lower": sum(d > 0 for d in moved),
         "same": sum(d == 0 for d in moved),
@@ -227,8 +228,10 @@ def readme_table(result: dict[str, Any]) -> str:
         d = draws.get(kind)
         if not d:
             return ""
+        refused = len(d.get("refused", []))
         return (
-            f"; over {d['draws']} draws: lower in {d['lower']}, the same in {d['same']}, higher"
+            f"; over {d['draws']} draws: lower in {d['lower']}, the same in {d['same']}"
+            f"{f' ({refused} refused by `judges fit`)' if refused else ''}, higher"
             f" in {d['higher']}, stored by the rule in {d['stored_by_the_rule']}"
         )
 
@@ -281,6 +284,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--labels", type=int, default=60)
     ap.add_argument("--seed", type=int, default=26)
+    ap.add_argument(
+        "--traffic-seed", type=int, default=26, help="Plant and reword with this seed instead."
+    )
     ap.add_argument("--no-fit", action="store_true", help="Skip the fit (a quicker look).")
     ap.add_argument(
         "--draws", type=int, default=5, help="Label draws per kind (seeds --seed, --seed + 1, ...)."
@@ -300,7 +306,7 @@ def main() -> None:
         write_readme(json.loads(args.out.read_text(encoding="utf-8")))
         return
     t0 = time.perf_counter()
-    traces = build(args.data)
+    traces = build(args.data, args.traffic_seed)
     with tempfile.TemporaryDirectory() as tmp:
         sent, report, db = run_pipeline(traces, Path(tmp))
         decided = verdicts(db)

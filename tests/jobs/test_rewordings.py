@@ -88,6 +88,10 @@ def test_other_answers_or_other_questions_are_other_failures() -> None:
         ),
         ("What benefits do the plans give?", "What benefits do the pans give?"),
         (
+            "Oh, I see. What benefits exist under the first program?",
+            "Do you know oh, I see. What benefits exist unedr the first program?",
+        ),
+        (
             "When do I need to present my certificate to someone?",
             "Can you tell me: when do I need to preseent my certificate to soomeone?",
         ),

@@ -35,6 +35,7 @@ from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict
 MAX_TYPO_EDITS = 2  # letters a misspelt word may differ by from the word it stands for
 MIN_DROPPED_LEN = 4  # a shorter word is too often another word with a letter less ("an", "and")
 POOLED = ("context_relevance", "answer_relevance")
+MAX_LEAD_INS = 3  # lead-ins read off one after another ("Do you know" + "oh,")
 
 Redecide = Callable[[int, list[EvalResult], CorpusAnswer | None], Verdict]
 
@@ -81,8 +82,14 @@ def same_wording(a: str, b: str) -> bool:
 
 
 def _asked_words(question: str) -> list[str]:
-    """Content words, a misspelt function word ("myeslf") left out as its word would be."""
-    words = content_words(fold(without_preamble(question)))
+    """Content words after every lead-in ("Can you tell me: yes, what if..." as "what if..."),
+    a misspelt function word ("myeslf") left out as its word would be."""
+    for _ in range(MAX_LEAD_INS):
+        shorter = without_preamble(question)
+        if shorter == question:
+            break
+        question = shorter
+    words = content_words(fold(question))
     return [w for w in words if not misspells(w, STOPWORDS)]
 
 
