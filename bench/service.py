@@ -312,8 +312,8 @@ def main() -> None:
         decided = verdicts(db)
         fit = fit_review = None
         draws: dict[str, list[dict[str, Any]]] = {"random": [], "review": []}
+        w, work = args.fit_within_tune, Path(tmp)
         for seed in [] if args.no_fit else range(args.seed, args.seed + args.draws):
-            w, work = args.fit_within_tune, Path(tmp)
             draws["random"].append(_fit(sent, db, work, args.labels, seed, None, f"r{seed}", w))
             draws["review"].append(
                 _fit(sent, db, work, args.labels, seed, review_queue(decided), f"q{seed}", w)

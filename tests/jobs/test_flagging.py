@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragsieve.evaluators.records import EvalResult
-from ragsieve.evaluators.testing import make_interaction
+from ragsieve.evaluators.testing import make_interaction, make_result
 from ragsieve.jobs.verdicts.corpus import CorpusHit
 from ragsieve.jobs.verdicts.flagging import CorpusAnswer, decide, metric_failed
 
@@ -14,14 +14,7 @@ IT = make_interaction("What is the capital of France?")
 
 
 def res(metric: str, label: str, score: float | None, **meta: Any) -> EvalResult:
-    return EvalResult(
-        trace_id=IT.trace_id,
-        span_id=IT.span_id,
-        evaluator=metric,
-        label=label,
-        score=score,
-        metadata=meta,
-    )
+    return make_result(IT, metric, label, score, **meta)
 
 
 def ctx(relevant: bool) -> EvalResult:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from ragsieve.evaluators.records import EvalResult, Message, RagInteraction
-from ragsieve.evaluators.testing import make_interaction
+from ragsieve.evaluators.records import EvalResult, Message
+from ragsieve.evaluators.testing import make_interaction, make_result
 from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict, decide
 from ragsieve.jobs.verdicts.rewordings import agree, same_failure_groups, same_wording
 
@@ -16,24 +14,13 @@ CHUNKS = ("The DMV can issue a conditional license to a driver whose license was
 ANSWER = "A conditional license lets you drive to work, and it costs nothing."
 
 
-def _res(it: RagInteraction, metric: str, label: str, score: float, **meta: Any) -> EvalResult:
-    return EvalResult(
-        trace_id=it.trace_id,
-        span_id=it.span_id,
-        evaluator=metric,
-        label=label,
-        score=score,
-        metadata=meta,
-    )
-
-
 def _trace(question: str, context_score: float, answer: str = ANSWER) -> tuple:
     it = make_interaction(question, CHUNKS, answer)
     chunk = {"id": "doc-0", "rank": 0, "relevant": context_score >= 0.6, "score": context_score}
     results = [
-        _res(it, "faithfulness", "unfaithful", 0.2),
-        _res(it, "answer_relevance", "relevant", 0.8),
-        _res(
+        make_result(it, "faithfulness", "unfaithful", 0.2),
+        make_result(it, "answer_relevance", "relevant", 0.8),
+        make_result(
             it,
             "context_relevance",
             "relevant" if context_score >= 0.6 else "irrelevant",

@@ -1,4 +1,5 @@
-"""Public test helpers: a scripted OpenAI-compatible server on loopback and ``make_interaction``."""
+"""Public test helpers: a scripted OpenAI-compatible server on loopback, ``make_interaction`` and
+``make_result``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from typing import Any
 
-from ragsieve.evaluators.records import RagInteraction, RetrievedDocument
+from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
 
 _ids = count(1)
 
@@ -43,6 +44,20 @@ def make_interaction(
         documents=docs,
         model=model,
         **fields,
+    )
+
+
+def make_result(
+    interaction: RagInteraction, metric: str, label: str, score: float | None, **metadata: Any
+) -> EvalResult:
+    """A judge's result on ``interaction``, as a judge named ``metric`` would return it."""
+    return EvalResult(
+        trace_id=interaction.trace_id,
+        span_id=interaction.span_id,
+        evaluator=metric,
+        label=label,
+        score=score,
+        metadata=metadata,
     )
 
 

@@ -136,15 +136,16 @@ def build_anchors(
     nothing is judged here), and each one's weight: the inverse of the probability with which
     the job's sampler picked it, so the anchors stand for the traffic, not for the failure-
     seeking sample. A fit weighs what a change would do to their verdicts."""
-    skip, picked = set(exclude), {}
-    for tid, p in store.query(
-        "SELECT s.trace_id, s.inclusion_p FROM samples s JOIN runs r ON r.run_id = s.run_id"
-        " ORDER BY r.started_at DESC, s.trace_id"
-    ):
-        if tid not in skip and tid not in picked:
-            picked[str(tid)] = float(p)
-            if len(picked) >= 2 * limit:  # enough, even if some lack results
-                break
+    skip, picked = set(exclude), dict[str, float]()
+    for (run,) in store.query("SELECT run_id FROM runs ORDER BY started_at DESC, run_id"):
+        if len(picked) >= 2 * limit:  # enough, even if some lack results
+            break
+        rows = store.query(
+            "SELECT trace_id, inclusion_p FROM samples WHERE run_id = ? ORDER BY trace_id", (run,)
+        )
+        for tid, p in rows:
+            if tid not in skip and tid not in picked:
+                picked[str(tid)] = float(p)
     examples, _ = _examples(store, settings, sorted(picked), judge=False)
     wanted = set(METRICS) & set(settings.jobs.judges)
     usable = [ex for ex in examples if ex.results and wanted <= set(ex.results)]

@@ -104,10 +104,9 @@ class Problem:
         self.has_cause = np.array(
             [it.metric is None and it.failed and it.root_cause is not None for it in items], bool
         )
-        self.anchors = Anchors(
-            self.fail_table[len(examples) - len(anchors) :], anchors, anchor_weights
-        )
-        self.anchor = self.anchors.rows + len(examples) - len(anchors)
+        first = len(examples) - len(anchors)  # the anchors come after the labelled examples
+        self.anchor = np.arange(first, len(examples))
+        self.anchors = Anchors(self.fail_table[first:], anchors, anchor_weights)
 
     def anchor_to(self, p: Params) -> None:
         """Weigh what a candidate changes against the anchors' verdicts under ``p``."""
