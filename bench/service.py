@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import statistics
@@ -279,6 +280,14 @@ def table(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _thresholds(text: str) -> dict[str, float]:
+    """``faithfulness=0.8,answer_relevance=0.65`` as a dict."""
+    pairs = [p.split("=", 1) for p in text.split(",") if p.strip()]
+    if any(len(p) != 2 for p in pairs):
+        raise argparse.ArgumentTypeError("metric=value pairs, comma-separated")
+    return {k.strip(): float(v) for k, v in pairs}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
@@ -299,9 +308,18 @@ def main() -> None:
     ap.add_argument(
         "--dump", type=Path, default=None, help="Write the verdict of every tune trace here."
     )
+    ap.add_argument(
+        "--thresholds",
+        type=_thresholds,
+        default={},
+        help="Start from these jobs.thresholds (e.g. faithfulness=0.8,answer_relevance=0.65:"
+        " a deployment that set them stricter than the defaults); fits start from them too.",
+    )
     ap.add_argument("--readme", action="store_true", help="Rewrite the README table only.")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "service.json")
     args = ap.parse_args()
+    for metric, value in args.thresholds.items():  # every `ragsieve` the bench runs reads them
+        os.environ[f"RAGSIEVE_JOBS__THRESHOLDS__{metric.upper()}"] = str(value)
     if args.readme:
         write_readme(json.loads(args.out.read_text(encoding="utf-8")))
         return
@@ -353,6 +371,7 @@ def main() -> None:
     payload = {
         "benchmark": "service",
         "judge": "offline heuristic (deterministic, no LLM), default settings",
+        "thresholds": args.thresholds or "defaults",
         "data": "Doc2Dial service pages (en) + MEMERAG es questions; topics split tune / heldout",
         "job_seconds": report.get("_job_seconds"),
         "seconds": round(time.perf_counter() - t0, 1),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.jobs.alerts.evaluate import evaluate_each
 from ragsieve.jobs.cli import main
 from ragsieve.jobs.history.runs import RunRecord
@@ -62,8 +63,9 @@ def test_an_unknown_metric_key_is_refused_with_its_line(
     err = _exit_2(cfg, capsys)
     assert f"{cfg}:3: jobs.thresholds.bogus_metric: unknown metric" in err
     assert "faithfulness" in err  # says what exists
-    # the defaults and real keys still load
-    assert load_settings(_cfg(tmp_path, "[jobs.thresholds]\nfaithfulness = 0.7\n")).jobs.thresholds
+    # a real key loads, and the metrics it does not name keep their defaults
+    loaded = load_settings(_cfg(tmp_path, "[jobs.thresholds]\nfaithfulness = 0.7\n"))
+    assert loaded.jobs.thresholds == {**DEFAULT_THRESHOLDS, "faithfulness": 0.7}
 
 
 def test_a_webhook_url_that_is_not_a_url_is_refused_at_load(
@@ -117,3 +119,12 @@ def test_one_rule_that_fails_to_evaluate_never_silences_the_others() -> None:
     assert list(failed) == ["broken"] and "7 days" in failed["broken"]
     with pytest.raises(ValueError, match="7 days"):
         AlertRule(kind="failure_rate_rise", baseline="7 days")
+
+
+def test_one_threshold_from_the_environment_keeps_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a partial dict from the environment once replaced the defaults, and `judges fit` then
+    # failed with KeyError: 'context_relevance'
+    monkeypatch.setenv("RAGSIEVE_JOBS__THRESHOLDS__FAITHFULNESS", "0.8")
+    assert load_settings(None).jobs.thresholds == {**DEFAULT_THRESHOLDS, "faithfulness": 0.8}

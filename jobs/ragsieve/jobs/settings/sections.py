@@ -30,6 +30,11 @@ MetricName = Annotated[str, AfterValidator(_known_metric)]
 Threshold = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
+def _with_defaults(given: dict[str, float]) -> dict[str, float]:
+    """``[jobs.thresholds]`` naming one metric keeps the defaults of the others."""
+    return {**DEFAULT_THRESHOLDS, **given}
+
+
 class LLMSettings(_Section):
     """An OpenAI-compatible endpoint for LLM judges (section ``[llm]``)."""
 
@@ -93,7 +98,7 @@ class JobSettings(_Section):
     budget_calls: int | None = Field(None, ge=1, description="Most judge calls per run.")
     budget_usd: float | None = Field(None, gt=0, description="Most judge spend per run (USD).")
     sample_size: int = Field(200, ge=1, description="Traces judged per run (beyond the strata).")
-    thresholds: dict[MetricName, Threshold] = Field(
+    thresholds: Annotated[dict[MetricName, Threshold], AfterValidator(_with_defaults)] = Field(
         default_factory=lambda: dict(DEFAULT_THRESHOLDS),
         description=(
             "A score below its threshold fails the metric: the judges label with these and the"
