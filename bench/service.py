@@ -2,7 +2,9 @@
 
 Usage: ``.venv/bin/python bench/service.py [--data DIR] [--labels 60]``
 -> prints a table, writes ``bench/results/service.json``; ``--readme`` rewrites the table
-between the ``<!-- service-table -->`` markers of README.md.
+between the ``<!-- service-table -->`` markers of README.md. ``--thresholds
+faithfulness=0.9`` starts the job and every fit from a deployment's own ``jobs.thresholds``
+(write such a run elsewhere with ``--out``, or look within tune with ``--fit-within-tune``).
 
 Traffic (``bench/service_traffic.py``: Doc2Dial service pages in English, MEMERAG questions in
 Spanish, planted as ``bench/e2e.py`` plants) goes through the real collector and ``ragsieve jobs

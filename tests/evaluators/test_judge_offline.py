@@ -38,6 +38,26 @@ async def test_wrong_year_is_explained():
     assert r.metadata["claims"][0]["supported"] is False
 
 
+async def test_a_pass_with_claims_under_the_support_line_says_why_it_passed():
+    # the demo's out-of-corpus answer: its one claim falls under the support line, yet the
+    # score passes it; "faithful: 0/1 claims supported" alone read as a contradiction
+    r = await judge(
+        "faithfulness",
+        query="Is Tallyfox hiring support engineers in Madrid?",
+        context=(
+            "Las sesiones del panel caducan tras 12 horas de inactividad. Las claves de API no"
+            " caducan, pero Tallyfox recomienda rotarlas cada 90 días.",
+            "Tallyfox Reader devices bought in the online store can be returned within 30 days"
+            " of delivery for a full refund.",
+        ),
+        answer="Yes, Tallyfox is hiring 12 support engineers for its Madrid hub this year.",
+    )
+    short = r.metadata["total"] - r.metadata["supported"]
+    assert short > 0
+    said = r.explanation.endswith("weighs all the evidence, passes the rest")
+    assert (r.label == "faithful") == said
+
+
 async def test_words_copied_from_the_question_are_not_support():
     r = await judge(
         "faithfulness",

@@ -264,6 +264,14 @@ def test_labels_file_lines_are_checked_against_the_store(
     bad.write_text(json.dumps({"trace_id": f"{1:032x}", "verdict": "maybe"}) + "\n")
     with pytest.raises(ConfigError, match=r"bad.jsonl:1: verdict: "):
         read_labels_file(bad, sqlite_store)
+    # a file saved with a byte-order mark reads as without it; a byte that is not UTF-8 is named
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + good.read_bytes())
+    assert read_labels_file(bom, sqlite_store) == labels
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(good.read_bytes() + b'{"trace_id": "\xff", "verdict": "fail"}\n')
+    with pytest.raises(ConfigError, match=r"latin.jsonl:4: not UTF-8 \(byte 0xff"):
+        read_labels_file(latin, sqlite_store)
 
 
 def test_review_labels_and_candidates_become_labels(sqlite_store: Store) -> None:

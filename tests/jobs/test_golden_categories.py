@@ -298,3 +298,21 @@ def test_a_new_topic_with_mixed_root_causes_is_new(store: Store, tmp_path: Path)
         "generation": 1,
         "no_answer_expected": 1,
     }
+
+
+def test_failures_flagged_again_are_reported_under_their_category(
+    store: Store, tmp_path: Path
+) -> None:
+    """A new judge version (a fit, a changed threshold) flags the same traces again: they are
+    already candidates, and the run's report counts them under the category they are in."""
+    cases = [
+        flagged(PORTS_EN, "retrieval", 1),
+        flagged("Does the on-prem agent need a proxy to reach the cloud?", "generation", 2),
+        flagged("How do I install the on-prem agent with apt?", "no_answer_expected", 3),
+    ]
+    settings = GoldenSettings(path=str(write_golden_v3(tmp_path)))
+    first = grow(store, cases, settings)
+    [new] = first["new_categories"]
+    again = grow(store, cases, settings)
+    assert again["already_seen"] == 3 and again["new_candidates"] == 0
+    assert again["flagged_by_category"] == first["flagged_by_category"] == {new["category"]: 3}

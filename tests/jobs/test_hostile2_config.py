@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ragsieve.collector.store import open_store
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.jobs.alerts.evaluate import evaluate_each
 from ragsieve.jobs.cli import main
@@ -128,3 +129,74 @@ def test_one_threshold_from_the_environment_keeps_the_others(
     # failed with KeyError: 'context_relevance'
     monkeypatch.setenv("RAGSIEVE_JOBS__THRESHOLDS__FAITHFULNESS", "0.8")
     assert load_settings(None).jobs.thresholds == {**DEFAULT_THRESHOLDS, "faithfulness": 0.8}
+
+
+def test_a_stratum_named_in_part_keeps_its_own_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = _cfg(tmp_path, "[jobs.sampling.low_retrieval]\nquota = 40\n")
+    sampling = load_settings(cfg).jobs.sampling
+    assert (sampling.low_retrieval.rate, sampling.low_retrieval.quota) == (0.5, 40)
+    monkeypatch.setenv("RAGSIEVE_JOBS__SAMPLING__SLOW__RATE", "0.9")
+    slow = load_settings(None).jobs.sampling.slow
+    assert (slow.rate, slow.quota) == (0.9, 50)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "kind"),
+    [
+        ("RAGSIEVE_JOBS__JUDGES", "faithfulness", "a list"),
+        ("RAGSIEVE_REPORT__CELLS", "route", "a table"),
+        ("RAGSIEVE_JOBS__SAMPLING__SLOW", "{bad", "a table"),
+    ],
+)
+def test_an_env_list_or_table_that_is_not_json_names_its_variable(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    value: str,
+    kind: str,
+) -> None:
+    monkeypatch.setenv(name, value)
+    err = _exit_2(_cfg(tmp_path, ""), capsys)
+    assert f"{name}: {kind} is written as JSON here" in err and repr(value) in err
+
+
+def test_a_duration_is_checked_when_the_settings_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = _cfg(tmp_path, '[jobs]\nsince = "banana"\n')
+    assert f"{cfg}:2: jobs.since: a duration, e.g. 90s" in _exit_2(cfg, capsys)
+    cfg = _cfg(tmp_path, '[report]\nsince = "2 weeks"\n')
+    assert f"{cfg}:2: report.since: a duration" in _exit_2(cfg, capsys)
+    monkeypatch.setenv("RAGSIEVE_JOBS__SINCE", "soon")
+    assert "RAGSIEVE_JOBS__SINCE: a duration" in _exit_2(_cfg(tmp_path, ""), capsys)
+
+
+def test_an_unknown_env_key_names_the_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGSIEVE_JOBS__SAMPLNG__SLOW__RATE", "0.5")
+    err = _exit_2(_cfg(tmp_path, ""), capsys)
+    assert err.endswith("RAGSIEVE_JOBS__SAMPLNG__SLOW__RATE: unknown setting"), err
+
+
+def test_an_llm_backend_without_an_endpoint_says_which_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGSIEVE_JOBS__BACKEND", "llm")
+    store = f"sqlite:///{tmp_path / 'x.db'}"
+    open_store(store, create=True).close()
+    err = _exit_2(_cfg(tmp_path, ""), capsys, "jobs", "run", "--store", store, "--dry-run")
+    assert "jobs.backend: 'llm' needs an LLM endpoint" in err and "RAGSIEVE_LLM__BASE_URL" in err
+
+
+def test_a_config_file_with_a_byte_order_mark_or_a_bad_byte_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "ragsieve.toml"
+    cfg.write_bytes(b'\xef\xbb\xbf[jobs]\nsince = "1h"\n')
+    assert f"{cfg}:1: the file starts with a byte-order mark (BOM)" in _exit_2(cfg, capsys)
+    cfg.write_bytes(b'[jobs]\nsince = "\xff"\n')
+    assert f"{cfg}: not UTF-8" in _exit_2(cfg, capsys)

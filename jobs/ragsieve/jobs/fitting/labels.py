@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.tools.jsonlines import json_lines
 from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES
 
 SOURCES = ("candidates", "audits", "phoenix", "review", "file")
@@ -124,16 +125,10 @@ def add_label(store: Store, label: Label, *, by: str, now: float | None = None) 
 def read_labels_file(path: str | Path, store: Store) -> list[Label]:
     """The labels of a JSONL file; a bad line or a trace the store does not hold is a
     ``ConfigError`` naming ``path:line``."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
     parsed: list[tuple[int, LabelLine]] = []
-    for n, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
+    for n, value in json_lines(Path(path)):  # a BOM, a bad byte, bad JSON: path:line
         try:
-            line = LabelLine.model_validate_json(raw)
+            line = LabelLine.model_validate(value)
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "line"

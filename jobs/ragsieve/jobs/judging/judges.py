@@ -33,6 +33,11 @@ def make_judges(
 
     cal = load_active(settings, store) if calibration is True else calibration or None
     llm = settings.llm.to_config(settings.golden.pii_patterns)
+    if llm is None and settings.jobs.backend != "offline":
+        raise ConfigError(
+            f"jobs.backend: {settings.jobs.backend!r} needs an LLM endpoint: set llm.base_url"
+            f" ([llm] base_url = ..., or RAGSIEVE_LLM__BASE_URL)"
+        )
     judges = build_judges(
         list(names or settings.jobs.judges),
         backend=settings.jobs.backend,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragsieve.jobs.settings.sections import Duration
+
 
 def _default_cells() -> dict[str, str]:
     return {"route": "http.route", "model": "model", "tenant": "metadata.tenant"}
@@ -17,7 +19,7 @@ class ReportSettings(BaseModel):
     html_path: str | None = Field(
         None, description="`ragsieve up` rewrites this HTML report after each run."
     )
-    since: str = Field("14d", description="Run history the report covers.")
+    since: Duration = Field("14d", description="Run history the report covers.")
     url: str | None = Field(None, description="Where people open the report (linked in alerts).")
     cells: dict[str, str] = Field(
         default_factory=_default_cells,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class StratumRule(BaseModel):
@@ -14,17 +16,32 @@ class StratumRule(BaseModel):
     quota: int | None = Field(None, ge=0, description="Most traces judged from it per run.")
 
 
+# each stratum's own defaults; a table naming one of its keys keeps the other
+STRATA: dict[str, dict[str, Any]] = {
+    "error": {"rate": 1.0, "quota": 100},
+    "negative_feedback": {"rate": 1.0, "quota": 100},
+    "low_retrieval": {"rate": 0.5, "quota": 50},
+    "tiny_context": {"rate": 0.5, "quota": 50},
+    "slow": {"rate": 0.5, "quota": 50},
+    "novel": {"rate": 1.0, "quota": 25},
+}
+
+
+def _stratum(name: str) -> Any:
+    return Field(default_factory=lambda: StratumRule(**STRATA[name]))
+
+
 class SamplingSettings(BaseModel):
     """Strata and their quotas (proposed section ``[jobs.sampling]``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    error: StratumRule = Field(default_factory=lambda: StratumRule(rate=1.0, quota=100))
-    negative_feedback: StratumRule = Field(default_factory=lambda: StratumRule(rate=1.0, quota=100))
-    low_retrieval: StratumRule = Field(default_factory=lambda: StratumRule(rate=0.5, quota=50))
-    tiny_context: StratumRule = Field(default_factory=lambda: StratumRule(rate=0.5, quota=50))
-    slow: StratumRule = Field(default_factory=lambda: StratumRule(rate=0.5, quota=50))
-    novel: StratumRule = Field(default_factory=lambda: StratumRule(rate=1.0, quota=25))
+    error: StratumRule = _stratum("error")
+    negative_feedback: StratumRule = _stratum("negative_feedback")
+    low_retrieval: StratumRule = _stratum("low_retrieval")
+    tiny_context: StratumRule = _stratum("tiny_context")
+    slow: StratumRule = _stratum("slow")
+    novel: StratumRule = _stratum("novel")
     low_score: float | None = Field(None, description="Best chunk score below this is low.")
     low_score_quantile: float = Field(0.1, gt=0, lt=1, description="Else: window quantile.")
     tiny_context_chars: int = Field(64, ge=0, description="Less context text than this is tiny.")
@@ -46,6 +63,17 @@ class SamplingSettings(BaseModel):
         default_factory=lambda: ["baseline"],
         description="Tail-sampling policy names that keep a trace by probability only.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stratum_defaults(cls, data: Any) -> Any:
+        """``[jobs.sampling.slow]`` with ``rate`` alone keeps the slow stratum's own quota."""
+        if not isinstance(data, dict):
+            return data
+        return {
+            k: {**STRATA[k], **v} if k in STRATA and isinstance(v, dict) else v
+            for k, v in data.items()
+        }
 
 
 __all__ = ["SamplingSettings", "StratumRule"]

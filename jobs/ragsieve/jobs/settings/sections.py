@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 
+from ragsieve.collector.timeutil import parse_duration
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.jobs.settings.sampling import SamplingSettings
 
@@ -28,6 +29,18 @@ def _known_metric(name: str) -> str:
 MetricName = Annotated[str, AfterValidator(_known_metric)]
 # A score threshold: finite and in [0, 1] (nan would flag nothing, inf or 1.7 everything).
 Threshold = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+def _duration(text: str) -> str:
+    try:
+        parse_duration(text)
+    except ValueError:  # the error line adds "(got ...)"
+        raise ValueError("a duration, e.g. 90s, 15m, 2h, 7d") from None
+    return text
+
+
+# "90s", "15m", "2h", "7d": refused when the settings load, not when a command first reads it
+Duration = Annotated[str, AfterValidator(_duration)]
 
 
 def _with_defaults(given: dict[str, float]) -> dict[str, float]:
@@ -86,7 +99,7 @@ class JobSettings(_Section):
     """The scheduled online evaluator (section ``[jobs]``)."""
 
     every_minutes: float = Field(5.0, gt=0, description="How often `ragsieve up` runs the job.")
-    since: str = Field("2h", description="Default window looked back over by each run.")
+    since: Duration = Field("2h", description="Default window looked back over by each run.")
     settle_s: float = Field(15.0, ge=0, description="A trace must be quiet this long to count.")
     judges: list[str] = Field(
         default_factory=lambda: ["faithfulness", "answer_relevance", "context_relevance"],

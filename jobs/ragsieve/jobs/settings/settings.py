@@ -8,18 +8,21 @@ fails fast with one line naming its source: ``ragsieve.toml:7: jobs.budget_calls
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
+import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -152,9 +155,17 @@ def load_settings(
     toml_data: dict[str, Any] = {}
     if toml_path is not None:
         try:
-            toml_data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+            text = toml_path.read_text(encoding="utf-8")
+            if text.startswith("\ufeff"):
+                raise ConfigError(
+                    f"{toml_path}:1: the file starts with a byte-order mark (BOM), which TOML"
+                    " does not allow; save it as UTF-8 without BOM"
+                )
+            toml_data = tomllib.loads(text)
         except FileNotFoundError:
             raise ConfigError(f"{toml_path}: no such config file") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{toml_path}: not UTF-8 (byte at offset {exc.start})") from None
         except tomllib.TOMLDecodeError as exc:
             m = re.search(r"line (\d+)", str(exc))
             where = f"{toml_path}:{m.group(1)}" if m else str(toml_path)
@@ -177,6 +188,56 @@ def load_settings(
         return cls(**_nest(flags))
     except ValidationError as exc:
         raise ConfigError(_describe(exc, flags, env, toml_path, toml_data)) from None
+    except SettingsError as exc:  # an env value a list or table needs as JSON, and is not
+        raise ConfigError(_not_json(exc, env)) from None
+
+
+def _not_json(exc: SettingsError, env: Mapping[str, str]) -> str:
+    """The env variable whose value a list or table setting could not read as JSON."""
+    for name, value in sorted(env.items()):
+        parts = name.upper().removeprefix(ENV_PREFIX).lower().split("__")
+        kind = _structured(Settings, parts) if name.upper().startswith(ENV_PREFIX) else None
+        if kind is None:
+            continue
+        try:
+            json.loads(value)
+        except ValueError:
+            example = '["a", "b"]' if kind == "list" else '{"key": "value"}'
+            return f"{name}: a {kind} is written as JSON here, e.g. '{example}' (got {value!r})"
+    return str(exc)
+
+
+def _structured(model: type[BaseModel], parts: list[str]) -> str | None:
+    """``"list"`` or ``"table"`` when the setting at ``parts`` (``["jobs", "judges"]``) is one
+    (a section is a table), else None."""
+    hint: Any = model
+    for part in parts:
+        hint = _bare(hint)
+        if isinstance(hint, type) and issubclass(hint, BaseModel):
+            field = hint.model_fields.get(part)
+            if field is None:
+                return None
+            hint = field.annotation
+        elif get_origin(hint) is dict:
+            hint = get_args(hint)[1]
+        else:
+            return None
+    hint = _bare(hint)
+    if get_origin(hint) is list:
+        return "list"
+    table = get_origin(hint) is dict or (isinstance(hint, type) and issubclass(hint, BaseModel))
+    return "table" if table else None
+
+
+def _bare(hint: Any) -> Any:
+    """``hint`` without ``Annotated[...]`` and ``| None``."""
+    while True:
+        if get_origin(hint) is Annotated:
+            hint = get_args(hint)[0]
+        elif get_origin(hint) in (Union, types.UnionType):
+            hint = next(a for a in get_args(hint) if a is not type(None))
+        else:
+            return hint
 
 
 def _describe(
@@ -200,7 +261,8 @@ def _describe(
             return f"--{key.split('.')[-1].replace('_', '-')}: {detail}"
     env_name = ENV_PREFIX + "__".join(p.upper() for p in loc)
     for name in env:
-        if name.upper() == env_name or env_name.startswith(name.upper() + "__"):
+        up = name.upper()
+        if up == env_name or env_name.startswith(up + "__") or up.startswith(env_name + "__"):
             return f"{name}: {detail}"
     if toml_path is not None:
         node: Any = toml_data

@@ -365,7 +365,10 @@ class FaithfulnessJudge(OfflineJudge):
         head = f"{label} ({score:.2f} {cmp} {self.threshold}): {n_ok}/{len(verdicts)} claims"
         head += " supported by the context"
         if label == "faithful":
-            return head
+            # the score weighs more than the support line: say why the rest passed, or
+            # "faithful: 0/1 claims supported" reads as a contradiction
+            short = len(verdicts) > n_ok
+            return head + ("; the score, which weighs all the evidence, passes the rest" * short)
         bad = [v["reason"] for v in verdicts if not v["supported"]]
         why = bad[:3] or [DRIVER_TEXT[f] for f in self.model.drivers(feats)]
         if label == "uncertain":

@@ -118,8 +118,9 @@ def match_candidates(
     index = _Index(rows)
     for p in prepared:
         trace = p.case.interaction.trace_id
-        if trace in seen:
+        if trace in seen:  # flagged again (a new judge version): the report names its category
             out.counts["already_seen"] += 1
+            out.by_trace[trace] = seen[trace]
             continue
         target, sim, why = _find_duplicate(p, by_norm, index, rule)
         gold_i, gold_sim = _golden_match(p, reference)
