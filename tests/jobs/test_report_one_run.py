@@ -5,6 +5,7 @@ Before, one run drew a time axis spanning six years and empty plots for every ch
 
 from __future__ import annotations
 
+import warnings
 from datetime import timedelta
 from pathlib import Path
 
@@ -43,3 +44,17 @@ def test_charts_over_time_need_two_runs(store: Store, tmp_path: Path, runs: int)
         else:
             assert "<svg" in section and "Not enough runs" not in section
     assert "<svg" in _section(page, "Failure rate by stratum")  # one run's rates still shown
+
+
+def test_runs_minutes_apart_draw_without_warnings(store: Store, tmp_path: Path) -> None:
+    """Runs a minute and a half apart (a first try of `jobs run`) once made matplotlib warn on
+    stderr that it found no tick interval for the time axis."""
+    start = (utcnow() - timedelta(minutes=10)).replace(microsecond=0)
+    spec = HistorySpec(runs=4, rate=lambda i: 0.05, start=start, every=timedelta(seconds=89))
+    for started, report in simulate(spec):
+        store_run(store, started, report)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = write_report(store, Settings(), tmp_path / "report.html")
+    assert out["runs"] == 4
+    assert "<svg" in _section(Path(out["path"]).read_text(encoding="utf-8"), "Cost per run")

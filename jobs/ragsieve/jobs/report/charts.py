@@ -69,7 +69,7 @@ def _time_axis(ax: Axes, times: Sequence[datetime]) -> None:
     if not times:
         return
     ax.xaxis_date()
-    loc = mdates.AutoDateLocator(maxticks=10)
+    loc = mdates.AutoDateLocator(minticks=3, maxticks=10)  # 5 finds no interval for ~4.5 minutes
     ax.xaxis.set_major_locator(loc)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
 
