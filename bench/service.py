@@ -46,7 +46,10 @@ from e2e_traffic import DATA, EXPECT, Trace  # noqa: E402
 from fit import label_pool, one_size, store_copy, write_labels  # noqa: E402
 from service_traffic import build  # noqa: E402
 
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS  # noqa: E402
+
 README = ROOT.parent / "README.md"
+OUT = ROOT / "results" / "service.json"
 MARK = ("<!-- service-table -->", "<!-- /service-table -->")
 MISSING = {"verdict": "missing", "root_cause": None}
 
@@ -318,8 +321,12 @@ def main() -> None:
         " a deployment that set them stricter than the defaults); fits start from them too.",
     )
     ap.add_argument("--readme", action="store_true", help="Rewrite the README table only.")
-    ap.add_argument("--out", type=Path, default=ROOT / "results" / "service.json")
+    ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
+    if args.thresholds and args.out == OUT and not args.fit_within_tune:
+        ap.error(
+            "--thresholds writes elsewhere: give --out (the default results are the defaults')"
+        )
     for metric, value in args.thresholds.items():  # every `ragsieve` the bench runs reads them
         os.environ[f"RAGSIEVE_JOBS__THRESHOLDS__{metric.upper()}"] = str(value)
     if args.readme:
@@ -372,8 +379,9 @@ def main() -> None:
         return
     payload = {
         "benchmark": "service",
-        "judge": "offline heuristic (deterministic, no LLM), default settings",
-        "thresholds": args.thresholds or "defaults",
+        "judge": "offline heuristic (deterministic, no LLM), "
+        + (f"jobs.thresholds {args.thresholds}" if args.thresholds else "default settings"),
+        "thresholds": {**DEFAULT_THRESHOLDS, **args.thresholds},
         "data": "Doc2Dial service pages (en) + MEMERAG es questions; topics split tune / heldout",
         "job_seconds": report.get("_job_seconds"),
         "seconds": round(time.perf_counter() - t0, 1),

@@ -272,6 +272,10 @@ def test_labels_file_lines_are_checked_against_the_store(
     latin.write_bytes(good.read_bytes() + b'{"trace_id": "\xff", "verdict": "fail"}\n')
     with pytest.raises(ConfigError, match=r"latin.jsonl:4: not UTF-8 \(byte 0xff"):
         read_labels_file(latin, sqlite_store)
+    listed = tmp_path / "list.jsonl"
+    listed.write_text('["fail"]\n')
+    with pytest.raises(ConfigError, match=r"list.jsonl:1: line: a JSON object per line"):
+        read_labels_file(listed, sqlite_store)
 
 
 def test_review_labels_and_candidates_become_labels(sqlite_store: Store) -> None:

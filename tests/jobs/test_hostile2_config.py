@@ -140,6 +140,9 @@ def test_a_stratum_named_in_part_keeps_its_own_defaults(
     monkeypatch.setenv("RAGSIEVE_JOBS__SAMPLING__SLOW__RATE", "0.9")
     slow = load_settings(None).jobs.sampling.slow
     assert (slow.rate, slow.quota) == (0.9, 50)
+    # TOML has no null: "none" lifts the cap
+    cfg = _cfg(tmp_path, '[jobs.sampling.error]\nquota = "none"\n')
+    assert load_settings(cfg).jobs.sampling.error.quota is None
 
 
 @pytest.mark.parametrize(
@@ -148,6 +151,7 @@ def test_a_stratum_named_in_part_keeps_its_own_defaults(
         ("RAGSIEVE_JOBS__JUDGES", "faithfulness", "a list"),
         ("RAGSIEVE_REPORT__CELLS", "route", "a table"),
         ("RAGSIEVE_JOBS__SAMPLING__SLOW", "{bad", "a table"),
+        ("RAGSIEVE_LLM__UNCERTAINTY_BAND", "0.3,0.8", "a list"),  # a tuple
     ],
 )
 def test_an_env_list_or_table_that_is_not_json_names_its_variable(
@@ -199,4 +203,5 @@ def test_a_config_file_with_a_byte_order_mark_or_a_bad_byte_says_so(
     cfg.write_bytes(b'\xef\xbb\xbf[jobs]\nsince = "1h"\n')
     assert f"{cfg}:1: the file starts with a byte-order mark (BOM)" in _exit_2(cfg, capsys)
     cfg.write_bytes(b'[jobs]\nsince = "\xff"\n')
-    assert f"{cfg}: not UTF-8" in _exit_2(cfg, capsys)
+    assert f"{cfg}:2: not UTF-8" in _exit_2(cfg, capsys)
+    assert f"{tmp_path}: cannot read: " in _exit_2(tmp_path, capsys)  # a directory

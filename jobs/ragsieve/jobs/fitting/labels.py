@@ -132,7 +132,8 @@ def read_labels_file(path: str | Path, store: Store) -> list[Label]:
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "line"
-            raise ConfigError(f"{path}:{n}: {where}: {err['msg']}") from None
+            msg = "a JSON object per line" if err["type"] == "model_type" else err["msg"]
+            raise ConfigError(f"{path}:{n}: {where}: {msg}") from None
         if line.root_cause is not None and line.root_cause not in ROOT_CAUSES:
             known = ", ".join(ROOT_CAUSES)
             raise ConfigError(f"{path}:{n}: root_cause: {line.root_cause!r} is not one of {known}")

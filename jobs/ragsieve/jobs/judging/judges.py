@@ -33,7 +33,10 @@ def make_judges(
 
     cal = load_active(settings, store) if calibration is True else calibration or None
     llm = settings.llm.to_config(settings.golden.pii_patterns)
-    if llm is None and settings.jobs.backend != "offline":
+    from ragsieve.evaluators.judges.registry import METRICS
+
+    builtin = set(names or settings.jobs.judges) & set(METRICS)  # a plugin may need no endpoint
+    if llm is None and settings.jobs.backend != "offline" and builtin:
         raise ConfigError(
             f"jobs.backend: {settings.jobs.backend!r} needs an LLM endpoint: set llm.base_url"
             f" ([llm] base_url = ..., or RAGSIEVE_LLM__BASE_URL)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class StratumRule(BaseModel):
@@ -14,6 +14,12 @@ class StratumRule(BaseModel):
 
     rate: float = Field(1.0, ge=0, le=1, description="Share of the stratum to judge.")
     quota: int | None = Field(None, ge=0, description="Most traces judged from it per run.")
+
+    @field_validator("quota", mode="before")
+    @classmethod
+    def _no_cap(cls, value: Any) -> Any:
+        """``quota = "none"``: no cap (TOML has no null)."""
+        return None if isinstance(value, str) and value.strip().lower() == "none" else value
 
 
 # each stratum's own defaults; a table naming one of its keys keeps the other
@@ -70,10 +76,13 @@ class SamplingSettings(BaseModel):
         """``[jobs.sampling.slow]`` with ``rate`` alone keeps the slow stratum's own quota."""
         if not isinstance(data, dict):
             return data
-        return {
-            k: {**STRATA[k], **v} if k in STRATA and isinstance(v, dict) else v
-            for k, v in data.items()
-        }
+        out = dict(data)
+        for k, v in data.items():
+            if k in STRATA and isinstance(v, StratumRule):
+                v = v.model_dump(exclude_unset=True)
+            if k in STRATA and isinstance(v, dict):
+                out[k] = {**STRATA[k], **v}
+        return out
 
 
 __all__ = ["SamplingSettings", "StratumRule"]

@@ -165,7 +165,10 @@ def load_settings(
         except FileNotFoundError:
             raise ConfigError(f"{toml_path}: no such config file") from None
         except UnicodeDecodeError as exc:
-            raise ConfigError(f"{toml_path}: not UTF-8 (byte at offset {exc.start})") from None
+            at = exc.object[: exc.start].count(b"\n") + 1
+            raise ConfigError(f"{toml_path}:{at}: not UTF-8; save the file as UTF-8") from None
+        except OSError as exc:  # a directory, no permission
+            raise ConfigError(f"{toml_path}: cannot read: {exc.strerror or exc}") from None
         except tomllib.TOMLDecodeError as exc:
             m = re.search(r"line (\d+)", str(exc))
             where = f"{toml_path}:{m.group(1)}" if m else str(toml_path)
@@ -223,7 +226,7 @@ def _structured(model: type[BaseModel], parts: list[str]) -> str | None:
         else:
             return None
     hint = _bare(hint)
-    if get_origin(hint) is list:
+    if get_origin(hint) in (list, tuple, set, frozenset):
         return "list"
     table = get_origin(hint) is dict or (isinstance(hint, type) and issubclass(hint, BaseModel))
     return "table" if table else None

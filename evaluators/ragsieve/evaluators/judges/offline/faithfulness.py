@@ -367,8 +367,8 @@ class FaithfulnessJudge(OfflineJudge):
         if label == "faithful":
             # the score weighs more than the support line: say why the rest passed, or
             # "faithful: 0/1 claims supported" reads as a contradiction
-            short = len(verdicts) > n_ok
-            return head + ("; the score, which weighs all the evidence, passes the rest" * short)
+            rest = "; the score, which weighs all the evidence, passes the rest"
+            return head + rest if n_ok < len(verdicts) else head
         bad = [v["reason"] for v in verdicts if not v["supported"]]
         why = bad[:3] or [DRIVER_TEXT[f] for f in self.model.drivers(feats)]
         if label == "uncertain":
