@@ -167,8 +167,10 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path, command):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
+        store = f"sqlite:///{tmp_path / 'x.db'}"
+        # gRPC off: another collector on this machine may hold 4317, which adds a warning line
         res = _ragsieve(
-            *command, "--port", str(port), "--store", f"sqlite:///{tmp_path / 'x.db'}", cwd=tmp_path
+            *command, "--port", str(port), "--grpc-port", "0", "--store", store, cwd=tmp_path
         )
     assert res.returncode == 2
     assert res.stdout == ""

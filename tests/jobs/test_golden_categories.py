@@ -13,6 +13,7 @@ from ragsieve.collector.store import Store
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.evaluators.tools.embeddings import embed
 from ragsieve.jobs.golden import grow
+from ragsieve.jobs.golden.cli import candidate_json
 from ragsieve.jobs.golden.growth.candidates import candidate_id
 from ragsieve.jobs.golden.growth.categories import name_terms, summarize
 from ragsieve.jobs.golden.growth.category_log import CategoryLog
@@ -50,6 +51,10 @@ def test_a_translation_of_the_same_failure_merges_and_says_why(store: Store) -> 
     # the merged candidate keeps the majority cause and counts the others
     assert row.root_cause == "retrieval"
     assert row.body["root_causes"] == {"retrieval": 3, "generation": 1}
+    # `golden candidates --json` (and Client.candidates) show both, as the README says
+    shown = candidate_json(row, None)
+    assert shown["root_causes"] == {"retrieval": 3, "generation": 1}
+    assert shown["merged_because"] == why
     # a different question about the same documents is its own case
     assert _row(repo, "How do I install the on-prem agent?") is not None
     assert _row(repo, PORTS_ES) is None

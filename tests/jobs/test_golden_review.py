@@ -66,6 +66,11 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
         child.sendline("kb-ports=3, kb-firewall")
         child.expect_exact("relevant chunks: kb-ports=3, kb-firewall")
         child.expect_exact("[q]uit")
+        child.sendline("c")  # the reviewer reads the failure another way than the job
+        child.expect_exact("Root cause")
+        child.sendline("no_answer_expected")
+        child.expect_exact("root cause: no_answer_expected (the job said ")
+        child.expect_exact("[q]uit")
         child.sendline("a")
         child.expect(r"accepted q_[0-9a-f]{12}")
         # second: the Spanish paraphrases of the same failure
@@ -110,3 +115,6 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
     gs = load_golden(res["path"])
     assert gs.version == 4 and [c.id for c in gs.cases][-1] == ports.id
     assert gs.cases[-1].reference_answer == "Open TCP 443 and 8443 outbound."
+    # the golden case keeps the reviewer's root cause, and the job's beside it
+    assert gs.cases[-1].metadata["root_cause"] == "no_answer_expected"
+    assert gs.cases[-1].metadata["judged_root_cause"] == ports.root_cause != "no_answer_expected"

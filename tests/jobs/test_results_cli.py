@@ -28,6 +28,9 @@ def test_list_and_export(collector: Any, tmp_path: Path) -> None:
     assert len(rows) == 6 and {r["trace_id"] for r in rows} == set(ids)
     for key in ("trace_id", "evaluator", "label", "score", "explanation", "flagged", "root_cause"):
         assert all(key in r for r in rows)
+    # each result carries what its judge read (the README's judged_question, claims, ...)
+    relevance = [r for r in rows if r["evaluator"] == "answer_relevance"]
+    assert relevance and all(r["metadata"].get("judged_question") for r in relevance)
     flagged = [
         json.loads(x)
         for x in invoke(
@@ -43,6 +46,8 @@ def test_list_and_export(collector: Any, tmp_path: Path) -> None:
     table = pq.read_table(out)
     assert table.num_rows == 6
     assert sum(table.column("flagged").to_pylist()) == 3
+    judged = {json.loads(m).get("judged_question") for m in table.column("metadata").to_pylist()}
+    assert judged - {None}
     res = invoke("results", "export", "--store", url, "--format", "jsonl")
     assert len(res.stdout.splitlines()) == 6
     assert invoke("results", "export", "--store", url, "--format", "parquet").exit_code == 2

@@ -48,6 +48,9 @@ def test_sessions_in_results_report_view_and_annotations(collector: Any) -> None
     # the run report: the flagged case names its session and turn; rates per turn position
     (case,) = out.report["flagged_cases"]
     assert case["session_id"] == "chat-A" and case["turn"] == "2"
+    # its failure category is the one the run counts it under (the golden set's beside it)
+    assert out.report["flagged_by_category"] == {case["category"]: 1}
+    assert case["golden_category"] == "uncategorized"
     by_turn = out.report["failure_rate_by_turn"]
     first, follow = by_turn["position=first"], by_turn["position=follow_up"]
     assert (first["n"], first["failed"], first["estimate"]) == (3, 0, 0.0)

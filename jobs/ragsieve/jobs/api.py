@@ -58,6 +58,7 @@ RESULT_COLUMNS = [
     "judge_version",
     "run_id",
     "created_at",
+    "metadata",
 ]
 RUN_COLUMNS = [
     "run_id",

@@ -78,6 +78,8 @@ def candidate_json(c: Candidate, summary: Any) -> dict[str, Any]:
         "query": c.query,
         "status": c.status,
         "root_cause": c.root_cause,
+        "root_causes": b.get("root_causes") or {},  # every merged failure's, counted
+        "merged_because": b.get("merged_because") or {},  # source trace -> why it merged
         "category": c.category,
         "category_name": summary.name if summary else None,
         "new_category": bool(summary and summary.new),

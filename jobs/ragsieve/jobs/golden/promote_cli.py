@@ -75,7 +75,8 @@ def promote_cmd(
             click.echo(f"nothing to promote: no accepted candidates beyond {Path(path).name}")
         else:
             verb = "would write" if dry_run else "wrote"
-            click.echo(f"{verb} {res.path} (+{len(res.added)} cases)")
+            added = len(res.added)
+            click.echo(f"{verb} {res.path} (+{added} case{'' if added == 1 else 's'})")
             for name, n in res.by_category.items():
                 click.echo(f"  {n:>3}  {name}")
             if res.negatives_path:

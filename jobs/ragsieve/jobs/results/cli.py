@@ -27,6 +27,7 @@ COLUMNS = (
     "annotator_kind",
     "run_id",
     "created_at",
+    "metadata",  # a JSON object (in Parquet: its text)
 )
 
 
@@ -145,9 +146,11 @@ def export_command(
                 ("annotator_kind", pa.string()),
                 ("run_id", pa.string()),
                 ("created_at", pa.string()),
+                ("metadata", pa.string()),
             ]
         )
-        table = pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema)
+        flat = [{**r, "metadata": json.dumps(r.get("metadata") or {})} for r in rows]
+        table = pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in flat], schema)
         pq.write_table(table, out)
     if out is not None:
         click.echo(f"exported {len(rows)} result(s) to {out}", err=True)

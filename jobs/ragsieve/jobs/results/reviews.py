@@ -73,6 +73,8 @@ def _result_row(row: Sequence[Any]) -> dict[str, Any]:
         "annotator_kind": data.get("annotator_kind"),
         "run_id": run,
         "created_at": created,
+        # what the judge read and found (judged_question, claims, chunks, ...), as it stored it
+        "metadata": data.get("metadata") or {},
     }
 
 

@@ -292,6 +292,10 @@ async def _report(
     if result.golden is not None:
         # the failure categories golden growth assigned (the ones `golden status` lists)
         report["flagged_by_category"] = result.golden.pop("flagged_by_category")
+        named = result.golden.pop("category_by_trace", {})
+        for case in report["flagged_cases"]:  # the failure category, the golden set's beside it
+            case["golden_category"] = case["category"]
+            case["category"] = named.get(case["trace_id"], case["category"])
         report["golden"] = result.golden
     return report
 

@@ -284,7 +284,8 @@ def _limits(
     context = [c for _, _, c in chunks]
     if not asked.is_question:  # nothing was asked: does the reply fit the turn?
         fit = fits_turn(asked, answer, context, score, abstained)
-        return fit, {}, [f"the turn is a {asked.kind}, not a question"]
+        article = "an" if asked.kind[:1] in "aeiou" else "a"
+        return fit, {}, [f"the turn is {article} {asked.kind}, not a question"]
     if leaves_conversation(asked, answer, context):
         return (
             min(score, OFF_CONVERSATION_SCORE),

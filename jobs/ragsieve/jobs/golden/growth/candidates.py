@@ -386,11 +386,10 @@ def _report(
     keys = ("new_candidates", "merged_duplicates", "covered_by_golden", "already_seen")
     out: dict[str, Any] = {k: int(changes.counts[k]) for k in (*keys, "skipped_no_query")}
     cat_of = {t: r.category for t, r in changes.by_trace.items()}
-    out["flagged_by_category"] = dict(
-        Counter(
-            str(cat_of.get(f.interaction.trace_id, "no_query") or "uncategorised") for f in flagged
-        )
-    )
+    traces = [f.interaction.trace_id for f in flagged]
+    named = {t: str(cat_of.get(t, "no_query") or "uncategorised") for t in traces}
+    out["flagged_by_category"] = dict(Counter(named[t] for t in traces))
+    out["category_by_trace"] = named  # the run report's flagged cases name theirs
     out["merges"] = changes.merges
     out["categories"] = len(summaries)
     out["open_candidates"] = sum(s.statuses.get("candidate", 0) for s in summaries)

@@ -134,7 +134,9 @@ def to_case(c: Candidate, summary: CategorySummary | None, now: datetime) -> Gol
             "candidate_id": c.id,
             "category_id": c.category,
             "new_category": bool(summary and summary.new),
-            "root_cause": c.root_cause,
+            # the reviewer's correction, when there is one, over the job's reading
+            "root_cause": review.get("root_cause") or c.root_cause,
+            "judged_root_cause": c.root_cause,
             "seen": c.seen,
             "source_trace_ids": c.source_trace_ids,
             "source_span_ids": list(c.body.get("source_span_ids", [])),

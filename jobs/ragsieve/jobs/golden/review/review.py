@@ -86,7 +86,7 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
     cat = summary.name if summary else (c.category or "-")
     flag = "  ** NEW FAILURE CATEGORY **" if summary and summary.new else ""
     head = [
-        f"candidate {c.id}   seen {c.seen} times   root cause: {c.root_cause}",
+        f"candidate {c.id}   seen {c.seen} times   root cause: {_root_cause(c)}",
         f"category: {cat} [{c.category}]{flag}",
     ]
     if is_audit(c):
@@ -127,8 +127,7 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
 
 
 def prefill(c: Candidate) -> None:
-    """Start an unreviewed candidate's relevant chunks from what its evidence names (kept in
-    memory; saved with the reviewer's decision or edit)."""
+    """An unreviewed candidate's chunks as its evidence names them (saved with a decision)."""
     b = c.body
     if b.get("relevant_chunks") or (b.get("review") or {}).get("edited_by"):
         return
@@ -350,6 +349,11 @@ def _ask_root_cause(current: str | None) -> str | None:
         show_choices=False,
     )
     return None if raw == "-" else raw
+
+
+def _root_cause(c: Candidate) -> str | None:  # the reviewer's, with the job's beside it
+    given = (c.body.get("review") or {}).get("root_cause") or c.root_cause
+    return given if given == c.root_cause else f"{given} (the job said {c.root_cause})"
 
 
 def _correct_root_cause(repo: CandidateRepo, c: Candidate) -> None:
