@@ -3,6 +3,7 @@ announced once."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -321,3 +322,38 @@ def test_failures_flagged_again_are_reported_under_their_category(
     again = grow(store, cases, settings)
     assert again["already_seen"] == 3 and again["new_candidates"] == 0
     assert again["flagged_by_category"] == first["flagged_by_category"] == {new["category"]: 3}
+
+
+def test_a_promoted_case_counts_for_the_category_it_came_from(store: Store, tmp_path: Path) -> None:
+    """A golden case promoted from a category counts there even when its question and (no)
+    documents sit far from the category's centre, as an out-of-corpus question's case does."""
+    cases = [
+        flagged(PORTS_EN, "retrieval", 1),
+        flagged("Does the on-prem agent need a proxy to reach the cloud?", "generation", 2),
+        flagged("How do I install the on-prem agent with apt?", "no_answer_expected", 3),
+    ]
+    grow(store, cases, GoldenSettings(path=str(write_golden_v3(tmp_path))))
+    repo = CandidateRepo(store)
+    category = repo.select(["candidate"])[0].category
+    far = {"id": "g-far", "query": "Who painted the ceiling of the Sistine Chapel?",
+           "relevant_chunks": {}, "category": "art"}  # fmt: skip
+    golden = tmp_path / "golden_v4.jsonl"
+    golden.write_text(
+        (tmp_path / "golden_v3.jsonl").read_text(encoding="utf-8")
+        + json.dumps({**far, "metadata": {"category_id": category}})
+        + "\n",
+        encoding="utf-8",
+    )
+
+    def owned() -> int:
+        reference = load_reference(repo, golden, embed)
+        [s] = [s for s in summarize(repo.select(["candidate"]), reference, new_threshold=0.5)
+               if s.id == category]  # fmt: skip
+        return s.golden_cases
+
+    assert owned() == 1
+    golden.write_text(
+        (tmp_path / "golden_v3.jsonl").read_text(encoding="utf-8") + json.dumps(far) + "\n",
+        encoding="utf-8",
+    )
+    assert owned() == 0  # without the provenance it is far from the category, as it reads

@@ -261,16 +261,20 @@ def _vectors(members: Sequence[Candidate]) -> list[np.ndarray]:
 def _owners(
     groups: Mapping[str, Sequence[Candidate]], reference: GoldenReference, threshold: float
 ) -> dict[str, list[int]]:
-    """Category → golden cases whose nearest category (by centroid) it is, above threshold."""
+    """Category → golden cases promoted from it, and those whose nearest category (by
+    centroid) it is, above threshold (a case without documents can fall below it)."""
     cats = [c for c, ms in groups.items() if any(topic_of(m) is not None for m in ms)]
     if not len(reference) or not cats:
         return {}
     cents = np.vstack([unit(np.sum(_vectors(groups[c]), axis=0)) for c in cats])
     sims = reference.topics @ cents.T
+    origins = reference.origins or [None] * len(reference)
     out: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(sims):
         j = int(np.argmax(row))
-        if row[j] >= threshold:
+        if origins[i] in groups:
+            out[str(origins[i])].append(i)
+        elif row[j] >= threshold:
             out[cats[j]].append(i)
     return out
 

@@ -40,6 +40,8 @@ class GoldenReference:
     source: str
     relevant: list[list[str]] | None = None
     topics_: np.ndarray | None = None
+    # the failure category a case was promoted from (``metadata.category_id``), when it was
+    origins: list[str | None] | None = None
 
     @property
     def topics(self) -> np.ndarray:
@@ -124,12 +126,14 @@ def load_reference(
     relevant: list[list[str]] = []
     queries: list[str] = []
     cats: list[str | None] = []
+    origins: list[str | None] = []
     vecs: list[np.ndarray] = []
     missing: list[int] = []
     for row in repo.select(["golden"]):
         ids.append(str(row.body.get("case_id", row.id)))
         queries.append(row.query)
         cats.append(row.category)
+        origins.append(row.category)
         relevant.append(list((row.body.get("case") or {}).get("relevant_chunks") or {}))
         vec = row.embedding
         if vec is None:
@@ -148,6 +152,7 @@ def load_reference(
             ids.append(case.id)
             queries.append(case.query)
             cats.append(case.category)
+            origins.append((case.metadata or {}).get("category_id"))
             relevant.append(list(case.relevant_chunks))
             missing.append(len(vecs))
             vecs.append(np.zeros(DIM, dtype=np.float32))
@@ -163,4 +168,5 @@ def load_reference(
         source=source,
         relevant=relevant,
         topics_=_topics(repo.store, matrix, relevant, doc_weight) if len(ids) else None,
+        origins=origins,
     )
