@@ -78,7 +78,8 @@ def report_command(
     from ragsieve.collector.timeutil import parse_duration
 
     with opened_store(obj, store) as (settings, st):
-        parse_duration(since or settings.report.since)  # a bad duration fails before any work
+        if since:  # a bad --since fails before any work (report.since was checked on load)
+            parse_duration(since)
         out = write_report(st, settings, html_path, since=since)
     click.echo(f"wrote {out['path']}: {out['runs']} runs, {out['bytes'] / 1e6:.2f} MB")
 
