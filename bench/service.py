@@ -4,7 +4,9 @@ Usage: ``.venv/bin/python bench/service.py [--data DIR] [--labels 60]``
 -> prints a table, writes ``bench/results/service.json``; ``--readme`` rewrites the table
 between the ``<!-- service-table -->`` markers of README.md. ``--thresholds
 faithfulness=0.9`` starts the job and every fit from a deployment's own ``jobs.thresholds``
-(write such a run elsewhere with ``--out``, or look within tune with ``--fit-within-tune``).
+(write such a run elsewhere with ``--out``, or look within tune with ``--fit-within-tune``);
+``--false-flag-cost 2`` fits for a deployment to which one false flag costs two missed failures
+(``jobs.false_flag_cost``).
 
 Traffic (``bench/service_traffic.py``: Doc2Dial service pages in English, MEMERAG questions in
 Spanish, planted as ``bench/e2e.py`` plants) goes through the real collector and ``ragsieve jobs
@@ -320,13 +322,22 @@ def main() -> None:
         help="Start from these jobs.thresholds (e.g. faithfulness=0.8,answer_relevance=0.65:"
         " a deployment that set them stricter than the defaults); fits start from them too.",
     )
+    ap.add_argument(
+        "--false-flag-cost",
+        type=float,
+        default=1.0,
+        help="jobs.false_flag_cost for every fit: one false flag costs this many missed failures.",
+    )
     ap.add_argument("--readme", action="store_true", help="Rewrite the README table only.")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    if args.thresholds and args.out == OUT and not args.fit_within_tune:
+    custom = args.thresholds or args.false_flag_cost != 1.0
+    if custom and args.out == OUT and not args.fit_within_tune:
         ap.error(
-            "--thresholds writes elsewhere: give --out (the default results are the defaults')"
+            "--thresholds and --false-flag-cost write elsewhere: give --out (the default results"
+            " are the defaults')"
         )
+    os.environ["RAGSIEVE_JOBS__FALSE_FLAG_COST"] = str(args.false_flag_cost)
     for metric, value in args.thresholds.items():  # every `ragsieve` the bench runs reads them
         os.environ[f"RAGSIEVE_JOBS__THRESHOLDS__{metric.upper()}"] = str(value)
     if args.readme:
@@ -380,8 +391,10 @@ def main() -> None:
     payload = {
         "benchmark": "service",
         "judge": "offline heuristic (deterministic, no LLM), "
-        + (f"jobs.thresholds {args.thresholds}" if args.thresholds else "default settings"),
+        + (f"jobs.thresholds {args.thresholds}" if args.thresholds else "default settings")
+        + (f", fits at jobs.false_flag_cost {args.false_flag_cost:g}" if custom else ""),
         "thresholds": {**DEFAULT_THRESHOLDS, **args.thresholds},
+        "false_flag_cost": args.false_flag_cost,
         "data": "Doc2Dial service pages (en) + MEMERAG es questions; topics split tune / heldout",
         "job_seconds": report.get("_job_seconds"),
         "seconds": round(time.perf_counter() - t0, 1),

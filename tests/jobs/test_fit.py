@@ -179,6 +179,45 @@ def test_the_store_s_traces_do_not_stop_a_fit_the_labels_agree_on() -> None:
     assert result.better
 
 
+def _mixed_band(n: int = 200) -> tuple[list[Example], list[Item]]:
+    """Support uniform on [0.1, 0.9]: below 0.45 a person fails the trace, from 0.65 passes it;
+    in between (the default threshold flags all of it) two in five are passes. Clearing the band
+    loses more failures than it spares passes: balanced accuracy keeps the threshold."""
+    examples, _ = _examples(n)
+    support = [ex.results["faithfulness"].score for ex in examples]
+    band = sorted((x, i) for i, x in enumerate(support) if 0.45 <= x < 0.65)
+    passed = {i for j, (_, i) in enumerate(band) if j % 5 in (1, 3)}
+    items = [Item(i, None, x < 0.65 and i not in passed) for i, x in enumerate(support)]
+    return examples, items
+
+
+def test_a_false_flag_that_costs_more_moves_the_threshold_down() -> None:
+    examples, items = _mixed_band()
+    plain = run_fit(examples, items, JOB, k=4, reps=300)
+    assert plain.params.thresholds["faithfulness"] == 0.65 and not plain.better
+    costly = run_fit(examples, items, JOB, k=4, reps=300, false_flag_cost=3.0)
+    agreement = costly.report["agreement"]  # cross-validated: each fold fitted on the others
+    assert agreement["before"]["false_flag_rate"]["value"] > 0.2
+    assert agreement["after"]["false_flag_rate"]["value"] < 0.1
+    assert agreement["after"]["recall"]["value"] > 0.7  # the failures below the band stay
+    assert agreement["delta"]["cost_weighted_accuracy"]["value"] > 0
+    assert costly.report["false_flag_cost"] == 3.0 and costly.better
+    assert "cost_weighted_accuracy" not in plain.report["agreement"]["after"]
+
+
+def test_a_costly_false_flag_still_needs_labels_beyond_chance() -> None:
+    # at cost 3 a change that clears flags is worth nothing when one in four of them is a pass:
+    # a band with one pass in five is not moved, however many labels it holds
+    examples, _ = _examples(400)
+    support = [ex.results["faithfulness"].score for ex in examples]
+    band = sorted((x, i) for i, x in enumerate(support) if 0.45 <= x < 0.65)
+    passed = {i for j, (_, i) in enumerate(band) if j % 5 == 2}
+    items = [Item(i, None, x < 0.65 and i not in passed) for i, x in enumerate(support)]
+    result = run_fit(examples, items, JOB, k=4, reps=200, false_flag_cost=3.0)
+    assert result.report["agreement"]["delta"]["false_flag_rate"]["value"] == 0
+    assert not result.better
+
+
 def test_fit_refuses_below_the_minimum_and_says_how_many_more() -> None:
     examples, items = _examples(120)
     few = [it for it in items if not it.failed][:30] + [it for it in items if it.failed][:12]

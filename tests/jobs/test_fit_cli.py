@@ -43,6 +43,12 @@ def test_fit_is_stored_and_the_job_rejudges_under_it(collector: Any, tmp_path: P
 
     code, _, out = _run("judges", "fit", "--store", store, "--labels", str(labels), "--dry-run")
     assert code == 0 and "balanced_accuracy" in out and "nothing stored" in out
+    code, costly, _ = _run(
+        "judges", "fit", "--store", store, "--labels", str(labels), "--dry-run", "--json",
+        "--false-flag-cost", "2",
+    )  # fmt: skip
+    assert code == 0 and costly["false_flag_cost"] == 2.0 and costly["written"] is None
+    assert {"false_flag_rate", "cost_weighted_accuracy"} <= set(costly["agreement"]["delta"])
     code, fit, _ = _run(
         "judges", "fit", "--store", store, "--labels", str(labels), "--force", "--json"
     )

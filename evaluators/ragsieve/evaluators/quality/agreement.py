@@ -4,6 +4,10 @@ Failure is the positive class. For ``B`` resamples of the labelled items (with r
 seed) every statistic is recomputed; the interval is the 2.5th and 97.5th percentile. Two
 predictions of the same items (before and after a fit) are resampled together, so the interval
 of their difference is a paired one: "better beyond noise" means its lower bound is above 0.
+
+A deployment may say that a false flag costs it ``false_flag_cost`` missed failures: then
+``cost_weighted_accuracy`` = (recall + c x specificity) / (1 + c) joins the statistics (at c = 1 it
+is the balanced accuracy, and is left out).
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-STATS = ("balanced_accuracy", "precision", "recall", "f1", "kappa")
+STATS = ("balanced_accuracy", "precision", "recall", "f1", "kappa", "false_flag_rate")
+COST_WEIGHTED = "cost_weighted_accuracy"
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -22,11 +27,14 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def stats_matrix(truth: np.ndarray, pred: np.ndarray) -> dict[str, np.ndarray]:
+def stats_matrix(
+    truth: np.ndarray, pred: np.ndarray, false_flag_cost: float = 1.0
+) -> dict[str, np.ndarray]:
     """Each statistic per row of ``truth`` / ``pred`` (bool arrays of shape ``(rows, n)``).
 
     balanced accuracy = (TPR + TNR) / 2; precision = TP / (TP + FP); recall = TP / (TP + FN);
-    F1 = 2PR / (P + R); Cohen's κ = (p_o - p_e) / (1 - p_e).
+    F1 = 2PR / (P + R); Cohen's κ = (p_o - p_e) / (1 - p_e); false flag rate = FP / (FP + TN);
+    with ``false_flag_cost`` c != 1 also the cost-weighted accuracy (TPR + c TNR) / (1 + c).
     """
     t, p = truth.astype(bool), pred.astype(bool)
     n = t.shape[1]
@@ -39,13 +47,17 @@ def stats_matrix(truth: np.ndarray, pred: np.ndarray) -> dict[str, np.ndarray]:
     precision = _div(tp, tp + fp)
     po = (tp + tn) / n
     pe = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
-    return {
+    out = {
         "balanced_accuracy": (recall + tnr) / 2,
         "precision": precision,
         "recall": recall,
         "f1": _div(2 * precision * recall, precision + recall),
         "kappa": _div(po - pe, 1 - pe),
+        "false_flag_rate": _div(fp, tn + fp),
     }
+    if false_flag_cost != 1.0:
+        out[COST_WEIGHTED] = (recall + false_flag_cost * tnr) / (1 + false_flag_cost)
+    return out
 
 
 def agreement(truth: Sequence[bool], pred: Sequence[bool]) -> dict[str, float]:
@@ -61,6 +73,7 @@ def bootstrap(
     reps: int = 1000,
     seed: int = 0,
     paired: tuple[str, str] | None = None,
+    false_flag_cost: float = 1.0,
 ) -> dict[str, Any]:
     """Per prediction: each statistic with its 95% bootstrap interval; with ``paired=(a, b)``
     also ``delta`` (b minus a) of each statistic, with its paired interval."""
@@ -73,14 +86,14 @@ def bootstrap(
     boot: dict[str, dict[str, np.ndarray]] = {}
     for name, pred in preds.items():
         p = np.asarray(pred, bool)
-        point = stats_matrix(t[None, :], p[None, :])
-        boot[name] = stats_matrix(t[idx], p[idx])
-        out[name] = {k: _summary(point[k][0], boot[name][k]) for k in STATS}
+        point = stats_matrix(t[None, :], p[None, :], false_flag_cost)
+        boot[name] = stats_matrix(t[idx], p[idx], false_flag_cost)
+        out[name] = {k: _summary(point[k][0], boot[name][k]) for k in point}
     if paired is not None:
         a, b = paired
         out["delta"] = {
             k: _summary(out[b][k]["value"] - out[a][k]["value"], boot[b][k] - boot[a][k], digits=4)
-            for k in STATS
+            for k in out[a]
         }
     return out
 
@@ -93,4 +106,4 @@ def _summary(value: float, draws: np.ndarray, digits: int = 4) -> dict[str, Any]
     }
 
 
-__all__ = ["STATS", "agreement", "bootstrap", "stats_matrix"]
+__all__ = ["COST_WEIGHTED", "STATS", "agreement", "bootstrap", "stats_matrix"]

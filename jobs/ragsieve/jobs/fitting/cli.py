@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ragsieve.collector.cliopts import SettingsSource, json_option, opened_store, store_option
-from ragsieve.evaluators.quality.agreement import STATS
+from ragsieve.evaluators.quality.agreement import COST_WEIGHTED, STATS
 
 if TYPE_CHECKING:
     from ragsieve.collector.store import Store
@@ -134,6 +134,12 @@ def _kv(d: dict[str, Any]) -> str:
 @click.option("--reset", is_flag=True, help="Deactivate every calibration (judge defaults).")
 @click.option("--folds", type=click.IntRange(2, 20), default=5, show_default=True, help="CV folds.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Folds and bootstrap seed.")
+@click.option(
+    "--false-flag-cost",
+    type=click.FloatRange(0, 100, min_open=True),
+    default=None,
+    help="What one false flag costs, in missed failures [default: jobs.false_flag_cost, 1].",
+)
 @json_option
 @store_option
 @click.pass_obj
@@ -147,6 +153,7 @@ def fit_cmd(
     reset: bool,
     folds: int,
     seed: int,
+    false_flag_cost: float | None,
     as_json: bool,
     store: str | None,
 ) -> None:
@@ -155,7 +162,10 @@ def fit_cmd(
 
     if sum(map(bool, (export_file, import_file, reset))) > 1:
         raise click.UsageError("--export, --import and --reset go one at a time")
-    with opened_store(obj, store) as (settings, st):
+    overrides: dict[str, Any] = {}
+    if false_flag_cost is not None:
+        overrides["jobs.false_flag_cost"] = false_flag_cost
+    with opened_store(obj, store, **overrides) as (settings, st):
         if export_file or import_file or reset:
             out = _move(st, export_file, import_file, reset)
         else:
@@ -208,6 +218,7 @@ def _fit(
         backend=backend,
         anchors=anchors,
         anchor_weights=weights,
+        false_flag_cost=settings.jobs.false_flag_cost,
     )
     report = dict(result.report)
     report["seconds"] = {"evidence": round(t1 - t0, 3), "fit": round(time.perf_counter() - t1, 3)}
@@ -230,7 +241,10 @@ def _render(out: dict[str, Any]) -> str:
         f" against {out.get('anchors', 0)} unlabelled traces",
         f"{'':<18}{'before':>24}{'after':>24}{'change':>24}",
     ]
-    for s in STATS:
+    cost = out.get("false_flag_cost", 1.0)
+    if cost != 1.0:
+        lines[0] += f"; a false flag costs {cost:g} missed failures"
+    for s in (*STATS, COST_WEIGHTED) if COST_WEIGHTED in a["after"] else STATS:
         cells = [_ci(a[k][s]) for k in ("before", "after", "delta")]
         lines.append(f"{s:<18}" + "".join(c.rjust(24) for c in cells))
     rc = out["root_cause_accuracy"]

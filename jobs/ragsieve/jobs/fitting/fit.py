@@ -8,7 +8,9 @@ each of the 8 pass/fail combinations of the three metrics, so a candidate calibr
 changes which combination a trace lands in. Coordinate ascent then picks, metric
 by metric (two sweeps), the threshold (0.05 to 0.95 by 0.01) and, from ``WEIGHTS_MIN_PER_CLASS``
 labels of each class on, the evidence weights (a grid on the simplex) that maximise balanced
-accuracy against the labels (failure = positive) plus a quarter of the root-cause agreement on
+accuracy against the labels (failure = positive; with a ``false_flag_cost`` c other than 1, the
+cost-weighted accuracy (recall + c x specificity) / (1 + c), for a deployment to which a false
+flag costs c missed failures) plus a quarter of the root-cause agreement on
 labelled failures (a fit must not buy agreement by blaming the wrong stage), less
 ``CHANGE_COST`` times the share of the store's unlabelled traces (``anchors``, the last the job
 decided) whose verdict the candidate changes (and a quarter of that for a root cause it changes);
@@ -30,7 +32,7 @@ A label names a trace's verdict (``fail`` / ``pass``), or one metric's when it s
 agreement reported is k-fold cross-validated: each fold is predicted by a fit on the other folds
 ("after") and by the defaults ("before"); the two are bootstrapped together (95% intervals, and
 the paired interval of the difference). A fit is "better beyond noise" when the lower end of the
-balanced-accuracy difference's interval is above 0.
+interval of the difference in the accuracy it maximises is above 0.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from ragsieve.evaluators.judges.combined.calibrated import (
     Calibration,
     MetricCalibration,
 )
-from ragsieve.evaluators.quality.agreement import bootstrap
+from ragsieve.evaluators.quality.agreement import COST_WEIGHTED, bootstrap
 from ragsieve.jobs.fitting.guards import Anchors, beyond_chance
 from ragsieve.jobs.fitting.scores import Scorer, weight_grid
 from ragsieve.jobs.fitting.table import METRICS, Example, Item
@@ -86,8 +88,10 @@ class Problem:
         weighted: bool = True,
         anchors: Sequence[Example] = (),
         anchor_weights: Sequence[float] | None = None,
+        false_flag_cost: float = 1.0,
     ) -> None:
         self.examples, self.items = [*examples, *anchors], list(items)
+        self.false_flag_cost = float(false_flag_cost)
         examples = self.examples
         self.scorer = Scorer(examples, weighted)
         self.search_weights = weighted
@@ -195,26 +199,34 @@ class Problem:
         (predictions, root causes agreeing) do not side with it beyond chance."""
         combos = base[:, None] + (fails.astype(int) << k)
         pred, cause = self._predict(bits, combos, k, fails)
-        obj = _objective(self.truth[mask], pred[mask], cause[mask], self.has_cause[mask])
+        obj = _objective(
+            self.truth[mask], pred[mask], cause[mask], self.has_cause[mask], self.false_flag_cost
+        )
         obj = obj - CHANGE_COST * self.changed(base, fails, k)
         cur, cur_cause = now
         sure = beyond_chance(
             self.truth[mask], pred[mask], cause[mask], cur[mask], cur_cause[mask],
-            self.has_cause[mask],
+            self.has_cause[mask], self.false_flag_cost,
         )  # fmt: skip
         return np.where(sure, obj, -np.inf)
 
 
 def _objective(
-    truth: np.ndarray, pred: np.ndarray, cause: np.ndarray, has_cause: np.ndarray
+    truth: np.ndarray,
+    pred: np.ndarray,
+    cause: np.ndarray,
+    has_cause: np.ndarray,
+    false_flag_cost: float = 1.0,
 ) -> np.ndarray:
-    """Per column: balanced accuracy + RC_WEIGHT x root-cause agreement on labelled failures."""
+    """Per column: (recall + c x specificity) / (1 + c), the balanced accuracy at c = 1, plus
+    RC_WEIGHT x root-cause agreement on labelled failures."""
     y = truth[:, None]
     pos, neg = max(int(truth.sum()), 1), max(int((~truth).sum()), 1)
     tpr = (pred & y).sum(0) / pos
     tnr = (~pred & ~y).sum(0) / neg
     rc = cause[has_cause].sum(0) / max(int(has_cause.sum()), 1)
-    return (tpr + tnr) / 2 + RC_WEIGHT * rc
+    c = false_flag_cost
+    return (tpr + c * tnr) / (1 + c) + RC_WEIGHT * rc
 
 
 def fit_params(problem: Problem, start: Params, mask: np.ndarray, sweeps: int = 2) -> Params:
@@ -238,6 +250,20 @@ def folds(problem: Problem, k: int, seed: int) -> np.ndarray:
         rng.shuffle(idx)
         of_example[idx] = np.arange(len(idx)) % k
     return of_example[problem.ex]
+
+
+def cross_validated(
+    problem: Problem, defaults: Params, k: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per item: the failure and root-cause agreement predicted by a fit on the other folds."""
+    fold = folds(problem, k, seed)
+    after = np.zeros(len(problem.items), bool)
+    after_rc = np.zeros(len(problem.items), bool)
+    for f in range(k):
+        test = fold == f
+        pred, rc = problem.predict(fit_params(problem, defaults, ~test))
+        after[test], after_rc[test] = pred[test], rc[test]
+    return after, after_rc
 
 
 def check_counts(problem: Problem, minimum: int = MIN_PER_CLASS) -> None:
@@ -266,8 +292,9 @@ class FitResult:
 
     @property
     def better(self) -> bool:
-        """The balanced-accuracy gain's 95% interval lies above 0."""
-        return bool(self.report["agreement"]["delta"]["balanced_accuracy"]["ci"][0] > 0)
+        """The 95% interval of the gain in the accuracy the fit maximises lies above 0."""
+        delta = self.report["agreement"]["delta"]
+        return bool(delta.get(COST_WEIGHTED, delta["balanced_accuracy"])["ci"][0] > 0)
 
     def calibration(self, series: int, created_at: float) -> Calibration:
         """The fit as a storable calibration."""
@@ -307,7 +334,10 @@ def _fitted_metrics(problem: Problem, final: Params, defaults: Params) -> dict[s
 
 
 def _brief(report: Mapping[str, Any]) -> dict[str, Any]:
-    keep = ("backend", "labels", "traces", "folds", "agreement", "root_cause_accuracy", "better")
+    keep = (
+        "backend", "labels", "traces", "folds", "false_flag_cost", "agreement",
+        "root_cause_accuracy", "better",
+    )  # fmt: skip
     return {k: report[k] for k in keep if k in report}
 
 
@@ -323,10 +353,13 @@ def run_fit(
     backend: str = "offline",
     anchors: Sequence[Example] = (),
     anchor_weights: Sequence[float] | None = None,
+    false_flag_cost: float = 1.0,
 ) -> FitResult:
     """Cross-validate, then fit on every label (see the module docstring); for the ``llm`` and
     ``cascade`` backends the thresholds only, on the stored scores."""
-    problem = Problem(examples, items, backend == "offline", anchors, anchor_weights)
+    problem = Problem(
+        examples, items, backend == "offline", anchors, anchor_weights, false_flag_cost
+    )
     check_counts(problem, minimum)
     fewest = min(int(problem.truth.sum()), int((~problem.truth).sum()))
     problem.search_weights &= fewest >= WEIGHTS_MIN_PER_CLASS
@@ -335,15 +368,8 @@ def run_fit(
         {m: dict(DEFAULT_WEIGHTS[m]) for m in METRICS},
     )
     problem.anchor_to(defaults)
-    fold = folds(problem, k, seed)
     before, before_rc = problem.predict(defaults)
-    after = np.zeros(len(items), bool)
-    after_rc = np.zeros(len(items), bool)
-    for f in range(k):
-        test = fold == f
-        fitted = fit_params(problem, defaults, ~test)
-        pred, rc = problem.predict(fitted)
-        after[test], after_rc[test] = pred[test], rc[test]
+    after, after_rc = cross_validated(problem, defaults, k, seed)
     final = fit_params(problem, defaults, np.ones(len(items), bool))
     agreement = bootstrap(
         problem.truth,
@@ -351,6 +377,7 @@ def run_fit(
         reps=reps,
         seed=seed,
         paired=("before", "after"),
+        false_flag_cost=false_flag_cost,
     )
     report: dict[str, Any] = {
         "backend": backend,
@@ -361,6 +388,7 @@ def run_fit(
         "failures": int(problem.truth.sum()),
         "passes": int((~problem.truth).sum()),
         "folds": k,
+        "false_flag_cost": float(false_flag_cost),
         "agreement": agreement,
         "root_cause_accuracy": _cause_accuracy(problem, before_rc, after_rc),
         "metrics": _fitted_metrics(problem, final, defaults),

@@ -7,7 +7,8 @@ Two guards weigh every candidate threshold and weight:
   weighing the inverse of the probability with which the job's sampler picked it, so that they
   stand for the traffic and not for the failure-seeking sample;
 - :func:`beyond_chance`, a one-sided sign test: the labels a candidate changes must side with it
-  beyond chance, so one or two labels never move a threshold.
+  beyond chance, so one or two labels never move a threshold. A deployment that says a false
+  flag costs it more than a missed failure (``false_flag_cost``) weighs the labels so.
 """
 
 from __future__ import annotations
@@ -72,20 +73,28 @@ def beyond_chance(
     cur: np.ndarray,
     cur_cause: np.ndarray,
     has_cause: np.ndarray,
+    false_flag_cost: float = 1.0,
 ) -> np.ndarray:
-    """Per column: the labels a candidate changes side with it beyond chance (one-sided sign
-    test at ``EVIDENCE_Z``; a verdict or a labelled failure's root cause set right counts for,
-    set wrong against). No change passes. Labels are counted, not class-balanced as in the
-    objective: the test asks whether the labels agree, the objective how much the change is
-    worth; a trace labelled twice (its verdict and a metric's) counts twice."""
+    """Per column: the labels a candidate changes side with it beyond chance (one-sided test at
+    ``EVIDENCE_Z``; a verdict or a labelled failure's root cause set right counts for, set wrong
+    against). No change passes. Labels are counted, not class-balanced as in the objective: the
+    test asks whether the labels agree, the objective how much the change is worth; a trace
+    labelled twice (its verdict and a metric's) counts twice.
+
+    A verdict changed on a labelled pass weighs ``false_flag_cost`` (c), on a labelled failure 1.
+    The null is a change worth nothing at that price: among the verdicts it clears, one in
+    ``1 + c`` a pass (among those it flags, ``c`` in ``1 + c`` a failure). Each changed verdict
+    then has mean 0 and variance c, so the test is net >= z sqrt(c x changed + root causes
+    moved); at c = 1 it is the plain sign test."""
     y = truth[:, None]
     flip = pred != cur
-    good = (flip & (pred == y)).sum(0)
-    bad = (flip & (pred != y)).sum(0)
+    c = float(false_flag_cost)
+    worth = np.where(y, 1.0, c)  # what setting this label's verdict right is worth
+    good = ((flip & (pred == y)) * worth).sum(0)
+    bad = ((flip & (pred != y)) * worth).sum(0)
     moved = has_cause[:, None] & pred & cur & (cause != cur_cause)
-    good = good + (moved & cause).sum(0)
-    bad = bad + (moved & ~cause).sum(0)
-    return good - bad >= EVIDENCE_Z * np.sqrt(good + bad)
+    net = good - bad + (moved & cause).sum(0) - (moved & ~cause).sum(0)
+    return net >= EVIDENCE_Z * np.sqrt(c * flip.sum(0) + moved.sum(0))
 
 
 __all__ = ["EVIDENCE_Z", "Anchors", "beyond_chance"]

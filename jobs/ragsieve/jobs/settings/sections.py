@@ -121,6 +121,16 @@ class JobSettings(_Section):
     audit_share: float = Field(
         0.05, ge=0, le=1, description="Share of passing traces routed to review (audit)."
     )
+    false_flag_cost: float = Field(
+        1.0,
+        gt=0,
+        le=100,
+        allow_inf_nan=False,
+        description=(
+            "What one false flag costs you, in missed failures: `judges fit` maximises"
+            " (recall + cost x specificity) / (1 + cost); 1 is balanced accuracy."
+        ),
+    )
     seed: int = Field(0, description="Seed of the deterministic sampler.")
     cache_path: str | None = Field(None, description="Judge result cache file (SQLite).")
     max_judge_error_rate: float = Field(
