@@ -21,7 +21,8 @@ from ragsieve.evaluators.judges.combined.calibrated import (
     rescore,
 )
 from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
-from ragsieve.jobs.fitting.fit import NotEnoughLabels, run_fit
+from ragsieve.jobs.fitting.fit import NotEnoughLabels, Problem, run_fit
+from ragsieve.jobs.fitting.guards import beyond_chance
 from ragsieve.jobs.fitting.labels import Label, add_label, read_labels_file, store_labels
 from ragsieve.jobs.fitting.table import Example, Item, verdict_table
 from ragsieve.jobs.judging import calibrations
@@ -191,11 +192,15 @@ def _mixed_band(n: int = 200) -> tuple[list[Example], list[Item]]:
     return examples, items
 
 
-def test_a_false_flag_that_costs_more_moves_the_threshold_down() -> None:
+def test_a_false_flag_that_costs_more_clears_the_mixed_band() -> None:
     examples, items = _mixed_band()
     plain = run_fit(examples, items, JOB, k=4, reps=300)
     assert plain.params.thresholds["faithfulness"] == 0.65 and not plain.better
     costly = run_fit(examples, items, JOB, k=4, reps=300, false_flag_cost=3.0)
+    flagged, _ = Problem(examples, items).predict(costly.params)  # the final fit's verdicts
+    support = np.array([examples[it.example].results["faithfulness"].score for it in items])
+    assert not flagged[(support >= 0.5) & (support < 0.65)].any()
+    assert flagged[support < 0.4].all()
     agreement = costly.report["agreement"]  # cross-validated: each fold fitted on the others
     assert agreement["before"]["false_flag_rate"]["value"] > 0.2
     assert agreement["after"]["false_flag_rate"]["value"] < 0.1
@@ -203,6 +208,43 @@ def test_a_false_flag_that_costs_more_moves_the_threshold_down() -> None:
     assert agreement["delta"]["cost_weighted_accuracy"]["value"] > 0
     assert costly.report["false_flag_cost"] == 3.0 and costly.better
     assert "cost_weighted_accuracy" not in plain.report["agreement"]["after"]
+
+
+def _cleared(passes: int, failures: int) -> tuple[np.ndarray, ...]:
+    """A change that clears the flags of ``passes`` labelled passes and ``failures`` labelled
+    failures: truth, the change's verdicts, the current verdicts (one column)."""
+    truth = np.array([False] * passes + [True] * failures)
+    n = len(truth)
+    return truth, np.zeros((n, 1), bool), np.ones((n, 1), bool)
+
+
+def _sure(truth: np.ndarray, pred: np.ndarray, cur: np.ndarray, cost: float) -> bool:
+    n = len(truth)
+    no_cause = np.zeros((n, 1), bool)
+    return bool(beyond_chance(truth, pred, no_cause, cur, no_cause, np.zeros(n, bool), cost)[0])
+
+
+@pytest.mark.parametrize("cost", [0.2, 1.0, 3.0, 20.0])
+def test_one_or_two_labels_never_move_a_verdict_whatever_the_cost(cost: float) -> None:
+    for passes in (1, 2):
+        assert not _sure(*_cleared(passes, 0), cost)
+        truth, pred, cur = _cleared(0, passes)  # flags added on labelled failures
+        assert not _sure(truth, cur, pred, cost)
+
+
+def test_the_sign_test_weighs_a_pass_by_the_false_flag_cost() -> None:
+    # clearing 24 flags of which 8 are passes: against at cost 1, break-even at cost 2, worth it
+    # at cost 8 (64 for, 16 against)
+    assert not _sure(*_cleared(8, 16), 1.0)
+    assert not _sure(*_cleared(8, 16), 2.0)
+    assert _sure(*_cleared(8, 16), 8.0)
+    # at cost 1 it is the plain sign test: 3 of 3 passes, not 2 of 2 nor 6 of 8
+    assert _sure(*_cleared(3, 0), 1.0) and not _sure(*_cleared(6, 2), 1.0)
+    # a change worth nothing on average, half clearing and half adding flags, does not pass
+    truth = np.array([False, True] * 20)
+    cur = np.array([True, True, False, False] * 10)[:, None]
+    pred = ~cur
+    assert not _sure(truth, pred, cur, 3.0)
 
 
 def test_a_costly_false_flag_still_needs_labels_beyond_chance() -> None:

@@ -18,13 +18,15 @@ ties go to the values nearer the defaults.
 
 A fit changes only what its labels speak for, three ways:
 - a change must win the labels it moves beyond chance (a one-sided sign test at
-  ``EVIDENCE_Z``): one or two labels never move a threshold;
+  ``EVIDENCE_Z``, a pass's label weighing the false flag cost) with at least three of them on
+  its side: one or two labels never move a threshold;
 - the anchors make a change pay for the verdicts it changes that no label speaks for, while a
   pattern the labels show across the traffic still moves it. Each anchor weighs the inverse of
   the probability with which the job's sampler picked it, so they stand for the traffic. When
   the labels are drawn at random with balanced classes and a change moves the same share of
-  labels as of anchors, about three of every four labels it moves must side with it; labels
-  drawn where the job flags (the review queue) are denser there, and need fewer;
+  labels as of anchors, about three of every four labels it moves must side with it (at the
+  default false flag cost of 1); labels drawn where the job flags (the review queue) are
+  denser there, and need fewer;
 - below ``WEIGHTS_MIN_PER_CLASS`` labels of either class the weights stay: a grid of weights
   offers far more candidates than so few labels can choose between.
 

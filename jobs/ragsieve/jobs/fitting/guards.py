@@ -8,7 +8,8 @@ Two guards weigh every candidate threshold and weight:
   stand for the traffic and not for the failure-seeking sample;
 - :func:`beyond_chance`, a one-sided sign test: the labels a candidate changes must side with it
   beyond chance, so one or two labels never move a threshold. A deployment that says a false
-  flag costs it more than a missed failure (``false_flag_cost``) weighs the labels so.
+  flag costs it more than a missed failure (``false_flag_cost``) weighs the labels so, and still
+  needs three labels on a change's side.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ragsieve.jobs.fitting.table import Example
 
 EVIDENCE_Z = 1.645  # the labels a change moves side with it at one-sided 95%
 RC_SHARE = 0.25  # a changed root cause costs a quarter of a changed verdict
+MIN_AGREEING = 3  # fewer labels on a change's side never move it, whatever a false flag costs
 
 
 class Anchors:
@@ -77,24 +79,30 @@ def beyond_chance(
 ) -> np.ndarray:
     """Per column: the labels a candidate changes side with it beyond chance (one-sided test at
     ``EVIDENCE_Z``; a verdict or a labelled failure's root cause set right counts for, set wrong
-    against). No change passes. Labels are counted, not class-balanced as in the objective: the
-    test asks whether the labels agree, the objective how much the change is worth; a trace
-    labelled twice (its verdict and a metric's) counts twice.
+    against), and at least ``MIN_AGREEING`` of them side with it. No change passes. Labels are
+    counted, not class-balanced as in the objective: the test asks whether the labels agree, the
+    objective how much the change is worth; a trace labelled twice (its verdict and a metric's)
+    counts twice.
 
-    A verdict changed on a labelled pass weighs ``false_flag_cost`` (c), on a labelled failure 1.
-    The null is a change worth nothing at that price: among the verdicts it clears, one in
-    ``1 + c`` a pass (among those it flags, ``c`` in ``1 + c`` a failure). Each changed verdict
-    then has mean 0 and variance c, so the test is net >= z sqrt(c x changed + root causes
-    moved); at c = 1 it is the plain sign test."""
+    A verdict changed on a labelled pass weighs ``false_flag_cost`` (c), on a labelled failure 1;
+    a root cause moved weighs 1. The null is a change worth nothing at that price (among the
+    verdicts it clears, one in ``1 + c`` a pass; among those it flags, ``c`` in ``1 + c`` a
+    failure; or any mix worth 0 on average). A changed verdict's worth lies in an interval of
+    width 1 + c, so its variance under the null is at most (1 + c)^2 / 4 (Popoviciu): the test is
+    net >= z sqrt((1 + c)^2 / 4 x changed + root causes moved). At c = 1 it is the plain sign
+    test, which already needs three agreeing labels."""
     y = truth[:, None]
     flip = pred != cur
     c = float(false_flag_cost)
     worth = np.where(y, 1.0, c)  # what setting this label's verdict right is worth
-    good = ((flip & (pred == y)) * worth).sum(0)
-    bad = ((flip & (pred != y)) * worth).sum(0)
+    right, wrong = flip & (pred == y), flip & (pred != y)
     moved = has_cause[:, None] & pred & cur & (cause != cur_cause)
-    net = good - bad + (moved & cause).sum(0) - (moved & ~cause).sum(0)
-    return net >= EVIDENCE_Z * np.sqrt(c * flip.sum(0) + moved.sum(0))
+    net = (right * worth).sum(0) - (wrong * worth).sum(0)
+    net = net + (moved & cause).sum(0) - (moved & ~cause).sum(0)
+    spread = (1 + c) ** 2 / 4 * flip.sum(0) + moved.sum(0)
+    agreeing = right.sum(0) + (moved & cause).sum(0)
+    enough = (agreeing >= MIN_AGREEING) | (spread == 0)  # a column that changes nothing passes
+    return (net >= EVIDENCE_Z * np.sqrt(spread)) & enough
 
 
-__all__ = ["EVIDENCE_Z", "Anchors", "beyond_chance"]
+__all__ = ["EVIDENCE_Z", "MIN_AGREEING", "Anchors", "beyond_chance"]
