@@ -21,7 +21,9 @@ from ragsieve.evaluators.judges.combined.calibrated import (
     rescore,
 )
 from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
+from ragsieve.jobs.fitting.evidence import group_of
 from ragsieve.jobs.fitting.fit import NotEnoughLabels, Problem, run_fit
+from ragsieve.jobs.fitting.folds import folds
 from ragsieve.jobs.fitting.guards import beyond_chance
 from ragsieve.jobs.fitting.labels import Label, add_label, read_labels_file, store_labels
 from ragsieve.jobs.fitting.table import Example, Item, verdict_table
@@ -258,6 +260,32 @@ def test_a_costly_false_flag_still_needs_labels_beyond_chance() -> None:
     result = run_fit(examples, items, JOB, k=4, reps=200, false_flag_cost=3.0)
     assert result.report["agreement"]["delta"]["false_flag_rate"]["value"] == 0
     assert not result.better
+
+
+def test_the_labels_of_one_question_are_cross_validated_in_one_fold() -> None:
+    # the same question asked again (or turns of one conversation) would otherwise let a fold be
+    # tested on a near copy of what it was fitted on
+    examples, items = _examples(120)
+    grouped = [
+        Example(ex.trace_id, ex.results, ex.fail, ex.cause, f"question:{i // 3}")
+        for i, ex in enumerate(examples)
+    ]
+    fold = folds(Problem(grouped, items), 5, seed=0)
+    by_group: dict[str, set[int]] = {}
+    for it, f in zip(items, fold, strict=True):
+        by_group.setdefault(grouped[it.example].group, set()).add(int(f))
+    assert all(len(fs) == 1 for fs in by_group.values())
+    assert len(set(fold.tolist())) == 5  # still five folds
+
+
+def test_a_question_asked_twice_is_one_group_and_a_conversation_is_one() -> None:
+    it = _interaction(1)
+    again = _interaction(2).model_copy(update={"query": "  what is the CAPITAL of France? "})
+    turn = _interaction(3).model_copy(update={"session_id": "s-9", "query": "And its size?"})
+    other = _interaction(4).model_copy(update={"query": "What is the capital of Spain?"})
+    assert group_of(it) == group_of(again) != group_of(other)
+    assert group_of(turn) == "session:s-9"
+    assert group_of(_interaction(5).model_copy(update={"query": None})).startswith("trace:")
 
 
 def test_fit_refuses_below_the_minimum_and_says_how_many_more() -> None:

@@ -180,8 +180,17 @@ def _examples(
         fail, causes = verdict_table(
             records[tid], have.get(tid, {}), missed.get(tid), settings.jobs.thresholds
         )
-        examples.append(Example(tid, have.get(tid, {}), fail, causes))
+        examples.append(Example(tid, have.get(tid, {}), fail, causes, group_of(records[tid])))
     return examples, counts
 
 
-__all__ = ["build_anchors", "build_examples", "has_evidence", "stored_evidence"]
+def group_of(it: RagInteraction) -> str:
+    """The conversation a trace belongs to, else its question (case and spacing aside): labels
+    of one group are cross-validated together, never one in the fold that tests the other."""
+    if it.session_id:
+        return f"session:{it.session_id}"
+    question = " ".join((it.query or "").casefold().split())
+    return f"question:{question}" if question else f"trace:{it.trace_id}"
+
+
+__all__ = ["build_anchors", "build_examples", "group_of", "has_evidence", "stored_evidence"]

@@ -31,7 +31,8 @@ A fit changes only what its labels speak for, three ways:
   offers far more candidates than so few labels can choose between.
 
 A label names a trace's verdict (``fail`` / ``pass``), or one metric's when it says which. The
-agreement reported is k-fold cross-validated: each fold is predicted by a fit on the other folds
+agreement reported is k-fold cross-validated, the labels of one conversation or question in one
+fold: each fold is predicted by a fit on the other folds
 ("after") and by the defaults ("before"); the two are bootstrapped together (95% intervals, and
 the paired interval of the difference). A fit is "better beyond noise" when the lower end of the
 interval of the difference in the accuracy it maximises is above 0.
@@ -53,6 +54,7 @@ from ragsieve.evaluators.judges.combined.calibrated import (
     MetricCalibration,
 )
 from ragsieve.evaluators.quality.agreement import COST_WEIGHTED, bootstrap
+from ragsieve.jobs.fitting.folds import folds
 from ragsieve.jobs.fitting.guards import Anchors, beyond_chance
 from ragsieve.jobs.fitting.scores import Scorer, weight_grid
 from ragsieve.jobs.fitting.table import METRICS, Example, Item
@@ -238,20 +240,6 @@ def fit_params(problem: Problem, start: Params, mask: np.ndarray, sweeps: int = 
         for k in range(3):
             p = problem.best_for(p, k, mask)
     return p
-
-
-def folds(problem: Problem, k: int, seed: int) -> np.ndarray:
-    """A fold per item: labelled examples (with all their items) dealt round-robin per class."""
-    rng = np.random.default_rng(seed)
-    n = len(problem.examples) - len(problem.anchor)
-    any_fail = np.zeros(n, bool)
-    np.logical_or.at(any_fail, problem.ex, problem.truth)
-    of_example = np.zeros(n, int)
-    for cls in (True, False):
-        idx = np.flatnonzero(any_fail == cls)
-        rng.shuffle(idx)
-        of_example[idx] = np.arange(len(idx)) % k
-    return of_example[problem.ex]
 
 
 def cross_validated(

@@ -33,6 +33,7 @@ class Example:
     results: dict[str, EvalResult]
     fail: np.ndarray  # (8,) bool: the job fails the trace when bit k says metric k failed
     cause: list[str | None]  # (8,) the root cause it assigns
+    group: str = ""  # its conversation or question: cross-validation keeps a group in one fold
 
 
 @dataclass(frozen=True, slots=True)
