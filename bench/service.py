@@ -194,9 +194,7 @@ def draw_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Over several label draws (two fits each, one per half): how often the fits lowered, kept or
     raised fresh false flags, and the median rates and recall before and after (a fit refused
     leaves its half unchanged)."""
-    pairs = [
-        (r["before"], r.get("after") or r["before"]) for r in rows if r.get("before") is not None
-    ]
+    pairs = [(r["before"], r["after"]) for r in rows]
     moved = [b["false_flags"] - a["false_flags"] for b, a in pairs]
 
     def median(xs: list[float]) -> float | None:
@@ -407,7 +405,7 @@ def main() -> None:
                 }
                 for f in r["fits"]
             ]
-            flags = [r["before"]["false_flags"], (r.get("after") or {}).get("false_flags")]
+            flags = [r["before"]["false_flags"], r["after"]["false_flags"]]
             print(kind, "false flags", flags, "changed:", json.dumps(moved))
     print("over", args.draws, "draws:", json.dumps(summary, indent=1))
     if args.fit_within_tune:

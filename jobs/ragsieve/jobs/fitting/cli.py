@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ragsieve.collector.cliopts import SettingsSource, json_option, opened_store, store_option
-from ragsieve.evaluators.quality.agreement import COST_WEIGHTED, STATS
 
 if TYPE_CHECKING:
     from ragsieve.collector.store import Store
@@ -244,7 +243,7 @@ def _render(out: dict[str, Any]) -> str:
     cost = out.get("false_flag_cost", 1.0)
     if cost != 1.0:
         lines[0] += f"; a false flag costs {cost:g} missed failures"
-    for s in (*STATS, COST_WEIGHTED) if COST_WEIGHTED in a["after"] else STATS:
+    for s in a["after"]:  # the agreement's statistics, the cost-weighted one when it applies
         cells = [_ci(a[k][s]) for k in ("before", "after", "delta")]
         lines.append(f"{s:<18}" + "".join(c.rjust(24) for c in cells))
     rc = out["root_cause_accuracy"]
