@@ -15,7 +15,7 @@ run --all`` with default settings (``e2e.run_pipeline``); every figure is read f
 ``tune``; the figures are ``heldout``'s.
 
 Then the fit, as a deployment would do it on its own traffic: the held-out topics in two halves
-(alternating by a hash of the topic, so both hold the same mix of pages and languages); a copy of
+(alternating by a hash of the topic, so both hold a similar mix of pages and languages); a copy of
 the store gets ``--labels`` reviewed labels on one half's traces, ``ragsieve judges fit --labels``
 runs (stored when better beyond noise; otherwise stored anyway with ``--force``, to show what it
 would have done), ``jobs run --all`` judges again under the stored calibration, and the other
@@ -264,7 +264,7 @@ def readme_table(result: dict[str, Any]) -> str:
         refused = len(d.get("refused", []))
         return (
             f"as `judges fit` stores: {moved(rule)}, {d['stored_by_the_rule']} of {d['fits']}"
-            f" fits stored{f', {refused} refused for too few labels' if refused else ''};"
+            f" fits stored{f', {refused} refused by `judges fit`' if refused else ''};"
             f" every fit forced: {moved(d)}"
         )
 
