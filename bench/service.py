@@ -21,9 +21,9 @@ runs (stored when better beyond noise; otherwise stored anyway with ``--force``,
 would have done), ``jobs run --all`` judges again under the stored calibration, and the other
 half's (fresh) false flags are read; then the halves swap. Each draw is read twice: as ``judges
 fit`` stores by its own rule (``after_rule``, what a deployment gets) and with every fit forced
-(``after``). Labels come from held-out topics
-because a deployment's labels are on traffic the judges were never tuned on (on the tune topics
-the defaults agree with 59 of 60 labels: nothing is left there to learn).
+(``after``). Labels come from held-out topics because a deployment's labels are on traffic the
+judges were never tuned on (on the tune topics the defaults agree with 59 of 60 labels: nothing is
+left there to learn).
 
 Goals (issue 26): clean flagged <= 0.10 in each language, correct abstentions flagged <= 1 in 10,
 root cause right among flagged planted failures >= 0.80, ``generation`` failures named
@@ -141,7 +141,7 @@ def review_queue(decided: dict[str, dict[str, Any]], share_flagged: float = 2 / 
 
 def _halves(topics: set[str]) -> tuple[set[str], set[str]]:
     """Two halves of ``topics``, alternating in the order of a hash of their names: a deployment's
-    labelled week and its next week draw on the same mix of pages and languages. (Halves in name
+    labelled week and its next week draw on a similar mix of pages and languages. (Halves in name
     order, as until this version, put the service pages in one half and most of the Spanish and
     Wikipedia questions in the other: labels in one domain, fresh traffic in another.)"""
     ordered = sorted(topics, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
@@ -223,7 +223,7 @@ def draw_summary(rows: list[dict[str, Any]], after: str = "after") -> dict[str, 
         "false_flags": {
             "before": [b["false_flags"] for b, _ in pairs],
             "after": [a["false_flags"] for _, a in pairs],
-        },  # fmt: skip
+        },
         "false_flag_rate": {
             "before": median([b["false_flag_rate"] for b, _ in pairs]),
             "after": median([a["false_flag_rate"] for _, a in pairs]),
