@@ -244,7 +244,7 @@ def readme_table(result: dict[str, Any]) -> str:
     """The README's table: held-out figures and the fit, from ``bench/results/service.json``."""
     h = result["results"]["heldout"]
     g, rep = h["generation_named_no_answer_expected"], h["repeat_groups_one_root_cause"]
-    labels = (result.get("fit") or {}).get("labels")
+    labels = result.get("labels")
 
     draws = result.get("fit_draws") or {}
     stored = result.get("fit_draws_as_stored") or {}
@@ -373,7 +373,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sent, report, db = run_pipeline(traces, Path(tmp))
         decided = verdicts(db)
-        fit = fit_review = None
         draws: dict[str, list[dict[str, Any]]] = {"random": [], "review": []}
         w, work = args.fit_within_tune, Path(tmp)
         for seed in [] if args.no_fit else range(args.seed, args.seed + args.draws):
@@ -381,8 +380,6 @@ def main() -> None:
             draws["review"].append(
                 _fit(sent, db, work, args.labels, seed, review_queue(decided), f"q{seed}", w)
             )
-        if draws["random"]:
-            fit, fit_review = draws["random"][0], draws["review"][0]
     results = {s: score(sent, decided, s) for s in ("heldout", "tune")}
     for s in ("tune",) if args.fit_within_tune else ("tune", "heldout"):
         print(table(results[s]))
@@ -393,13 +390,8 @@ def main() -> None:
                     continue  # the held-out half is read only in aggregate
                 row = {"trace_id": tid, **t.__dict__, **decided.get(tid, MISSING)}
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    if fit is None:
+    if not draws["random"]:
         return
-    print("fit:", json.dumps({k: v for k, v in fit.items() if k != "metrics"}, indent=1))
-    print(
-        "fit (review queue):",
-        json.dumps({k: v for k, v in fit_review.items() if k != "metrics"}, indent=1),
-    )
     summary = {kind: draw_summary(rows) for kind, rows in draws.items()}
     by_rule = {kind: draw_summary(rows, "after_rule") for kind, rows in draws.items()}
     for kind, rows in draws.items():
@@ -426,12 +418,11 @@ def main() -> None:
         + (f", fits at jobs.false_flag_cost {args.false_flag_cost:g}" if custom else ""),
         "thresholds": {**DEFAULT_THRESHOLDS, **args.thresholds},
         "false_flag_cost": args.false_flag_cost,
+        "labels": args.labels,
         "data": "Doc2Dial service pages (en) + MEMERAG es questions; topics split tune / heldout",
         "job_seconds": report.get("_job_seconds"),
         "seconds": round(time.perf_counter() - t0, 1),
         "results": results,
-        "fit": fit,
-        "fit_review_queue": fit_review,
         "fit_draws": summary,
         "fit_draws_as_stored": by_rule,
         "draws": draws,

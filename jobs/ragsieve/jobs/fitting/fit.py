@@ -32,9 +32,9 @@ A fit changes only what its labels speak for, three ways:
 
 A label names a trace's verdict (``fail`` / ``pass``), or one metric's when it says which. The
 agreement reported is k-fold cross-validated, the labels of one conversation or question in one
-fold: each fold is predicted by a fit on the other folds
-("after") and by the defaults ("before"); the two are bootstrapped together (95% intervals, and
-the paired interval of the difference). A fit is "better beyond noise" when the lower end of the
+fold: each fold is predicted by a fit on the other folds ("after") and by the defaults
+("before"); the two are bootstrapped together (95% intervals, and the paired interval of the
+difference). A fit is "better beyond noise" when the lower end of the
 interval of the difference in the accuracy it maximises is above 0.
 """
 
