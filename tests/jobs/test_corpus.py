@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from ragsieve.collector.store import open_store
+from ragsieve.evaluators.judges.offline.faithfulness import FaithfulnessJudge
 from ragsieve.evaluators.testing import make_interaction
 from ragsieve.jobs.verdicts.corpus import ObservedCorpus
 
@@ -100,4 +103,43 @@ def test_a_follow_up_read_with_carried_words_needs_a_chunk_that_holds_its_own_te
     own = "How long until the refund for the reader is paid there? (returned card)"
     hit = corpus.find_answer(own, {"kb-keys"}, 0.6, typed="How long until the refund is paid?")
     assert hit is not None and hit.chunk_id == "kb-refunds"
+    store.close()
+
+
+def test_where_an_unfaithful_answer_came_from_is_a_chunk_that_holds_it(tmp_path):
+    # the retriever served the keys and webhooks pages for a refunds question; the answer
+    # states what the refunds page says: that page is found as the answer's missed source
+    old_policy = "Refunds for returned card readers were paid by bank transfer until 2019."
+    store, corpus = _filled(
+        tmp_path,
+        _trace("How long do refunds take?", ("kb-refunds", REFUNDS), ("kb-fees", FEES)),
+        _trace("Old refund policy?", ("kb-old", old_policy), ("kb-fees", FEES)),
+        _trace("API key limits?", ("kb-keys", KEYS), ("kb-hooks", WEBHOOKS)),
+    )
+    judge = FaithfulnessJudge()
+    question = "How are refunds for a returned card reader paid?"
+
+    def asked(answer: str):
+        return make_interaction(query=question, context=[KEYS, WEBHOOKS], answer=answer)
+
+    held = asked("Refunds go to the original card within 14 days.")
+    hit = corpus.find_answer(
+        question, {"kb-keys", "kb-hooks"}, 0.5, holds=partial(judge.holds_answer, held)
+    )
+    assert hit is not None and hit.chunk_id == "kb-refunds" and hit.holds_answer
+    assert "holds what the answer says" in hit.evidence()
+    old = asked("Refunds were paid by bank transfer until 2019.")
+    hit = corpus.find_answer(
+        question, {"kb-keys", "kb-hooks"}, 0.5, holds=partial(judge.holds_answer, old)
+    )
+    assert hit is not None and hit.chunk_id == "kb-old"
+    # an answer no chunk holds has no source, though chunks elsewhere answer the question
+    made_up = asked("Refunds are paid in store credit within 3 days.")
+    assert (
+        corpus.find_answer(
+            question, {"kb-keys", "kb-hooks"}, 0.5, holds=partial(judge.holds_answer, made_up)
+        )
+        is None
+    )
+    assert corpus.find_answer(question, {"kb-keys", "kb-hooks"}, 0.5) is not None
     store.close()

@@ -512,3 +512,23 @@ def test_verdict_table_keeps_the_corpus_chunk_the_job_found() -> None:
     assert not fail[ctx_fails]  # a correct abstention: nothing answers it
     fail, causes = verdict_table(it, results, missed_chunk="kb-9")
     assert fail[ctx_fails] and causes[ctx_fails] == "retrieval"
+
+
+def test_the_fit_reads_a_missed_chunk_that_holds_the_answer_as_the_job_does() -> None:
+    it = _interaction(3)
+    ctx = EvalResult(
+        trace_id=it.trace_id,
+        span_id=it.span_id,
+        evaluator="context_relevance",
+        label="relevant",
+        score=0.9,
+        metadata={"chunks": [{"id": "c1", "relevant": True, "score": 0.9}]},
+    )
+    results = {"faithfulness": _faith(3, 0.9), "context_relevance": ctx}
+    unfaithful, faithful = 1, 0
+    _, causes = verdict_table(it, results, missed_chunk="kb-9")
+    assert causes[unfaithful] == "generation"  # a chunk that answers, not the answer's source
+    _, causes = verdict_table(it, results, missed_chunk="kb-9", holds_answer=True)
+    assert causes[unfaithful] == "retrieval"
+    fail, _ = verdict_table(it, results, missed_chunk="kb-9", holds_answer=True)
+    assert not fail[faithful]

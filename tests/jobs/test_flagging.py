@@ -184,3 +184,21 @@ def test_an_abstention_is_correct_only_when_nothing_seen_answers() -> None:
     assert v.outcome == "pass" and "no chunk seen in 50" in v.evidence
     v = decide(IT, [abst, low, ctx(False)], TH, corpus=CorpusAnswer(HIT, 50))
     assert (v.outcome, v.root_cause) == ("fail", "retrieval") and "kb-42" in v.evidence
+
+
+def test_an_unfaithful_answer_that_holds_in_a_missed_chunk_is_a_retrieval_failure() -> None:
+    # the prompt held a relevant chunk, but what the answer says is in a chunk the retriever
+    # missed (one that answers the question better): the answer came from knowledge the prompt
+    # lacked, so the retriever is to blame
+    made_up = [res("faithfulness", "unfaithful", 0.0), res("answer_relevance", "relevant", 0.8)]
+    source = CorpusHit("kb-42", 0.81, 3, "Refunds take 14 days.", holds_answer=True)
+    v = decide(IT, [*made_up, ctx(True)], TH, corpus=CorpusAnswer(source, 120))
+    assert (v.outcome, v.root_cause, v.missed_chunk) == ("fail", "retrieval", "kb-42")
+    assert v.missed_holds_answer and "holds what the answer says" in v.evidence
+    # a missed chunk that only answers the question leaves an unfaithful answer to generation
+    v = decide(IT, [*made_up, ctx(True)], TH, corpus=CorpusAnswer(HIT, 120))
+    assert v.root_cause == "generation" and not v.missed_holds_answer
+    # found as an unfaithful answer's source, it says nothing once the answer is faithful
+    off = [res("faithfulness", "faithful", 0.9), res("answer_relevance", "irrelevant", 0.1)]
+    v = decide(IT, [*off, ctx(True)], TH, corpus=CorpusAnswer(source, 120))
+    assert (v.root_cause, v.missed_chunk) == ("generation", None)

@@ -6,6 +6,7 @@ import pytest
 
 from ragsieve.evaluators.records import EvalResult, Message
 from ragsieve.evaluators.testing import make_interaction, make_result
+from ragsieve.jobs.verdicts.corpus import CorpusHit
 from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict, decide
 from ragsieve.jobs.verdicts.rewordings import agree, same_failure_groups, same_wording
 
@@ -105,10 +106,44 @@ def test_other_questions_are_not_the_same_wording(a: str, b: str) -> None:
     assert not same_wording(a, b)
 
 
-def test_refusals_and_conversation_turns_are_never_one_failure() -> None:
+def _refusal(question: str, score: float, cosine: float) -> tuple:
+    it = make_interaction(question, CHUNKS, "I don't have that information.")
+    chunk = {"id": "doc-0", "rank": 0, "relevant": False, "score": score, "cosine": cosine}
+    results = [
+        make_result(it, "faithfulness", "abstained", None, abstained=True),
+        make_result(it, "answer_relevance", "irrelevant", 0.1),
+        make_result(it, "context_relevance", "irrelevant", score, chunks=[chunk]),
+    ]
+    return it, results
+
+
+def test_one_refusal_of_one_question_asked_with_a_typo_gets_one_root_cause() -> None:
+    # the clean wording's chunk nearly answers (a refusal that withholds it is abstained_wrongly);
+    # the typo hides it, and the corpus search finds the chunk elsewhere: retrieval, until the
+    # copies are read together
+    traces = [
+        _refusal("How does the conditional license work?", 0.5, 0.45),
+        _refusal("Do you know how does the conditiional lisense work?", 0.3, 0.1),
+    ]
+    its = [it for it, _ in traces]
+    results = [rs for _, rs in traces]
+    found = [CorpusAnswer(None, 10), CorpusAnswer(CorpusHit("kb-7", 0.8, 2, "It is free."), 10)]
+    before = [decide(it, rs, TH, corpus=c) for (it, rs), c in zip(traces, found, strict=True)]
+    assert [v.root_cause for v in before] == ["abstained_wrongly", "retrieval"]
+
+    def redecide(i: int, pooled: list[EvalResult], hit: CorpusAnswer | None) -> Verdict:
+        return decide(its[i], pooled, TH, corpus=hit)
+
+    after = list(before)
+    assert agree(its, after, results, found, redecide) == 1
+    assert [v.root_cause for v in after] == ["abstained_wrongly", "abstained_wrongly"]
+    assert after[1].abstained and its[0].trace_id in after[1].evidence
+
+
+def test_a_refusal_of_other_questions_and_conversation_turns_are_never_one_failure() -> None:
     refusal = "I don't have that information."
     its = [
-        make_interaction(q, CHUNKS, refusal) for q in ("How do I renew it?", "How do I renw it?")
+        make_interaction(q, CHUNKS, refusal) for q in ("How do I renew it?", "How do I cancel it?")
     ]
     fails = [Verdict("fail", ("faithfulness",), c, abstained=True) for c in ("a", "b")]
     assert same_failure_groups(its, fails) == []

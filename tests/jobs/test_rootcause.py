@@ -49,6 +49,22 @@ Q = "How long does a refund take for a returned reader?"
             Signals(query=Q, abstained=True, context_relevant=True, relevant_chunks=("c1",)),
             "abstained_wrongly",
         ),
+        # an unfaithful answer whose words hold in a chunk the retriever missed: the retriever
+        (
+            Signals(
+                query=Q,
+                context_relevant=True,
+                faithful=False,
+                missed_chunk="missed kb-9",
+                missed_holds_answer=True,
+            ),
+            "retrieval",
+        ),
+        # ... but a missed chunk that only answers the question does not explain the answer
+        (
+            Signals(query=Q, context_relevant=True, faithful=False, missed_chunk="missed kb-9"),
+            "generation",
+        ),
         (
             Signals(query=Q, abstained=True, context_relevant=False, expected="answerable"),
             "retrieval",

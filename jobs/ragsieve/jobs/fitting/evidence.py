@@ -95,18 +95,18 @@ def stored_scores(
     return out
 
 
-def missed_chunks(store: Store, trace_ids: Sequence[str]) -> dict[str, str]:
+def missed_chunks(store: Store, trace_ids: Sequence[str]) -> dict[str, tuple[str, bool]]:
     """The observed-corpus chunk the job's latest verdict on each trace found (retrieval
-    missed it), for the traces that have one."""
-    out: dict[str, str] = {}
+    missed it), and whether it holds what the answer says, for the traces that have one."""
+    out: dict[str, tuple[str, bool]] = {}
     for tid, body in store.query_in(
         "SELECT s.trace_id, s.body FROM samples s JOIN runs r ON r.run_id = s.run_id"
         " WHERE s.trace_id IN ({ids}) ORDER BY r.started_at",
         trace_ids,
     ):
-        chunk = json.loads(body or "{}").get("missed_chunk")
-        if chunk:
-            out[tid] = str(chunk)
+        meta = json.loads(body or "{}")
+        if meta.get("missed_chunk"):
+            out[tid] = (str(meta["missed_chunk"]), bool(meta.get("missed_holds_answer")))
         else:
             out.pop(tid, None)
     return out
@@ -177,8 +177,9 @@ def _examples(
     missed = missed_chunks(store, order)
     examples = []
     for tid in order:
+        chunk, holds = missed.get(tid, (None, False))
         fail, causes = verdict_table(
-            records[tid], have.get(tid, {}), missed.get(tid), settings.jobs.thresholds
+            records[tid], have.get(tid, {}), chunk, settings.jobs.thresholds, holds_answer=holds
         )
         examples.append(Example(tid, have.get(tid, {}), fail, causes, group_of(records[tid])))
     return examples, counts

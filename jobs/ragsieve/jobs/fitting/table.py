@@ -51,17 +51,21 @@ def verdict_table(
     results: Mapping[str, EvalResult],
     missed_chunk: str | None = None,
     thresholds: Mapping[str, float] | None = None,
+    *,
+    holds_answer: bool = False,
 ) -> tuple[np.ndarray, list[str | None]]:
     """The job's verdict and root cause for each of the 8 pass/fail combinations of the
     metrics (bit k of the index = metric k failed); unknown results stay as they are.
-    ``missed_chunk``: the observed-corpus chunk the job found for this question, if any.
+    ``missed_chunk``: the observed-corpus chunk the job found for this question, if any
+    (``holds_answer``: it also holds what the answer says, the job's search for where an
+    unfaithful answer came from).
     ``thresholds``: the job's (a forced score of 0 or 1 decides alike under any threshold, and
     what the rule reads of the chunks' own scores, such as a refusal's nearly relevant chunk,
     is read on the job's scale); 0.5 each when not given."""
     at = {m: 0.5 for m in METRICS} | dict(thresholds or {})
     corpus = None
     if missed_chunk:
-        corpus = CorpusAnswer(CorpusHit(missed_chunk, 1.0, 0, ""), 0)
+        corpus = CorpusAnswer(CorpusHit(missed_chunk, 1.0, 0, "", holds_answer), 0)
     fail = np.zeros(8, bool)
     causes: list[str | None] = []
     for combo in range(8):

@@ -31,7 +31,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,12 +72,14 @@ class CorpusHit:
     score: float
     traces: int  # traces that retrieved it
     window: str  # the sentences that answer
+    holds_answer: bool = False  # the trace's answer is faithful to this chunk alone
 
     def evidence(self) -> str:
         """One line for the verdict: which chunk, how sure, how often it was retrieved."""
+        held = ", and it holds what the answer says" if self.holds_answer else ""
         return (
             f"the retriever missed {self.chunk_id} (answer score {self.score:.2f}, retrieved by"
-            f" {self.traces} other trace(s)): '{self.window[:160]}'"
+            f" {self.traces} other trace(s){held}): '{self.window[:160]}'"
         )
 
 
@@ -295,12 +297,15 @@ class ObservedCorpus:
         threshold: float,
         lead: float = 0.0,
         typed: str | None = None,
+        holds: Callable[[str, str], bool] | None = None,
     ) -> CorpusHit | None:
         """The best chunk outside ``exclude`` (the chunks the trace retrieved) that answers
         ``question`` clearly better than any of them, or None. ``typed``: for a follow-up read
         with words carried from earlier turns, the turn as typed, whose own terms the chunk
         must hold too (the carried words name the earlier subject, whose passages would
-        otherwise be found again: "fun things to do there (Tokyo sushi restaurants)")."""
+        otherwise be found again: "fun things to do there (Tokyo sushi restaurants)").
+        ``holds(chunk_id, content)``: when given, the hit must also hold what the trace's answer
+        says (the best such chunk among those that answer clearly better)."""
         if sum(w for _, w in question_terms(question).values()) < MIN_QUESTION_WEIGHT:
             return None  # "What more details do I need?" names nothing a chunk could answer
         exclude = set(exclude)
@@ -321,18 +326,22 @@ class ObservedCorpus:
         # a chunk that answers holds the question's own words
         scored = chunk_evidence(question, [rows[c][0] for c in [*order, *seen]], near_words=False)
         best_seen = max((e.score for e in scored[len(order) :]), default=0.0)
-        ranked = sorted(zip(order, scored[: len(order)], strict=True), key=lambda p: -p[1].score)
-        if not ranked or ranked[0][1].score < threshold or ranked[0][1].terms < HIT_MIN_TERMS:
-            return None  # a miss must hold most of what the question names, not only its type
-        if ranked[0][1].score - best_seen < max(lead, HIT_LEAD):
-            return None  # no better than what was retrieved: the topic, not a missed answer
-        cid, ev = ranked[0]
         served = {language(rows[c][0]) for c in seen}
-        if not holds_question(question, rows[cid][0], served):
-            return None  # it shares the question's topic, or only its words' translations
-        if typed is not None and not holds_question(typed, rows[cid][0], served):
-            return None  # it answers the earlier turn, not what this one asks
-        return CorpusHit(cid, ev.score, rows[cid][1], ev.window)
+        ranked = sorted(zip(order, scored[: len(order)], strict=True), key=lambda p: -p[1].score)
+        for cid, ev in ranked if holds is not None else ranked[:1]:
+            if ev.score < threshold or ev.terms < HIT_MIN_TERMS:
+                return None  # a miss must hold most of what the question names, not its type
+            if ev.score - best_seen < max(lead, HIT_LEAD):
+                return None  # no better than what was retrieved: the topic, not a missed answer
+            content = rows[cid][0]
+            if not holds_question(question, content, served):
+                continue  # it shares the question's topic, or only its words' translations
+            if typed is not None and not holds_question(typed, content, served):
+                continue  # it answers the earlier turn, not what this one asks
+            if holds is not None and not holds(cid, content):
+                continue  # it answers the question, but not with what the answer says
+            return CorpusHit(cid, ev.score, rows[cid][1], ev.window, holds is not None)
+        return None
 
 
 __all__ = ["CorpusHit", "ObservedCorpus", "holds_question"]

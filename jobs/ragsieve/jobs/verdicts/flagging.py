@@ -65,6 +65,7 @@ class Verdict:
     context_relevant: bool | None = None  # after the judges were made to agree
     rescued: bool = False  # relevant only because a faithful, on-question answer drew on it
     missed_chunk: str | None = None  # a chunk of the observed corpus that would have answered
+    missed_holds_answer: bool = False  # ... and holds what the (unfaithful) answer says
     uncertain: tuple[str, ...] = ()  # metrics whose judge could not call it: a pass to audit
 
 
@@ -150,6 +151,19 @@ def needs_corpus(verdict: Verdict) -> bool:
     return verdict.context_relevant is False or verdict.rescued
 
 
+def needs_source(verdict: Verdict) -> bool:
+    """True when the observed corpus should be asked where an unfaithful answer came from: a
+    ``generation`` failure of faithfulness although a relevant chunk reached the prompt (a chunk
+    elsewhere that answers the question better and holds what the answer says makes it a
+    retrieval failure)."""
+    return (
+        verdict.root_cause == "generation"
+        and bool(verdict.context_relevant)
+        and "faithfulness" in verdict.failed_metrics
+        and not verdict.abstained
+    )
+
+
 @dataclass
 class _Reading:
     """What one interaction's judge results say, before any verdict."""
@@ -224,6 +238,8 @@ def _read(
     abstained = is_abstention(faith, interaction.answer)
     backing = () if abstained else supporting_chunks(faith, ans, thresholds)
     missed = corpus.hit if corpus is not None else None
+    if missed is not None and missed.holds_answer and decided.get("faithfulness") is not True:
+        missed = None  # found as an unfaithful answer's source: nothing to say of a faithful one
     rescued = bool(backing) and ctx_rel is False
     if rescued and missed is None:  # the answer proves those chunks held what was asked
         ctx_rel, rel_ids = True, backing
@@ -316,6 +332,7 @@ def _fail_verdict(
         missed_chunk=rd.missed.evidence() if rd.missed is not None else None,
         corpus_searched=corpus.searched if corpus is not None else None,
         near_only=rd.near,
+        missed_holds_answer=rd.missed is not None and rd.missed.holds_answer,
     )
     cause: RootCause = assign(signals)
     return Verdict(
@@ -326,6 +343,7 @@ def _fail_verdict(
         rd.abstained,
         context_relevant=rd.ctx_rel,
         missed_chunk=rd.missed.chunk_id if rd.missed is not None else None,
+        missed_holds_answer=rd.missed is not None and rd.missed.holds_answer,
     )
 
 
@@ -342,5 +360,6 @@ __all__ = [
     "is_abstention",
     "metric_failed",
     "needs_corpus",
+    "needs_source",
     "supporting_chunks",
 ]

@@ -4,12 +4,13 @@ root cause, decided on what all their readings show.
 Two traces are the same failure when the retriever served them the same chunks, the system gave
 the same answer, and their questions are the same but for typos and a lead-in ("How do I protect
 myself from fraud?" and "Do you know how do I protect myeslf from faud?", whose cosine is 0.58;
-"renew" / "cancel" are other questions, however near the encoder holds them). Abstentions and
-turns of a conversation are left out: one refusal answers many questions, and "And on Sundays?"
-asks another thing than "And on Saturdays?". Only their wording
-differs, and the judges read wording: a typo can hide the chunk that answers from the
-context judge, or the missed chunk from the observed-corpus search, so one copy is called
-``retrieval`` and the other ``no_answer_expected``. As a follow-up's readings do
+"renew" / "cancel" are other questions, however near the encoder holds them). Turns of a
+conversation are left out: "And on Sundays?" asks another thing than "And on Saturdays?". A
+refusal is kept: one refusal answers many questions, but here the questions are one question.
+Only their wording differs, and the judges read wording: a typo can hide the chunk that answers
+from the context judge, or the missed chunk from the observed-corpus search, so one copy is
+called ``retrieval`` and the other ``no_answer_expected`` (or, for a refusal, one
+``abstained_wrongly`` and the other ``retrieval``). As a follow-up's readings do
 (:func:`ragsieve.evaluators.judges.offline.conversation.best_reading`), each wording may help the
 others and never hurts them: every copy is decided again with the group's best context and
 answer-relevance results (the highest scores any wording got) and the missed chunk any copy's
@@ -44,11 +45,11 @@ def same_failure_groups(
     interactions: Sequence[RagInteraction], verdicts: Sequence[Verdict]
 ) -> list[list[int]]:
     """Indices of failed traces that are one failure in other words: two or more, with root
-    causes that disagree. Abstentions and turns of a conversation are left out (a refusal is
-    given to many questions; "And on Sundays?" is another question than "And on Saturdays?")."""
+    causes that disagree. Turns of a conversation are left out ("And on Sundays?" is another
+    question than "And on Saturdays?")."""
     by_key: dict[tuple[tuple[str, ...], str], list[int]] = defaultdict(list)
     for i, (it, v) in enumerate(zip(interactions, verdicts, strict=True)):
-        if v.outcome != "fail" or v.abstained or it.chat_history:
+        if v.outcome != "fail" or it.chat_history:
             continue
         if it.answer and it.query and it.documents:
             chunks = tuple(sorted(d.id for d in it.documents))

@@ -17,7 +17,10 @@ history to resolve it; shortness alone never overrides what the other judges fou
      and how many traces retrieved it before);
    - otherwise → ``no_answer_expected``: nothing the system has seen answers this ("no chunk
      seen in N answers this"), so it should have abstained instead of answering.
-3. The answer is unfaithful (context relevant or unknown) → ``generation``.
+3. The answer is unfaithful (context relevant or unknown) → ``generation``, unless what it
+   says holds in a chunk of the observed corpus that answers the question clearly better than
+   every chunk in the prompt → ``retrieval``: the answer came from knowledge the prompt lacked,
+   and the chunk that holds it is the one the retriever missed.
 4. A relevant chunk reached the prompt and the answer is faithful, yet off the question →
    ``ambiguous_query`` for a short query (nothing else to blame), else ``generation``.
 5. Context relevance unknown (not judged or judge error), answer not unfaithful:
@@ -68,6 +71,7 @@ class Signals:
     missed_chunk: str | None = None  # evidence line naming a corpus chunk that answers
     corpus_searched: int | None = None  # chunks of the observed corpus searched (None: not asked)
     near_only: bool = False  # an abstention's relevant chunks only nearly reached the threshold
+    missed_holds_answer: bool = False  # the missed chunk holds what the unfaithful answer says
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +117,11 @@ def assign(s: Signals) -> RootCause:
         )
     if s.context_relevant:
         chunks = ", ".join(s.relevant_chunks[:3]) or "a relevant chunk"
+        if s.faithful is False and s.missed_chunk is not None and s.missed_holds_answer:
+            return RootCause(
+                "retrieval",
+                f"{chunks} reached the prompt but does not hold what the answer says; {missed}",
+            )
         if s.faithful is False:
             return RootCause("generation", f"{chunks} reached the prompt; the answer is unfaithful")
         if s.answer_relevant is False and short:

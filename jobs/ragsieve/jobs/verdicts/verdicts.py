@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.judges.offline.conversation import judged_question
+from ragsieve.evaluators.judges.offline.faithfulness import FaithfulnessJudge
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.results import resultstore
@@ -23,7 +25,13 @@ from ragsieve.jobs.sampling.strata import unit_hash
 from ragsieve.jobs.verdicts import rewordings
 from ragsieve.jobs.verdicts.corpus import VOUCHED_LEAD, ObservedCorpus
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
-from ragsieve.jobs.verdicts.flagging import CorpusAnswer, Verdict, decide, needs_corpus
+from ragsieve.jobs.verdicts.flagging import (
+    CorpusAnswer,
+    Verdict,
+    decide,
+    needs_corpus,
+    needs_source,
+)
 from ragsieve.jobs.verdicts.rootcause import Expectation
 
 
@@ -55,7 +63,6 @@ def decide_all(
     should have abstained.
     """
     searched = corpus.size() if corpus is not None else 0
-    ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
     ids = [p.trace_id for p in picks]
     stored = resultstore.stored_results(store, ids, versions)
     done = resultstore.done_judges(store, ids, versions)
@@ -78,14 +85,10 @@ def decide_all(
         if golden is not None and (verdict.outcome == "fail" or verdict.abstained):
             expected, category = golden.lookup(it.query or "")
             verdict = decide(it, results, thresholds, expected=expected)
-        if corpus is not None and needs_corpus(verdict) and (it.query or "").strip():
-            exclude = {d.id for d in it.documents}
-            lead = VOUCHED_LEAD if verdict.rescued else 0.0
-            asked = judged_question(it)  # a follow-up: what it means, not what it says
-            typed = asked.typed if asked.source == "resolved" else None
-            hit = corpus.find_answer(asked.text, exclude, ctx_threshold, lead, typed)
-            found = CorpusAnswer(hit, searched)
-            verdict = decide(it, results, thresholds, expected=expected, corpus=found)
+        if corpus is not None and (it.query or "").strip():
+            found = _search(corpus, searched, it, verdict, thresholds)
+            if found is not None:
+                verdict = decide(it, results, thresholds, expected=expected, corpus=found)
         missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))
         out.append(Decision(p, it, results, verdict, category, missing))
         expects.append(expected)
@@ -97,6 +100,36 @@ def decide_all(
             why = f"partial: no usable result yet from {', '.join(d.missing)}"
             d.verdict = Verdict("unjudged", evidence=why, abstained=d.verdict.abstained)
     return out
+
+
+def _search(
+    corpus: ObservedCorpus,
+    searched: int,
+    it: RagInteraction,
+    verdict: Verdict,
+    thresholds: dict[str, float],
+) -> CorpusAnswer | None:
+    """Ask the observed corpus for the chunk the retriever missed: when nothing relevant reached
+    the prompt, one that answers the question; when an answer is unfaithful to relevant chunks,
+    one that answers the question better and holds what the answer says (``None``: not asked)."""
+    source = needs_source(verdict)
+    if not (needs_corpus(verdict) or source):
+        return None
+    ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
+    exclude = {d.id for d in it.documents}
+    lead = VOUCHED_LEAD if verdict.rescued else 0.0
+    asked = judged_question(it)  # a follow-up: what it means, not what it says
+    typed = asked.typed if asked.source == "resolved" else None
+    holds = None
+    if source:
+        judge = FaithfulnessJudge(
+            thresholds.get("faithfulness", DEFAULT_THRESHOLDS["faithfulness"])
+        )
+        holds = partial(judge.holds_answer, it)
+    hit = corpus.find_answer(asked.text, exclude, ctx_threshold, lead, typed, holds)
+    if source and hit is None:
+        return None  # the unfaithful answer holds nowhere better: the rule stays as it was
+    return CorpusAnswer(hit, searched)
 
 
 def _agree_rewordings(
@@ -210,6 +243,7 @@ def sample_rows(
                 "category": d.category,
                 "upstream_p": d.pick.upstream_p,
                 "missed_chunk": d.verdict.missed_chunk,
+                "missed_holds_answer": d.verdict.missed_holds_answer,
                 "uncertain": list(d.verdict.uncertain),
                 "audit_p": audit_probability(d.verdict, audit_share),
             },

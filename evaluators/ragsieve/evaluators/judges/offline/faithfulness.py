@@ -46,7 +46,7 @@ from ragsieve.evaluators.judges.offline.text.spans import broken_spans
 from ragsieve.evaluators.judges.offline.text.terms import all_values, key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, content_words, fold, language
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
-from ragsieve.evaluators.records import EvalResult, RagInteraction
+from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
 
 
 def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: list[str]) -> None:
@@ -344,6 +344,14 @@ class FaithfulnessJudge(OfflineJudge):
         return self.result(
             interaction, label, score, self._explain(label, score, feats, verdicts), meta
         )
+
+    def holds_answer(self, interaction: RagInteraction, chunk_id: str, content: str) -> bool:
+        """True when ``interaction``'s answer is faithful to this one chunk alone (scored and
+        labelled as the judge scores the prompt's chunks: at or above its threshold)."""
+        doc = RetrievedDocument(id=chunk_id, content=content, rank=0, in_prompt=True)
+        alone = interaction.model_copy(update={"documents": (doc,)})
+        score = self._judge(alone).score
+        return score is not None and score >= self.threshold
 
     def label(self, score: float) -> str:
         """unfaithful below the threshold (the job flags the same answers); uncertain just
