@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from ragsieve.collector.instrument import instrument, llm_span, rag_span, retriever_span
 from ragsieve.evaluators.testing import FakeOpenAIServer, prompt_of
 from ragsieve.jobs.cli import cli
+from ragsieve.jobs.fitting.evidence import missed_chunks
 
 PARIS = "Paris is the capital of France. It has been the seat of government since 987."
 TURNS = [
@@ -122,6 +123,11 @@ def send_corpus_turns(endpoint: str) -> None:
             "I'm sorry, but the provided documents don't contain that information.",
         ),
     ]
+    send_turns_with(endpoint, turns)
+
+
+def send_turns_with(endpoint: str, turns: list[tuple[str, list[tuple[str, str]], str]]) -> None:
+    """One RAG trace per ``(question, [(chunk id, content)], answer)``."""
     provider = instrument("e2e-app", endpoint, set_global=False, flush_on_exit=False)
     for q, docs, answer in turns:
         with rag_span(q, tracer_provider=provider) as rag:
@@ -158,3 +164,44 @@ def test_a_retrieval_miss_names_the_chunk_other_traces_retrieved(start_collector
     assert (missed[0], missed[1], missed[2]["missed_chunk"]) == ("fail", "retrieval", "kb-refunds")
     assert "kb-refunds" in missed[2]["evidence"]
     assert declined[0] == "pass" and "no chunk seen in 3 answers this" in declined[2]["evidence"]
+
+
+REQUEST_DOC = "Refunds for returned card readers must be requested within 30 days of delivery."
+
+
+def test_an_answer_from_a_chunk_the_retriever_missed_is_named_retrieval(
+    start_collector: Any,
+) -> None:
+    # the second trace got a chunk on refunds (by when to ask for one, not when it is paid); its
+    # answer states what only the payment chunk says, which an earlier trace retrieved
+    col = start_collector(run_settler=False)
+    turns = [
+        ("How long do refunds for a returned card reader take?",
+         [("kb-refunds", REFUND_DOC), ("kb-fees", FEES_DOC)],
+         "Refunds for returned card readers are paid within 14 days."),
+        ("When is the refund for a returned card reader paid?",
+         [("kb-request", REQUEST_DOC), ("kb-keys", KEYS_DOC)],
+         "The refund for a returned card reader is paid to the original card within 14 days."),
+        ("When is the refund for a returned card reader due?",
+         [("kb-request", REQUEST_DOC), ("kb-keys", KEYS_DOC)],
+         "The refund for a returned card reader is paid in store credit within 3 days."),
+    ]  # fmt: skip
+    send_turns_with(col.traces_url, turns)
+    deadline = time.monotonic() + 10
+    while col.store.count_spans() < 9 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    col.server.stop()
+    run(col.store.url)
+    rows = col.store.query(
+        "SELECT json_extract(i.body, '$.query'), s.verdict, s.root_cause, s.body"
+        " FROM samples s JOIN interactions i ON i.trace_id = s.trace_id"
+    )
+    by_query = {q: (v, rc, json.loads(b)) for q, v, rc, b in rows}
+    paid = by_query[turns[1][0]]
+    assert (paid[0], paid[1], paid[2]["missed_chunk"]) == ("fail", "retrieval", "kb-refunds")
+    assert paid[2]["missed_holds_answer"] and "holds what the answer says" in paid[2]["evidence"]
+    # a made-up value holds nowhere: the model, not the retriever
+    assert by_query[turns[2][0]][:2] == ("fail", "generation")
+    ids = [tid for (tid,) in col.store.query("SELECT trace_id FROM samples")]
+    found = missed_chunks(col.store, ids)
+    assert sorted(found.values()) == [("kb-refunds", True)]  # what `judges fit` reads back
