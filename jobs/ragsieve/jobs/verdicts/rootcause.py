@@ -120,7 +120,7 @@ def assign(s: Signals) -> RootCause:
         if s.faithful is False and s.missed_chunk is not None and s.missed_holds_answer:
             return RootCause(
                 "retrieval",
-                f"{chunks} reached the prompt but does not hold what the answer says; {missed}",
+                f"{chunks} reached the prompt, but what the answer says is not there; {missed}",
             )
         if s.faithful is False:
             return RootCause("generation", f"{chunks} reached the prompt; the answer is unfaithful")

@@ -10,6 +10,7 @@ whatever the model weighs.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -47,6 +48,8 @@ from ragsieve.evaluators.judges.offline.text.terms import all_values, key, token
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, content_words, fold, language
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
+
+log = logging.getLogger(__name__)
 
 
 def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: list[str]) -> None:
@@ -347,10 +350,17 @@ class FaithfulnessJudge(OfflineJudge):
 
     def holds_answer(self, interaction: RagInteraction, chunk_id: str, content: str) -> bool:
         """True when ``interaction``'s answer is faithful to this one chunk alone (scored and
-        labelled as the judge scores the prompt's chunks: at or above its threshold)."""
+        labelled as the judge scores the prompt's chunks: at or above its threshold). Never
+        raises: a heuristic failure is logged and reads as "does not hold"."""
         doc = RetrievedDocument(id=chunk_id, content=content, rank=0, in_prompt=True)
         alone = interaction.model_copy(update={"documents": (doc,)})
-        score = self._judge(alone).score
+        try:
+            score = self._judge(alone).score
+        except Exception as exc:  # a heuristic bug must not stop a job run
+            log.warning(
+                "faithfulness against %s failed on trace %s: %s", chunk_id, alone.trace_id, exc
+            )
+            return False
         return score is not None and score >= self.threshold
 
     def label(self, score: float) -> str:
