@@ -119,27 +119,19 @@ def test_where_an_unfaithful_answer_came_from_is_a_chunk_that_holds_it(tmp_path)
     judge = FaithfulnessJudge()
     question = "How are refunds for a returned card reader paid?"
 
-    def asked(answer: str):
-        return make_interaction(query=question, context=[KEYS, WEBHOOKS], answer=answer)
+    retrieved = {"kb-keys", "kb-hooks"}
 
-    held = asked("Refunds go to the original card within 14 days.")
-    hit = corpus.find_answer(
-        question, {"kb-keys", "kb-hooks"}, 0.5, holds=partial(judge.holds_answer, held)
-    )
+    def source(answer: str):
+        """The missed chunk the corpus names as the source of ``answer`` to ``question``."""
+        it = make_interaction(query=question, context=[KEYS, WEBHOOKS], answer=answer)
+        return corpus.find_answer(question, retrieved, 0.5, holds=partial(judge.holds_answer, it))
+
+    hit = source("Refunds go to the original card within 14 days.")
     assert hit is not None and hit.chunk_id == "kb-refunds" and hit.holds_answer
     assert "holds what the answer says" in hit.evidence()
-    old = asked("Refunds were paid by bank transfer until 2019.")
-    hit = corpus.find_answer(
-        question, {"kb-keys", "kb-hooks"}, 0.5, holds=partial(judge.holds_answer, old)
-    )
+    hit = source("Refunds were paid by bank transfer until 2019.")
     assert hit is not None and hit.chunk_id == "kb-old"
     # an answer no chunk holds has no source, though chunks elsewhere answer the question
-    made_up = asked("Refunds are paid in store credit within 3 days.")
-    assert (
-        corpus.find_answer(
-            question, {"kb-keys", "kb-hooks"}, 0.5, holds=partial(judge.holds_answer, made_up)
-        )
-        is None
-    )
-    assert corpus.find_answer(question, {"kb-keys", "kb-hooks"}, 0.5) is not None
+    assert source("Refunds are paid in store credit within 3 days.") is None
+    assert corpus.find_answer(question, retrieved, 0.5) is not None
     store.close()

@@ -493,20 +493,25 @@ def test_a_calibration_applies_to_the_backend_it_was_fitted_for() -> None:
     assert again.backend == "llm" and again.id == llm_cal.id
 
 
+def _context(it: RagInteraction, score: float) -> EvalResult:
+    """A context-relevance result of one chunk, relevant from 0.5 on."""
+    relevant = score >= 0.5
+    return EvalResult(
+        trace_id=it.trace_id,
+        span_id=it.span_id,
+        evaluator="context_relevance",
+        label="relevant" if relevant else "irrelevant",
+        score=score,
+        metadata={"chunks": [{"id": "c1", "relevant": relevant, "score": score}]},
+    )
+
+
 def test_verdict_table_keeps_the_corpus_chunk_the_job_found() -> None:
     it = _interaction(5).model_copy(update={"answer": "I don't know."})
     faith = _faith(5, 0.9).model_copy(
         update={"label": "abstained", "score": None, "metadata": {"abstained": True}}
     )
-    ctx = EvalResult(
-        trace_id=it.trace_id,
-        span_id=it.span_id,
-        evaluator="context_relevance",
-        label="irrelevant",
-        score=0.1,
-        metadata={"chunks": [{"id": "c1", "relevant": False, "score": 0.1}]},
-    )
-    results = {"faithfulness": faith, "context_relevance": ctx}
+    results = {"faithfulness": faith, "context_relevance": _context(it, 0.1)}
     ctx_fails = 1 << 2
     fail, causes = verdict_table(it, results)
     assert not fail[ctx_fails]  # a correct abstention: nothing answers it
@@ -516,19 +521,10 @@ def test_verdict_table_keeps_the_corpus_chunk_the_job_found() -> None:
 
 def test_the_fit_reads_a_missed_chunk_that_holds_the_answer_as_the_job_does() -> None:
     it = _interaction(3)
-    ctx = EvalResult(
-        trace_id=it.trace_id,
-        span_id=it.span_id,
-        evaluator="context_relevance",
-        label="relevant",
-        score=0.9,
-        metadata={"chunks": [{"id": "c1", "relevant": True, "score": 0.9}]},
-    )
-    results = {"faithfulness": _faith(3, 0.9), "context_relevance": ctx}
+    results = {"faithfulness": _faith(3, 0.9), "context_relevance": _context(it, 0.9)}
     unfaithful, faithful = 1, 0
     _, causes = verdict_table(it, results, missed_chunk="kb-9")
     assert causes[unfaithful] == "generation"  # a chunk that answers, not the answer's source
-    _, causes = verdict_table(it, results, missed_chunk="kb-9", holds_answer=True)
+    fail, causes = verdict_table(it, results, missed_chunk="kb-9", holds_answer=True)
     assert causes[unfaithful] == "retrieval"
-    fail, _ = verdict_table(it, results, missed_chunk="kb-9", holds_answer=True)
     assert not fail[faithful]

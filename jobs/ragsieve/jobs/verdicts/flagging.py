@@ -319,6 +319,7 @@ def _fail_verdict(
 ) -> Verdict:
     """A fail with its root cause assigned from every signal."""
     faithful = None if rd.faith is None or rd.abstained else _ok(rd.decided.get("faithfulness"))
+    holds = rd.missed is not None and rd.missed.holds_answer
     signals = Signals(
         query=interaction.query,
         has_history=bool(interaction.chat_history),
@@ -332,7 +333,7 @@ def _fail_verdict(
         missed_chunk=rd.missed.evidence() if rd.missed is not None else None,
         corpus_searched=corpus.searched if corpus is not None else None,
         near_only=rd.near,
-        missed_holds_answer=rd.missed is not None and rd.missed.holds_answer,
+        missed_holds_answer=holds,
     )
     cause: RootCause = assign(signals)
     return Verdict(
@@ -343,7 +344,7 @@ def _fail_verdict(
         rd.abstained,
         context_relevant=rd.ctx_rel,
         missed_chunk=rd.missed.chunk_id if rd.missed is not None else None,
-        missed_holds_answer=rd.missed is not None and rd.missed.holds_answer,
+        missed_holds_answer=holds,
     )
 
 
