@@ -168,12 +168,14 @@ def _fit(
         row = one_size(labels, first, a, b, db, work, seed, draw=draw, tag=name)
         if not row.get("written") and "refused" not in row:
             row = one_size(labels, first, a, b, db, work, seed, force=True, draw=draw, tag=name)
+        outcome = None
         if row.get("written"):
             fitted = verdicts(store_copy(work, labels, row["forced"], name))
             fresh = {tid: fitted.get(tid, MISSING) for tid, t in sent.items() if t.article in b}
             merged.update(fresh)
             if not row["forced"]:  # what `judges fit` itself stores, without --force
                 stored.update(fresh)
+            outcome = _on_half(sent, b, split, decided, fresh)
         for force in (False, True):  # a copy per fit: keep the disk to one at a time
             store_copy(work, labels, force, name).unlink(missing_ok=True)
         keep = ("labels", "forced", "drawn", "better", "written", "metrics", "refused")
@@ -182,6 +184,9 @@ def _fit(
             fit["cv_balanced_accuracy"] = {
                 k: row["cv"][k]["balanced_accuracy"]["value"] for k in ("before", "after")
             }
+            fit["cv_delta"] = row["cv"]["delta"]
+        if outcome:  # this fit alone, on its fresh half: what any storing rule would give
+            fit["fresh"] = outcome
         fits.append(fit)
     out: dict[str, Any] = {
         "labels": labels,
@@ -198,6 +203,18 @@ def _fit(
             s["clean_flagged"]["flagged"] + s["correct_abstentions_flagged"]["flagged"],
             s["clean_flagged"]["n"] + s["correct_abstentions_flagged"]["n"],
         )
+    return out
+
+
+def _on_half(
+    sent: dict[str, Trace], half: set[str], split: str, before: dict, after: dict
+) -> dict[str, Any]:
+    """One fit's fresh half, before and under the fit: false flags and recall."""
+    sub = {tid: t for tid, t in sent.items() if t.article in half}
+    out = {}
+    for name, got in (("before", before), ("after", {**before, **after})):
+        s = score(sub, got, split)
+        out[name] = {"false_flags": s["false_flags"], "recall": s["recall"]}
     return out
 
 
