@@ -427,6 +427,7 @@ def main() -> None:
     print("over", args.draws, "draws, forced:", json.dumps(summary, indent=1))
     print("as judges fit stores:", json.dumps(by_rule, indent=1))
     if args.fit_within_tune:
+        print("draws:", json.dumps(draws))  # each fit's record: for working on the fit
         return
     payload = {
         "benchmark": "service",
