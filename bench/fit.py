@@ -9,12 +9,12 @@ batch B (fresh). All of it goes through the real collector and ``ragsieve jobs r
 ``bench/e2e.py``); then, for each label count N, a copy of that store gets N labels on batch A
 traces (a labels file: half real failures, half real passes, drawn at random; the truth is the
 trace's planted kind and root cause), ``ragsieve judges fit --labels`` runs as a user would run
-it (stored only when better beyond noise), and ``ragsieve jobs run --all`` judges again under the
-stored calibration. Batch B's false-positive rate, recall and root-cause accuracy are read from
-the job's own verdicts, before and after.
+it (stored when it changes something and gains in cross-validation), and ``ragsieve jobs run
+--all`` judges again under the stored calibration. Batch B's false-positive rate, recall and
+root-cause accuracy are read from the job's own verdicts, before and after.
 
 Each label count also runs with ``--force`` (stored whatever the cross-validation says), to show
-what a fit judged "not better beyond noise" would have done.
+what a fit that `judges fit` does not store would have done.
 
 Goals (issue 12): with 60 labels, FPR at least halved when it starts above 0.10, recall not lower
 by more than 0.03, root-cause accuracy not lower; the fit of 200 labels under 10 s on one core.
@@ -146,6 +146,7 @@ def one_size(
     row["cv"] = {k: fit["agreement"][k] for k in ("before", "after", "delta")}
     row.update(
         better=fit["better"],
+        worth_storing=fit.get("worth_storing"),
         written=fit["written"],
         seconds=fit["seconds"],
         metrics=fit["metrics"],
@@ -226,7 +227,7 @@ def main() -> None:
         base = _pick(score(fresh(sent, b), verdicts(db), "all"))
         sizes = [int(n) for n in args.sizes.split(",")]
         curve = [one_size(n, sent, a, b, db, work, args.seed) for n in sizes]
-        # what each fit would do if stored anyway (--force): is "not better" the right call?
+        # what each fit would do if stored anyway (--force): is not storing it the right call?
         forced = [one_size(n, sent, a, b, db, work, args.seed, force=True) for n in sizes]
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -17,13 +17,13 @@ run --all`` with default settings (``e2e.run_pipeline``); every figure is read f
 Then the fit, as a deployment would do it on its own traffic: the held-out topics in two halves
 (alternating by a hash of the topic, so both hold a similar mix of pages and languages); a copy of
 the store gets ``--labels`` reviewed labels on one half's traces, ``ragsieve judges fit --labels``
-runs (stored when better beyond noise; otherwise stored anyway with ``--force``, to show what it
-would have done), ``jobs run --all`` judges again under the stored calibration, and the other
-half's (fresh) false flags are read; then the halves swap. Each draw is read twice: as ``judges
-fit`` stores by its own rule (``after_rule``, what a deployment gets) and with every fit forced
-(``after``). Labels come from held-out topics because a deployment's labels are on traffic the
-judges were never tuned on (on the tune topics the defaults agree with 59 of 60 labels: nothing is
-left there to learn).
+runs (stored when it changes something and gains in cross-validation; otherwise stored anyway
+with ``--force``, to show what it would have done), ``jobs run --all`` judges again under the
+stored calibration, and the other half's (fresh) false flags are read; then the halves swap.
+Each draw is read twice: as ``judges fit`` stores by its own rule (``after_rule``, what a
+deployment gets) and with every fit forced (``after``). Labels come from held-out topics because
+a deployment's labels are on traffic the judges were never tuned on (on the tune topics the
+defaults agree with 59 of 60 labels: nothing is left there to learn).
 
 Goals (issue 26): clean flagged <= 0.10 in each language, correct abstentions flagged <= 1 in 10,
 root cause right among flagged planted failures >= 0.80, ``generation`` failures named
@@ -178,7 +178,8 @@ def _fit(
             outcome = _on_half(sent, b, split, decided, fresh)
         for force in (False, True):  # a copy per fit: keep the disk to one at a time
             store_copy(work, labels, force, name).unlink(missing_ok=True)
-        keep = ("labels", "forced", "drawn", "better", "written", "metrics", "refused")
+        keep = ("labels", "forced", "drawn", "better", "worth_storing", "written", "metrics",
+                "refused")  # fmt: skip
         fit = {k: row[k] for k in keep if k in row}
         if "cv" in row:
             fit["cv_balanced_accuracy"] = {
@@ -192,6 +193,7 @@ def _fit(
         "labels": labels,
         "fits": fits,
         "better": [bool(f.get("better")) for f in fits],
+        "stored": [bool(f.get("written")) and not f.get("forced") for f in fits],
         "refused": [f["refused"] for f in fits if f.get("refused")],
         "forced": any(f.get("forced") for f in fits),
     }
@@ -233,7 +235,7 @@ def draw_summary(rows: list[dict[str, Any]], after: str = "after") -> dict[str, 
         "draws": len(pairs),
         "fits": sum(len(r.get("fits", [])) for r in rows),
         "refused": [x for r in rows for x in r.get("refused", [])],
-        "stored_by_the_rule": sum(sum(r.get("better", [])) for r in rows),
+        "stored_by_the_rule": sum(sum(r.get("stored", r.get("better", []))) for r in rows),
         "lower": sum(d > 0 for d in moved),
         "same": sum(d == 0 for d in moved),
         "higher": sum(d < 0 for d in moved),

@@ -115,6 +115,32 @@ def test_fit_finds_the_people_s_threshold_and_says_it_is_better() -> None:
     assert result.report["root_cause_accuracy"]["after"] == 1.0
 
 
+def _people_say(examples: list[Example], cut: float, flip: float, seed: int) -> list[Item]:
+    """People fail a trace below ``cut`` in support, and disagree with that on a ``flip`` share."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for i, ex in enumerate(examples):
+        failed = bool(ex.results["faithfulness"].score < cut) != bool(rng.random() < flip)
+        items.append(Item(i, None, failed, "generation" if failed else None))
+    return items
+
+
+def test_a_fit_is_stored_when_the_folds_gain_even_within_noise_and_never_when_they_do_not() -> None:
+    # people's threshold 0.58, just under the default 0.65: the fit moves to it, and the folds,
+    # fitted on fewer labels, gain a little, not beyond noise: stored (its change already won
+    # its labels beyond chance)
+    examples, _ = _examples(60, seed=1)
+    small = run_fit(examples, _people_say(examples, 0.58, 0.0, 11), JOB, k=5, reps=400)
+    assert 0.56 <= small.params.thresholds["faithfulness"] <= 0.6
+    assert 0 < small.gain["value"] and small.gain["ci"][0] <= 0
+    assert small.worth_storing and not small.better and small.report["worth_storing"] is True
+    # people who disagree among themselves: the fit still moves, the folds lose: not stored
+    examples, _ = _examples(60, seed=2)
+    noisy = run_fit(examples, _people_say(examples, 0.6, 0.15, 12), JOB, k=5, reps=400)
+    assert noisy.changes and noisy.gain["value"] < 0
+    assert not noisy.worth_storing and not noisy.report["worth_storing"]
+
+
 def _anchors(n: int, offset: int = 10_000) -> list[Example]:
     """Unlabelled traces, support uniform on [0.1, 0.9], as a store holds them."""
     examples, _ = _examples(n, seed=7)
@@ -303,7 +329,7 @@ def test_same_labels_no_gain_is_not_written() -> None:
         for i, ex in enumerate(examples)
     ]
     result = run_fit(examples, items, JOB, k=4, reps=300)
-    assert not result.better
+    assert not result.better and not result.changes and not result.worth_storing
 
 
 def test_calibrated_judge_labels_at_the_fit_and_reports_on_the_job_scale() -> None:

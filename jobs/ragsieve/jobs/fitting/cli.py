@@ -2,8 +2,9 @@
 
 ``labels`` counts people's verdicts per source, metric and verdict; ``fit`` fits per metric the
 decision threshold and the offline judge's evidence weights on them (k-fold cross-validated),
-prints the agreement before and after, and stores the fit as the active calibration when it is
-better beyond noise (``--force`` anyway, ``--dry-run`` never). ``--export`` / ``--import`` move
+prints the agreement before and after, and stores the fit as the active calibration when it
+changes something and gains in cross-validation (``FitResult.worth_storing``; ``--force``
+anyway, ``--dry-run`` never). ``--export`` / ``--import`` move
 the active calibration between stores; ``--reset`` goes back to the defaults.
 """
 
@@ -126,7 +127,9 @@ def _kv(d: dict[str, Any]) -> str:
 @click.option(
     "--labels", "labels_file", default=None, type=click.Path(dir_okay=False), help="JSONL labels."
 )
-@click.option("--force", is_flag=True, help="Store the fit even when it is not better.")
+@click.option(
+    "--force", is_flag=True, help="Store the fit even when cross-validation says it gains nothing."
+)
 @click.option("--dry-run", is_flag=True, help="Fit and report; store nothing.")
 @click.option("--export", "export_file", default=None, help="Write the active calibration here.")
 @click.option("--import", "import_file", default=None, help="Make this calibration file active.")
@@ -222,7 +225,7 @@ def _fit(
     report = dict(result.report)
     report["seconds"] = {"evidence": round(t1 - t0, 3), "fit": round(time.perf_counter() - t1, 3)}
     report.update(counts)
-    write = not dry_run and (result.better or force)
+    write = not dry_run and (result.worth_storing or force)
     report["written"] = None
     if write:
         cal = result.calibration(calibrations.next_series(st), time.time())
@@ -251,10 +254,20 @@ def _render(out: dict[str, Any]) -> str:
     for m, v in out["metrics"].items():
         w = ", ".join(f"{k} {x:g}" for k, x in (v["weights"] or {}).items()) or "score as judged"
         lines.append(f"{m:<18} threshold {v['default_threshold']:g} -> {v['threshold']:g}; {w}")
-    verdict = "better beyond noise" if out["better"] else "not better beyond noise"
+    verdict = _verdict(out)
     stored = f"stored as {out['written']}" if out["written"] else "nothing stored"
     lines.append(f"{verdict}; {stored}; active calibration: {out['active'] or 'none'}")
     return "\n".join(lines)
+
+
+def _verdict(out: dict[str, Any]) -> str:
+    if not out.get("changes", True):
+        return "the fit changes nothing"
+    if out["better"]:
+        return "better in cross-validation, beyond noise"
+    if out.get("worth_storing"):
+        return "better in cross-validation, not beyond noise"
+    return "no better in cross-validation"
 
 
 def _ci(x: dict[str, Any]) -> str:

@@ -34,14 +34,17 @@ A label names a trace's verdict (``fail`` / ``pass``), or one metric's when it s
 agreement reported is k-fold cross-validated, the labels of one conversation or question in one
 fold: each fold is predicted by a fit on the other folds ("after") and by the defaults
 ("before"); the two are bootstrapped together (95% intervals, and the paired interval of the
-difference). A fit is "better beyond noise" when the lower end of the
-interval of the difference in the accuracy it maximises is above 0.
+difference). A fit is worth storing (``FitResult.worth_storing``, :mod:`.result`) when it
+changes something and cross-validation gains in the accuracy it maximises: the guards above
+already make every change win its labels beyond chance, and the folds, fitted on four fifths of
+the labels, often cannot move at all, so asking them to confirm the gain beyond noise as well
+would hold back most fits that would have helped. Whether the gain is beyond noise (the lower
+end of its interval above 0) is reported as ``better``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -50,12 +53,11 @@ import numpy as np
 from ragsieve.evaluators.errors import RagsieveError
 from ragsieve.evaluators.judges.combined.calibrated import (
     DEFAULT_WEIGHTS,
-    Calibration,
-    MetricCalibration,
 )
-from ragsieve.evaluators.quality.agreement import COST_WEIGHTED, bootstrap
+from ragsieve.evaluators.quality.agreement import bootstrap
 from ragsieve.jobs.fitting.folds import folds
 from ragsieve.jobs.fitting.guards import Anchors, beyond_chance
+from ragsieve.jobs.fitting.result import FitResult, Params, cause_accuracy, fitted_metrics
 from ragsieve.jobs.fitting.scores import Scorer, weight_grid
 from ragsieve.jobs.fitting.table import METRICS, Example, Item
 
@@ -64,18 +66,6 @@ MIN_PER_CLASS = 20
 WEIGHTS_MIN_PER_CLASS = 50  # fewer labels of either class: thresholds only, weights as they are
 RC_WEIGHT = 0.25  # a root cause wrongly assigned costs a quarter of a misjudged failure
 CHANGE_COST = 0.5  # changing the verdict of every unlabelled trace costs half a balanced accuracy
-
-
-@dataclass
-class Params:
-    """Per metric: threshold and weights."""
-
-    thresholds: dict[str, float]
-    weights: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    def copy(self) -> Params:
-        """An independent copy."""
-        return Params(dict(self.thresholds), {m: dict(w) for m, w in self.weights.items()})
 
 
 class NotEnoughLabels(RagsieveError):
@@ -272,65 +262,6 @@ def check_counts(problem: Problem, minimum: int = MIN_PER_CLASS) -> None:
         )
 
 
-@dataclass
-class FitResult:
-    """A fit's parameters and its cross-validated agreement, before and after."""
-
-    params: Params
-    defaults: Params
-    report: dict[str, Any]
-
-    @property
-    def better(self) -> bool:
-        """The 95% interval of the gain in the accuracy the fit maximises lies above 0."""
-        delta = self.report["agreement"]["delta"]
-        return bool(delta.get(COST_WEIGHTED, delta["balanced_accuracy"])["ci"][0] > 0)
-
-    def calibration(self, series: int, created_at: float) -> Calibration:
-        """The fit as a storable calibration."""
-        backend = str(self.report.get("backend", "offline"))
-        metrics = {
-            m: MetricCalibration(
-                self.params.thresholds[m],
-                self.params.weights.get(m) if backend == "offline" else None,
-            )
-            for m in METRICS
-        }
-        return Calibration(metrics, series, created_at, _brief(self.report), backend)
-
-
-def _cause_accuracy(problem: Problem, before: np.ndarray, after: np.ndarray) -> dict[str, Any]:
-    """Root-cause agreement before and after, over labels that name a root cause."""
-    n = int(problem.has_cause.sum())
-    return {
-        "n": n,
-        "before": round(float(before[problem.has_cause].mean()), 4) if n else None,
-        "after": round(float(after[problem.has_cause].mean()), 4) if n else None,
-    }
-
-
-def _fitted_metrics(problem: Problem, final: Params, defaults: Params) -> dict[str, Any]:
-    """Per metric: the fitted and the default threshold and (offline) evidence weights."""
-    weighted = problem.scorer.weighted
-    return {
-        m: {
-            "threshold": final.thresholds[m],
-            "default_threshold": defaults.thresholds[m],
-            "weights": final.weights[m] if weighted else None,
-            "default_weights": defaults.weights[m] if weighted else None,
-        }
-        for m in METRICS
-    }
-
-
-def _brief(report: Mapping[str, Any]) -> dict[str, Any]:
-    keep = (
-        "backend", "labels", "traces", "folds", "false_flag_cost", "agreement",
-        "root_cause_accuracy", "better",
-    )  # fmt: skip
-    return {k: report[k] for k in keep if k in report}
-
-
 def run_fit(
     examples: Sequence[Example],
     items: Sequence[Item],
@@ -380,9 +311,9 @@ def run_fit(
         "folds": k,
         "false_flag_cost": float(false_flag_cost),
         "agreement": agreement,
-        "root_cause_accuracy": _cause_accuracy(problem, before_rc, after_rc),
-        "metrics": _fitted_metrics(problem, final, defaults),
+        "root_cause_accuracy": cause_accuracy(problem.has_cause, before_rc, after_rc),
+        "metrics": fitted_metrics(problem.scorer.weighted, final, defaults),
     }
     result = FitResult(final, defaults, report)
-    report["better"] = result.better
+    report.update(better=result.better, changes=result.changes, worth_storing=result.worth_storing)
     return result
