@@ -43,6 +43,8 @@ def test_fit_is_stored_and_the_job_rejudges_under_it(collector: Any, tmp_path: P
 
     code, _, out = _run("judges", "fit", "--store", store, "--labels", str(labels), "--dry-run")
     assert code == 0 and "balanced_accuracy" in out and "nothing stored" in out
+    # the judge already agrees with these labels: the fit says it changes nothing
+    assert out.splitlines()[-1].startswith("the fit changes nothing; nothing stored")
     code, costly, _ = _run(
         "judges", "fit", "--store", store, "--labels", str(labels), "--dry-run", "--json",
         "--false-flag-cost", "2",

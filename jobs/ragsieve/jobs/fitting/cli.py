@@ -4,8 +4,8 @@
 decision threshold and the offline judge's evidence weights on them (k-fold cross-validated),
 prints the agreement before and after, and stores the fit as the active calibration when it
 changes something and gains in cross-validation (``FitResult.worth_storing``; ``--force``
-anyway, ``--dry-run`` never). ``--export`` / ``--import`` move
-the active calibration between stores; ``--reset`` goes back to the defaults.
+anyway, ``--dry-run`` never). ``--export`` / ``--import`` move the active calibration between
+stores; ``--reset`` goes back to the defaults.
 """
 
 from __future__ import annotations

@@ -51,9 +51,7 @@ from typing import Any
 import numpy as np
 
 from ragsieve.evaluators.errors import RagsieveError
-from ragsieve.evaluators.judges.combined.calibrated import (
-    DEFAULT_WEIGHTS,
-)
+from ragsieve.evaluators.judges.combined.calibrated import DEFAULT_WEIGHTS
 from ragsieve.evaluators.quality.agreement import bootstrap
 from ragsieve.jobs.fitting.folds import folds
 from ragsieve.jobs.fitting.guards import Anchors, beyond_chance
