@@ -261,11 +261,11 @@ def _render(out: dict[str, Any]) -> str:
 
 
 def _verdict(out: dict[str, Any]) -> str:
-    if not out.get("changes", True):
+    if not out["changes"]:
         return "the fit changes nothing"
     if out["better"]:
         return "better in cross-validation, beyond noise"
-    if out.get("worth_storing"):
+    if out["worth_storing"]:
         return "better in cross-validation, not beyond noise"
     return "no better in cross-validation"
 
