@@ -180,6 +180,25 @@ CASES = [
         status=200,
         spans=1,
     ),
+    # JSON that Python's json reads but OTLP/JSON cannot hold: refused with the number named.
+    Case(
+        "an infinite status code",
+        "/v1/traces",
+        dumps(traces(span())).replace(b'"name"', b'"status": {"code": Infinity}, "name"'),
+        says="Infinity is not a JSON number",
+    ),
+    Case(
+        "a span kind beyond float range",
+        "/v1/traces",
+        dumps(traces(span())).replace(b'"name"', b'"kind": 1e400, "name"'),
+        says="1e400 is out of range",
+    ),
+    Case(
+        "a span kind beyond int32",
+        "/v1/traces",
+        dumps(traces(span(kind=2**40))),
+        says="OTLP/JSON",
+    ),
     Case(
         "a 4 MB attribute",
         "/v1/traces",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import zlib
 from collections.abc import Callable
 from typing import Any, Literal
@@ -119,6 +120,10 @@ _ID_FIELDS = {
 }
 
 
+_ENUM_FIELDS = frozenset({"kind", "code", "severityNumber", "severity_number"})
+_INT32 = (-(2**31), 2**31 - 1)
+
+
 def _fix_ids(node: Any) -> Any:
     """OTLP/JSON ids are hex; protobuf's JSON mapping wants base64. Convert in place.
 
@@ -132,6 +137,13 @@ def _fix_ids(node: Any) -> Any:
             size = _ID_FIELDS.get(key)
             if size is not None and isinstance(value, str):
                 node[key] = _hex_id_to_b64(value, size)
+            elif (
+                key in _ENUM_FIELDS
+                and isinstance(value, int)
+                and not _INT32[0] <= value <= _INT32[1]
+            ):
+                # protobuf's JSON parser wraps an enum beyond int32 silently instead of refusing it.
+                raise BadPayload(f"cannot decode OTLP/JSON: {key} {value} is out of range")
             else:
                 _fix_ids(value)
     elif isinstance(node, list):
@@ -159,9 +171,21 @@ def _hex_id_to_b64(value: str, size: int) -> str:
     return value
 
 
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if math.isinf(value):
+        raise ValueError(f"number {token[:40]} is out of range")
+    return value
+
+
+def _no_constant(token: str) -> float:
+    # ``NaN`` / ``Infinity`` are not JSON; OTLP/JSON spells them as strings ("NaN", "Infinity").
+    raise ValueError(f"{token} is not a JSON number (OTLP/JSON writes it as a string)")
+
+
 def _parse_json(data: bytes, message: Message) -> None:
     try:
-        obj = json.loads(data)
+        obj = json.loads(data, parse_float=_finite_float, parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BadPayload(f"cannot decode OTLP/JSON: {type(exc).__name__}: {exc}"[:300]) from exc
     if not isinstance(obj, dict):
@@ -172,8 +196,8 @@ def _parse_json(data: bytes, message: Message) -> None:
         raise BadPayload("cannot decode OTLP/JSON: nested too deeply") from exc
     try:
         json_format.ParseDict(fixed, message, ignore_unknown_fields=True)
-    except (json_format.ParseError, TypeError, ValueError, RecursionError) as exc:
-        raise BadPayload(f"cannot decode OTLP/JSON: {exc}") from exc
+    except (json_format.ParseError, TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise BadPayload(f"cannot decode OTLP/JSON: {exc}"[:300]) from exc
     except SystemError as exc:  # upb, on a lone surrogate where it expects an object
         raise BadPayload("cannot decode OTLP/JSON: text that is not valid Unicode") from exc
 
