@@ -278,4 +278,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX interactions_session ON interactions (session_id, started_at)
         """,
     ),
+    (
+        "016_leases_candidate_versions",
+        """
+        CREATE TABLE leases (
+            name TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            acquired_at {real} NOT NULL,
+            expires_at {real} NOT NULL
+        );
+        ALTER TABLE candidates ADD COLUMN version BIGINT NOT NULL DEFAULT 0;
+        """,
+    ),
 ]
