@@ -446,3 +446,83 @@ def test_collector_has_no_import_circles() -> None:
         for module, path in paths.items()
     }
     assert _cycles(graph) == []
+
+
+# No import circles, of any kind: an import inside a function or under TYPE_CHECKING still ties
+# the two modules together (each needs the other to be read, moved or tested alone).
+def _import_graph(roots: list[Path]) -> dict[str, set[str]]:
+    """Module -> the package modules it imports, over every ``*.py`` under each root's portion."""
+    files: dict[str, Path] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            files[".".join(path.relative_to(root).with_suffix("").parts)] = path
+    names = {m.removesuffix(".__init__"): m for m in files}
+    return {
+        module.removesuffix(".__init__"): {
+            name for name in _imported(path, module) if name in names
+        }
+        - {module.removesuffix(".__init__")}
+        for module, path in files.items()
+    }
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            node, targets = work[-1]
+            nxt = next(targets, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    graph = _import_graph([Path(__file__).resolve().parents[1] / p for p in PORTIONS])
+    assert len(graph) > 200 and "ragsieve.jobs.golden.cli" in graph
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_sees_circles_through_functions_and_type_checking(tmp_path: Path) -> None:
+    pkg = tmp_path / "ragsieve" / "demo"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from ragsieve.demo.b import g\n")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ragsieve.demo import a\n"
+    )
+    (pkg / "c.py").write_text("from . import d\n")
+    (pkg / "d.py").write_text("import ragsieve.demo.a\n")
+    graph = _import_graph([tmp_path])
+    assert _cycles(graph) == [["ragsieve.demo.a", "ragsieve.demo.b"]]
+    (pkg / "a.py").write_text("from .c import x\n")
+    assert _cycles(_import_graph([tmp_path])) == [
+        ["ragsieve.demo.a", "ragsieve.demo.c", "ragsieve.demo.d"]
+    ]

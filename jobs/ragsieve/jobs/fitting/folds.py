@@ -9,15 +9,29 @@ of an example follows it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ragsieve.jobs.fitting.fit import Problem
+from ragsieve.jobs.fitting.table import Example
 
 
-def folds(problem: Problem, k: int, seed: int) -> np.ndarray:
+class Labelled(Protocol):
+    """What the folds read of a fit's problem (:class:`~ragsieve.jobs.fitting.fit.Problem`):
+    its examples (the anchors last), the anchors' indices, and per item its example and label."""
+
+    @property
+    def examples(self) -> Sequence[Example]: ...
+    @property
+    def anchor(self) -> np.ndarray: ...
+    @property
+    def ex(self) -> np.ndarray: ...
+    @property
+    def truth(self) -> np.ndarray: ...
+
+
+def folds(problem: Labelled, k: int, seed: int) -> np.ndarray:
     """A fold per item: labelled examples dealt round-robin per class, a group (one conversation
     or question, :attr:`Example.group`) whole, with all their items."""
     rng = np.random.default_rng(seed)
@@ -35,4 +49,4 @@ def folds(problem: Problem, k: int, seed: int) -> np.ndarray:
     return of_group[of_group_example][problem.ex]
 
 
-__all__ = ["folds"]
+__all__ = ["Labelled", "folds"]

@@ -12,55 +12,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ragsieve.collector.cliopts import json_option, store_option
-from ragsieve.jobs.golden.growth.repo import STATUSES, Candidate, CandidateRepo
+from ragsieve.jobs.golden.context import GoldenContext
+from ragsieve.jobs.golden.growth.repo import STATUSES, Candidate
 from ragsieve.jobs.golden.review.audit import is_audit
 
 if TYPE_CHECKING:
     from ragsieve.jobs.cli import AppContext
     from ragsieve.jobs.golden.growth.categories import CategorySummary
-
-
-class _Context:
-    """Settings, store, repository and category summaries for one command.
-
-    Use it as ``with _Context(obj, store) as ctx:``: the store opens here and closes on exit,
-    whatever the command does.
-    """
-
-    def __init__(self, obj: AppContext, store: str | None, **flags: Any) -> None:
-        from ragsieve.collector.store import open_store
-
-        self.settings = obj.settings(store=store, **flags)
-        self.store = open_store(self.settings.store, create=False)
-        self.repo = CandidateRepo(self.store)
-        self._summaries: dict[str, Any] | None = None
-
-    def __enter__(self) -> _Context:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def summaries(self) -> dict[str, Any]:
-        if self._summaries is None:
-            from ragsieve.evaluators.tools.embeddings import embed
-            from ragsieve.jobs.golden.growth.categories import summarize
-            from ragsieve.jobs.golden.growth.reference import load_reference
-
-            cfg = self.settings.golden
-            ref = load_reference(self.repo, cfg.path, embed)
-            rows = self.repo.select([s for s in STATUSES if s != "golden"])
-            items = summarize(
-                rows,
-                ref,
-                new_threshold=cfg.new_category_cosine,
-                min_cases=cfg.new_category_min_cases,
-            )
-            self._summaries = {s.id: s for s in items}
-        return self._summaries
-
-    def close(self) -> None:
-        self.store.close()
 
 
 def _iso(ts: float) -> str:
@@ -97,7 +55,7 @@ def candidate_json(c: Candidate, summary: Any) -> dict[str, Any]:
     }
 
 
-def _resolve_category(ctx: _Context, category: str | None) -> str | None:
+def _resolve_category(ctx: GoldenContext, category: str | None) -> str | None:
     """Accept a category id or its name (``password / reset``) or one of its terms."""
     if category is None:
         return None
@@ -132,7 +90,7 @@ def candidates_cmd(
     obj: AppContext, status: str | None, category: str | None, as_json: bool, store: str | None
 ) -> None:
     """List golden-set candidates, most seen first."""
-    with _Context(obj, store) as ctx:
+    with GoldenContext(obj, store) as ctx:
         cat = _resolve_category(ctx, category)
         statuses = [status] if status else [s for s in STATUSES if s != "golden"]
         rows = ctx.repo.select(statuses, category=cat)
@@ -179,7 +137,7 @@ def review_cmd(
     from ragsieve.jobs.golden.review.review import review
 
     kind = "audits" if audit else kind
-    with _Context(obj, store) as ctx:
+    with GoldenContext(obj, store) as ctx:
         cat = _resolve_category(ctx, category)
         sums = ctx.summaries()
         rows = [] if kind == "audits" else ctx.repo.select(["candidate"], category=cat)
@@ -200,7 +158,7 @@ def review_cmd(
         )
 
 
-def _phoenix(ctx: _Context) -> Any:
+def _phoenix(ctx: GoldenContext) -> Any:
     from ragsieve.jobs.golden.review.phoenix import PhoenixDatasets
 
     cfg = ctx.settings.phoenix
@@ -226,7 +184,7 @@ def push_cmd(
     """Append open candidates to a Phoenix dataset (examples linked to their spans)."""
     from ragsieve.jobs.golden.review.phoenix import push
 
-    with _Context(
+    with GoldenContext(
         obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url}
     ) as ctx:
         with _phoenix(ctx) as client:
@@ -248,7 +206,7 @@ def pull_cmd(
     """Read reviewers' edits and decisions back from the Phoenix dataset."""
     from ragsieve.jobs.golden.review.phoenix import pull
 
-    with _Context(
+    with GoldenContext(
         obj, store, **{"phoenix.dataset": dataset, "phoenix.base_url": phoenix_url}
     ) as ctx:
         with _phoenix(ctx) as client:
@@ -272,7 +230,7 @@ def import_cmd(
     from ragsieve.jobs.golden.review.promote import golden_row
 
     gs = load_golden(file)  # ConfigError path:line: field: message → exit 2
-    with _Context(obj, store) as ctx:
+    with GoldenContext(obj, store) as ctx:
         known = {r.id for r in ctx.repo.select(["golden"])}
         rows = [golden_row(c, None, origin=file.name) for c in gs.cases]
         fresh = [r for r in rows if r.id not in known]
@@ -299,7 +257,7 @@ def status_cmd(obj: AppContext, as_json: bool, store: str | None) -> None:
     """New failure categories first, then coverage per category, category changes and counts."""
     from ragsieve.jobs.golden.growth.category_log import CategoryLog
 
-    with _Context(obj, store) as ctx:
+    with GoldenContext(obj, store) as ctx:
         sums = list(ctx.summaries().values())
         counts = ctx.repo.counts()
         catlog = CategoryLog(ctx.store)

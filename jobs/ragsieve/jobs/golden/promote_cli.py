@@ -49,12 +49,12 @@ def promote_cmd(
 
     A version that would skip or shadow another is refused: promote from the newest version.
     """
-    from ragsieve.jobs.golden.cli import _Context
+    from ragsieve.jobs.golden.context import GoldenContext
     from ragsieve.jobs.golden.review.promote import promote
 
     if golden_file is not None and start_file is not None:
         raise click.UsageError("give --golden (the current version) or --start (a new set)")
-    with _Context(obj, store) as ctx:
+    with GoldenContext(obj, store) as ctx:
         path = start_file or golden_file or ctx.settings.golden.path
         if path is None:
             raise click.UsageError(
