@@ -8,7 +8,8 @@ instrumentation table is rendered from ``ROWS`` (test_family_table.py keeps the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import version
+
+from lockfile import locked_version
 
 from ragsieve.evaluators.records import RagInteraction
 
@@ -22,7 +23,7 @@ LLM_ONLY = "none: LLM call only"
 @dataclass(frozen=True)
 class Row:
     family: str
-    packages: tuple[str, ...]  # distribution names; versions are read from the installed ones
+    packages: tuple[str, ...]  # distribution names; versions are read from uv.lock
     question: str
     answer: str
     documents: str
@@ -143,7 +144,7 @@ ROWS: dict[str, Row] = {
 
 
 def render() -> str:
-    """The README table, with the installed (pinned) versions of each family's packages."""
+    """The README table, with the locked versions of each family's packages."""
     lines = [
         README_BEGIN,
         "| family (packages tested) | question | answer | documents | model | tokens"
@@ -151,7 +152,7 @@ def render() -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in ROWS.values():
-        pkgs = ", ".join(f"`{p}` {version(p)}" for p in row.packages)
+        pkgs = ", ".join(f"`{p}` {locked_version(p)}" for p in row.packages)
         lines.append(
             f"| {row.family} ({pkgs}) | {row.question} | {row.answer} | {row.documents} "
             f"| {row.model} | {row.tokens} | {row.completeness} |"
