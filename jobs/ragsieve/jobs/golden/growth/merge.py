@@ -1,0 +1,168 @@
+"""Three-way merge of one candidate: what a save changed since it read the row, onto what is
+stored now.
+
+Review (a person) and golden growth (the job) each read a candidate, change a few fields and save.
+When the stored row moved in between (its ``version`` grew), the save does not overwrite it:
+:func:`merge` takes the stored row (*theirs*), the row as the saver read it (*base*) and the
+saver's row (*mine*), and keeps both sides' changes field by field:
+
+- a field only one side changed takes that side's value (a nested dict such as ``review`` is
+  merged key by key the same way);
+- provenance is a union: ``source_trace_ids``, ``source_span_ids`` and ``sources`` keep every
+  trace either side merged, ``merged_because`` every reason; ``root_causes`` and ``seen`` add
+  both sides' increments, and the root cause is the majority of the merged counts;
+- a person's decision (``status`` with ``review.decision``) saved in between is never undone by a
+  save that did not itself decide; two different decisions raise :class:`CandidateConflict`;
+- any other field both sides changed takes the saver's value (the later write).
+
+``base`` is None for a row the saver created without reading (a new candidate whose id another
+writer inserted first): every field of *mine* counts as changed, and provenance is still a union.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from ragsieve.evaluators.errors import StoreError
+
+if TYPE_CHECKING:
+    from ragsieve.jobs.golden.growth.repo import Candidate
+
+UNION_LISTS = ("source_trace_ids", "source_span_ids")
+_MISSING = object()
+
+
+class CandidateConflict(StoreError):
+    """Two people decided the same candidate differently; the later save is refused (exit 2)."""
+
+    exit_code = 2
+
+
+def _decision(c: Candidate | None) -> Any:
+    if c is None:
+        return None
+    review = c.body.get("review") or {}
+    return review.get("decision"), review.get("by"), review.get("at")
+
+
+def _copy(value: Any) -> Any:
+    return value if value is _MISSING else copy.deepcopy(value)
+
+
+def _pick(base: Any, mine: Any, theirs: Any) -> Any:
+    """One field: the side that changed it; the saver's value when both did."""
+    if mine == base:
+        return _copy(theirs)
+    if theirs == base or theirs == mine:
+        return _copy(mine)
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        base_d = base if isinstance(base, dict) else {}
+        return _merge_dicts(base_d, mine, theirs)
+    return _copy(mine)
+
+
+def _merge_dicts(
+    base: dict[str, Any], mine: dict[str, Any], theirs: dict[str, Any]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys([*theirs, *mine]):
+        value = _pick(base.get(key, _MISSING), mine.get(key, _MISSING), theirs.get(key, _MISSING))
+        if value is not _MISSING:
+            out[key] = value
+    return out
+
+
+def _union(theirs: list[Any], mine: list[Any]) -> list[Any]:
+    """``theirs`` then what only ``mine`` holds, in ``mine``'s order."""
+    seen = set(map(_key, theirs))
+    return [*copy.deepcopy(theirs), *(copy.deepcopy(m) for m in mine if _key(m) not in seen)]
+
+
+def _key(item: Any) -> Any:
+    if isinstance(item, dict):  # a provenance entry: one per trace
+        return ("trace", item.get("trace_id"))
+    return item
+
+
+def _counts(base: dict[str, int], mine: dict[str, int], theirs: dict[str, int]) -> dict[str, int]:
+    """Counts with both sides' increments since ``base``."""
+    out = dict(theirs)
+    for k, n in mine.items():
+        out[k] = out.get(k, 0) + max(0, int(n) - int(base.get(k, 0)))
+    return out
+
+
+def _majority(causes: dict[str, int], current: str | None) -> str | None:
+    if not causes:
+        return current
+    top = max(causes.values())
+    if current in causes and causes[current] == top:
+        return current
+    return min(c for c, n in causes.items() if n == top)
+
+
+def merge(base: Candidate | None, mine: Candidate, theirs: Candidate) -> Candidate:
+    """The row to store: ``theirs`` with ``mine``'s changes since ``base`` (module docstring).
+
+    Returns a new row carrying ``theirs``' version (the one the next conditional write expects).
+    """
+    from ragsieve.jobs.golden.growth.repo import Candidate
+
+    b_body = base.body if base is not None else {}
+    body = _merge_dicts(b_body, mine.body, theirs.body)
+    for key in UNION_LISTS:
+        if key in mine.body or key in theirs.body:
+            body[key] = _union(list(theirs.body.get(key) or []), list(mine.body.get(key) or []))
+    if "sources" in mine.body or "sources" in theirs.body:
+        body["sources"] = _union(
+            list(theirs.body.get("sources") or []), mine.body.get("sources") or []
+        )
+    if "merged_because" in mine.body or "merged_because" in theirs.body:
+        body["merged_because"] = {
+            **(mine.body.get("merged_because") or {}),
+            **(theirs.body.get("merged_because") or {}),
+        }
+    causes = _counts(
+        b_body.get("root_causes") or {},
+        mine.body.get("root_causes") or {},
+        theirs.body.get("root_causes") or {},
+    )
+    if causes:
+        body["root_causes"] = causes
+
+    b = base
+    status = _pick(b.status if b else _MISSING, mine.status, theirs.status)
+    d_base, d_mine, d_theirs = _decision(b), _decision(mine), _decision(theirs)
+    if d_theirs != d_base and d_mine != d_base and d_mine != d_theirs:
+        raise CandidateConflict(
+            f"candidate {mine.id}: {d_theirs[1] or 'someone'} decided {d_theirs[0]!r} at"
+            f" {d_theirs[2]} while this save decided {d_mine[0]!r}; reload and decide again"
+        )
+    if d_theirs != d_base and d_mine == d_base:  # a decision saved in between stands
+        status = theirs.status
+        body["review"] = copy.deepcopy(theirs.body.get("review"))
+
+    root_cause = _pick(b.root_cause if b else _MISSING, mine.root_cause, theirs.root_cause)
+    if causes and b is not None and mine.root_cause != b.root_cause != theirs.root_cause:
+        root_cause = _majority(causes, theirs.root_cause)
+    sources = len(body.get("source_trace_ids") or ())
+    if b is None:
+        seen = max(mine.seen, theirs.seen, sources)
+    else:
+        seen = max(theirs.seen + max(0, mine.seen - b.seen), sources)
+    return Candidate(
+        id=theirs.id,
+        status=status,
+        norm_query=_pick(b.norm_query if b else _MISSING, mine.norm_query, theirs.norm_query),
+        category=_pick(b.category if b else _MISSING, mine.category, theirs.category),
+        root_cause=root_cause,
+        seen=seen,
+        created_at=theirs.created_at,
+        updated_at=theirs.updated_at,
+        body=body,
+        version=theirs.version,
+    )
+
+
+__all__ = ["CandidateConflict", "merge"]
