@@ -170,11 +170,18 @@ class Receiver:
         return JSONResponse({"stored": True, "trace_id": trace_id}, status_code=200)
 
     async def readyz(self, request: Request) -> Response:
-        """Ready when the store answers; the counters, queue depth and outbox state."""
+        """Ready when a write to the store can succeed now; counters, queue depth, outbox state.
+
+        Not ready (503 with the reason) when the store is unreachable, read-only, full, or its
+        file was deleted or replaced: a probe that only read would say ready to every one.
+        """
         try:
+            problem = await run_in_threadpool(self.store.write_problem)
             outbox = await run_in_threadpool(self.store.outbox_stats)
         except StoreError as exc:
-            return JSONResponse({"status": "unavailable", "error": str(exc)}, status_code=503)
+            problem = str(exc)
+        if problem is not None:
+            return JSONResponse({"status": "unavailable", "error": problem}, status_code=503)
         worker = getattr(self.forwarder, "worker", None)
         c = self.counters
         return JSONResponse(

@@ -22,6 +22,7 @@ from ragsieve.collector.store.base import (
     _now,
 )
 from ragsieve.collector.store.migrations import MIGRATIONS
+from ragsieve.collector.store.sql import refuse_newer_schema
 from ragsieve.collector.wire.spans import LogEvent, SpanRecord, SpanRow
 from ragsieve.evaluators.errors import ConfigError, StoreError
 from ragsieve.evaluators.records import RagInteraction
@@ -155,7 +156,11 @@ class PostgresStore(SQLStore):
         except (psycopg.Error, PoolTimeout) as exc:
             raise StoreError(f"{_safe(url)}: cannot connect: {exc}") from exc
         if migrate:
-            self.migrate()
+            try:
+                self.migrate()
+            except BaseException:
+                self._pool.close()
+                raise
 
     # -- dialect hooks -------------------------------------------------------------------------
     @contextmanager
@@ -174,6 +179,18 @@ class PostgresStore(SQLStore):
                 yield cur
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise StoreError(f"{_safe(self.url)}: {exc}") from exc
+
+    def write_problem(self) -> str | None:
+        """Why a write cannot succeed now (server unreachable, read-only), or None."""
+        try:
+            with self.transaction(write=False) as cur:
+                cur.execute("SHOW transaction_read_only")
+                row = cur.fetchone()
+        except StoreError as exc:
+            return str(exc)
+        if row and str(row[0]).lower() == "on":
+            return f"{_safe(self.url)}: the server accepts only reads (a standby, or read-only)"
+        return None
 
     def close(self) -> None:
         """Close the pool and every connection in it."""
@@ -221,6 +238,7 @@ class PostgresStore(SQLStore):
             )
             cur.execute("SELECT name FROM _migrations")
             done = {r[0] for r in cur.fetchall()}
+            refuse_newer_schema(_safe(self.url), done)
             for name, ddl in MIGRATIONS:
                 if name in done:
                     continue

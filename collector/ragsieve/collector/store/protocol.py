@@ -41,6 +41,9 @@ class Store(Protocol):
     def transaction(self, write: bool = True) -> AbstractContextManager[Cursor]:
         """A cursor inside one transaction: committed on exit, rolled back on error."""
 
+    def write_problem(self) -> str | None:
+        """Why a write cannot succeed now (read-only, deleted, disk full...), or None: readiness."""
+
     def sql(self, text: str) -> str:
         """``text`` with ``?`` placeholders rewritten for this driver."""
 

@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ragsieve.collector.store.migrations import MIGRATIONS
+from ragsieve.evaluators.errors import ConfigError, StoreError
 
 IN_CHUNK = 500  # ids per IN (...) list: under every driver's parameter limit
 
@@ -20,6 +21,26 @@ class Cursor(Protocol):
     def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> Any: ...  # noqa: D102
     def fetchall(self) -> list[Any]: ...  # noqa: D102
     def fetchone(self) -> Any: ...  # noqa: D102
+
+
+class SchemaTooNew(ConfigError, StoreError):
+    """The store was migrated by a newer ragsieve: refused at start (the CLI exits 2)."""
+
+
+def refuse_newer_schema(url: str, done: Iterable[str]) -> None:
+    """Raise :class:`SchemaTooNew` when ``_migrations`` names a migration this version lacks.
+
+    Writing to such a store broke every export with an IntegrityError while ``/readyz`` said
+    ready; one line naming both versions at start is what an operator can act on.
+    """
+    known = {name for name, _ in MIGRATIONS}
+    unknown = sorted(set(done) - known)
+    if unknown:
+        raise SchemaTooNew(
+            f"store {url}: its schema was migrated by a newer ragsieve (has {', '.join(unknown)};"
+            f" this version knows up to {MIGRATIONS[-1][0]}): upgrade ragsieve, or point"
+            " --store / RAGSIEVE_STORE at another store"
+        )
 
 
 def _now() -> float:
@@ -46,6 +67,10 @@ class SQLBase:
     def close(self) -> None:  # pragma: no cover - abstract
         """Release connections."""
         raise NotImplementedError
+
+    def write_problem(self) -> str | None:
+        """Why a write cannot succeed now, or None (``/readyz``); dialects check what they can."""
+        return None
 
     def sql(self, text: str) -> str:
         """Rewrite ``?`` placeholders for this driver (literal ``%`` escaped for ``%s`` drivers)."""
@@ -123,6 +148,7 @@ class SQLBase:
             )
             cur.execute("SELECT name FROM _migrations")
             done = {r[0] for r in cur.fetchall()}
+        refuse_newer_schema(self.url, done)
         for name, ddl in MIGRATIONS:
             if name in done:
                 continue
