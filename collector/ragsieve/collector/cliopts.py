@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 import click
 
-from ragsieve.evaluators.errors import ConfigError, RagsieveError
+from ragsieve.evaluators.errors import ConfigError, MissingExtra, RagsieveError
 
 if TYPE_CHECKING:
     from ragsieve.collector.store import SQLStore
@@ -65,8 +65,8 @@ def exit_code_of(exc: BaseException) -> int:
     """The exit code (and, printed on stderr, the one line) for an error a command raised.
 
     0 success, 1 a failure the user can act on (a run that failed its own checks, a store or
-    judge error, Ctrl-C), 2 bad input (config, flags, files). Anything else is a bug and is
-    re-raised with its traceback.
+    judge error, Ctrl-C), 2 bad input (config, flags, files) or a missing extra (the line names
+    its install). Anything else is a bug and is re-raised with its traceback.
     """
     if isinstance(exc, click.exceptions.Exit):
         return exc.exit_code
@@ -76,7 +76,7 @@ def exit_code_of(exc: BaseException) -> int:
     if isinstance(exc, click.exceptions.Abort | KeyboardInterrupt):
         click.echo("aborted", err=True)
         return 1
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, ConfigError | MissingExtra):
         click.echo(f"error: {exc}", err=True)
         return 2
     if isinstance(exc, RagsieveError):
@@ -85,12 +85,34 @@ def exit_code_of(exc: BaseException) -> int:
     raise exc
 
 
+def _command_words(prog_name: str, argv: Sequence[str] | None) -> str:
+    """``ragsieve workers worker``: the program and the subcommand words of ``argv``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    words: list[str] = []
+    for arg in args:
+        if arg.startswith("-") or len(words) == 2:
+            break
+        words.append(arg)
+    return " ".join([prog_name, *words])
+
+
 def run_cli(command: click.Command, prog_name: str, argv: Sequence[str] | None = None) -> NoReturn:
-    """Run a click command as a console entry point, mapping every error to its exit code."""
+    """Run a click command as a console entry point, mapping every error to its exit code.
+
+    An import of an optional extra's module that fails anywhere below (one no :func:`require`
+    checked first) becomes the same one line as :class:`MissingExtra`, and exit 2.
+    """
+    from ragsieve.evaluators.tools.extras import extra_of, missing
+
     try:
         rv = command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort) as exc:
         sys.exit(exit_code_of(exc))
     except (KeyboardInterrupt, RagsieveError) as exc:
         sys.exit(exit_code_of(exc))
+    except ImportError as exc:
+        extra = extra_of(exc.name)
+        if extra is None:
+            raise
+        sys.exit(exit_code_of(missing(extra, _command_words(prog_name, argv), exc.name)))
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -34,13 +34,12 @@ QUESTION_COLUMNS = ("question", "query")
 
 
 def require_pandas() -> Any:
-    """The pandas module, or a ConfigError saying how to install it."""
-    try:
-        import pandas
-    except ImportError:
-        from ragsieve.evaluators.tools.extras import install_hint
+    """The pandas module, or :class:`MissingExtra` (an ImportError) saying how to install it."""
+    from ragsieve.evaluators.tools.extras import require
 
-        raise ConfigError(f"the DataFrame API needs pandas: {install_hint('pandas')}") from None
+    require("pandas", "the DataFrame API", "pandas")
+    import pandas
+
     return pandas
 
 

@@ -55,3 +55,20 @@ class StoreError(RagsieveError):
 
 class GateError(RagsieveError):
     """The regression gate could not compare baseline and candidate."""
+
+
+class MissingExtra(RagsieveError, ImportError):
+    """An optional extra (``postgres``, ``parquet``, ``pandas``, ``phoenix``, ``model``) is missing.
+
+    An ``ImportError``, so ``except ImportError`` around an optional feature still works. The
+    message is one line naming what needed it and the install for the way ragsieve was
+    installed, e.g. ``parquet export needs: .venv/bin/python -m pip install -e '.[parquet]'
+    (no module 'pyarrow')``; :func:`ragsieve.evaluators.tools.extras.missing` builds it.
+    """
+
+    def __init__(self, message: str, *, extra: str, name: str | None = None) -> None:
+        super().__init__(message, name=name)
+        self.extra = extra
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -64,10 +64,9 @@ def open_store(url: str, *, create: bool = True) -> SQLStore:
         try:
             cls = _load(_BUILTIN[scheme])
         except ImportError as exc:
-            from ragsieve.evaluators.tools.extras import install_hint
+            from ragsieve.evaluators.tools.extras import missing
 
-            hint = install_hint("postgres")
-            raise ConfigError(f"store URL {shown!r} needs: {hint} ({exc})") from exc
+            raise missing("postgres", f"store URL {shown!r}", exc.name) from exc
         store: SQLStore = cls(url)
         return store
     for ep in entry_points(group="ragsieve.stores"):

@@ -124,13 +124,12 @@ def export_command(
         else:
             out.write_text(text, encoding="utf-8")
     elif out is not None:
-        try:
-            import pyarrow as pa  # type: ignore[import-untyped]
-            import pyarrow.parquet as pq  # type: ignore[import-untyped]
-        except ImportError as exc:
-            from ragsieve.evaluators.tools.extras import install_hint
+        from ragsieve.evaluators.tools.extras import require
 
-            raise click.ClickException(f"parquet export needs: {install_hint('parquet')}") from exc
+        require("parquet", "parquet export")
+        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
         schema = pa.schema(
             [
                 ("trace_id", pa.string()),

@@ -14,6 +14,7 @@ import click
 from ragsieve.collector.cliopts import run_cli, store_option
 from ragsieve.collector.store import masked_url
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.tools.extras import require
 
 if TYPE_CHECKING:
     from ragsieve.jobs.cli import AppContext
@@ -86,6 +87,7 @@ def worker_cmd(
     burst: bool,
 ) -> None:
     """Run judge batches from the queue until stopped (SIGINT/SIGTERM finish the current batch)."""
+    require("postgres", "ragsieve workers worker")
     from procrastinate.worker import WORKER_NAME
 
     from ragsieve.jobs.workers.judges import WorkerRuntime
@@ -182,6 +184,7 @@ def schedule_cmd(
     **options: Any,
 ) -> None:
     """Enqueue settled, unjudged traces in batches; retry batches of crashed workers."""
+    require("postgres", "ragsieve workers schedule")
     flags: dict[str, Any] = {SCHEDULE_FLAGS[k]: v for k, v in options.items()}
     flags["jobs.judges"] = list(flags["jobs.judges"]) or None
     settings = _settings(obj, store=store, **flags)
