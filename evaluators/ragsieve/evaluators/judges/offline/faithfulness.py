@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
+from ragsieve.evaluators.judges.offline.binding import mark_value_conflicts
 from ragsieve.evaluators.judges.offline.claims import (
     ParsedAnswer,
     find_injections,
@@ -124,8 +125,10 @@ def _claim_verdicts(
 def _check_whole_answer(
     verdicts: list[dict[str, Any]], question: str, answer: str, chunks: list[str]
 ) -> None:
-    """Checks that read the whole answer: broken names, comparisons and choices."""
+    """Checks that read the whole answer: broken names, values given for another entity,
+    comparisons and choices."""
     _mark_broken_spans(verdicts, answer, [*chunks, question])
+    mark_value_conflicts(verdicts, question, chunks)
     context = " ".join(chunks)
     # "X or Y, which came first?" answered against the years; "X or Y?" / "are both
     # X and Y …?" answered against what the context says about each option
@@ -284,7 +287,7 @@ class FaithfulnessJudge(OfflineJudge):
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
         self.model = shipped_model()
-        self.version = f"offline-12:t{threshold}:{self.model.version}" + (
+        self.version = f"offline-13:t{threshold}:{self.model.version}" + (
             f":{calibration}" if calibration else ""
         )
 

@@ -159,6 +159,10 @@ def _norm(num: str) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
+NUMBER_PATTERN = _NUM  # a number written in digits, with its group separators
+values_of = _values  # the canonical values one written number may mean
+
+
 def number_values(text: str) -> dict[str, set[str]]:
     """Each number written in ``text`` (as written) → the values it may mean.
 
@@ -354,9 +358,11 @@ __all__ = [
     "CANON",
     "Match",
     "NO_MATCH",
+    "NUMBER_PATTERN",
     "TermIndex",
     "all_values",
     "key",
     "number_values",
     "tokens",
+    "values_of",
 ]
