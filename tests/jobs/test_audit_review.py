@@ -169,12 +169,12 @@ def test_audit_through_the_terminal_then_rates_in_the_report(
     try:
         # two flagged failures first: one real (a no-answer case), one false alarm
         child.expect_exact("[q]uit")
-        child.sendline("a")
+        child.send("a")
         child.expect_exact("no-answer case")
-        child.sendline("y")
+        child.send("y")
         child.expect(r"accepted q_[0-9a-f]{12}")
         child.expect_exact("[q]uit")
-        child.sendline("r")
+        child.send("r")
         child.expect_exact("Reason")
         child.sendline("f")
         child.expect_exact("rejected")
@@ -183,13 +183,13 @@ def test_audit_through_the_terminal_then_rates_in_the_report(
         child.expect_exact("Is this really a pass?")
         child.expect_exact("ANSWER")
         child.expect_exact("[q]uit")
-        child.sendline("y")
+        child.send("y")
         child.expect_exact("confirmed pass audit:")
         child.expect_exact("Is this really a pass?")
         child.expect_exact("[q]uit")
-        child.sendline("n")
+        child.send("n")
         child.expect_exact("Also add it to the golden set as a case?")
-        child.sendline("n")
+        child.send("n")
         child.expect_exact("missed failure audit:")
         child.expect_exact(
             "1 accepted, 1 rejected, 0 skipped, 0 edits;"

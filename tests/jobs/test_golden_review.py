@@ -56,7 +56,7 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
         child.expect_exact("faithfulness: unfaithful (score 0.10)")
         child.expect_exact("not supported by the retrieved chunks")
         child.expect_exact("[q]uit")
-        child.sendline("e")
+        child.send("e")  # one key, no Enter: a terminal acts on the key pressed
         child.expect_exact("Reference answer")
         child.sendline("Open TCP 443 and 8443 outbound.")
         child.expect_exact("Relevant chunk ids")
@@ -66,24 +66,24 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
         child.sendline("kb-ports=3, kb-firewall")
         child.expect_exact("relevant chunks: kb-ports=3, kb-firewall")
         child.expect_exact("[q]uit")
-        child.sendline("c")  # the reviewer reads the failure another way than the job
+        child.send("c")  # the reviewer reads the failure another way than the job
         child.expect_exact("Root cause")
         child.sendline("no_answer_expected")
         child.expect_exact("root cause: no_answer_expected (the job said ")
         child.expect_exact("[q]uit")
-        child.sendline("a")
+        child.send("a")
         child.expect(r"accepted q_[0-9a-f]{12}")
         # second: the Spanish paraphrases of the same failure
         child.expect_exact(PORTS_ES)
         child.expect_exact("[q]uit")
-        child.sendline("r")
+        child.send("r")
         child.expect_exact("Reason")
         child.sendline("f")
         child.expect_exact("rejected")
         child.expect_exact("[q]uit")
-        child.sendline("s")
+        child.send("s")
         child.expect_exact("[q]uit")
-        child.sendline("q")
+        child.send("q")
         child.expect_exact("1 accepted, 1 rejected, 1 skipped, 1 edits")
         child.expect(pexpect.EOF)
     finally:
@@ -118,3 +118,17 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
     # the golden case keeps the reviewer's root cause, and the job's beside it
     assert gs.cases[-1].metadata["root_cause"] == "no_answer_expected"
     assert gs.cases[-1].metadata["judged_root_cause"] == ports.root_cause != "no_answer_expected"
+
+
+def test_review_from_a_pipe_reads_one_answer_a_line(store: Store, tmp_path: Path) -> None:
+    """Scripts keep line input: only a terminal acts on a single key."""
+    v3 = write_golden_v3(tmp_path)
+    grow(store, stream(), Settings(golden=GoldenSettings(path=str(v3))))
+    out = subprocess.run(
+        [str(ragsieve_script()), "golden", "review", "--reviewer", "alice"],
+        input="x\ns\nq\n", env=_env(v3, store), cwd=tmp_path, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "0 accepted, 0 rejected, 1 skipped, 0 edits" in out.stdout
+    assert "'x' is not one of" in out.stdout + out.stderr  # a line that is no answer is refused

@@ -104,7 +104,7 @@ def test_review_prefills_the_evidence_and_never_offers_the_failing_answer(
             child.expect_exact(f"relevant chunks: {want}\r\n")
             child.expect_exact("pre-filled from the evidence")
             child.expect_exact("[q]uit")
-            child.sendline("a")
+            child.send("a")
             # accepted straight away: not asked to make it a no-answer case
             idx = child.expect([r"accepted q_[0-9a-f]{12}", "No relevant chunks"])
             assert idx == 0, "asked to accept a case with evidence as a no-answer case"

@@ -20,6 +20,7 @@ import click
 from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
+from ragsieve.jobs.golden.review.keys import choose, confirm
 from ragsieve.jobs.golden.review.suggest import evidence_chunks
 
 REASONS = {
@@ -214,11 +215,10 @@ def review(
 
 def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> str:
     """One answer on a flagged candidate: show it again, go to the next, or quit."""
-    action = click.prompt(
+    action = choose(
         "[a]ccept  [e]dit reference  [c]orrect root cause  [r]eject"
         "  [w] the judge was wrong  [s]kip  [q]uit",
-        type=click.Choice(["a", "e", "c", "r", "w", "s", "q"]),
-        show_choices=False,
+        ["a", "e", "c", "r", "w", "s", "q"],
     )
     if action == "e":
         _record_edit(repo, c, reviewer, report)
@@ -233,7 +233,7 @@ def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: Revi
         click.echo(f"labelled {c.id} a pass (the judge was wrong); golden set untouched")
         return _NEXT
     if action == "a":
-        if not c.body.get("relevant_chunks") and not click.confirm(
+        if not c.body.get("relevant_chunks") and not confirm(
             "No relevant chunks: accept as a no-answer case (the system must abstain)?",
             default=False,
         ):
@@ -276,11 +276,10 @@ def _review_audit(
 
 def _audit_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> str:
     """One answer on an audit item: show it again, go to the next, or quit."""
-    action = click.prompt(
+    action = choose(
         "Really a pass? [y]es, a pass  [n]o, a missed failure  [w] the judge was wrong"
         "  [e]dit reference  [s]kip  [q]uit",
-        type=click.Choice(["y", "n", "w", "e", "s", "q"]),
-        show_choices=False,
+        ["y", "n", "w", "e", "s", "q"],
     )
     if action == "e":
         _record_edit(repo, c, reviewer, report)
@@ -307,8 +306,8 @@ def _audit_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: Review
 def _missed(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> str:
     """A failure the judges missed, optionally also accepted as a golden case."""
     status = MISSED
-    if click.confirm("Also add it to the golden set as a case?", default=False):
-        if not c.body.get("relevant_chunks") and not click.confirm(
+    if confirm("Also add it to the golden set as a case?", default=False):
+        if not c.body.get("relevant_chunks") and not confirm(
             "No relevant chunks: add as a no-answer case (the system must abstain)?",
             default=False,
         ):

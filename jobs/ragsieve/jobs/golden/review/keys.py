@@ -1,0 +1,64 @@
+"""The review's one-letter questions: a single key at a terminal, a line when input is piped.
+
+At a terminal ``[a]ccept ... [q]uit`` acts on the key pressed, without Enter (a stray Enter or
+space is ignored; Ctrl-C and Ctrl-D stop the review as before). With input from a pipe or file,
+each answer is a line, as scripts and ``printf 'a\\nq\\n' | ragsieve golden review`` expect.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+
+def at_terminal() -> bool:
+    """True when the answers come from a person at a terminal (stdin is a TTY)."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):  # closed or replaced stdin
+        return False
+
+
+def _key(text: str) -> str:
+    """One key press, shown after the question; whitespace-only input reads as ``""``."""
+    click.echo(f"{text}: ", nl=False)
+    try:
+        pressed = click.getchar()
+    except EOFError:  # Ctrl-D, or the terminal closed
+        click.echo("")
+        raise click.Abort() from None
+    key = pressed.strip().lower()
+    click.echo(key if key.isprintable() else "")
+    return key
+
+
+def choose(text: str, keys: Sequence[str]) -> str:
+    """One of ``keys`` (single letters): a key press at a terminal, else a line."""
+    if not at_terminal():
+        answer: str = click.prompt(text, type=click.Choice(list(keys)), show_choices=False)
+        return answer
+    while True:
+        key = _key(text)
+        if key in keys:
+            return key
+        if key:
+            click.echo(f"  press one of {', '.join(keys)}")
+
+
+def confirm(text: str, *, default: bool = False) -> bool:
+    """A yes/no question: ``y`` or ``n`` at a terminal (Enter takes the default), else a line."""
+    if not at_terminal():
+        return click.confirm(text, default=default)
+    shown = "[Y/n]" if default else "[y/N]"
+    while True:
+        key = _key(f"{text} {shown}")
+        if key in ("y", "n"):
+            return key == "y"
+        if not key:
+            return default
+        click.echo("  press y or n")
+
+
+__all__ = ["at_terminal", "choose", "confirm"]
