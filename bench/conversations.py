@@ -78,7 +78,7 @@ GOALS = {
     "cast_followup_vs_rewrite_gap": 0.05,
     "planted_recall": 0.90,
 }
-README = ROOT.parent / "README.md"
+README = ROOT.parent / "docs" / "benchmarks" / "conversations.md"  # the page with its table
 MARK = "conversations"
 
 

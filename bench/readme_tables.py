@@ -1,11 +1,13 @@
-"""The README's judge-quality and verdict tables, generated from ``bench/results/``.
+"""The docs' judge-quality and verdict tables and the README's figures, from ``bench/results/``.
 
 Usage: ``.venv/bin/python bench/readme_tables.py`` rewrites the tables between the
-``<!-- judges-table -->`` and ``<!-- e2e-table -->`` markers of README.md from
-``bench/results/judges.json`` (``bench/judges.py``) and ``bench/results/e2e.json``
-(``bench/e2e.py``). ``tests/test_readme_figures.py`` checks that the README holds exactly what
-these functions make of the committed results, so a figure in the README is always one the
-benchmarks measured at the job's thresholds.
+``<!-- judges-table -->`` marker of ``docs/benchmarks/judges.md`` and the ``<!-- e2e-table -->``
+marker of ``docs/benchmarks/e2e.md`` from ``bench/results/judges.json`` (``bench/judges.py``)
+and ``bench/results/e2e.json`` (``bench/e2e.py``), and the ``<!-- front-page-figures -->``
+block of README.md from those and ``bench/results/realrag.json`` (``bench/realrag.py``).
+``tests/test_readme_figures.py`` checks that each page holds exactly what these functions make
+of the committed results, so a figure on a page is always one the benchmarks measured at the
+job's thresholds.
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ def render(readme: str, marker: str, table: str) -> str:
     """``readme`` with the block between ``<!-- marker -->`` and ``<!-- /marker -->`` replaced."""
     pattern = re.compile(rf"(<!-- {marker} -->\n)(?:.*?\n)?(<!-- /{marker} -->)", re.DOTALL)
     if not pattern.search(readme):
-        raise SystemExit(f"README.md: marker <!-- {marker} --> not found")
+        raise SystemExit(f"marker <!-- {marker} --> not found")
     return pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(2), readme)
 
 
@@ -174,12 +176,50 @@ def load(name: str) -> dict[str, Any]:
     return json.loads((RESULTS / name).read_text(encoding="utf-8"))
 
 
+def front_page_figures(e2e: dict[str, Any], judges: dict[str, Any], realrag: dict[str, Any]) -> str:
+    """The README's few figures of the offline judge, each from the benchmark that measured it."""
+    held = e2e["results"]["heldout"]
+    halueval = _row(judges["quality"], "halueval_qa", "faithfulness")
+    llm = realrag["judge"]["all"]
+    lines = [
+        "- On held-out XQuAD traffic (real Wikipedia paragraphs and questions, es/en,"
+        f" {held['traces']} traces through the collector and `jobs run`), the job flags"
+        f" **{_f(held['fpr'])}** of clean traces, catches **{_f(held['recall'])}** of planted"
+        f" failures and names the right root cause for **{_f(held['root_cause_accuracy'])}** of"
+        " those it flags ([end to end](docs/benchmarks/e2e.md)).",
+    ]
+    if halueval is not None:
+        lines.append(
+            f"- HaluEval QA ({halueval['n']} rows): F1 **{_f(halueval['f1_failure'])}** at the"
+            f" job's threshold, balanced accuracy {_f(halueval['balanced_accuracy'])}"
+            " ([judges](docs/benchmarks/judges.md))."
+        )
+    lines.append(
+        f"- On {llm['n']} answers real LLMs wrote (RAGTruth, MEMERAG, LFQA-Verification; people's"
+        f" labels), it flags {_f(llm['false_alarms'])} of the faithful answers and"
+        f" {_f(llm['recall'])} of the hallucinated ones, F1 {_f(llm['f1'])}, AUC {_f(llm['auc'])}"
+        " ([real LLM answers](docs/benchmarks/realrag.md)): a cheap, honest first pass, not an LLM"
+        " judge."
+    )
+    return "\n".join(lines)
+
+
+# (file under the repository root, marker, table from the committed results)
+PAGES = (
+    ("docs/benchmarks/judges.md", "judges-table", lambda: judges_table(load("judges.json"))),
+    ("docs/benchmarks/e2e.md", "e2e-table", lambda: e2e_table(load("e2e.json"))),
+    (
+        "README.md",
+        "front-page-figures",
+        lambda: front_page_figures(load("e2e.json"), load("judges.json"), load("realrag.json")),
+    ),
+)
+
+
 def main() -> None:
-    path = ROOT / "README.md"
-    text = path.read_text(encoding="utf-8")
-    text = render(text, "judges-table", judges_table(load("judges.json")))
-    text = render(text, "e2e-table", e2e_table(load("e2e.json")))
-    path.write_text(text, encoding="utf-8")
+    for name, marker, table in PAGES:
+        path = ROOT / name
+        path.write_text(render(path.read_text(encoding="utf-8"), marker, table()), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Every TOML example in the README loads, and its thresholds are the effective defaults.
+"""Every TOML block of the README and docs loads, and its thresholds are the effective defaults.
 
 A user pastes these blocks as they are, so a block with a stale threshold gives wrong verdicts
 (issue 29: ``context_relevance = 0.2`` flagged correct abstentions). The defaults are read from
@@ -21,6 +21,8 @@ from ragsieve.jobs.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+# the front page and every docs page a user pastes from
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 _BLOCK = re.compile(r"^```toml\n(.*?)^```", re.S | re.M)
 _SAYS_CHANGED = re.compile(r"#.*\bnot the default\b", re.I)
 
@@ -39,8 +41,8 @@ def kind(body: str) -> str:
     return "ragsieve"
 
 
-def threshold_mismatches(body: str, start: int) -> list[str]:
-    """README lines that set a ``jobs.thresholds`` value other than the effective default."""
+def threshold_mismatches(body: str, start: int, name: str = "README.md") -> list[str]:
+    """Lines of page ``name`` setting a ``jobs.thresholds`` value other than the default."""
     out = []
     section: tuple[str, ...] = ()
     for offset, line in enumerate(body.splitlines(), 1):
@@ -59,19 +61,22 @@ def threshold_mismatches(body: str, start: int) -> list[str]:
         default = DEFAULT_THRESHOLDS.get(metric)
         if value != default:
             out.append(
-                f"README.md:{start + offset}: jobs.thresholds.{metric} = {value}, the default"
+                f"{name}:{start + offset}: jobs.thresholds.{metric} = {value}, the default"
                 f" is {default}; write the default or say '# not the default' on the line"
             )
     return out
 
 
 def test_every_readme_config_block_loads_and_keeps_the_default_thresholds(tmp_path: Path) -> None:
-    text = README.read_text(encoding="utf-8")
-    blocks = toml_blocks(text)
+    blocks = [
+        (page.relative_to(ROOT).as_posix(), start, body)
+        for page in PAGES
+        for start, body in toml_blocks(page.read_text(encoding="utf-8"))
+    ]
     assert len(blocks) >= 3
     problems: list[str] = []
-    for start, body in blocks:
-        path = tmp_path / f"readme_{start}.toml"
+    for name, start, body in blocks:
+        path = tmp_path / f"{name.replace('/', '_')}_{start}.toml"
         path.write_text(body, encoding="utf-8")
         if kind(body) == "pyproject":
             tomllib.loads(body)
@@ -79,12 +84,12 @@ def test_every_readme_config_block_loads_and_keeps_the_default_thresholds(tmp_pa
             load_policy(path)
         else:
             load_settings(config=path)  # unknown keys and bad values raise ConfigError
-            problems += threshold_mismatches(body, start)
+            problems += threshold_mismatches(body, start, name)
     assert not problems, "\n".join(problems)
 
 
-def test_the_readme_states_the_effective_default_thresholds() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_judges_page_states_the_effective_default_thresholds() -> None:
+    text = (ROOT / "docs" / "judges.md").read_text(encoding="utf-8")
     defaults = Settings().jobs.thresholds
     assert defaults == dict(DEFAULT_THRESHOLDS)
     m = re.search(

@@ -1,4 +1,4 @@
-"""The README's conversations table is the one bench/conversations.py makes from its results."""
+"""docs/benchmarks/conversations.md's table is what bench/conversations.py makes of its results."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ def test_readme_conversations_table_matches_the_results() -> None:
     finally:
         sys.path.remove(str(ROOT / "bench"))
     data = json.loads((ROOT / "bench" / "results" / "conversations.json").read_text("utf-8"))
-    readme = (ROOT / "README.md").read_text("utf-8")
+    readme = (ROOT / "docs/benchmarks/conversations.md").read_text("utf-8")
     block = re.search(r"<!-- conversations -->\n(.*?)\n<!-- /conversations -->", readme, re.S)
-    assert block is not None, "README.md: no <!-- conversations --> block"
+    assert block is not None, "docs/benchmarks/conversations.md: no <!-- conversations --> block"
     assert block.group(1) == readme_table(data)
     held = data["results"]["heldout"]["per_source"]
     assert set(held) == {"doc2dial", "inscit", "cast2020", "all"}

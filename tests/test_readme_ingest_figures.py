@@ -1,4 +1,4 @@
-"""The README's ingest, scale, cost-growth and capacity figures are the committed bench results."""
+"""The docs' ingest, scale, cost-growth and capacity figures are the committed bench results."""
 
 from __future__ import annotations
 
@@ -18,16 +18,16 @@ def _tables() -> ModuleType:
     return module
 
 
-def _readme() -> str:
-    return (ROOT / "README.md").read_text(encoding="utf-8")
+def _page(name: str) -> str:
+    return (ROOT / "docs" / "benchmarks" / name).read_text(encoding="utf-8")
 
 
 def test_growth_and_capacity_tables_are_the_results() -> None:
     tables = _tables()
-    readme = _readme()
+    readme = _page("growth.md")
     growth = tables.load("growth.json")
     assert tables.growth_table(growth) in readme, "run bench/growth.py, bench/ingest_tables.py"
-    assert tables.capacity_table(tables.load("capacity.json")) in readme
+    assert tables.capacity_table(tables.load("capacity.json")) in _page("capacity.md")
     bumped = json.loads(json.dumps(growth))
     bumped["levels"][-1]["ingest"]["spans_per_s"] += 100
     assert tables.growth_table(bumped) not in readme
@@ -35,7 +35,7 @@ def test_growth_and_capacity_tables_are_the_results() -> None:
 
 def test_ingest_and_scale_figures_are_durable_and_from_the_results() -> None:
     tables = _tables()
-    readme = _readme()
+    readme = _page("ingest.md")
     ingest = tables.load("ingest.json")
     assert ingest["server_core"] is not None  # measured with the server pinned to one core
     assert f"**{ingest['raw']['spans_per_s']:,.0f} spans/s**" in readme

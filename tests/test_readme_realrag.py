@@ -1,4 +1,4 @@
-"""The README's real-LLM-answers table is what bench/realrag.py measured (issue 25)."""
+"""docs/benchmarks/realrag.md's real-LLM-answers table is what bench/realrag.py measured."""
 
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ def _bench():
 
 def test_readme_realrag_table_is_the_benchmark() -> None:
     data = json.loads(RESULTS.read_text(encoding="utf-8"))
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs/benchmarks/realrag.md").read_text(encoding="utf-8")
     assert _bench().realrag_table(data) in readme, "run bench/realrag.py (or --readme)"
 
 
 def test_a_changed_figure_is_caught() -> None:
     data = json.loads(RESULTS.read_text(encoding="utf-8"))
     data["judge"]["all"]["false_alarms"] = 0.987654
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs/benchmarks/realrag.md").read_text(encoding="utf-8")
     assert _bench().realrag_table(data) not in readme
 
 

@@ -1,8 +1,9 @@
 """What ragsieve extracts from each instrumentation family, as the test_family_*.py tests prove it.
 
 Each family test derives a record from the real instrumentor's spans and asserts
-``summary(record) == ROWS[key].cells()`` next to its exact field checks; the README's
-instrumentation table is rendered from ``ROWS`` (test_family_table.py keeps the two equal).
+``summary(record) == ROWS[key].cells()`` next to its exact field checks; the instrumentation
+table of docs/instrumenting.md is rendered from ``ROWS`` (test_family_table.py keeps the two
+equal).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ ROWS: dict[str, Row] = {
 
 
 def render() -> str:
-    """The README table, with the locked versions of each family's packages."""
+    """The docs' table, with the locked versions of each family's packages."""
     lines = [
         README_BEGIN,
         "| family (packages tested) | question | answer | documents | model | tokens"

@@ -1,4 +1,5 @@
-"""The README's instrumentation table is the one the family tests prove, at the pinned versions.
+"""The instrumentation table of docs/instrumenting.md is the one the family tests prove, at the
+locked versions.
 
 ``RAGSIEVE_TEST_WRITE_README=1`` rewrites the table in place after a deliberate change to
 ``families.ROWS`` or to a pin.
@@ -31,7 +32,7 @@ def test_every_family_package_is_installed_at_its_locked_version() -> None:
 
 
 def test_readme_table_is_generated_from_the_family_tests() -> None:
-    readme = REPO / "README.md"
+    readme = REPO / "docs" / "instrumenting.md"
     text = readme.read_text()
     begin, end = text.index(families.README_BEGIN), text.index(families.README_END)
     current = text[begin : end + len(families.README_END)]

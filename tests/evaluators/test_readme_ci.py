@@ -1,5 +1,6 @@
-"""The README's CI snippet and gate.toml, run as written on a split golden set: the gate passes on
-an unchanged pipeline, fails on a worse one, and both look only at the regression part."""
+"""The CI snippet and gate.toml of docs/golden-set.md, run as written on a split golden set: the
+gate passes on an unchanged pipeline, fails on a worse one, and both look only at the regression
+part."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from ragsieve.evaluators.golden.sets import write_golden
 from ragsieve.evaluators.records import GoldenCase
 from ragsieve.jobs.cli import main
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-SECTION = README[README.index("### The CI gate") : README.index("### One variable at a time")]
+PAGE = (Path(__file__).resolve().parents[2] / "docs" / "golden-set.md").read_text(encoding="utf-8")
+SECTION = PAGE[PAGE.index("## The CI gate") : PAGE.index("## One variable at a time")]
 SEARCH = """
 def search(query, k, config=None):
     size = (config or {}).get("chunk_size", 512)
@@ -33,9 +34,9 @@ def search(query, k, config=None):
 
 
 def ci_commands() -> list[list[str]]:
-    """The ``ragsieve`` steps of the README's workflow, split as a shell would."""
+    """The ``ragsieve`` steps of the docs' workflow, split as a shell would."""
     block = re.search(r"```yaml\n(.*?)```", SECTION, re.S)
-    assert block, "the CI snippet is gone from the README"
+    assert block, "the CI snippet is gone from docs/golden-set.md"
     runs = [m.group(1) for m in re.finditer(r"^- run: (ragsieve .*)$", block.group(1), re.M)]
     assert len(runs) == 2, runs
     return [shlex.split(r.split(" #")[0]) for r in runs]
@@ -43,7 +44,7 @@ def ci_commands() -> list[list[str]]:
 
 def _gate_toml() -> str:
     block = re.search(r"```toml\n# gate.toml\n(.*?)```", SECTION, re.S)
-    assert block, "gate.toml is gone from the README"
+    assert block, "gate.toml is gone from docs/golden-set.md"
     return block.group(1)
 
 
@@ -105,6 +106,6 @@ def test_the_readme_ci_snippet_gates_the_regression_part(repo: Path) -> None:
     assert _step(evaluate) == 0 and _step(gate) == 1
     md = (repo / "gate.md").read_text()
     assert md.startswith("### ❌ ragsieve gate failed")
-    assert "billing" in md and "drop" in md  # the protected category of the README's gate.toml
+    assert "billing" in md and "drop" in md  # the protected category of the docs' gate.toml
     assert "> changed: chunk_size 512 → 800" in md
     assert "> log: chunk_size 512 → 800: recall@5 −" in md

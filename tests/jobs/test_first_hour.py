@@ -1,8 +1,8 @@
 """The first hour as a new user lives it, through the real console script and real processes.
 
-The README snippet runs as pasted against ``ragsieve collector serve``; read-only commands refuse
-a missing SQLite file; a port in use is one line and exit 2; secrets never print; the reference
-table carries the real defaults; the run report's categories agree with the candidates'.
+The docs' helper snippet runs as pasted against ``ragsieve collector serve``; read-only commands
+refuse a missing SQLite file; a port in use is one line and exit 2; secrets never print; the
+reference table carries the real defaults; the run report's categories agree with the candidates'.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import shlex
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,8 @@ import pytest
 from console_script import ragsieve_script
 
 REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text(encoding="utf-8")
+INSTRUMENTING = (REPO / "docs" / "instrumenting.md").read_text(encoding="utf-8")
+REFERENCE = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
 
 
 def _free_port() -> int:
@@ -45,11 +47,11 @@ def _ragsieve(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout:
 
 
 def _readme_snippet() -> str:
-    section = README[README.index("1. **The helper**") : README.index("2. **OpenInference")]
+    text = INSTRUMENTING
+    section = text[text.index("1. **The helper**") : text.index("2. **OpenInference")]
     block = re.search(r"```python\n(.*?)```", section, re.S)
-    assert block, "the helper snippet is gone from the README"
-    lines = block.group(1).splitlines()
-    return "\n".join(line[3:] if line.startswith("   ") else line for line in lines) + "\n"
+    assert block, "the helper snippet is gone from docs/instrumenting.md"
+    return textwrap.dedent(block.group(1))
 
 
 @pytest.fixture
@@ -126,8 +128,10 @@ def test_readme_snippet_runs_as_pasted_and_the_chunks_reach_the_judges(served, t
     assert "skipped" not in labels.values(), labels
     assert labels["faithfulness"] == "faithful"
 
-    # the README's curl feedback example, sent as written (JSON, with its content type)
-    curl = next(ln for ln in README.splitlines() if "curl -XPOST" in ln and "/v1/feedback" in ln)
+    # the docs' curl feedback example, sent as written (JSON, with its content type)
+    curl = next(
+        ln for ln in INSTRUMENTING.splitlines() if "curl -XPOST" in ln and "/v1/feedback" in ln
+    )
     argv = shlex.split(curl[curl.index("curl") : curl.rindex("`")])
     header = argv[argv.index("-H") + 1]
     assert header.lower() == "content-type: application/json"
@@ -204,7 +208,7 @@ def test_reference_table_shows_the_strata_real_rates_and_quotas():
     rows = {
         m.group(1): m.group(2)
         for m in re.finditer(
-            r"^\| `(jobs\.sampling\.[a-z_.]+)` \| `[A-Z_]+` \| (`[^`]*`|) \|", README, re.M
+            r"^\| `(jobs\.sampling\.[a-z_.]+)` \| `[A-Z_]+` \| (`[^`]*`|) \|", REFERENCE, re.M
         )
     }
     strata = [n for n, f in SamplingSettings.model_fields.items() if f.annotation is StratumRule]
