@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.golden.roles import ROLES, assign_roles, read_rule
+from ragsieve.evaluators.golden.roles import ROLES, UNCATEGORIZED, assign_roles, read_rule
 from ragsieve.evaluators.golden.sets import (
     GoldenSet,
     append_changelog,
@@ -199,7 +199,7 @@ def promote(
     fresh = _with_roles(src, current.cases, fresh)
     result.added = [case for _, case in fresh]
     result.roles = {case.id: case.role for case in result.added if case.role is not None}
-    result.by_category = dict(Counter(case.category or "-" for case in result.added))
+    result.by_category = dict(Counter(case.category or UNCATEGORIZED for case in result.added))
     rejected = repo.select(["rejected"])
     result.negatives = len(rejected)
     if not fresh:
@@ -267,11 +267,11 @@ def _entry(
     ]
     groups: dict[str, list[tuple[Candidate, GoldenCase]]] = {}
     for c, case in fresh:
-        groups.setdefault(case.category or "-", []).append((c, case))
+        groups.setdefault(case.category or UNCATEGORIZED, []).append((c, case))
     for name, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         s = summaries.get(members[0][0].category or "")
         tag = ", NEW failure category" if s and s.new else ""
-        cause = members[0][0].root_cause
+        cause = members[0][0].root_cause or "no root cause"
         ids = ", ".join(case.id for _, case in members)
         lines.append(f"- {name} ({cause}{tag}): {len(members)} — {ids}")
     if result.roles:

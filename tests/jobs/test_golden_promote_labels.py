@@ -1,0 +1,61 @@
+"""``golden promote`` names what it added in words: a case with no category or no root cause is
+shown as such, never as a bare ``-`` (issue 42)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from console_script import ragsieve_script
+
+from ragsieve.collector.store import open_store
+from ragsieve.evaluators.golden.sets import changelog_path
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+
+
+def _accepted(cid: str, root_cause: str | None) -> Candidate:
+    return Candidate(
+        id=cid,
+        status="accepted",
+        norm_query=f"question {cid}",
+        category=None,  # one failure alone makes no category
+        root_cause=root_cause,
+        body={
+            "query": f"Question {cid}?",
+            "source_trace_ids": [f"t-{cid}"],
+            "relevant_chunks": {"kb-1": 1},
+            "reference_answer": "The answer.",
+            "review": {"decision": "accepted", "by": "ann"},
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("causes", "shown"),
+    [(["generation", "generation"], "generation"), ([None, None], "no root cause")],
+)
+def test_promote_names_an_uncategorised_case_and_a_missing_root_cause(
+    tmp_path: Path, causes: list[str | None], shown: str
+) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    st = open_store(url)
+    try:
+        CandidateRepo(st).save([_accepted(f"q_{i}", c) for i, c in enumerate(causes)])
+    finally:
+        st.close()
+    start = tmp_path / "golden.jsonl"
+    out = subprocess.run(
+        [str(ragsieve_script()), "golden", "promote", "--start", str(start), "--by", "bob"],
+        env={"PATH": "/usr/bin:/bin", "RAGSIEVE_STORE": url, "HOME": str(tmp_path)},
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "    2  uncategorized" in out.stdout.splitlines()
+    assert not any(line.rstrip().endswith("  -") for line in out.stdout.splitlines())
+    [written] = [p for p in tmp_path.glob("golden*.jsonl") if p != start] or [start]
+    log = changelog_path(written).read_text(encoding="utf-8")
+    bullets = [line for line in log.splitlines() if line.startswith("- ")]
+    assert len(bullets) == 1, log  # one group: both cases lack a category
+    assert bullets[0].startswith(f"- uncategorized ({shown}): 2 — "), bullets
+    assert "- - " not in log and "(None" not in log
