@@ -76,6 +76,9 @@ def run_command(
     with opened_store(ctx.obj, store) as (_, st):
         outcome = run_once(st, settings, window=bounds, take_all=take_all, dry_run=dry_run)
         report: dict[str, Any] = outcome.report
+        if outcome.skipped:  # another run held the store's run lease
+            click.echo(json.dumps(report) if as_json else f"skipped: {outcome.skipped}")
+            return
         report.update(after_run(st, settings, report))  # alerts, report.html_path
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, default=str))

@@ -25,7 +25,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +39,7 @@ from ragsieve.jobs.judging.judges import make_judges
 from ragsieve.jobs.judging.judging import judge_all
 from ragsieve.jobs.judging.spend import Spend
 from ragsieve.jobs.results import resultstore
+from ragsieve.jobs.run import lease
 from ragsieve.jobs.run.report import build_run_report
 from ragsieve.jobs.sampling.golden_index import GoldenIndex, load_golden_index
 from ragsieve.jobs.sampling.sampling import (
@@ -65,6 +66,7 @@ class RunOutcome:
     report: dict[str, Any]
     flagged: list[FlaggedCase]
     audit: list[FlaggedCase] = field(default_factory=list)
+    skipped: str | None = None  # why this pass did nothing (another run held the store)
 
     @property
     def exit_code(self) -> int:
@@ -95,6 +97,7 @@ class RunOptions:
     deliver: bool = True
     should_stop: Callable[[], bool] | None = None
     golden: GoldenIndex | None = None
+    lease_wait_s: float = lease.WAIT_S
 
 
 @dataclass
@@ -157,8 +160,33 @@ class RunResult:
 
 
 async def run_once_async(store: Store, settings: Settings, **options: Any) -> RunOutcome:
-    """One pass of the online evaluator (module docstring); ``options`` are :class:`RunOptions`."""
+    """One pass of the online evaluator (module docstring); ``options`` are :class:`RunOptions`.
+
+    A pass that writes holds the store's run lease (``run/lease.py``): a second pass waits for
+    it, and is skipped (``RunOutcome.skipped``) when the first judged its window meanwhile.
+    """
     opts = RunOptions(**options)
+    if opts.dry_run:
+        return await _run_leased(store, settings, opts, None)
+    now = opts.now or utcnow()
+    lo, hi = opts.window or (now - parse_duration(opts.since or settings.jobs.since), now)
+    got = await asyncio.to_thread(
+        lease.acquire, store, (lo, hi), wait_s=opts.lease_wait_s,
+        should_stop=opts.should_stop or (lambda: False),
+    )  # fmt: skip
+    if got.lease is None:
+        log.warning("jobs run skipped: %s", got.skipped)
+        return RunOutcome("", lease.lease_report(got, lo, hi), [], skipped=got.skipped)
+    try:
+        opts = replace(opts, should_stop=got.should_stop(opts.should_stop))
+        return await _run_leased(store, settings, opts, got)
+    finally:
+        await asyncio.to_thread(got.lease.release)
+
+
+async def _run_leased(
+    store: Store, settings: Settings, opts: RunOptions, got: lease.Acquired | None
+) -> RunOutcome:
     plan = await plan_run(store, settings, opts)
     job = settings.jobs
     budget_usd = opts.budget_usd if opts.budget_usd is not None else job.budget_usd
@@ -166,6 +194,8 @@ async def run_once_async(store: Store, settings: Settings, **options: Any) -> Ru
     if not opts.dry_run:
         result = await execute(store, settings, plan, opts, result)
     report = await _report(store, settings, plan, result, dry_run=opts.dry_run)
+    if got is not None:
+        report.update(lease.lease_report(got, plan.lo, plan.hi))
     if not opts.dry_run:
         await _deliver(store, settings, result, deliver=opts.deliver)
         report["annotations"] = result.annotations

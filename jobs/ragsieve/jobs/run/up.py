@@ -56,13 +56,15 @@ def _collector(settings: Settings, store: Store, token: str | None) -> tuple[Ser
 
 
 def _announce(settings: Settings, server: ServerThread, app: Any) -> None:
+    from ragsieve.collector.cli import forward_note
     from ragsieve.collector.store import masked_url
 
     cfg = settings.collector
     grpc = f" and grpc://{cfg.host}:{app.state.grpc_port}" if cfg.grpc_port else ""
     click.echo(
         f"ragsieve up: collector listening on {server.url}/v1/traces{grpc}; job every"
-        f" {settings.jobs.every_minutes:g} min (store {masked_url(settings.store)})",
+        f" {settings.jobs.every_minutes:g} min (store {masked_url(settings.store)})"
+        + forward_note(settings),
         err=True,
     )
 
@@ -80,6 +82,9 @@ def _job(store: Store, settings: Settings, stop: threading.Event) -> Callable[[]
             return
         try:
             out = run_once(store, settings, should_stop=stop.is_set)
+            if out.skipped:  # another run (a cron, a second `up`) held the store
+                click.echo(f"ragsieve up: run skipped: {out.skipped}", err=True)
+                return
             after = after_run(store, settings, out.report)
         except Exception:  # one failed pass must not end the service; the next one retries
             log.exception("job run failed")

@@ -1,0 +1,93 @@
+"""Issue 47 row 7: two `jobs run` on one store judge each trace once and leave one history point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from test_run_support import Turn, send, settings, wait_stored
+
+from ragsieve.evaluators.testing import FakeOpenAIServer
+from ragsieve.jobs.run.lease import Lease
+from ragsieve.jobs.run.run import run_once
+
+N = 16
+VERDICT = {"reasoning": "ok", "abstained": False, "claims": [{"claim": "a", "supported": True}]}
+
+
+def _turns(n: int) -> list[Turn]:
+    return [
+        Turn(
+            f"When does branch number {i} open on Saturdays?",
+            [f"Branch number {i} opens at {i % 9 + 1} in the morning on Saturdays."],
+            f"Branch number {i} opens at {i % 9 + 1} on Saturdays.",
+        )
+        for i in range(n)
+    ]
+
+
+def _job(url: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "ragsieve.jobs", "jobs", "run", "--store", url, "--since", "1h"]
+    cmd += ["--settle", "0", "--all", "--judge", "faithfulness", "--json"]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_concurrent_runs_judge_each_trace_once(collector: Any) -> None:
+    send(collector.traces_url, _turns(N))
+    wait_stored(collector.store, N)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSIEVE_")}
+    with FakeOpenAIServer() as slow:
+        slow.default = lambda body: (time.sleep(0.1), VERDICT)[1]  # 2 in flight: ~1 s a run
+        env.update(
+            {
+                "RAGSIEVE_JOBS__BACKEND": "llm",
+                "RAGSIEVE_LLM__BASE_URL": slow.base_url,
+                "RAGSIEVE_LLM__CONCURRENCY": "2",
+                "RAGSIEVE_LLM__MAX_RETRIES": "0",
+            }
+        )
+        first = _job(collector.store.url, env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not slow.requests:  # the first run is judging
+            assert first.poll() is None, first.communicate()
+            time.sleep(0.02)
+        second = _job(collector.store.url, env)
+        out1, err1 = first.communicate(timeout=120)
+        out2, err2 = second.communicate(timeout=120)
+        calls = len(slow.requests)
+    assert first.returncode == 0 and second.returncode == 0, (err1, err2)
+    assert calls == N  # every trace judged once, not twice
+    rows = collector.store.query("SELECT trace_id, COUNT(*) FROM results GROUP BY trace_id")
+    assert len(rows) == N and all(n == 1 for _, n in rows)
+    ran, skipped = json.loads(out1), json.loads(out2)
+    assert ran["judge_calls"] == N and ran["lease"]["waited_for"] is None
+    assert (
+        skipped["run_id"] is None
+        and "judged this window while this run waited" in skipped["skipped"]
+    )
+    assert skipped["lease"]["waited_for"] and skipped["lease"]["waited_s"] > 0
+    history = collector.store.query("SELECT run_id FROM runs WHERE report IS NOT NULL")
+    assert [r[0] for r in history] == [ran["run_id"]]  # one window, one history point
+    assert collector.store.query("SELECT COUNT(*) FROM leases")[0][0] == 0  # released
+
+
+def test_an_expired_lease_is_taken_over_and_a_held_one_skips(collector: Any) -> None:
+    send(collector.traces_url, _turns(3))
+    wait_stored(collector.store, 3)
+    s = settings(**{"store": collector.store.url, "jobs.judges": ["faithfulness"]})
+    live = Lease(collector.store, holder="host:1:live", ttl_s=60)
+    assert live.try_acquire()
+    held = run_once(collector.store, s, take_all=True, lease_wait_s=0.3)
+    assert held.skipped and "host:1:live" in held.skipped and "gave up" in held.skipped
+    assert collector.store.query("SELECT COUNT(*) FROM results")[0][0] == 0
+    # the holder was killed: its lease stops being renewed and runs out
+    dead = Lease(collector.store, holder="host:2:killed", ttl_s=60, clock=lambda: time.time() - 61)
+    live.release()
+    assert dead.try_acquire()
+    out = run_once(collector.store, s, take_all=True, lease_wait_s=5)
+    assert out.skipped is None and out.report["judged"] == 3
+    assert out.report["lease"]["took_over"] == "host:2:killed"
