@@ -29,6 +29,7 @@ from ragsieve.evaluators.tools.limits import (
     MAX_QUESTION_CHARS,
     clip_fields,
 )
+from ragsieve.evaluators.tools.lookalike import matching_text
 
 JSONScalar = str | int | float | bool
 
@@ -46,8 +47,10 @@ def utcnow() -> datetime:
 
 
 def normalize_text(text: str) -> str:
-    """Fold case, accents and whitespace so that trivially different strings compare equal."""
-    folded = unicodedata.normalize("NFKD", text.casefold())
+    """Fold case, accents, whitespace and look-alikes so that trivially different strings
+    compare equal: format characters removed (a zero-width space joins, never splits), NFKC
+    before casefold, confusable letters read as Latin (``tools.lookalike.matching_text``)."""
+    folded = unicodedata.normalize("NFKD", matching_text(text).casefold())
     folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
     folded = re.sub(r"[^\w\s]", " ", folded)
     return " ".join(folded.split())
@@ -267,6 +270,31 @@ class RagInteraction(_Record):
     def retrieved_ids(self) -> list[str]:
         """Chunk ids in rank order, as offline evaluation reads them."""
         return [d.id for d in sorted(self.context, key=lambda d: d.rank)]
+
+    def for_judging(self) -> RagInteraction:
+        """This turn with question, answer, chunks and history in matching form (no invisible
+        characters, NFKC, look-alikes folded): what judges read. The stored record keeps the
+        original text, and that is what people are shown."""
+        f = matching_text
+        texts = [self.query or "", self.answer or "", *self.retrieval_queries]
+        texts += [d.content or "" for d in self.documents] + [m.content for m in self.chat_history]
+        if all(t.isascii() for t in texts):
+            return self
+        docs = tuple(
+            d if d.content is None else d.model_copy(update={"content": f(d.content)})
+            for d in self.documents
+        )
+        return self.model_copy(
+            update={
+                "query": None if self.query is None else f(self.query),
+                "answer": None if self.answer is None else f(self.answer),
+                "retrieval_queries": tuple(map(f, self.retrieval_queries)),
+                "documents": docs,
+                "chat_history": tuple(
+                    m.model_copy(update={"content": f(m.content)}) for m in self.chat_history
+                ),
+            }
+        )
 
 
 EvalLabel = str

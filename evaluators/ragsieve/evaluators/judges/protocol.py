@@ -52,7 +52,7 @@ async def safe_evaluate(
     A judge that raises, times out or returns no result yields one ``label="error"`` result.
     """
     try:
-        call = judge.evaluate(interaction)
+        call = judge.evaluate(interaction.for_judging())  # invisible/look-alike text folded
         results = list(await (asyncio.wait_for(call, timeout_s) if timeout_s else call))
     except Exception as exc:  # the protocol says never raise; callers rely on this guard
         _log.warning("judge %s raised on %s: %r", judge.name, interaction.trace_id, exc)
