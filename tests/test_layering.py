@@ -216,7 +216,7 @@ def test_no_module_over_400_lines(portion: str) -> None:
 # judges (which reuse offline evidence), the combined ones, then the protocol and registry.
 EVAL_LAYERS = (
     "tools", "judges/thresholds", "judges/offline/text", "judges/offline", "judges/llm",
-    "judges/combined", "judges",
+    "judges/combined", "judges/model", "judges",
     "quality", "golden", "metrics", "gate",
 )  # fmt: skip
 EVALUATORS = Path(__file__).resolve().parents[1] / "evaluators"

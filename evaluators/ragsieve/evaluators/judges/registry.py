@@ -12,10 +12,11 @@ from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 
 if TYPE_CHECKING:
     from ragsieve.evaluators.judges.combined.calibrated import Calibration
+    from ragsieve.evaluators.judges.model import ModelConfig
     from ragsieve.evaluators.judges.protocol import Judge
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
-Backend = Literal["offline", "llm", "cascade"]
+Backend = Literal["offline", "llm", "cascade", "model"]
 
 
 def _offline(metric: str) -> Callable[..., Judge]:
@@ -53,11 +54,22 @@ def _llm(metric: str) -> Callable[..., Judge]:
 
 
 def _cascade(metric: str) -> Callable[..., Judge]:
-    def make(*, llm: LLMConfig | None = None, cache_path: str | None = None, **opts: Any) -> Judge:
+    def make(
+        *,
+        llm: LLMConfig | None = None,
+        cache_path: str | None = None,
+        model: ModelConfig | None = None,
+        **opts: Any,
+    ) -> Judge:
         from ragsieve.evaluators.judges.combined.cascade import CascadeJudge
 
         if llm is None:
             raise ConfigError(f"judge 'cascade_{metric}': needs an LLM config (base_url, model)")
+        if model is not None and model.folder(metric):  # heuristics -> local model -> LLM
+            from ragsieve.evaluators.judges.model import tiered
+
+            top = _llm(metric)(llm=llm, cache_path=cache_path)
+            return tiered(metric, model, _offline(metric)(**opts), top, opts.get("threshold"))
         return CascadeJudge(
             _offline(metric)(**opts),
             _llm(metric)(llm=llm, cache_path=cache_path),
@@ -68,10 +80,27 @@ def _cascade(metric: str) -> Callable[..., Judge]:
     return make
 
 
+def _model(metric: str) -> Callable[..., Judge]:
+    def make(*, model: ModelConfig | None = None, **opts: Any) -> Judge:
+        from ragsieve.evaluators.judges.model import MODEL_METRICS, tiered
+
+        if metric not in MODEL_METRICS:  # answer relevance stays the offline judge's
+            return _offline(metric)(**opts)
+        if model is None or not model.folder(metric):
+            raise ConfigError(f"judge 'model_{metric}': needs a model folder (model.{metric})")
+        return tiered(metric, model, _offline(metric)(**opts), None, opts.get("threshold"))
+
+    make.__doc__ = f"offline {metric}, re-judged by a local model (ONNX) where it is unsure"
+    if metric not in ("faithfulness", "context_relevance"):
+        make.__doc__ = f"offline {metric} (the model backend keeps the offline judge)"
+    return make
+
+
 BUILTINS: Mapping[str, Callable[..., Judge]] = {
     **{m: _offline(m) for m in METRICS},
     **{f"llm_{m}": _llm(m) for m in METRICS},
     **{f"cascade_{m}": _cascade(m) for m in METRICS},
+    **{f"model_{m}": _model(m) for m in METRICS},
 }
 
 
@@ -127,6 +156,7 @@ def build_judges(
     cache_path: str | None = None,
     thresholds: Mapping[str, float] | None = None,
     calibration: Calibration | None = None,
+    model: ModelConfig | None = None,
 ) -> list[Judge]:
     """Judges for metric ``names`` on one backend; an explicit registry name is used as is.
 
@@ -135,16 +165,22 @@ def build_judges(
     ``calibration`` (a fit, :mod:`.calibrated`) replaces the threshold of the judges of the
     backend it was fitted for (and the offline judge's evidence weights); a calibrated judge
     reports its score on the job's scale. Judges of another backend are built uncalibrated.
+    ``model`` (the ``[model]`` settings) gives the ``model`` backend its folders, and puts the
+    local model between the heuristics and the LLM in a ``cascade``.
     """
-    if backend not in ("offline", "llm", "cascade"):
-        raise ConfigError(f"judges.backend: must be offline, llm or cascade (got {backend!r})")
+    if backend not in ("offline", "llm", "cascade", "model"):
+        raise ConfigError(
+            f"judges.backend: must be offline, llm, cascade or model (got {backend!r})"
+        )
     out = []
     for name in names:
         key = name if (name not in METRICS or backend == "offline") else f"{backend}_{name}"
         opts: dict[str, Any] = {}
         if key.startswith(("llm_", "cascade_")):
             opts = {"llm": llm, "cache_path": cache_path}
-        metric = key.removeprefix("cascade_")  # offline or cascade: an offline judge labels
+        if key.startswith(("cascade_", "model_")) and model is not None:
+            opts["model"] = model
+        metric = key.removeprefix("cascade_").removeprefix("model_")  # an offline judge labels
         if thresholds and metric in METRICS and metric in thresholds:
             opts["threshold"] = float(thresholds[metric])
         # a calibration applies to the judges it was fitted for (their backend, their metric)

@@ -36,7 +36,7 @@ def make_judges(
     from ragsieve.evaluators.judges.registry import METRICS
 
     builtin = set(names or settings.jobs.judges) & set(METRICS)  # a plugin may need no endpoint
-    if llm is None and settings.jobs.backend != "offline" and builtin:
+    if llm is None and settings.jobs.backend not in ("offline", "model") and builtin:
         raise ConfigError(
             f"jobs.backend: {settings.jobs.backend!r} needs an LLM endpoint: set llm.base_url"
             f" ([llm] base_url = ..., or RAGSIEVE_LLM__BASE_URL)"
@@ -48,6 +48,7 @@ def make_judges(
         cache_path=settings.jobs.cache_path,
         thresholds=settings.jobs.thresholds,
         calibration=cal,
+        model=settings.model.to_config(),
     )
     return redacting(judges, settings)
 

@@ -8,13 +8,15 @@ build the table.
 
 Modules: ``settings`` (the root table and how it is read), ``sections`` (``[jobs]``, ``[llm]``,
 ``[phoenix]``, ``[golden]``, ``[demo]``), one module per stage that has a section of its own
-(``sampling`` for ``[jobs.sampling]``, ``workers``, ``report``, ``alerts`` with its rules), and
+(``sampling`` for ``[jobs.sampling]``, ``workers``, ``report``, ``alerts`` with its rules,
+``model`` for the local-model judge tier), and
 ``reference`` (the Markdown table).
 """
 
 from __future__ import annotations
 
 from ragsieve.jobs.settings.alerts import AlertRule, AlertSettings
+from ragsieve.jobs.settings.model import ModelSettings
 from ragsieve.jobs.settings.reference import reference_table
 from ragsieve.jobs.settings.report import ReportSettings
 from ragsieve.jobs.settings.sampling import SamplingSettings, StratumRule
@@ -36,6 +38,7 @@ __all__ = [
     "GoldenSettings",
     "JobSettings",
     "LLMSettings",
+    "ModelSettings",
     "PhoenixSettings",
     "ReportSettings",
     "SamplingSettings",

@@ -105,8 +105,9 @@ class JobSettings(_Section):
         default_factory=lambda: ["faithfulness", "answer_relevance", "context_relevance"],
         description="Metrics to judge.",
     )
-    backend: Literal["offline", "llm", "cascade"] = Field(
-        "offline", description="Judge backend: offline heuristic, LLM, or cascade."
+    backend: Literal["offline", "llm", "cascade", "model"] = Field(
+        "offline",
+        description="Judge backend: offline heuristic, LLM, cascade, or model (local, [model]).",
     )
     budget_calls: int | None = Field(None, ge=1, description="Most judge calls per run.")
     budget_usd: float | None = Field(None, gt=0, description="Most judge spend per run (USD).")

@@ -29,6 +29,7 @@ from pydantic_settings import (
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.jobs.settings.alerts import AlertSettings
+from ragsieve.jobs.settings.model import ModelSettings
 from ragsieve.jobs.settings.report import ReportSettings
 from ragsieve.jobs.settings.sections import (
     DemoSettings,
@@ -55,6 +56,7 @@ class Settings(BaseSettings):
     collector: CollectorSettings = Field(default_factory=CollectorSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
     phoenix: PhoenixSettings = Field(default_factory=PhoenixSettings)
     golden: GoldenSettings = Field(default_factory=GoldenSettings)
     demo: DemoSettings = Field(default_factory=DemoSettings)

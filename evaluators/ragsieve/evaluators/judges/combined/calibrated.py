@@ -57,7 +57,7 @@ class Calibration:
     series: int = 1
     created_at: float = 0.0
     report: Mapping[str, Any] = field(default_factory=dict)
-    backend: str = "offline"  # the judges it was fitted for: offline (weights too), llm, cascade
+    backend: str = "offline"  # fitted for: offline (weights too), llm, cascade, model
 
     @property
     def id(self) -> str:
@@ -105,8 +105,8 @@ class Calibration:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"{source}: not a calibration ({exc!r})") from exc
         backend = str(data.get("backend") or "offline")
-        if backend not in ("offline", "llm", "cascade"):
-            raise ConfigError(f"{source}: backend: must be offline, llm or cascade")
+        if backend not in ("offline", "llm", "cascade", "model"):
+            raise ConfigError(f"{source}: backend: must be offline, llm, cascade or model")
         for m, c in metrics.items():
             _check(m, c, source)
             if c.weights is not None and backend != "offline":
