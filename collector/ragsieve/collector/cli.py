@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -20,9 +21,12 @@ LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 GRPC_PORT_HELP = "OTLP/gRPC port (default 4317; 0 = off)."
 
 
+TRACE_PREFIX = re.compile(r"[0-9a-f]{6,32}")
+
+
 @click.group()
 def collector() -> None:
-    """The OTLP/HTTP receiver."""
+    """The OTLP receiver: OTLP/HTTP (4318) and OTLP/gRPC (4317), plus /v1/feedback."""
 
 
 @collector.command("serve")
@@ -42,7 +46,7 @@ def serve(
     forward_otlp: str | None,
     token_env: str | None,
 ) -> None:
-    """Receive OTLP spans on /v1/traces and /v1/logs, feedback on /v1/feedback."""
+    """Receive OTLP spans over HTTP (/v1/traces, /v1/logs) and gRPC, feedback on /v1/feedback."""
     import uvicorn
 
     from ragsieve.collector.serve.app import create_app
@@ -70,11 +74,23 @@ def serve(
     grpc = f" and grpc://{cfg.host}:{grpc_port}" if grpc_port else ""
     click.echo(
         f"ragsieve collector listening on http://{cfg.host}:{port}/v1/traces{grpc}"
-        f" (store {masked_url(settings.store)})",
+        f" (store {masked_url(settings.store)}){forward_note(settings)}",
         err=True,
     )
     config = uvicorn_config(app, cfg.host, port, max_connections=cfg.max_connections)
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def forward_note(settings: Any) -> str:
+    """``; forwarding every span to <url> (Phoenix at <base>)`` for the start banner, or ``""``."""
+    from ragsieve.collector.store import masked_url
+
+    url = settings.collector.forward_otlp
+    if not url:
+        return ""
+    base = (getattr(getattr(settings, "phoenix", None), "base_url", None) or "").rstrip("/")
+    phoenix = f" (Phoenix at {base})" if base and url.startswith(base + "/") else ""
+    return f"; forwarding every span to {masked_url(url)}{phoenix}"
 
 
 def check_grpc_port(host: str, port: int) -> None:
@@ -151,12 +167,14 @@ def list_cmd(
     obj: SettingsSource, store: str | None, since: str | None, limit: int, as_json: bool
 ) -> None:
     """List interactions, newest first."""
+    from ragsieve.collector.derive.sessions import latest_verdicts
     from ragsieve.collector.derive.settle import settling_note
     from ragsieve.collector.timeutil import parse_duration
 
     lo = datetime.now(UTC) - parse_duration(since) if since else None
     with opened_store(obj, store) as (settings, st):
         rows = st.list_interactions(since=lo, limit=limit)
+        verdicts = latest_verdicts(st, [r.trace_id for r in rows]) if not as_json else {}
         cfg = settings.collector
         count, last_due = st.settling(quiet_s=cfg.quiet_period_s, max_wait_s=cfg.max_wait_s)
     note = settling_note(
@@ -164,19 +182,66 @@ def list_cmd(
     )
     if note:  # on stderr, so --json output stays one record per line
         click.echo(note, err=True)
-    for rec in rows:
-        if as_json:
+    if as_json:
+        for rec in rows:
             click.echo(json.dumps(interaction_json(rec), ensure_ascii=False))
-        else:
-            q = (rec.query or "").replace("\n", " ")[:60]
-            a = (rec.answer or "").replace("\n", " ")[:40]
-            click.echo(
-                f"{rec.trace_id}  {rec.status:<10} docs={len(rec.documents):<3} {q!r} -> {a!r}"
-            )
+    elif rows:
+        click.echo(list_text(rows, verdicts))
+
+
+def _verdict_text(v: Any) -> str:
+    """``not judged``, ``pass`` or ``FLAGGED <root cause>``: the job's latest verdict."""
+    if v is None:
+        return "not judged"
+    return f"FLAGGED {v.root_cause or ''}".rstrip() if v.verdict == "fail" else str(v.verdict)
+
+
+def list_text(rows: list[Any], verdicts: dict[str, Any]) -> str:
+    """``interactions list``: a header, then per trace the job's verdict (``not judged`` until a
+    run decides it) and the app's own span status, kept apart so that ``ok`` never reads as a
+    pass."""
+    lines = [f"{'TRACE ID':<32}  {'VERDICT':<22} {'APP':<6} DOCS  QUESTION -> ANSWER"]
+    for rec in rows:
+        q = (rec.query or "").replace("\n", " ")[:60]
+        a = (rec.answer or "").replace("\n", " ")[:40]
+        verdict = _verdict_text(verdicts.get(rec.trace_id))
+        lines.append(
+            f"{rec.trace_id:<32}  {verdict:<22} {rec.status:<6} {len(rec.documents):<4}"
+            f"  {q!r} -> {a!r}"
+        )
+    return "\n".join(lines)
+
+
+def resolve_trace_id(st: Any, given: str) -> str:
+    """The full trace id ``given`` names: itself, or the one stored id it is a prefix of.
+
+    A prefix needs at least 6 hex digits; one that matches several ids is refused with them
+    listed (UsageError, exit 2). An id no interaction has is returned as is (the caller says
+    there is none).
+    """
+    tid = given.strip().lower()
+    if not TRACE_PREFIX.fullmatch(tid):
+        raise click.UsageError(
+            f"trace id {given!r}: expected 32 hex digits, or a prefix of at least 6"
+        )
+    if len(tid) == 32:
+        return tid
+    rows = st.query(
+        "SELECT trace_id FROM interactions WHERE trace_id LIKE ? ORDER BY trace_id LIMIT 11",
+        (tid + "%",),
+    )
+    found = [str(r[0]) for r in rows]
+    if len(found) > 1:
+        more = "+" if len(found) > 10 else ""
+        raise click.UsageError(
+            f"trace id prefix {given!r} matches {min(len(found), 10)}{more} traces: "
+            + ", ".join(found[:10])
+        )
+    return found[0] if found else tid
 
 
 @interactions.command("show")
-@click.argument("trace_id", required=False)
+@click.argument("trace_id", required=False, metavar="[TRACE_ID]")
 @click.option(
     "--session",
     "session_id",
@@ -193,14 +258,16 @@ def show_cmd(
     store: str | None,
     as_json: bool,
 ) -> None:
-    """Print one interaction as JSON, or (``--session``) the turns of its conversation."""
+    """Print one interaction as JSON, or (``--session``) the turns of its conversation.
+
+    TRACE_ID may be a unique prefix of at least 6 hex digits, as ``interactions list`` shows."""
     from ragsieve.collector.derive.sessions import latest_verdicts, session_turns
 
     if (trace_id is None) == (session_id is None):
         raise click.UsageError("give a TRACE_ID or --session ID")
     with opened_store(obj, store) as (_, st):
         if trace_id is not None:
-            rec = st.get_interaction(trace_id.lower())
+            rec = st.get_interaction(resolve_trace_id(st, trace_id))
             if rec is None:
                 raise click.ClickException(f"no interaction with trace id {trace_id}")
             turns = session_turns(st, rec.session_id) if rec.session_id else []

@@ -1,0 +1,119 @@
+"""First-hour edges of ``collector`` and ``interactions`` (issue 42), through the real CLI.
+
+``interactions list`` said ``ok`` (the app's span status) for traces no job had judged; a trace
+id had to be typed in full; ``collector --help`` named HTTP alone; the start banner did not say
+that spans are forwarded, nor where.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from console_script import ragsieve_script
+from test_up import read_until
+
+from ragsieve.collector.store import Store, open_store
+from ragsieve.evaluators.testing import make_interaction
+
+FIRST = "abcdef01" + "0" * 24
+SECOND = "abcdef02" + "0" * 24
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("RAGSIEVE_", "OTEL_"))}
+
+
+def _ragsieve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(ragsieve_script()), *args], cwd=cwd, env=_env(), capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+
+
+def _settled(store: Store, trace_id: str, answer: str) -> None:
+    rec = make_interaction(trace_id=trace_id, answer=answer)
+    store.execute(
+        "INSERT INTO traces (trace_id, first_seen_at, last_seen_at, has_root) VALUES (?, 1, 1, 1)",
+        (rec.trace_id,),
+    )
+    assert store.save_interaction(rec, seen_at=2.0, now=3.0)
+
+
+@pytest.fixture
+def two_traces(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    st = open_store(url)
+    try:
+        _settled(st, FIRST, "The capital of France is Paris.")
+        _settled(st, SECOND, "Lyon has been the capital of France since 1999.")
+    finally:
+        st.close()
+    return url
+
+
+def _rows(out: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    assert out.returncode == 0, out.stderr
+    header, *lines = out.stdout.splitlines()
+    assert header.split()[:3] == ["TRACE", "ID", "VERDICT"]
+    return {line.split()[0]: line for line in lines}
+
+
+def test_interactions_list_says_not_judged_until_a_run_decides(
+    two_traces: str, tmp_path: Path
+) -> None:
+    before = _rows(_ragsieve("interactions", "list", "--store", two_traces, cwd=tmp_path))
+    assert set(before) == {FIRST, SECOND}
+    for line in before.values():
+        assert line.split()[1:3] == ["not", "judged"]  # not "ok": nothing has judged it
+        assert line.split()[3] == "ok"  # the app's own status, in its own column
+    run = _ragsieve("jobs", "run", "--store", two_traces, "--settle", "0", "--all", cwd=tmp_path)
+    assert run.returncode in (0, 1), run.stderr
+    after = _rows(_ragsieve("interactions", "list", "--store", two_traces, cwd=tmp_path))
+    assert after[FIRST].split()[1] == "pass"
+    assert after[SECOND].split()[1] == "FLAGGED"  # the unsupported answer
+
+
+def test_a_unique_trace_id_prefix_is_enough_and_an_ambiguous_one_is_refused(
+    two_traces: str, tmp_path: Path
+) -> None:
+    shown = _ragsieve("interactions", "show", "ABCDEF02", "--store", two_traces, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert f'"trace_id": "{SECOND}"' in shown.stdout
+    both = _ragsieve("interactions", "show", "abcdef", "--store", two_traces, cwd=tmp_path)
+    assert both.returncode == 2
+    assert f"matches 2 traces: {FIRST}, {SECOND}" in both.stderr
+    short = _ragsieve("interactions", "show", "abcde", "--store", two_traces, cwd=tmp_path)
+    assert short.returncode == 2 and "a prefix of at least 6" in short.stderr
+    none = _ragsieve("interactions", "show", "fedcba98", "--store", two_traces, cwd=tmp_path)
+    assert none.returncode == 1 and "no interaction with trace id fedcba98" in none.stderr
+
+
+def test_collector_help_names_both_transports(tmp_path: Path) -> None:
+    out = _ragsieve("collector", "--help", cwd=tmp_path)
+    assert out.returncode == 0
+    assert "OTLP/HTTP" in out.stdout and "OTLP/gRPC" in out.stdout
+
+
+@pytest.mark.parametrize("phoenix", [True, False])
+def test_the_start_banner_says_where_spans_are_forwarded(tmp_path: Path, phoenix: bool) -> None:
+    target = "http://127.0.0.1:9/v1/traces"  # nothing listens: the outbox keeps the spans
+    env = _env()
+    if phoenix:
+        env["RAGSIEVE_PHOENIX__BASE_URL"] = "http://127.0.0.1:9"
+    args = ["collector", "serve", "--port", "0", "--grpc-port", "0", "--forward-otlp", target]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragsieve.jobs", *args, "--store", f"sqlite:///{tmp_path}/c.db"],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    try:
+        m = read_until(proc, r"listening on .*", 30)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+    where = " (Phoenix at http://127.0.0.1:9)" if phoenix else ""
+    assert m.group(0).endswith(f"; forwarding every span to {target}{where}"), m.group(0)
