@@ -54,6 +54,9 @@ class CollectorSettings(BaseModel):
         86400.0, ge=0, description="Late spans within this window re-derive the interaction."
     )
     settle_interval_s: float = Field(1.0, gt=0, description="How often the settler runs.")
+    max_trace_spans: int = Field(
+        20_000, ge=1, description="A trace settles from its first this many spans (truncated)."
+    )
     forward_headers: dict[str, str] = Field(
         default_factory=dict,
         description="Extra headers for forwarding (e.g. Phoenix auth); prefer env over TOML.",

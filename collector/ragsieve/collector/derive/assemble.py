@@ -25,8 +25,14 @@ from ragsieve.collector.derive.fields.record import (
     covered,
     finish_reason,
     flat_attributes,
-    history,
     ttft,
+)
+from ragsieve.collector.derive.fields.turns import (
+    Rewrite,
+    judged_question_source,
+    prompt_history,
+    rewrite_steps,
+    variable_history,
 )
 from ragsieve.collector.derive.trace.attrs import (
     KNOWN_LENGTH_LIMITS,
@@ -36,6 +42,7 @@ from ragsieve.collector.derive.trace.attrs import (
     normalize_ws,
 )
 from ragsieve.collector.derive.trace.classify import TraceTree
+from ragsieve.collector.derive.trace.lookup import NeedleIndex
 from ragsieve.collector.derive.trace.scope import (
     AGENTIC_ROLES,
     MAX_PIPELINES,
@@ -74,6 +81,10 @@ class Assembly:
         self.leaves = [s for s in tree.llm_leaves() if s.span_id in self.scope]
         self.stages: list[StageOutput] = build_stages(tree, self.scope)
         join_scores(self.stages)
+        self._rewrite_steps: list[Rewrite] | None = None
+        self._logs_by_span: dict[str | None, list[int]] = {}  # span id -> positions in logs
+        for i, e in enumerate(logs):
+            self._logs_by_span.setdefault(e.span_id, []).append(i)
 
     # --- generation -------------------------------------------------------------------------
     def _chain(self, leaf: SpanRecord) -> list[SpanRecord]:
@@ -85,12 +96,11 @@ class Assembly:
         return chain
 
     def _logs_for(self, chain: list[SpanRecord]) -> list[LogEvent]:
-        ids = {s.span_id for s in chain}
-        return [
-            e
-            for e in self.logs
-            if e.span_id in ids or (e.span_id is None and len(self.leaves) == 1)
-        ]
+        """The chain's log events (unattributed ones too when there is one LLM call), in order."""
+        found = [i for sid in {s.span_id for s in chain} for i in self._logs_by_span.get(sid, ())]
+        if len(self.leaves) == 1:
+            found += self._logs_by_span.get(None, ())
+        return [self.logs[i] for i in sorted(found)]
 
     def _prompt(self, leaf: SpanRecord, notes: ex.Notes) -> tuple[Prompt, str | None]:
         chain = self._chain(leaf)
@@ -129,24 +139,30 @@ class Assembly:
         ctx_end = max((s.span.end_ns for s in self.stages), default=0)
         norm_answer = normalize_ws(root_answer) if root_answer else ""
 
-        def rank(item: tuple[SpanRecord, str | None]) -> tuple[int, int, bool, int, int, str]:
-            leaf, out = item
+        def matches(out: str | None) -> int:
             norm_out = normalize_ws(out) if out else ""
-            matches = bool(norm_out and norm_answer) and (
-                norm_out in norm_answer or norm_answer in norm_out
+            return int(
+                bool(norm_out and norm_answer)
+                and (norm_out in norm_answer or norm_answer in norm_out)
             )
+
+        # The answer's match ranks first: only the leaves sharing the best match are ranked on,
+        # and the chunks their prompts quote are counted with one index (linear, not L x chunks).
+        scored = [(matches(out), leaf) for leaf, out in cands]
+        best = max(m for m, _ in scored)
+        index = NeedleIndex(needles)
+
+        def rank(leaf: SpanRecord) -> tuple[int, bool, int, int, str]:
             _, hay = self._prompt(leaf, ex.Notes())
-            contained = sum(1 for n in needles if n and hay and n in hay)
             return (
-                int(matches),
-                contained,
+                index.count_in(hay),
                 leaf.start_ns >= ctx_end,
                 leaf.end_ns or 0,
                 leaf.start_ns,
                 leaf.span_id,
             )
 
-        return max(cands, key=rank)[0]
+        return max((leaf for m, leaf in scored if m == best), key=rank)
 
     # --- context ---------------------------------------------------------------------------
     def _documents(
@@ -183,7 +199,36 @@ class Assembly:
     # --- the record ----------------------------------------------------------------------
     def _root_answer(self, proot: SpanRecord) -> str | None:
         root_out = ex.first_value(mapping(proot.attributes), ex.OUTPUT_KEYS, self.notes)
-        return cap(ex.value_text(root_out, ex.ANSWER_KEYS))
+        answer = cap(ex.value_text(root_out, ex.ANSWER_KEYS))
+        # A pipeline that also returns its rewritten question (Haystack's include_outputs_from)
+        # does not answer with it: the answer is then the generation's own output.
+        said = normalize_ws(answer) if answer else ""
+        if said and any(said == normalize_ws(rw.query) for rw in self._rewrites()):
+            return None
+        return answer
+
+    def _rewrites(self) -> list[Rewrite]:
+        """The LLM calls whose output became a retrieval query (condense / rephrase steps)."""
+        if self._rewrite_steps is None:
+            asked = [(st.query, st.span.start_ns) for st in self.stages if st.query]
+            wanted = {normalize_ws(q) for q, _ in asked}
+            calls = []
+            for leaf in self.leaves if asked else ():
+                out, _ = self._output(leaf, ex.Notes())
+                if out and normalize_ws(out) in wanted:
+                    prompt, _ = self._prompt(leaf, ex.Notes())
+                    variables = prompt.template_variables
+                    calls.append((leaf.span_id, out, leaf.end_ns, variables, prompt))
+            self._rewrite_steps = rewrite_steps(calls, asked)
+        return self._rewrite_steps
+
+    def _conversation(self, gen: SpanRecord | None, prompt: Prompt) -> tuple[Message, ...]:
+        """The turns before this one: what the answering call was given (messages, a written
+        transcript, a history variable), else what a rewriting step read."""
+        found = prompt_history(prompt) or variable_history(prompt.template_variables)
+        if found or gen is None:
+            return found
+        return next((rw.history for rw in self._rewrites() if rw.span_id != gen.span_id), ())
 
     def _pipeline(self) -> tuple[SpanRecord | None, SpanRecord, str | None]:
         """The generation span, the pipeline's root span and the root's answer."""
@@ -227,7 +272,10 @@ class Assembly:
             query=cap(question),
             query_source=question_source,
             retrieval_queries=self._retrieval_queries(),
-            chat_history=history(prompt),
+            chat_history=self._conversation(gen, prompt),
+            judged_question_source=(
+                judged_question_source(prompt, question, self._rewrites()) if gen else "unknown"
+            ),
             documents=documents,
             stages=tuple(st.record() for st in self.stages),
             context_source=context_source,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -21,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ragsieve.collector.derive.settle import settle
+from ragsieve.collector.derive.settle import LARGE_TRACE_SPANS, settle
 from ragsieve.collector.receive.intake import (
     BODY_DEADLINE_S,
     BODY_IDLE_S,
@@ -135,8 +136,9 @@ async def _background(
     """The settler, the forwarder and the gRPC server while the app runs; the writer drained."""
     cfg, store = rx.cfg, rx.store
     tasks: list[asyncio.Task[None]] = []
-    if run_settler:
-        tasks.append(asyncio.create_task(_settle_loop(store, cfg)))
+    if run_settler:  # two lanes: small traces never wait behind a large one's derivation
+        tasks.append(asyncio.create_task(_settle_loop(store, cfg, (0, LARGE_TRACE_SPANS))))
+        tasks.append(asyncio.create_task(_settle_loop(store, cfg, (LARGE_TRACE_SPANS, None))))
     grpc_server = None
     if grpc_port is not None:
         from ragsieve.collector.receive.grpc_receiver import GrpcReceiver, start_grpc
@@ -160,16 +162,24 @@ async def _background(
         await run_in_threadpool(rx.writer.close)
 
 
-async def _settle_loop(store: Store, cfg: CollectorSettings) -> None:
-    """Derive interactions as traces go quiet; prune delivered outbox rows now and then."""
+async def _settle_loop(store: Store, cfg: CollectorSettings, lane: tuple[int, int | None]) -> None:
+    """Derive interactions of one size lane as traces go quiet; the small-trace lane also
+    prunes delivered outbox rows now and then."""
     passes = 0
     while True:
         try:
             await run_in_threadpool(
-                settle, store, quiet_s=cfg.quiet_period_s, max_wait_s=cfg.max_wait_s
+                functools.partial(
+                    settle,
+                    store,
+                    quiet_s=cfg.quiet_period_s,
+                    max_wait_s=cfg.max_wait_s,
+                    max_spans=cfg.max_trace_spans,
+                    lane=lane,
+                )
             )
             passes += 1
-            if passes % 60 == 0:  # delivered payloads are kept a while for inspection
+            if lane[0] == 0 and passes % 60 == 0:  # delivered payloads are kept for inspection
                 await run_in_threadpool(store.prune_outbox, cfg.outbox_retention_s)
         except Exception:  # keep settling after a transient store error
             log.exception("settle pass failed")

@@ -203,11 +203,13 @@ class SQLStore(InteractionsMixin, OutboxMixin):
         if updates:
             cur.executemany(self.sql(_TRACE_UPDATE), updates)
 
-    def spans_for_trace(self, trace_id: str) -> list[SpanRecord]:
-        """Every stored span of one trace, in start order."""
-        rows = self.query(
-            "SELECT body, pb FROM spans WHERE trace_id = ? ORDER BY start_ns, span_id", (trace_id,)
-        )
+    def spans_for_trace(self, trace_id: str, *, limit: int | None = None) -> list[SpanRecord]:
+        """Every stored span of one trace (the first ``limit`` of them), in start order."""
+        sql = "SELECT body, pb FROM spans WHERE trace_id = ? ORDER BY start_ns, span_id"
+        params: tuple[Any, ...] = (trace_id,)
+        if limit is not None:
+            sql, params = sql + " LIMIT ?", (trace_id, int(limit))
+        rows = self.query(sql, params)
         return [
             span_from_bytes(bytes(pb)) if pb is not None else SpanRecord.from_json(json.loads(body))
             for body, pb in rows

@@ -10,6 +10,9 @@ from ragsieve.collector.store.sql import SQLBase, _now
 from ragsieve.collector.wire.feedback import load_stored
 from ragsieve.evaluators.records import Feedback, RagInteraction
 
+# When a trace started waiting: its first span, or its last derivation when it kept growing.
+_WAITED = "COALESCE(finalized_at, first_seen_at)"
+
 
 class InteractionsMixin(SQLBase):
     """Feedback joins, traces due to settle, and one derived record per trace."""
@@ -51,19 +54,31 @@ class InteractionsMixin(SQLBase):
 
     # -- settling and interactions -------------------------------------------------------------
     def due_traces(
-        self, *, now: float, quiet_s: float, max_wait_s: float, limit: int = 500
+        self,
+        *,
+        now: float,
+        quiet_s: float,
+        max_wait_s: float,
+        limit: int = 500,
+        min_spans: int = 0,
+        max_spans: int | None = None,
     ) -> list[tuple[str, float]]:
         """Open traces ready to derive: ``(trace_id, last_seen_at)`` pairs.
 
-        Ready means: has a local root and was quiet for ``quiet_s``, or waited ``max_wait_s``.
+        Ready means: has a local root and was quiet for ``quiet_s``, or waited ``max_wait_s``
+        since its first span (or since it was last derived, for a trace that kept growing).
+        ``min_spans`` / ``max_spans`` (exclusive) pick traces by size, so settlers in separate
+        lanes keep small traces from waiting behind a large one.
         """
+        size = " AND span_count >= ?" + ("" if max_spans is None else " AND span_count < ?")
+        bounds = (min_spans,) if max_spans is None else (min_spans, max_spans)
         return [
             (r[0], r[1])
             for r in self.query(
                 "SELECT trace_id, last_seen_at FROM traces WHERE state = 'open' AND"
-                " ((has_root = 1 AND last_seen_at <= ?) OR first_seen_at <= ?)"
+                f" ((has_root = 1 AND last_seen_at <= ?) OR {_WAITED} <= ?){size}"
                 " ORDER BY last_seen_at LIMIT ?",
-                (now - quiet_s, now - max_wait_s, limit),
+                (now - quiet_s, now - max_wait_s, *bounds, limit),
             )
         ]
 
@@ -71,11 +86,11 @@ class InteractionsMixin(SQLBase):
         """Open traces not yet derived and when the last of them is due (epoch seconds).
 
         A trace is due ``quiet_s`` after its last span once it has a root, and ``max_wait_s``
-        after its first span regardless (the rule of :meth:`due_traces`).
+        after its first span (or last derivation) regardless (the rule of :meth:`due_traces`).
         """
         rows = self.query(
-            "SELECT COUNT(*), MAX(CASE WHEN has_root = 1 AND last_seen_at + ? < first_seen_at + ?"
-            " THEN last_seen_at + ? ELSE first_seen_at + ? END) FROM traces WHERE state = 'open'",
+            f"SELECT COUNT(*), MAX(CASE WHEN has_root = 1 AND last_seen_at + ? < {_WAITED} + ?"
+            f" THEN last_seen_at + ? ELSE {_WAITED} + ? END) FROM traces WHERE state = 'open'",
             (quiet_s, max_wait_s, quiet_s, max_wait_s),
         )
         count, last_due = rows[0]
@@ -96,21 +111,29 @@ class InteractionsMixin(SQLBase):
         return dict(zip(keys, rows[0], strict=True))
 
     def save_interaction(
-        self, interaction: RagInteraction, *, seen_at: float, now: float | None = None
+        self,
+        interaction: RagInteraction,
+        *,
+        seen_at: float,
+        now: float | None = None,
+        overdue: bool = False,
     ) -> bool:
         """Store a derived record and mark its trace finalized.
 
         Skipped (returns False) when spans arrived after ``seen_at``: the trace settles again.
+        With ``overdue`` (the trace waited ``max_wait_s``) the record is stored all the same, so
+        a trace that keeps receiving spans still settles; when spans did arrive meanwhile the
+        trace stays open, and its ``max_wait_s`` clock restarts from now.
         """
         now = _now() if now is None else now
         with self.transaction() as cur:
             cur.execute(
                 self.sql(
-                    "UPDATE traces SET state = 'finalized', finalized_at = ?,"
-                    " revision = revision + 1 WHERE trace_id = ? AND last_seen_at <= ?"
-                    " AND state = 'open'"
+                    "UPDATE traces SET state = CASE WHEN last_seen_at <= ? THEN 'finalized'"
+                    " ELSE 'open' END, finalized_at = ?, revision = revision + 1"
+                    " WHERE trace_id = ? AND (last_seen_at <= ? OR ? = 1) AND state = 'open'"
                 ),
-                (now, interaction.trace_id, seen_at),
+                (seen_at, now, interaction.trace_id, seen_at, int(overdue)),
             )
             if not getattr(cur, "rowcount", 1):
                 return False

@@ -276,7 +276,12 @@ class PostgresStore(SQLStore):
             )
 
     def save_interaction(
-        self, interaction: RagInteraction, *, seen_at: float, now: float | None = None
+        self,
+        interaction: RagInteraction,
+        *,
+        seen_at: float,
+        now: float | None = None,
+        overdue: bool = False,
     ) -> bool:
         """Store a derived record; ``seq`` is assigned under a global lock, so in commit order.
 
@@ -285,7 +290,7 @@ class PostgresStore(SQLStore):
         """
         plan = _LockPlan(traces=(interaction.trace_id,), advisory=(SEQ_LOCK,))
         with self._locking(plan):
-            return super().save_interaction(interaction, seen_at=seen_at, now=now)
+            return super().save_interaction(interaction, seen_at=seen_at, now=now, overdue=overdue)
 
     # -- outbox --------------------------------------------------------------------------------
     def due_outbox(

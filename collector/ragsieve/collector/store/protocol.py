@@ -70,8 +70,8 @@ class Store(Protocol):
     ) -> SpanWrite:
         """Store spans (upsert), their log events and forward payloads in one transaction."""
 
-    def spans_for_trace(self, trace_id: str) -> list[SpanRecord]:
-        """Every stored span of one trace."""
+    def spans_for_trace(self, trace_id: str, *, limit: int | None = None) -> list[SpanRecord]:
+        """Every stored span of one trace (the first ``limit`` in start order)."""
 
     def log_events_for_trace(self, trace_id: str) -> list[LogEvent]:
         """GenAI log events of one trace."""
@@ -86,9 +86,17 @@ class Store(Protocol):
         """Feedback on one trace, oldest first."""
 
     def due_traces(
-        self, *, now: float, quiet_s: float, max_wait_s: float, limit: int = 500
+        self,
+        *,
+        now: float,
+        quiet_s: float,
+        max_wait_s: float,
+        limit: int = 500,
+        min_spans: int = 0,
+        max_spans: int | None = None,
     ) -> list[tuple[str, float]]:
-        """Traces quiet long enough (or waiting too long) to assemble: ``(trace_id, seen_at)``."""
+        """Traces quiet long enough (or waiting too long) to assemble: ``(trace_id, seen_at)``;
+        ``min_spans``/``max_spans`` (exclusive) select them by size."""
 
     def settling(self, *, quiet_s: float, max_wait_s: float) -> tuple[int, float | None]:
         """Traces still settling, and when the last of them is due."""
@@ -97,9 +105,15 @@ class Store(Protocol):
         """One trace's bookkeeping row (state, revision, counts), or None."""
 
     def save_interaction(
-        self, interaction: RagInteraction, *, seen_at: float, now: float | None = None
+        self,
+        interaction: RagInteraction,
+        *,
+        seen_at: float,
+        now: float | None = None,
+        overdue: bool = False,
     ) -> bool:
-        """Store an assembled interaction; False when a newer revision is already stored."""
+        """Store an assembled interaction; False when spans arrived after ``seen_at`` (unless
+        ``overdue``: the trace waited ``max_wait_s`` and is stored regardless)."""
 
     def mark_finalized(self, trace_id: str, *, seen_at: float, now: float | None = None) -> None:
         """Mark a trace assembled as of ``seen_at``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -223,16 +224,8 @@ def template_info(
     if gen is None:
         return None, None, None
     candidates = [gen, *tree.ancestors(gen)]
-    prompts = [
-        s
-        for s in tree.spans
-        if tree.role(s) == "PROMPT"
-        and s.end_ns
-        and s.end_ns <= gen.start_ns
-        and s not in candidates
-    ]
-    candidates += sorted(prompts, key=lambda s: s.end_ns, reverse=True)
-    for span in candidates:
+    earlier = tree.prompts_ended_by(gen.start_ns, {s.span_id for s in candidates})
+    for span in itertools.chain(candidates, earlier):
         attrs = mapping(span.attributes)
         template = get_str(attrs, "llm.prompt_template.template")
         raw_vars = attrs.get("llm.prompt_template.variables")

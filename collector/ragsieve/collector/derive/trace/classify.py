@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ragsieve.collector.derive.trace.attrs import as_str, has_prefix, mapping
+from ragsieve.collector.derive.trace.lookup import PromptIndex, llm_leaves
 from ragsieve.collector.wire.spans import SpanRecord
 
 KNOWN_ROLES = frozenset(
@@ -167,6 +168,7 @@ class TraceTree:
     children: dict[str, list[SpanRecord]] = field(default_factory=dict)
     roles: dict[str, str] = field(default_factory=dict)
     inferred: bool = False
+    _prompts: PromptIndex | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def build(cls, spans: Sequence[SpanRecord]) -> TraceTree:
@@ -241,9 +243,12 @@ class TraceTree:
         return remote[0] if remote else None
 
     def llm_leaves(self) -> list[SpanRecord]:
-        """LLM spans with no LLM descendant: the real model calls."""
-        return [
-            s
-            for s in self.spans
-            if self.role(s) == "LLM" and not any(self.role(d) == "LLM" for d in self.descendants(s))
-        ]
+        """LLM spans with no LLM descendant: the real model calls (one walk up from each)."""
+        up = {s.span_id: p.span_id if (p := self.parent(s)) else None for s in self.spans}
+        return llm_leaves(self.spans, self.roles, up)
+
+    def prompts_ended_by(self, t_ns: int, exclude: set[str]) -> Iterator[SpanRecord]:
+        """PROMPT spans with a template that ended by ``t_ns``, latest first (indexed once)."""
+        if self._prompts is None:
+            self._prompts = PromptIndex(self.spans, self.roles)
+        return self._prompts.ended_by(t_ns, exclude)
