@@ -18,7 +18,9 @@ _ABSTAIN = re.compile(
     r"|(?:^|i (?:was |am )?)unable to (?:answer|determine|find|provide|say)"
     r"|i (?:cannot|can't|can not|could not|couldn't|was unable to|am unable to)"
     r" (?:find|answer|provide|determine|say|tell|confirm|give|locate|know)"
-    r"|(?:there is|there's) no (?:information|mention|data|record)"
+    # "there is no information": what the sources lack ("there is no data limit" is a claim)
+    r"|(?:there is|there's) no (?:information|mention|data|record)s?"
+    r"(?=\s*(?:$|[.,;:!?]|about|on|of|regarding|concerning|for|in|available|to|that|which))"
     r"|(?:is|are|was|were) not (?:mentioned|provided|specified|stated|available|given|included)"
     r" in the (?:\w+ )?"
     + _SRC
@@ -130,10 +132,23 @@ def strip_attribution(sentence: str) -> str:
     return sentence
 
 
+CLAUSE_WORDS = 4  # ", and ..." starts a claim of its own when both sides have this many words
+_AND_CLAUSE = re.compile(r",\s+(?:and|y)\s+")
+
+
 def split_claims(sentence: str) -> list[str]:
-    """Break one sentence into atomic-ish claims at semicolons and contrastive conjunctions."""
+    """Break one sentence into atomic-ish claims at semicolons and contrastive conjunctions, and
+    at ", and" between two clauses ("We open at 9, and parking is free": two facts to check;
+    "apples, pears, and plums" stays one)."""
     parts = [p.strip(" ,") for p in _SPLIT_CONJ.split(sentence)]
-    return [p for p in parts if len(p.split()) >= 2] or [sentence]
+    out: list[str] = []
+    for part in parts:
+        pieces = _AND_CLAUSE.split(part)
+        if len(pieces) == 2 and all(len(p.split()) >= CLAUSE_WORDS for p in pieces):
+            out.extend(p.strip(" ,") for p in pieces)
+        else:
+            out.append(part)
+    return [p for p in out if len(p.split()) >= 2] or [sentence]
 
 
 def parse_answer(answer: str) -> ParsedAnswer:

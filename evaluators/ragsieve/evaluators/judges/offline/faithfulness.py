@@ -17,7 +17,6 @@ from types import MappingProxyType
 from typing import Any
 
 from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
-from ragsieve.evaluators.judges.offline.binding import mark_value_conflicts
 from ragsieve.evaluators.judges.offline.claims import (
     ParsedAnswer,
     find_injections,
@@ -27,7 +26,6 @@ from ragsieve.evaluators.judges.offline.claims import (
 from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES, asks_back_grounding
 from ragsieve.evaluators.judges.offline.reading import QUESTION_BACK, is_hedge
 from ragsieve.evaluators.judges.offline.support import (
-    BROKEN_SPAN_SUPPORT,
     NO,
     SUPPORT_THRESHOLD,
     YES,
@@ -42,27 +40,13 @@ from ragsieve.evaluators.judges.offline.support_model import (
     features,
     shipped_model,
 )
-from ragsieve.evaluators.judges.offline.text.choice import check_choice
-from ragsieve.evaluators.judges.offline.text.compare import check_comparison
-from ragsieve.evaluators.judges.offline.text.spans import broken_spans
 from ragsieve.evaluators.judges.offline.text.terms import all_values, key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, content_words, fold, language
+from ragsieve.evaluators.judges.offline.whole import check_whole_answer
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
 
 log = logging.getLogger(__name__)
-
-
-def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: list[str]) -> None:
-    """A name the sources never write in one piece ("Amy Johnson" for "Amy Jo Johnson")
-    makes the claim that states it unsupported, whatever its word-level support."""
-    for broken in broken_spans(answer, sources):
-        for v in verdicts:
-            if broken.span in v["claim"] or len(verdicts) == 1:
-                v["support"] = min(v["support"], BROKEN_SPAN_SUPPORT)
-                v["contradiction"] = True
-                known = v["reason"] if v["reason"] != "content words found in the context" else ""
-                v["reason"] = "; ".join(r for r in (broken.reason, known) if r)
 
 
 DEFAULT_WEIGHTS = MappingProxyType({"model": 1.0, "mean": 0.0, "min": 0.0, "share": 0.0})
@@ -120,26 +104,6 @@ def _claim_verdicts(
             verdict["lead_in"] = lead_in
         verdicts.append(verdict)
     return verdicts
-
-
-def _check_whole_answer(
-    verdicts: list[dict[str, Any]], question: str, answer: str, chunks: list[str]
-) -> None:
-    """Checks that read the whole answer: broken names, values given for another entity,
-    comparisons and choices."""
-    _mark_broken_spans(verdicts, answer, [*chunks, question])
-    mark_value_conflicts(verdicts, question, chunks)
-    context = " ".join(chunks)
-    # "X or Y, which came first?" answered against the years; "X or Y?" / "are both
-    # X and Y …?" answered against what the context says about each option
-    clash = check_comparison(question, answer, context) or check_choice(question, answer, context)
-    if clash is None:
-        return
-    for v in verdicts:
-        if fold(clash.picked) in fold(v["claim"]) or len(verdicts) == 1:
-            v["support"] = min(v["support"], 0.25)
-            v["reason"] = clash.reason
-            v["contradiction"] = True
 
 
 def _keys(text: str) -> set[str]:
@@ -322,7 +286,7 @@ class FaithfulnessJudge(OfflineJudge):
             for v in verdicts:
                 v["translated"] = True
         else:
-            _check_whole_answer(verdicts, question, answer, chunks)
+            check_whole_answer(verdicts, question, answer, chunks)
         _mark_repeats(verdicts, interaction, question, translate)
         return self._verdict(interaction, verdicts, meta)
 

@@ -6,7 +6,9 @@ include:", numbered steps, bullets, headings ("Symptoms:"), citation markers ("[
 answer into the sentences that state something, each with the lead-in it belongs to (a list item
 inherits the line that introduced the list), and sets aside what only frames the answer:
 
-- **structure**: list markers, step labels, headings, emphasis, table rules, citation markers;
+- **structure**: list markers (at a line's start or inside a paragraph: "2. After ..."), step
+  labels ("**Forms and Filing Fee**: Complete ..."), headings, emphasis, table rules, citation
+  markers, and fenced example code;
 - **meta**: sentences about the answer or the passages ("Passage 1 provides the steps:", "The
   second passage repeats the same information."), preambles and courtesy, and questions back to
   the user ("Would you like to know about the US rules?"): they assert nothing;
@@ -21,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ragsieve.evaluators.judges.offline.text.text import fold, sentences
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, known_word, sentences
 
 QUESTION_BACK = "a question back, not a claim"  # the reason a question to the user is set aside
 
@@ -31,7 +33,14 @@ _ITEM = re.compile(
     re.IGNORECASE,
 )
 _HEADING_MD = re.compile(r"^\s*#{1,6}\s+")
-_EMPHASIS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)|`")
+_EMPHASIS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")  # a fenced block of example code opens or closes
+# "**Forms and Filing Fee**: Complete the forms": a list item's (or a bold line's) label names
+# the step; what follows it is the statement (not "8:30", not "https://")
+_LABEL = re.compile(r"^\s*([^\W\d_][^:.!?;]{0,60}?)(?<!\d)\s*:\s+(?=\S)")
+_LABEL_WORDS = 6
+# "2. After the FROM keyword, ...": a list number inside a paragraph opens its sentence
+_INLINE_ITEM = re.compile(r"^\(?\d{1,2}[.)]\s+(?=[A-Z\"'`(])")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
 # "[1]", "[2, 3]", "[Passage 2]", "(Passage 1)", "(Source: 2)", "【1】", "(Pasaje 3)"
 _CITATION = re.compile(
@@ -221,11 +230,51 @@ def _is_heading(line: str, raw: str) -> bool:
     return text.endswith(":") and len(text.split()) <= _WORDS_IN_HEADING
 
 
+def _label(line: str, raw: str, item: bool) -> tuple[str, str]:
+    """``(label, rest)`` of a list item or bold line "Label: rest", else ``("", line)``."""
+    m = _LABEL.match(line)
+    if m is None or not (item or raw.lstrip().startswith(("**", "__"))):
+        return "", line
+    if len(m.group(1).split()) > _LABEL_WORDS or not any(c.isalpha() for c in line[m.end() :]):
+        return "", line
+    return m.group(1).strip(), line[m.end() :]
+
+
+# the words that follow a transitive verb at a sentence's start: an instruction ("Ensure that
+# ...", "Choose the ...", "Go to ...", "Bake at ...") whose verb names the step, not a fact
+_AFTER_VERB = frozenset(
+    "the a an your you that this these those it its any all each every if whether on to for"
+    " with up out down off through into at my our their his her them us me".split()
+)
+
+
+def advice_verb(claim: str) -> str | None:
+    """The folded first word of an instruction ("Ensure you are in the editor" -> "ensure"):
+    a sentence that opens with a lowercase word of the language (not a name, not a number)
+    followed directly by what a verb takes (a determiner, pronoun or particle). The verb says
+    what to do; what it applies to is the claim to check."""
+    m = re.match(r"^\W*([A-Za-z][a-z]+)\s+([a-z]+)\b", claim)
+    if m is None or m.group(2) not in _AFTER_VERB:
+        return None
+    word = m.group(1).lower()
+    if word in STOPWORDS or not known_word(word):
+        return None
+    return word
+
+
 def read_answer(answer: str) -> ReadAnswer:
     """The statements of ``answer`` (each with its list lead-in) and what was set aside."""
     out = ReadAnswer()
     lead_in = ""
+    in_code = False
     for raw in answer.replace("\r", "").split("\n"):
+        if _FENCE.match(raw):  # example code is an illustration, not a claim about the world
+            in_code = not in_code
+            continue
+        if in_code:
+            if raw.strip():
+                out.set_aside.append((raw.strip(), "example code"))
+            continue
         if not raw.strip() or _TABLE_RULE.match(raw):
             continue
         item = _ITEM.match(raw)
@@ -238,7 +287,11 @@ def read_answer(answer: str) -> ReadAnswer:
                 out.set_aside.append((line, "heading"))
                 continue
             lead_in = ""
+        label, line = _label(line, raw, bool(item))
+        if label:
+            out.set_aside.append((label, "label of a step"))
         for sent in sentences(line):
+            sent = _INLINE_ITEM.sub("", sent, count=1)
             if sent.rstrip().endswith(":") and not item:  # "... the benefits include:"
                 lead_in = sent.rstrip(": ").strip()
                 if is_meta(sent):
@@ -253,12 +306,14 @@ def read_answer(answer: str) -> ReadAnswer:
                 out.set_aside.append((sent, QUESTION_BACK))
                 continue
             text = strip_marker(strip_source(sent))
-            out.statements.append(Statement(text, lead_in if item else ""))
+            context = "; ".join(x for x in (lead_in if item else "", label) if x)
+            out.statements.append(Statement(text, context))
     return out
 
 
 __all__ = [
     "ReadAnswer",
+    "advice_verb",
     "Statement",
     "clean_line",
     "is_hedge",

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ragsieve.evaluators.judges.offline.reading import advice_verb
 from ragsieve.evaluators.judges.offline.text.terms import (
     NO_MATCH,
     Match,
@@ -174,17 +175,34 @@ def _coverage(toks: list[str], ctx: Context) -> tuple[float, float, int, float, 
     return glob, best_window / total, best_i, best_single, missing, novel
 
 
+_CODE = re.compile(r"`[^`]*`")
+
+
+def _optional_keys(claim: str) -> set[str]:
+    """Keys of the words a claim need not support: an instruction's verb ("Ensure ...") and
+    inline example code and placeholders (`mydatabase`, `SELECT`)."""
+    out = {key(t) for span in _CODE.findall(claim) for t in tokens(span)}
+    verb = advice_verb(claim)
+    return out | ({key(verb)} if verb else set())
+
+
 def claim_verdict(
     claim: str, ctx: Context, q_keys: set[str], q_values: set[str], polarity: bool | None
 ) -> dict[str, Any]:
-    toks = _claim_terms(claim, q_keys)
+    optional = _optional_keys(claim)
+    said, claim = claim, _CODE.sub(" ", claim) if "`" in claim else claim
+
+    def needed(t: str) -> bool:
+        return key(t) not in optional or ctx.index.find(t).strength > 0
+
+    toks = [t for t in _claim_terms(claim, q_keys) if needed(t)]
     restates = not toks or {key(t) for t in toks} <= YES | NO
     if restates:  # only the question's words: the claim is the question's proposition
-        toks = [t for t in _claim_terms(claim, set()) if t not in YES | NO]
+        toks = [t for t in _claim_terms(claim, set()) if t not in YES | NO and needed(t)]
     values = number_values(claim)
     if not toks and not values:
         return {
-            "claim": claim,
+            "claim": said,
             "support": 1.0,
             "evidence": None,
             "chunk": None,
@@ -208,7 +226,7 @@ def claim_verdict(
     if restates and not problems:
         reason = "the question's own proposition, found in the context"
     return {
-        "claim": claim,
+        "claim": said,
         "support": round(support, 4),
         "novel": round(novel, 4),
         "rarest_missing": round(rarest, 4),

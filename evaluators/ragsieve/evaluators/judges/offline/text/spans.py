@@ -100,8 +100,9 @@ def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
     joined = "".join(f" {' '.join(s)} " for s in streams)
     vocab = {w for s in streams for w in s}
 
-    def written(toks: list[str]) -> bool:
-        return len(toks) < 2 or f" {' '.join(toks)} " in joined
+    def written(toks: list[str]) -> bool:  # "FIFA Women" in "FIFA Women's World Cup"
+        said = " ".join(toks)
+        return len(toks) < 2 or f" {said} " in joined or f" {said} s " in joined
 
     def abbreviated(toks: list[str]) -> bool:
         """The sources write some of the name's words as their initials ("NYS Department of
@@ -123,6 +124,8 @@ def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
 
     out: list[BrokenSpan] = []
     for span, opens_sentence in _spans(answer):
+        if all(w.isupper() for w in span.split() if len(w) > 1):
+            continue  # "SQL SELECT", "STORED AS": keywords and acronyms, not a person's name
         toks = words(span)
         if written(toks) or (opens_sentence and written(toks[1:])):
             continue

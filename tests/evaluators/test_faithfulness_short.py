@@ -1,0 +1,67 @@
+"""Faithfulness on short replies (issue 44): one or two sentences that add a fact the knowledge
+lacks, or deny what it states, are caught; a short grounded reply passes."""
+
+from __future__ import annotations
+
+from ragsieve.evaluators.judges import get_judge
+from ragsieve.evaluators.judges.offline.claims import is_abstention, parse_answer
+from ragsieve.evaluators.testing import make_interaction
+
+PLAN = (
+    "The Lite plan includes 2 GB of mobile data per month. Usage above the data limit is"
+    " billed at $0.10 per GB. Calls within the country are free.",
+)
+STORE = (
+    "Our store on Main Street is open from 9 am to 9 pm on weekdays and from 10 am to 6 pm on"
+    " weekends. Returns are accepted within 30 days with a receipt.",
+)
+
+
+async def faithfulness(question: str, context: tuple[str, ...], answer: str):
+    interaction = make_interaction(query=question, context=context, answer=answer)
+    [result] = await get_judge("faithfulness").evaluate(interaction)
+    return result
+
+
+async def test_a_short_denial_against_the_knowledge_is_caught_not_read_as_abstention():
+    answer = "No, there is no data limit."
+    assert not is_abstention(answer)
+    assert parse_answer(answer).claims == [answer]
+    r = await faithfulness("Is there a data limit on the Lite plan?", PLAN, answer)
+    assert r.label == "unfaithful"
+    assert "denies what the context states" in r.explanation
+    # the grounded short reply passes
+    ok = await faithfulness(
+        "Is there a data limit on the Lite plan?", PLAN, "Yes, the Lite plan includes 2 GB of data."
+    )
+    assert ok.label == "faithful", ok.explanation
+
+
+def test_saying_what_the_sources_lack_is_still_an_abstention():
+    assert is_abstention("There is no information about the data limit.")
+    assert is_abstention("There is no data on that.")
+
+
+async def test_a_clause_joined_by_and_is_a_claim_of_its_own():
+    answer = (
+        "We are open from 9 am to 9 pm on weekdays, and customers get free parking in our garage."
+    )
+    parsed = parse_answer(answer)
+    assert len(parsed.claims) == 2
+    r = await faithfulness("When are you open?", STORE, answer)
+    weak = [c for c in r.metadata["claims"] if not c["supported"]]
+    assert [c["claim"] for c in weak] == ["customers get free parking in our garage."]
+    assert "parking" in weak[0]["reason"]
+
+
+async def test_a_short_reply_adding_a_fact_the_knowledge_lacks_is_caught():
+    r = await faithfulness(
+        "When are you open?",
+        STORE,
+        "We are open from 9 am to 9 pm on weekdays, and customers get free parking in our garage.",
+    )
+    assert r.label == "unfaithful", r.explanation
+    ok = await faithfulness(
+        "When are you open?", STORE, "We are open from 9 am to 9 pm on weekdays."
+    )
+    assert ok.label == "faithful", ok.explanation
