@@ -19,6 +19,9 @@ class WorkerSettings(BaseModel):
         30.0, gt=0, description="A running batch whose worker is silent this long is retried."
     )
     max_attempts: int = Field(5, ge=1, description="Attempts per batch before it fails.")
+    outage_give_up_s: float = Field(
+        300.0, gt=0, description="A worker rides out a database outage this long, then exits 1."
+    )
     budget_window_s: float = Field(
         3600.0, gt=0, description="Window the global judge budget (jobs.budget_*) applies to."
     )

@@ -74,6 +74,13 @@ def workers() -> None:
     help="Add this latency to every judge call (crash drills, benchmarks).",
 )
 @click.option("--burst", is_flag=True, help="Exit when the queue is empty instead of waiting.")
+@click.option(
+    "--outage-give-up-s",
+    type=float,
+    default=None,
+    help="Ride out a database outage this long (reconnecting with backoff), then exit 1"
+    " (default 300).",
+)
 @click.pass_obj
 def worker_cmd(
     obj: AppContext | None,
@@ -85,8 +92,13 @@ def worker_cmd(
     stalled_after_s: float | None,
     judge_latency_ms: float,
     burst: bool,
+    outage_give_up_s: float | None,
 ) -> None:
-    """Run judge batches from the queue until stopped (SIGINT/SIGTERM finish the current batch)."""
+    """Run judge batches from the queue until stopped (SIGINT/SIGTERM finish the current batch).
+
+    A database outage stops procrastinate's worker; it is restarted once the server answers
+    again, and the command exits 1 (never 0) when the outage outlasts ``--outage-give-up-s``.
+    """
     require("postgres", "ragsieve workers worker")
     from procrastinate.worker import WORKER_NAME
 
@@ -101,6 +113,7 @@ def worker_cmd(
             "workers.concurrency": concurrency,
             "workers.heartbeat_s": heartbeat_s,
             "workers.stalled_after_s": stalled_after_s,
+            "workers.outage_give_up_s": outage_give_up_s,
         },
     )
     cfg = _worker_settings(settings)
@@ -128,10 +141,15 @@ def worker_cmd(
                 update_heartbeat_interval=cfg.heartbeat_s,
                 stalled_worker_timeout=cfg.stalled_after_s,
                 fetch_job_polling_interval=1.0,
+                install_signal_handlers=False,  # supervise's: a stop signal is told from a failure
             )
 
+    from ragsieve.collector.store.postgres import _conninfo
+    from ragsieve.jobs.workers.supervise import pg_reachable, supervise
+
+    probe = pg_reachable(_conninfo(settings.store))
     try:
-        asyncio.run(run())
+        asyncio.run(supervise(run, probe, give_up_s=cfg.outage_give_up_s, finishes=burst))
     finally:
         st.close()
 
