@@ -116,38 +116,86 @@ def agent_trace(n_spans: int, trace_no: int = 1) -> list[Any]:
 
 
 CHILD = """
-import json, resource, sys, time
+import inspect, json, os, resource, sys, time
 sys.path.insert(0, sys.argv[3])
 from settle_scale import agent_trace
 from ragsieve.collector.derive.settle import settle
 from ragsieve.collector.store import open_store
-n, db = int(sys.argv[1]), sys.argv[2]
+TRUNCATED = "ragsieve.settle_truncated"
+n, db, bound = int(sys.argv[1]), sys.argv[2], sys.argv[4]
 store = open_store("sqlite:///" + db)
 spans = agent_trace(n)
 store.write_spans(spans, now=1000.0)
 del spans
+opts = {}
+if bound == "lifted" and "max_spans" in inspect.signature(settle).parameters:
+    opts["max_spans"] = 10**9  # the baseline has no bound: compare like with like
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
-saved = settle(store, quiet_s=0.0, max_wait_s=3600.0, now=2000.0)
+saved = settle(store, quiet_s=0.0, max_wait_s=3600.0, now=2000.0, **opts)
 elapsed = time.perf_counter() - t
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 rec = store.get_interaction(f"{1:032x}")
 print(json.dumps({"spans": store.count_spans(), "saved": saved, "settle_s": elapsed,
+                  "loadavg_1m": os.getloadavg()[0],
                   "peak_rss_mib": peak / 1024, "rss_before_settle_mib": before / 1024,
-                  "truncated": None if rec is None else rec.attributes.get("ragsieve.truncated")}))
+                  "span_count": None if rec is None else rec.span_count,
+                  "truncated": None if rec is None else rec.attributes.get(TRUNCATED)}))
 """
 
 
-def run_one(n: int, src: Path | None, timeout_s: float) -> dict[str, Any]:
-    """Settle one ``n``-span trace in a fresh process; ``src`` is a baseline's source tree."""
+FAIR_CHILD = """
+import json, os, sys, time
+sys.path.insert(0, sys.argv[3])
+from settle_scale import agent_trace
+from ragsieve.collector.serve.app import create_app
+from ragsieve.collector.serve.server import ServerThread
+from ragsieve.collector.settings import CollectorSettings
+from ragsieve.collector.store import open_store
+n, db, small = int(sys.argv[1]), sys.argv[2], int(sys.argv[4])
+store = open_store("sqlite:///" + db)
+cfg = CollectorSettings(port=0, quiet_period_s=0.5, settle_interval_s=0.1)
+server = ServerThread(create_app(store, cfg), port=0).start()
+big = agent_trace(n, trace_no=1)
+t0 = time.time()
+store.write_spans(big)
+sent = {}
+for k in range(small):  # small traces arrive while the large one settles
+    spans = agent_trace(9, trace_no=100 + k)
+    store.write_spans(spans)
+    sent[spans[0].trace_id] = time.time()
+    time.sleep(0.25)
+deadline = time.time() + 600
+while time.time() < deadline:
+    done = dict(store.query("SELECT trace_id, settled_at FROM interactions"))
+    if all(t in done for t in sent) and big[0].trace_id in done:
+        break
+    time.sleep(0.1)
+waits = sorted(done[t] - at - cfg.quiet_period_s for t, at in sent.items() if t in done)
+server.stop()
+print(json.dumps({"large_spans": n, "small_traces": len(sent), "small_settled": len(waits),
+                  "small_wait_p50_s": waits[len(waits) // 2] if waits else None,
+                  "small_wait_max_s": waits[-1] if waits else None,
+                  "large_settled_after_s": done.get(big[0].trace_id, t0) - t0,
+                  "loadavg_1m": os.getloadavg()[0]}))
+"""
+
+
+def run_fair(n: int, src: Path | None, timeout_s: float, small: int = 20) -> dict[str, Any]:
+    """How long small traces wait to settle (past their quiet period) beside an ``n``-span one."""
+    return _child(FAIR_CHILD, [str(n), "{db}", str(ROOT / "bench"), str(small)], src, timeout_s)
+
+
+def _child(code: str, argv: list[str], src: Path | None, timeout_s: float) -> dict[str, Any]:
     env = dict(os.environ)
     if src is not None:
         paths = [str(src / part) for part in ("collector", "evaluators", "jobs")]
         env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
     with tempfile.TemporaryDirectory(prefix="settle-scale-") as folder:
+        args = [a.replace("{db}", f"{folder}/s.db") for a in argv]
         try:
             done = subprocess.run(
-                [sys.executable, "-c", CHILD, str(n), f"{folder}/s.db", str(ROOT / "bench")],
+                [sys.executable, "-c", code, *args],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -155,10 +203,18 @@ def run_one(n: int, src: Path | None, timeout_s: float) -> dict[str, Any]:
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            return {"size": n, "error": f"over {timeout_s:g} s"}
+            return {"error": f"over {timeout_s:g} s"}
     if done.returncode != 0:
-        return {"size": n, "error": done.stderr.strip().splitlines()[-1:]}
-    return {"size": n, **json.loads(done.stdout.strip().splitlines()[-1])}
+        return {"error": done.stderr.strip().splitlines()[-1:]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def run_one(n: int, src: Path | None, timeout_s: float, bound: str = "lifted") -> dict[str, Any]:
+    """Settle one ``n``-span trace in a fresh process; ``src`` is a baseline's source tree;
+    ``bound`` is ``lifted`` (no span bound, like the baseline) or ``default``."""
+    argv = [str(n), "{db}", str(ROOT / "bench"), bound]
+    return {"size": n, **_child(CHILD, argv, src, timeout_s)}
 
 
 def extract(rev: str, into: Path) -> Path:
@@ -177,14 +233,19 @@ def main() -> None:
     ap.add_argument("--baseline", default=None, help="git revision to compare with")
     ap.add_argument("--baseline-max", type=int, default=16000)
     ap.add_argument("--timeout-s", type=float, default=900.0)
+    ap.add_argument("--fair-size", type=int, default=8000, help="large trace of the fairness run")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
+    from ragsieve.collector.derive.settle import MAX_TRACE_SPANS
+
     sizes = [int(s) for s in args.sizes.split(",")]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="settle-base-") as tmp:
         base_src = extract(args.baseline, Path(tmp)) if args.baseline else None
         for n in sizes:
             row: dict[str, Any] = {"size": n, "now": run_one(n, None, args.timeout_s)}
+            if n > MAX_TRACE_SPANS:  # what the collector does at its default bound
+                row["now_default_bound"] = run_one(n, None, args.timeout_s, "default")
             if base_src is not None and n <= args.baseline_max:
                 row["baseline"] = run_one(n, base_src, args.timeout_s)
                 now_s, base_s = row["now"].get("settle_s"), row["baseline"].get("settle_s")
@@ -192,15 +253,25 @@ def main() -> None:
                     row["speedup"] = base_s / now_s
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
-    print("| spans | settle s | peak RSS MiB | baseline s | baseline MiB | speedup |")
-    print("|---:|---:|---:|---:|---:|---:|")
+        fair = {"now": run_fair(args.fair_size, None, args.timeout_s)}
+        if base_src is not None:
+            fair["baseline"] = run_fair(args.fair_size, base_src, args.timeout_s)
+        print(json.dumps({"fairness": fair}), file=sys.stderr, flush=True)
+    print("| spans | settle s | peak RSS MiB | baseline s | baseline MiB | speedup | bounded s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         now, base = row["now"], row.get("baseline", {})
+        bounded = row.get("now_default_bound", {})
         print(
             f"| {row['size']} | {_f(now.get('settle_s'))} | {_f(now.get('peak_rss_mib'))}"
             f" | {_f(base.get('settle_s'))} | {_f(base.get('peak_rss_mib'))}"
-            f" | {_f(row.get('speedup'), 1)} |"
+            f" | {_f(row.get('speedup'), 1)} | {_f(bounded.get('settle_s'))} |"
         )
+    print(f"\nSmall traces settling beside one {args.fair_size}-span trace (wait past quiet):")
+    for side, res in fair.items():
+        p50, most = _f(res.get("small_wait_p50_s")), _f(res.get("small_wait_max_s"))
+        large = _f(res.get("large_settled_after_s"))
+        print(f"- {side}: p50 {p50} s, max {most} s; the large one settled after {large} s")
     args.out.write_text(
         json.dumps(
             {
@@ -209,6 +280,7 @@ def main() -> None:
                 "baseline": args.baseline,
                 "spans_per_step": SPANS_PER_STEP,
                 "rows": rows,
+                "fairness": {"large_spans": args.fair_size, **fair},
             },
             indent=2,
         )

@@ -48,7 +48,9 @@ class CollectorSettings(BaseModel):
         15.0, ge=0, description="A trace with a root settles after this long without new spans."
     )
     max_wait_s: float = Field(
-        300.0, gt=0, description="A trace settles this long after its first span regardless."
+        300.0,
+        gt=0,
+        description="A trace settles this long after its first span (or last settle) regardless.",
     )
     late_window_s: float = Field(
         86400.0, ge=0, description="Late spans within this window re-derive the interaction."
