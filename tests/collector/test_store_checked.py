@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from ragsieve.collector.store import open_store
 from ragsieve.collector.store.migrations import MIGRATIONS
 from ragsieve.collector.store.sql import SchemaTooNew
+from ragsieve.collector.wire.spans import SpanRecord
 from ragsieve.evaluators.errors import ConfigError, StoreError
 
 
@@ -242,8 +243,24 @@ def test_a_read_only_postgres_is_not_ready(pg_database: str) -> None:
     name = pg_database.rsplit("/", 1)[1]
     with psycopg.connect(pg_database, autocommit=True) as conn:
         conn.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
-    readonly = PostgresStore(pg_database, migrate=False)
+    readonly = PostgresStore(pg_database, migrate=False)  # its sessions open read-only
     try:
         assert "only reads" in (readonly.write_problem() or "")
+        spans = [
+            SpanRecord(trace_id="ab" * 16, span_id=f"{i:016x}", parent_span_id=None, name="rag")
+            for i in (1, 2)
+        ]
+        with pytest.raises(StoreError, match="read-only"):  # retryable (503), not a data error
+            readonly.write_spans(spans[:1])
+        with psycopg.connect(pg_database, autocommit=True) as conn:
+            conn.execute("SET default_transaction_read_only = off")
+            conn.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = off')
+        outcomes = []
+        for span in spans:  # a session left from the read-only time fails once, then is gone
+            try:
+                outcomes.append(readonly.write_spans([span]).written)
+            except StoreError:
+                outcomes.append(0)
+        assert outcomes[-1] == 1 and readonly.write_problem() is None
     finally:
         readonly.close()

@@ -34,6 +34,7 @@ from ragsieve.collector.receive.signals import FORWARD_TOPIC, LOGS, TRACES
 from ragsieve.collector.receive.writer import SpanWriter
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.collector.store import Store
+from ragsieve.evaluators.errors import StoreError
 
 log = logging.getLogger(__name__)
 ForwarderFactory = Callable[[Store, CollectorSettings], Any]
@@ -181,7 +182,9 @@ async def _settle_loop(store: Store, cfg: CollectorSettings, lane: tuple[int, in
             passes += 1
             if lane[0] == 0 and passes % 60 == 0:  # delivered payloads are kept for inspection
                 await run_in_threadpool(store.prune_outbox, cfg.outbox_retention_s)
-        except Exception:  # keep settling after a transient store error
+        except StoreError as exc:  # the store is unavailable: one line a pass, no traceback
+            log.error("settle pass failed: %s", exc)
+        except Exception:  # keep settling after any other error
             log.exception("settle pass failed")
         await asyncio.sleep(cfg.settle_interval_s)
 

@@ -173,10 +173,17 @@ class PostgresStore(SQLStore):
         plan: _LockPlan | None = getattr(self._local, "plan", None)
         self._local.plan = None
         try:
-            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                if plan is not None:
-                    _take_locks(cur, plan)
-                yield cur
+            with self._pool.connection() as conn:
+                try:
+                    with conn.transaction(), conn.cursor() as cur:
+                        if plan is not None:
+                            _take_locks(cur, plan)
+                        yield cur
+                except psycopg.errors.ReadOnlySqlTransaction as exc:
+                    # A session opened while the server was read-only stays so: close it, and
+                    # the pool opens a fresh one for the next attempt. Never a data error (400).
+                    conn.close()
+                    raise StoreError(f"{_safe(self.url)}: {exc}") from exc
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise StoreError(f"{_safe(self.url)}: {exc}") from exc
 
