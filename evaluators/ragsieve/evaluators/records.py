@@ -220,6 +220,11 @@ class RagInteraction(_Record):
     query_source: str = "none"
     retrieval_queries: tuple[str, ...] = ()
     chat_history: tuple[Message, ...] = ()
+    judged_question_source: Literal["rewrite", "typed", "unknown"] = Field(
+        default="typed",
+        description="Which question the answering call was given: the app's rewrite (a condense"
+        " step), the typed turn, or 'unknown' when the trace does not show it.",
+    )
     documents: tuple[RetrievedDocument, ...] = Field(
         default=(), description="The chunks of the stage that fed the generation, in rank order."
     )

@@ -225,7 +225,8 @@ class Assembly:
     def _conversation(self, gen: SpanRecord | None, prompt: Prompt) -> tuple[Message, ...]:
         """The turns before this one: what the answering call was given (messages, a written
         transcript, a history variable), else what a rewriting step read."""
-        found = prompt_history(prompt) or variable_history(prompt.template_variables)
+        chunks = [d.content for st in self.stages for d in st.docs if d.content]
+        found = prompt_history(prompt, chunks) or variable_history(prompt.template_variables)
         if found or gen is None:
             return found
         return next((rw.history for rw in self._rewrites() if rw.span_id != gen.span_id), ())

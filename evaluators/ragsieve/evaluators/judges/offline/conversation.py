@@ -350,8 +350,12 @@ def judged_question(interaction: RagInteraction) -> JudgedQuestion:
     kind = turn_kind(typed)
     turns = _conversation_turns(interaction)
     last = tuple(turns[-LAST_TURNS:])
-    rewrite = app_rewrite(interaction) if typed and turns else None
-    if rewrite:  # a first turn's own retrieval queries (multi-hop, tools) are not its meaning
+    # A first turn's own retrieval queries (multi-hop, tools) are not its meaning, unless the
+    # answering call was itself given the rewrite (a condense-question engine, whose history the
+    # trace may not show).
+    answered = interaction.judged_question_source == "rewrite"
+    rewrite = app_rewrite(interaction) if typed and (turns or answered) else None
+    if rewrite:
         return JudgedQuestion(rewrite, typed, "rewrite", kind, (), last)
     users = [m.content for m in turns if m.role in USER_ROLES]
     topic = open_topic(turns) if typed and (kind != "question" or goes_on(typed)) else ()
