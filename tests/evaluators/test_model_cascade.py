@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.judges import LLMConfig, build_judges, get_judge
 from ragsieve.evaluators.judges.combined.calibrated import (
     CalibratedJudge,
@@ -17,6 +18,7 @@ from ragsieve.evaluators.judges.combined.calibrated import (
 from ragsieve.evaluators.judges.combined.tiers import Tier, TieredJudge
 from ragsieve.evaluators.judges.model import ModelConfig, model_judge, tiered
 from ragsieve.evaluators.judges.model.standin import nli_standin, reranker_standin
+from ragsieve.evaluators.judges.offline.context import ContextRelevanceJudge
 from ragsieve.evaluators.judges.offline.faithfulness import FaithfulnessJudge
 from ragsieve.evaluators.judges.offline.relevance import AnswerRelevanceJudge
 from ragsieve.evaluators.testing import Fault, make_interaction
@@ -146,8 +148,15 @@ async def test_the_model_backend_builds_tiers_for_two_metrics_and_keeps_answer_r
     assert ctx.tiers[1].judge.threshold == 0.55
     [r] = await ctx.evaluate(BACKED)
     assert r.metadata["tier"] == "model" and r.label == "relevant"
-    with pytest.raises(Exception, match=r"needs a model folder \(model.faithfulness\)"):
+    with pytest.raises(ConfigError, match=r"the model backend needs a model folder"):
         build_judges(["faithfulness"], backend="model")
+    # a metric without a folder keeps its offline judge
+    [alone] = build_judges(
+        ["context_relevance"],
+        backend="model",
+        model=ModelConfig(**{"faithfulness": folders["faithfulness"]}),
+    )
+    assert isinstance(alone, ContextRelevanceJudge)
 
 
 def test_a_cascade_with_a_model_has_three_tiers(folders: dict[str, str], server) -> None:

@@ -84,13 +84,19 @@ def _model(metric: str) -> Callable[..., Judge]:
     def make(*, model: ModelConfig | None = None, **opts: Any) -> Judge:
         from ragsieve.evaluators.judges.model import MODEL_METRICS, tiered
 
-        if metric not in MODEL_METRICS:  # answer relevance stays the offline judge's
-            return _offline(metric)(**opts)
-        if model is None or not model.folder(metric):
-            raise ConfigError(f"judge 'model_{metric}': needs a model folder (model.{metric})")
+        if model is None:
+            raise ConfigError(
+                f"judge 'model_{metric}': the model backend needs a model folder"
+                " (model.faithfulness or model.context_relevance)"
+            )
+        if metric not in MODEL_METRICS or not model.folder(metric):
+            return _offline(metric)(**opts)  # no model for it: the offline judge's verdict
         return tiered(metric, model, _offline(metric)(**opts), None, opts.get("threshold"))
 
-    make.__doc__ = f"offline {metric}, re-judged by a local model (ONNX) where it is unsure"
+    make.__doc__ = (
+        f"offline {metric}, re-judged by a local model (ONNX) where it is unsure"
+        f" (offline alone when model.{metric} names no folder)"
+    )
     if metric not in ("faithfulness", "context_relevance"):
         make.__doc__ = f"offline {metric} (the model backend keeps the offline judge)"
     return make

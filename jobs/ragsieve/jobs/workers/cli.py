@@ -46,6 +46,7 @@ def _judge_options(settings: Settings) -> dict[str, Any]:
         "llm": settings.llm.to_config(settings.golden.pii_patterns),
         "cache_path": settings.jobs.cache_path,
         "thresholds": dict(settings.jobs.thresholds),  # judges label with the job's thresholds
+        "model": settings.model.to_config(),  # the local-model tier's folders ([model])
     }
 
 
@@ -250,8 +251,9 @@ async def _schedule_loop(settings: Settings, *, once: bool, dry_run: bool, as_js
         ensure_queue_schema(st)
         # with the store, so the scheduler's judge versions carry the active calibration
         judge_objs = build_judge_set(
-            jobs.judges, jobs.backend, store=st, thresholds=dict(jobs.thresholds)
-        )
+            jobs.judges, jobs.backend, store=st, model=settings.model.to_config(),
+            thresholds=dict(jobs.thresholds),
+        )  # fmt: skip
         app = create_app(settings.store, cfg)
         async with app.open_async():
             while True:

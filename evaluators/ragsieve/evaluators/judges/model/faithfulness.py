@@ -82,10 +82,11 @@ class ModelFaithfulnessJudge(ModelJudge):
             "total": len(verdicts),
             "windows": len(windows),
             "pairs": len(plan),
-            "evidence": {
-                "model": round(score, 6),
-                "mean": round(sum(supports) / len(supports), 6),
+            # not "evidence": that key holds the offline judge's fit inputs (judges fit reads it)
+            "claim_support": {
                 "min": round(score, 6),
+                "mean": round(sum(supports) / len(supports), 6),
+                "share": round(sum(v["supported"] for v in verdicts) / len(verdicts), 6),
             },
             "evidence_chunks": sorted({v["chunk"] for v in verdicts if v["supported"]}),
         }
