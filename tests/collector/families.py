@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from lockfile import locked_version
 
+from ragsieve.evaluators.judges.offline.conversation import judged_question
 from ragsieve.evaluators.records import RagInteraction
 
 README_BEGIN = (
@@ -32,6 +33,7 @@ class Row:
     tokens: str
     completeness: str
     test: str
+    conversation: str = "none"
 
     def cells(self) -> dict[str, str]:
         return {
@@ -41,6 +43,7 @@ class Row:
             "model": self.model,
             "tokens": self.tokens,
             "completeness": self.completeness,
+            "conversation": self.conversation,
         }
 
 
@@ -74,7 +77,15 @@ def summary(rec: RagInteraction) -> dict[str, str]:
         "model": "yes" if rec.model else "none",
         "tokens": ", ".join(counted) or "none",
         "completeness": rec.completeness,
+        "conversation": _conversation(rec),
     }
+
+
+def _conversation(rec: RagInteraction) -> str:
+    """A follow-up turn's cell: the history was read, and which question the judges read."""
+    if not rec.chat_history:
+        return "none"
+    return f"history; judged: {judged_question(rec).source}"
 
 
 OPENLLMETRY_LANGCHAIN = "openllmetry-langchain"
@@ -82,6 +93,10 @@ OPENLLMETRY_OPENAI = "openllmetry-openai"
 OTEL_OPENAI_V2 = "otel-openai-v2"
 LANGFUSE_LANGCHAIN = "langfuse-langchain"
 LOGFIRE_OPENAI = "logfire-openai"
+LLAMAINDEX_CONDENSE_QUESTION = "llamaindex-condense-question"
+LLAMAINDEX_CONDENSE_PLUS_CONTEXT = "llamaindex-condense-plus-context"
+LLAMAINDEX_CONTEXT = "llamaindex-context"
+HAYSTACK_REPHRASE = "haystack-rephrase"
 
 _FULL = "ids (native), content, rank, in prompt"
 
@@ -141,6 +156,37 @@ ROWS: dict[str, Row] = {
         "generation_only",
         "test_family_openai.py",
     ),
+    **{
+        key: Row(
+            f"OpenInference LlamaIndex `{engine}` (completion and chat models)",
+            ("openinference-instrumentation-llama-index", "llama-index-core"),
+            "root_input",
+            "root_output",
+            _FULL + ", score",
+            "yes",
+            "none",
+            "complete",
+            "test_family_chat_engines.py",
+            f"history; judged: {judged}",
+        )
+        for key, engine, judged in (
+            (LLAMAINDEX_CONDENSE_QUESTION, "CondenseQuestionChatEngine", "rewrite"),
+            (LLAMAINDEX_CONDENSE_PLUS_CONTEXT, "CondensePlusContextChatEngine", "rewrite"),
+            (LLAMAINDEX_CONTEXT, "ContextChatEngine", "resolved"),
+        )
+    },
+    HAYSTACK_REPHRASE: Row(
+        "OpenInference Haystack rephrase pipeline (cookbook and extra outputs)",
+        ("openinference-instrumentation-haystack", "haystack-ai"),
+        "root_input",
+        "generation_output",
+        _FULL + ", score",
+        "yes",
+        "none",
+        "complete",
+        "test_family_chat_engines.py",
+        "history; judged: rewrite",
+    ),
 }
 
 
@@ -149,14 +195,14 @@ def render() -> str:
     lines = [
         README_BEGIN,
         "| family (packages tested) | question | answer | documents | model | tokens"
-        " | completeness |",
-        "|---|---|---|---|---|---|---|",
+        " | completeness | follow-up turns |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in ROWS.values():
         pkgs = ", ".join(f"`{p}` {locked_version(p)}" for p in row.packages)
         lines.append(
             f"| {row.family} ({pkgs}) | {row.question} | {row.answer} | {row.documents} "
-            f"| {row.model} | {row.tokens} | {row.completeness} |"
+            f"| {row.model} | {row.tokens} | {row.completeness} | {row.conversation} |"
         )
     lines.append(README_END)
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import families
 import pytest
 import tracefixtures as tf
 from haystack import Document as HaystackDocument
@@ -132,7 +133,8 @@ def _turn_records(exporter: InMemorySpanExporter, ask: Any) -> list[RagInteracti
     return records
 
 
-def _assert_conversation(records: list[RagInteraction], *, condensed: bool) -> None:
+def _assert_conversation(records: list[RagInteraction], *, condensed: bool, family: str) -> None:
+    assert families.summary(records[-1]) == families.ROWS[family].cells()
     for n, (rec, (typed, rewrite, answer)) in enumerate(zip(records, TURNS, strict=True)):
         asked = judged_question(rec)
         assert (rec.query, rec.answer, rec.session_id) == (typed, answer, "ride-1")
@@ -152,19 +154,28 @@ def _index() -> VectorStoreIndex:
     return VectorStoreIndex.from_documents(docs)
 
 
+_CQ, _CPC, _CTX = (
+    families.LLAMAINDEX_CONDENSE_QUESTION,
+    families.LLAMAINDEX_CONDENSE_PLUS_CONTEXT,
+    families.LLAMAINDEX_CONTEXT,
+)
 ENGINES = {
-    "condense-question, completion model": (CondenseQuestionChatEngine, ScriptedCompletion),
-    "condense-question, chat model": (CondenseQuestionChatEngine, ScriptedChat),
-    "condense-plus-context, completion model": (CondensePlusContextChatEngine, ScriptedCompletion),
-    "condense-plus-context, chat model": (CondensePlusContextChatEngine, ScriptedChat),
-    "context, completion model": (ContextChatEngine, ScriptedCompletion),
-    "context, chat model": (ContextChatEngine, ScriptedChat),
+    "condense-question, completion model": (CondenseQuestionChatEngine, ScriptedCompletion, _CQ),
+    "condense-question, chat model": (CondenseQuestionChatEngine, ScriptedChat, _CQ),
+    "condense-plus-context, completion model": (
+        CondensePlusContextChatEngine,
+        ScriptedCompletion,
+        _CPC,
+    ),
+    "condense-plus-context, chat model": (CondensePlusContextChatEngine, ScriptedChat, _CPC),
+    "context, completion model": (ContextChatEngine, ScriptedCompletion, _CTX),
+    "context, chat model": (ContextChatEngine, ScriptedChat, _CTX),
 }
 
 
 @pytest.mark.parametrize("name", list(ENGINES))
 def test_llamaindex_chat_engines(recorded: InMemorySpanExporter, name: str) -> None:
-    engine_type, llm_type = ENGINES[name]
+    engine_type, llm_type, family = ENGINES[name]
     Settings.llm = llm_type()
     index = _index()
     memory = ChatMemoryBuffer.from_defaults()
@@ -176,7 +187,7 @@ def test_llamaindex_chat_engines(recorded: InMemorySpanExporter, name: str) -> N
     else:
         engine = engine_type.from_defaults(retriever=retriever, memory=memory)
     records = _turn_records(recorded, engine.chat)
-    _assert_conversation(records, condensed=engine_type is not ContextChatEngine)
+    _assert_conversation(records, condensed=engine_type is not ContextChatEngine, family=family)
     if engine_type is CondenseQuestionChatEngine:
         # Its answering call is given the rewrite alone: the trace says so.
         assert [r.judged_question_source for r in records[1:]] == ["rewrite", "rewrite"]
@@ -237,4 +248,4 @@ def test_haystack_rephrase_pipeline(recorded: InMemorySpanExporter, extra_output
     for rec, (_typed, _rewrite, answer) in zip(records, TURNS, strict=True):
         assert (rec.answer, rec.answer_source) == (answer, "generation_output")
         assert rec.context, "the answering call's chunks reached the record"
-    _assert_conversation(records, condensed=True)
+    _assert_conversation(records, condensed=True, family=families.HAYSTACK_REPHRASE)
