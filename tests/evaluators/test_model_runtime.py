@@ -206,3 +206,67 @@ def test_outputs_that_do_not_match_the_labels_are_refused(tmp_path: Path) -> Non
         load_model(folder)
     with pytest.raises(ModelFolderError, match="has rank 3; a pair model gives rank 2"):
         load_model(token_standin(tmp_path / "t", ["x"]), overrides={"task": "pair"})
+
+
+def test_a_single_output_pair_model_reads_as_the_probability_of_consistent(
+    tmp_path: Path,
+) -> None:
+    """HHEM-style: one logit, "consistent"; no contradiction label to report."""
+    folder = write_standin(
+        tmp_path / "hhem",
+        task="pair",
+        features={"paris": [1.0], "berlin": [0.0]},
+        head=[[8.0]],
+        bias=[-4.0],
+        manifest={"labels": ["consistent"]},
+    )
+    model = LocalModel(read_manifest(folder))
+    backed, not_backed = model.score([("paris", "the capital"), ("berlin", "the capital")])
+    assert backed.support == pytest.approx(1 / (1 + math.exp(-4)))
+    assert not_backed.support == pytest.approx(1 / (1 + math.exp(4)))
+    assert backed.contradict is None
+
+
+def test_a_hypothesis_first_model_gets_the_claim_first(tmp_path: Path) -> None:
+    """A token model trained on (answer, context): the marked words are read from the first
+    sequence, so the claim's unicorn is found and the context's is not."""
+    folder = token_standin(tmp_path / "t", ["unicorn"], WORDS, hypothesis_first=True)
+    model = LocalModel(read_manifest(folder))
+    assert model.manifest.hypothesis_first
+    clean, marked = model.score([("a unicorn city", "the city"), ("the city", "a unicorn city")])
+    assert clean.spans == () and clean.support > 0.9
+    [(start, end, _)] = marked.spans
+    assert "a unicorn city"[start:end] == "unicorn"
+
+
+async def test_concurrent_calls_share_one_model_one_batch_at_a_time(nli: Path) -> None:
+    """Many judge calls in flight: each batch runs alone (the lock), so the thread cap holds,
+    and the verdicts are those of calls made one after another."""
+    import asyncio
+    import threading
+    import time
+
+    model = LocalModel(read_manifest(nli))
+    pairs = [[(f"{w} is a city", "france")] * 3 for w in ("paris", "berlin", "the", "a")] * 4
+    alone = [model.score(p, batch_size=2) for p in pairs]
+    runs = model.stats.runs
+    real, guard, inside, most = model.session.run, threading.Lock(), [0], [0]
+
+    def watched(*args, **kwargs):  # onnxruntime's own run, watched for overlap
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.01)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            with guard:
+                inside[0] -= 1
+
+    model.session.run = watched
+    together = await asyncio.gather(
+        *(asyncio.to_thread(model.score, p, batch_size=2) for p in pairs)
+    )
+    assert [[s.support for s in r] for r in together] == [[s.support for s in r] for r in alone]
+    assert model.stats.runs - runs == runs  # the same batches, none merged or lost
+    assert most[0] == 1
