@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from ragsieve.evaluators.errors import ConfigError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+MAX_DURATION_S = 36500 * 86400.0
 
 
 def parse_duration(text: str) -> timedelta:
@@ -15,7 +16,10 @@ def parse_duration(text: str) -> timedelta:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text or "")
     if not m:
         raise ConfigError(f"duration {text!r}: expected e.g. 90s, 15m, 2h, 7d")
-    return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2) or "s"])
+    seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    if seconds > MAX_DURATION_S:  # past this, `now - duration` leaves the calendar
+        raise ConfigError(f"duration {text!r}: at most 36500d (100 years)")
+    return timedelta(seconds=seconds)
 
 
 def parse_time(text: str) -> datetime:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.tools.userfile import MAX_LINE_BYTES, regular_file
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -62,14 +63,17 @@ def _has_surrogate(value: Any) -> bool:
 
 
 def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """``(line number, value)`` for each non-blank line of ``path``."""
+    """``(line number, value)`` for each non-blank line of ``path`` (a regular file; a line of
+    at most ``MAX_LINE_BYTES``: ``/dev/zero`` or a FIFO is refused, not read for ever)."""
     try:
-        handle = path.open("rb")
+        handle = regular_file(path).open("rb")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     with handle:
-        for lineno, raw in enumerate(handle, start=1):
+        for lineno, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), 1):
             where = f"{path}:{lineno}"
+            if len(raw) > MAX_LINE_BYTES:
+                raise ConfigError(f"{where}: line longer than {MAX_LINE_BYTES >> 20} MiB")
             text = decode_line(raw.removeprefix(b"\xef\xbb\xbf") if lineno == 1 else raw, where)
             if text.strip():
                 yield lineno, parse_line(text, where)

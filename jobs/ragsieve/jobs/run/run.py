@@ -41,6 +41,7 @@ from ragsieve.jobs.judging.spend import Spend
 from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.run import lease
 from ragsieve.jobs.run.report import build_run_report
+from ragsieve.jobs.sampling.golden_cache import cache_dir
 from ragsieve.jobs.sampling.golden_index import GoldenIndex, load_golden_index
 from ragsieve.jobs.sampling.sampling import (
     Candidate,
@@ -352,7 +353,10 @@ def _purge(store: Store, settings: Settings) -> dict[str, Any] | None:
 
 def _golden_index(settings: Settings) -> GoldenIndex | None:
     cfg = settings.golden
-    return load_golden_index(cfg.path, cfg.near_duplicate_cosine, cfg.new_category_cosine)
+    cache = cache_dir(settings.store)  # golden vectors kept across runs (golden_cache.py)
+    return load_golden_index(
+        cfg.path, cfg.near_duplicate_cosine, cfg.new_category_cosine, cache=cache
+    )
 
 
 def run_once(store: Store, settings: Settings, **options: Any) -> RunOutcome:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,25 +43,31 @@ _GOLDEN_CACHE: dict[tuple[str, float], GoldenIndex] = {}
 
 
 def load_golden_index(
-    path: str | None, near_duplicate: float = 0.9, new_category: float = 0.6
+    path: str | None,
+    near_duplicate: float = 0.9,
+    new_category: float = 0.6,
+    *,
+    cache: Path | None = None,
 ) -> GoldenIndex | None:
-    """Load and embed the golden set at ``path`` (cached per file version); None without a path."""
+    """Load and embed the golden set at ``path`` (cached per file version in the process, and
+    across runs in ``cache``: ``golden_cache.py``); None without a path."""
     if not path:
         return None
-    from pathlib import Path
-
     from ragsieve.evaluators.errors import ConfigError
     from ragsieve.evaluators.golden.sets import load_golden
     from ragsieve.evaluators.tools.embeddings import embed
+    from ragsieve.evaluators.tools.userfile import regular_file
+    from ragsieve.jobs.sampling.golden_cache import golden_vectors
 
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"golden.path: {path}: no such file")
+    try:
+        file = regular_file(path)  # /dev/zero, a FIFO or a folder is refused, not read
+    except ConfigError as exc:
+        raise ConfigError(f"golden.path: {exc}") from None
     stamp = (str(file.resolve()), file.stat().st_mtime)
     index = _GOLDEN_CACHE.get(stamp)
     if index is None:
         cases = list(load_golden(file).cases)
-        vectors = embed([c.query for c in cases])
+        vectors = golden_vectors(file, [c.query for c in cases], embed, cache)
         index = GoldenIndex(cases, vectors, embed)
         _GOLDEN_CACHE.clear()
         _GOLDEN_CACHE[stamp] = index

@@ -28,6 +28,7 @@ from pydantic_settings import (
 
 from ragsieve.collector.settings import CollectorSettings
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.tools.userfile import read_capped
 from ragsieve.jobs.settings.alerts import AlertSettings
 from ragsieve.jobs.settings.model import ModelSettings
 from ragsieve.jobs.settings.report import ReportSettings
@@ -157,15 +158,17 @@ def load_settings(
     toml_data: dict[str, Any] = {}
     if toml_path is not None:
         try:
-            text = toml_path.read_text(encoding="utf-8")
+            text = read_capped(toml_path).decode("utf-8")  # no FIFO, no /dev/zero
             if text.startswith("\ufeff"):
                 raise ConfigError(
                     f"{toml_path}:1: the file starts with a byte-order mark (BOM), which TOML"
                     " does not allow; save it as UTF-8 without BOM"
                 )
             toml_data = tomllib.loads(text)
-        except FileNotFoundError:
-            raise ConfigError(f"{toml_path}: no such config file") from None
+        except ConfigError as exc:
+            raise ConfigError(
+                str(exc).replace("cannot read: no such file", "no such config file")
+            ) from None
         except UnicodeDecodeError as exc:
             at = exc.object[: exc.start].count(b"\n") + 1
             raise ConfigError(f"{toml_path}:{at}: not UTF-8; save the file as UTF-8") from None

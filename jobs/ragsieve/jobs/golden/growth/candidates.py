@@ -35,6 +35,7 @@ from ragsieve.jobs.golden.growth.reference import (
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.growth.signature import DedupRule, doc_vector, from_interaction
 from ragsieve.jobs.golden.growth.topics import Event, topic_vector
+from ragsieve.jobs.sampling.golden_cache import cache_dir
 from ragsieve.jobs.settings import GoldenSettings, Settings
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
@@ -283,7 +284,9 @@ def grow(
     stamp = (now or (lambda: datetime.now(UTC)))()
     repo = CandidateRepo(store)
     scrub = Scrubber(cfg.scrub_pii, cfg.pii_patterns)
-    reference = load_reference(repo, cfg.path, embed_fn)
+    reference = load_reference(
+        repo, cfg.path, embed_fn, cache=None if embed else cache_dir(store.url)
+    )
     rows = repo.select(["candidate", "accepted", "rejected", "covered"])
     prepared = prepare(store, flagged, scrub, embed_fn)
     changes = match_candidates(

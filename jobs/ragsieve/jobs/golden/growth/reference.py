@@ -19,8 +19,10 @@ from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.golden.sets import load_golden, parse_version
 from ragsieve.evaluators.records import GoldenCase, normalize_text
 from ragsieve.evaluators.tools.embeddings import DIM
+from ragsieve.evaluators.tools.userfile import regular_file
 from ragsieve.jobs.golden.growth.repo import CandidateRepo
 from ragsieve.jobs.golden.growth.topics import topic_vector, unit
+from ragsieve.jobs.sampling.golden_cache import golden_vectors
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 # documents count 1.5 times the query in a topic vector (tune half of bench/categories.py: 1.0
@@ -120,8 +122,13 @@ def load_reference(
     embed: Embed,
     *,
     doc_weight: float = DOC_WEIGHT,
+    cache: Path | None = None,
 ) -> GoldenReference:
-    """Golden rows of the store, plus the newest version of ``path`` when one is configured."""
+    """Golden rows of the store, plus the newest version of ``path`` when one is configured.
+
+    ``cache``: a folder keeping the file's query vectors across runs (``sampling.golden_cache``;
+    only for the built-in encoder, which is what ``embed`` must then be).
+    """
     ids: list[str] = []
     relevant: list[list[str]] = []
     queries: list[str] = []
@@ -143,19 +150,27 @@ def load_reference(
     source = "store"
     if path is not None:
         current = newest_version(path)
-        if not current.exists():
-            raise ConfigError(f"golden.path: {path}: no such file")
+        try:
+            regular_file(current)  # /dev/zero, a FIFO or a folder is refused, not read
+        except ConfigError as exc:
+            raise ConfigError(f"golden.path: {exc}") from None
         source = str(current)
         known = set(ids)
-        fresh: list[GoldenCase] = [c for c in load_golden(current).cases if c.id not in known]
+        cases = load_golden(current).cases
+        fresh: list[GoldenCase] = [c for c in cases if c.id not in known]
+        saved = None
+        if fresh and cache is not None:
+            saved = golden_vectors(current, [c.query for c in cases], embed, cache)
+            at = {c.id: i for i, c in enumerate(cases)}
         for case in fresh:
             ids.append(case.id)
             queries.append(case.query)
             cats.append(case.category)
             origins.append((case.metadata or {}).get("category_id"))
             relevant.append(list(case.relevant_chunks))
-            missing.append(len(vecs))
-            vecs.append(np.zeros(DIM, dtype=np.float32))
+            if saved is None:
+                missing.append(len(vecs))
+            vecs.append(np.zeros(DIM, np.float32) if saved is None else saved[at[case.id]])
     matrix = np.vstack(vecs).astype(np.float32) if vecs else np.zeros((0, DIM), np.float32)
     if missing:
         matrix[missing] = embed([queries[i] for i in missing])
