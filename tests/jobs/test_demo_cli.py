@@ -35,6 +35,11 @@ def test_json_scorecard_is_one_object_and_store_keeps_the_run(tmp_path):
         assert key in card
     assert card["n_queries"] == 40 and card["n_planted"] == 12
     assert card["passed"] is (res.exit_code == 0)
+    # 10 of 12 planted caught: below the 0.85 floor as counted, within noise of it on 12
+    assert card["planted_recall"] < card["floors"]["planted_recall"]
+    lo, hi = card["intervals"]["planted_recall"]
+    assert lo < card["planted_recall"] < card["floors"]["planted_recall"] < hi
+    assert card["passed"] and res.exit_code == 0, res.stderr
     assert "traffic 40/40" in res.stderr
     from ragsieve.collector.store import open_store
 

@@ -82,23 +82,19 @@ def headline(result: DemoResult) -> str:
 
 
 def _print_scorecard(result: DemoResult) -> None:
-    card = result.scorecard
-    click.echo("== planted-failure scorecard")
+    card, floors = result.scorecard, result.floors
+    ci = card.intervals()
+    click.echo("== planted-failure scorecard (a target is missed when the 95% CI misses it)")
     rows = [
-        ("planted_recall", card.planted_recall, f">= {result.floors.planted_recall}"),
-        (
-            "root_cause_accuracy",
-            card.root_cause_accuracy,
-            f">= {result.floors.root_cause_accuracy}",
-        ),
-        (
-            "false_positive_rate",
-            card.false_positive_rate,
-            f"<= {result.floors.false_positive_rate}",
-        ),
+        ("planted_recall", card.planted_recall, f">= {floors.planted_recall}"),
+        ("root_cause_accuracy", card.root_cause_accuracy, f">= {floors.root_cause_accuracy}"),
+        ("false_positive_rate", card.false_positive_rate, f"<= {floors.false_positive_rate}"),
     ]
     for name, value, floor in rows:
-        click.echo(f"{name:<22}{'-' if value is None else f'{value:.3f}':>8}   target {floor}")
+        shown = "-" if value is None else f"{value:.3f}"
+        interval = ci[name]
+        band = f"95% CI {interval[0]:.3f}-{interval[1]:.3f}" if interval else ""
+        click.echo(f"{name:<22}{shown:>8}   {band:<22}target {floor}")
     click.echo(f"{'n_queries':<22}{card.n_queries:>8}")
     click.echo(f"{'n_flagged':<22}{card.n_flagged:>8}")
     click.echo(f"{'n_planted':<22}{card.n_planted:>8}")
@@ -294,6 +290,7 @@ def _json_out(result: DemoResult) -> dict[str, Any]:
         timings=result.timings,
         run_id=result.report.get("run_id"),
         floors=result.floors.model_dump(),
+        intervals=result.scorecard.intervals(),  # 95% Wilson; a floor fails beyond noise only
         passed=not result.failures,
         phoenix_url=result.phoenix_url,
         store=result.store_url,

@@ -1,4 +1,11 @@
-"""The planted-failure scorecard: which planted failures the job caught, with which root cause."""
+"""The planted-failure scorecard: which planted failures the job caught, with which root cause.
+
+The floors speak of the true rates, not of one run's counts: 40 queries plant 12 failures, and
+9 of 12 caught (0.75) is what a detector with recall 0.85 shows one time in six. So a floor is
+missed only beyond noise: when the 95% Wilson interval of the observed rate lies wholly on the
+wrong side of it (recall 9/12 is within noise of 0.85; 2/12 is not). With the default 300
+queries the intervals are a few points wide and the floors bite as before.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragsieve.jobs.demo.tallyfox.app import PlantedRecord
+from ragsieve.jobs.run.estimate import wilson
 
 
 class Floors(BaseModel):
@@ -50,6 +58,7 @@ class Scorecard:
     n_false_positives: int
     n_organic_failures: int
     n_organic_flagged: int
+    n_right_cause: int = 0  # flagged planted failures with the expected root cause
     per_kind_recall: dict[str, float | None] = field(default_factory=dict)
     root_cause_confusion: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -57,25 +66,41 @@ class Scorecard:
         """The scorecard as one JSON-ready object (the ``--json`` output of ``ragsieve demo``)."""
         return asdict(self)
 
+    def intervals(self) -> dict[str, tuple[float, float] | None]:
+        """The 95% Wilson interval of each ratio (None where its denominator is empty)."""
+        counts = {
+            "planted_recall": (self.n_detected, self.n_planted),
+            "root_cause_accuracy": (self.n_right_cause, self.n_detected),
+            "false_positive_rate": (self.n_false_positives, self.n_clean),
+        }
+        out: dict[str, tuple[float, float] | None] = {}
+        for name, (k, n) in counts.items():
+            lo, hi = wilson(k / n, n) if n else (0.0, 1.0)
+            out[name] = (round(lo, 4), round(hi, 4)) if n else None
+        return out
+
     def failures(self, floors: Floors) -> list[str]:
-        """One line per missed floor (empty when all pass; None ratios are skipped)."""
+        """One line per floor missed beyond noise (empty when all pass; None ratios are skipped).
+
+        A floor is missed when the whole 95% interval of its rate is below it (a ceiling: above
+        it), so a small run is not failed for its sample size alone.
+        """
         out = []
-        if self.planted_recall is not None and self.planted_recall < floors.planted_recall:
-            out.append(f"planted_recall {self.planted_recall:.3f} < {floors.planted_recall}")
-        if (
-            self.root_cause_accuracy is not None
-            and self.root_cause_accuracy < floors.root_cause_accuracy
-        ):
-            out.append(
-                f"root_cause_accuracy {self.root_cause_accuracy:.3f} < {floors.root_cause_accuracy}"
-            )
-        if (
-            self.false_positive_rate is not None
-            and self.false_positive_rate > floors.false_positive_rate
-        ):
-            out.append(
-                f"false_positive_rate {self.false_positive_rate:.3f} > {floors.false_positive_rate}"
-            )
+        ci = self.intervals()
+        rows = [
+            ("planted_recall", self.planted_recall, floors.planted_recall, "<"),
+            ("root_cause_accuracy", self.root_cause_accuracy, floors.root_cause_accuracy, "<"),
+            ("false_positive_rate", self.false_positive_rate, floors.false_positive_rate, ">"),
+        ]
+        for name, value, bound, side in rows:
+            interval = ci[name]
+            if value is None or interval is None:
+                continue
+            lo, hi = interval
+            if (hi < bound) if side == "<" else (lo > bound):
+                out.append(
+                    f"{name} {value:.3f} {side} {bound} (95% CI {lo:.3f}-{hi:.3f}: beyond noise)"
+                )
         return out
 
 
@@ -120,6 +145,7 @@ def score(planted: Sequence[PlantedRecord], flagged: Mapping[str, str | None]) -
         n_false_positives=n_fp,
         n_organic_failures=n_organic,
         n_organic_flagged=n_organic_flagged,
+        n_right_cause=n_right,
         per_kind_recall={k: _ratio(caught[k], kinds[k]) for k in sorted(kinds)},
         root_cause_confusion={k: dict(v) for k, v in sorted(confusion.items())},
     )
