@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -203,7 +204,10 @@ def _fit(
     from ragsieve.jobs.fitting.evidence import build_anchors, build_examples
     from ragsieve.jobs.fitting.fit import run_fit
     from ragsieve.jobs.fitting.labels import read_labels_file, store_labels
+    from ragsieve.jobs.fitting.rootcause_weights import fit as fit_causes
+    from ragsieve.jobs.fitting.rootcause_weights import labelled_pieces
     from ragsieve.jobs.judging import calibrations
+    from ragsieve.jobs.verdicts.verdicts import root_cause_weights
 
     labels = store_labels(st) + (read_labels_file(labels_file, st) if labels_file else [])
     t0 = time.perf_counter()
@@ -225,9 +229,15 @@ def _fit(
     report = dict(result.report)
     report["seconds"] = {"evidence": round(t1 - t0, 3), "fit": round(time.perf_counter() - t1, 3)}
     report.update(counts)
-    write = not dry_run and (result.worth_storing or force)
+    report["root_cause_weights"] = result.report["root_cause_weights"] = fit_causes(
+        labelled_pieces(st, labels), root_cause_weights(st)
+    )
+    moved = report["root_cause_weights"]["weights"] is not None
+    write = not dry_run and (result.worth_storing or force or moved)
     report["written"] = None
     if write:
+        if not (result.worth_storing or force):  # only the root-cause weights moved
+            result = replace(result, params=result.defaults)
         cal = result.calibration(calibrations.next_series(st), time.time())
         report["written"] = calibrations.save(st, cal)
     return report
@@ -251,6 +261,7 @@ def _render(out: dict[str, Any]) -> str:
         lines.append(f"{s:<18}" + "".join(c.rjust(24) for c in cells))
     rc = out["root_cause_accuracy"]
     lines.append(f"root cause right  {rc['before']} -> {rc['after']} (n={rc['n']})")
+    lines.append(_cause_weights(out.get("root_cause_weights") or {}))
     for m, v in out["metrics"].items():
         w = ", ".join(f"{k} {x:g}" for k, x in (v["weights"] or {}).items()) or "score as judged"
         lines.append(f"{m:<18} threshold {v['default_threshold']:g} -> {v['threshold']:g}; {w}")
@@ -258,6 +269,20 @@ def _render(out: dict[str, Any]) -> str:
     stored = f"stored as {out['written']}" if out["written"] else "nothing stored"
     lines.append(f"{verdict}; {stored}; active calibration: {out['active'] or 'none'}")
     return "\n".join(lines)
+
+
+def _cause_weights(rc: dict[str, Any]) -> str:
+    """One line: what the root-cause decision's refit did on the labelled root causes."""
+    if not rc.get("before"):
+        return f"root-cause weights: defaults kept ({rc.get('why', 'no labelled root cause')})"
+    b, a = rc["before"], rc["after"]
+    said = (
+        f"stated right {b['stated_right']}/{b['stated']} -> {a['stated_right']}/{a['stated']},"
+        f" undetermined {b['undetermined']} -> {a['undetermined']} (n={rc['n']})"
+    )
+    if rc["weights"] is None:
+        return f"root-cause weights: {said}; kept ({rc.get('why')})"
+    return f"root-cause weights: {said}; refit: {json.dumps(rc['weights'])}"
 
 
 def _verdict(out: dict[str, Any]) -> str:

@@ -30,7 +30,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.tools.jsonlines import json_lines
-from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES
+from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES, UNDETERMINED
+
+LABEL_CAUSES = tuple(c for c in ROOT_CAUSES if c != UNDETERMINED)
 
 SOURCES = ("candidates", "audits", "phoenix", "review", "file")
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
@@ -134,8 +136,8 @@ def read_labels_file(path: str | Path, store: Store) -> list[Label]:
             where = ".".join(str(p) for p in err["loc"]) or "line"
             msg = "a JSON object per line" if err["type"] == "model_type" else err["msg"]
             raise ConfigError(f"{path}:{n}: {where}: {msg}") from None
-        if line.root_cause is not None and line.root_cause not in ROOT_CAUSES:
-            known = ", ".join(ROOT_CAUSES)
+        if line.root_cause is not None and line.root_cause not in LABEL_CAUSES:
+            known = ", ".join(LABEL_CAUSES)  # "undetermined" is the job's, never a label
             raise ConfigError(f"{path}:{n}: root_cause: {line.root_cause!r} is not one of {known}")
         parsed.append((n, line))
     held = _held(store, [line.trace_id for _, line in parsed])

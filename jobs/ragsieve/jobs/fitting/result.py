@@ -94,7 +94,7 @@ def fitted_metrics(weighted: bool, final: Params, defaults: Params) -> dict[str,
 def _brief(report: Mapping[str, Any]) -> dict[str, Any]:
     keep = (
         "backend", "labels", "traces", "folds", "false_flag_cost", "agreement",
-        "root_cause_accuracy", "better", "worth_storing",
+        "root_cause_accuracy", "better", "worth_storing", "root_cause_weights",
     )  # fmt: skip
     return {k: report[k] for k in keep if k in report}
 

@@ -73,6 +73,7 @@ class CorpusHit:
     traces: int  # traces that retrieved it
     window: str  # the sentences that answer
     holds_answer: bool = False  # the trace's answer is faithful to this chunk alone
+    best_seen: float | None = None  # the best score among the chunks the trace retrieved
 
     def evidence(self) -> str:
         """One line for the verdict: which chunk, how sure, how often it was retrieved."""
@@ -81,6 +82,15 @@ class CorpusHit:
             f"the retriever missed {self.chunk_id} (answer score {self.score:.2f}, retrieved by"
             f" {self.traces} other trace(s){held}): '{self.window[:160]}'"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusSearch:
+    """A search's hit (the chunk the retriever missed), or the best chunk that answers as well
+    as the retrieved ones without deciding it (``rival``)."""
+
+    hit: CorpusHit | None
+    rival: CorpusHit | None
 
 
 def _terms(text: str) -> Counter[str]:
@@ -300,18 +310,34 @@ class ObservedCorpus:
         holds: Callable[[str, str], bool] | None = None,
     ) -> CorpusHit | None:
         """The best chunk outside ``exclude`` (the chunks the trace retrieved) that answers
-        ``question`` clearly better than any of them, or None. ``typed``: for a follow-up read
-        with words carried from earlier turns, the turn as typed, whose own terms the chunk
-        must hold too (the carried words name the earlier subject, whose passages would
-        otherwise be found again: "fun things to do there (Tokyo sushi restaurants)").
-        ``holds(chunk_id, content)``: when given, the hit must also hold what the trace's answer
-        says (the best such chunk among those that answer clearly better)."""
+        ``question`` clearly better than any of them, or None (:meth:`search`'s hit)."""
+        return self.search(question, exclude, threshold, lead, typed, holds).hit
+
+    def search(
+        self,
+        question: str,
+        exclude: Iterable[str],
+        threshold: float,
+        lead: float = 0.0,
+        typed: str | None = None,
+        holds: Callable[[str, str], bool] | None = None,
+    ) -> CorpusSearch:
+        """The best chunk outside ``exclude`` (the chunks the trace retrieved) that answers
+        ``question`` clearly better than any of them (``hit``), and, when there is none, the
+        best that answers it at least as well as they do (``rival``: evidence for the retriever
+        that does not decide alone). ``typed``: for a follow-up read with words carried from
+        earlier turns, the turn as typed, whose own terms the chunk must hold too (the carried
+        words name the earlier subject, whose passages would otherwise be found again: "fun
+        things to do there (Tokyo sushi restaurants)"). ``holds(chunk_id, content)``: when
+        given, the hit must also hold what the trace's answer says (the best such chunk among
+        those that answer clearly better)."""
+        none = CorpusSearch(None, None)
         if sum(w for _, w in question_terms(question).values()) < MIN_QUESTION_WEIGHT:
-            return None  # "What more details do I need?" names nothing a chunk could answer
+            return none  # "What more details do I need?" names nothing a chunk could answer
         exclude = set(exclude)
         picked = [c for c in self.candidates(question, exclude) if not self._copy_of(c, exclude)]
         if not picked:
-            return None
+            return none
         rows = {
             r[0]: (r[1], int(r[2]))
             for r in self.store.query_in(
@@ -328,20 +354,38 @@ class ObservedCorpus:
         best_seen = max((e.score for e in scored[len(order) :]), default=0.0)
         served = {language(rows[c][0]) for c in seen}
         ranked = sorted(zip(order, scored[: len(order)], strict=True), key=lambda p: -p[1].score)
+        rival: CorpusHit | None = None
         for cid, ev in ranked if holds is not None else ranked[:1]:
             if ev.score < threshold or ev.terms < HIT_MIN_TERMS:
-                return None  # a miss must hold most of what the question names, not its type
-            if ev.score - best_seen < max(lead, HIT_LEAD):
-                return None  # no better than what was retrieved: the topic, not a missed answer
+                break  # a miss must hold most of what the question names, not its type
             content = rows[cid][0]
             if not holds_question(question, content, served):
                 continue  # it shares the question's topic, or only its words' translations
             if typed is not None and not holds_question(typed, content, served):
                 continue  # it answers the earlier turn, not what this one asks
+            found = CorpusHit(cid, ev.score, rows[cid][1], ev.window, holds is not None, best_seen)
+            if ev.score - best_seen < max(lead, HIT_LEAD):
+                if rival is None and ev.score >= best_seen:
+                    rival = found
+                break  # no better than what was retrieved: the topic, not a missed answer
             if holds is not None and not holds(cid, content):
+                rival = rival or found
                 continue  # it answers the question, but not with what the answer says
-            return CorpusHit(cid, ev.score, rows[cid][1], ev.window, holds is not None)
-        return None
+            return CorpusSearch(found, None)
+        return CorpusSearch(None, rival)
+
+    def by_words(self, text: str, exclude: Set[str], k: int) -> list[tuple[str, str]]:
+        """``(chunk id, content)`` of the ``k`` chunks outside ``exclude`` that BM25 ranks
+        first for ``text`` (an answer: where its words sit)."""
+        ids = [c for c in self._bm25(text, k + len(exclude)) if c not in exclude][:k]
+        if not ids:
+            return []
+        rows = dict(
+            self.store.query_in(
+                "SELECT chunk_id, content FROM corpus_chunks WHERE chunk_id IN ({ids})", ids
+            )
+        )
+        return [(c, str(rows[c])) for c in ids if c in rows]
 
 
-__all__ = ["CorpusHit", "ObservedCorpus", "holds_question"]
+__all__ = ["CorpusHit", "CorpusSearch", "ObservedCorpus", "holds_question"]

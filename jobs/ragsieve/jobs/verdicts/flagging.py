@@ -43,6 +43,7 @@ from ragsieve.evaluators.judges.offline.conversation import GROUNDED_ASK, turn_k
 from ragsieve.evaluators.judges.offline.text.text import sentences
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.corpus import CorpusHit
+from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, Piece
 from ragsieve.jobs.verdicts.rootcause import Expectation, RootCause, Signals, assign
 from ragsieve.jobs.verdicts.steps import step_note
 
@@ -67,6 +68,8 @@ class Verdict:
     missed_chunk: str | None = None  # a chunk of the observed corpus that would have answered
     missed_holds_answer: bool = False  # ... and holds what the (unfaithful) answer says
     uncertain: tuple[str, ...] = ()  # metrics whose judge could not call it: a pass to audit
+    competing: tuple[str, ...] = ()  # root cause undetermined: the two lines that compete
+    pieces: tuple[Piece, ...] = ()  # the evidence the root cause weighed (the rule's first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,11 +195,15 @@ def decide(
     *,
     expected: Expectation = None,
     corpus: CorpusAnswer | None = None,
+    pieces: Sequence[Piece] = (),
+    weights: Mapping[str, float] = DEFAULT_WEIGHTS,
 ) -> Verdict:
     """Pass, fail (with root cause and evidence) or unjudged for one interaction.
 
     ``corpus`` is what a search of the observed corpus found for this question (a missed chunk,
-    or none among ``corpus.searched`` chunks); ``None`` when it was not searched.
+    or none among ``corpus.searched`` chunks); ``None`` when it was not searched. ``pieces``:
+    evidence beyond the judges that a failure's root cause weighs with the rule's (``weights``,
+    :mod:`ledger`).
     """
     by_metric = {r.evaluator: r for r in results}
     decided = {m: metric_failed(r, thresholds) for m, r in by_metric.items()}
@@ -221,7 +228,7 @@ def decide(
         failed = tuple(sorted({*failed, "context_relevance"}))
     elif not failed:
         return Verdict("pass", context_relevant=rd.ctx_rel, rescued=rd.rescued, uncertain=unsure)
-    return _fail_verdict(interaction, rd, failed, expected, corpus)
+    return _fail_verdict(interaction, rd, failed, expected, corpus, (tuple(pieces), weights))
 
 
 def _read(
@@ -316,6 +323,7 @@ def _fail_verdict(
     failed: tuple[str, ...],
     expected: Expectation,
     corpus: CorpusAnswer | None,
+    weighed: tuple[tuple[Piece, ...], Mapping[str, float]] = ((), DEFAULT_WEIGHTS),
 ) -> Verdict:
     """A fail with its root cause assigned from every signal."""
     faithful = None if rd.faith is None or rd.abstained else _ok(rd.decided.get("faithfulness"))
@@ -334,6 +342,8 @@ def _fail_verdict(
         corpus_searched=corpus.searched if corpus is not None else None,
         near_only=rd.near,
         missed_holds_answer=holds,
+        pieces=weighed[0],
+        weights=weighed[1],
     )
     cause: RootCause = assign(signals)
     return Verdict(
@@ -345,6 +355,8 @@ def _fail_verdict(
         context_relevant=rd.ctx_rel,
         missed_chunk=rd.missed.chunk_id if rd.missed is not None else None,
         missed_holds_answer=holds,
+        competing=cause.competing,
+        pieces=cause.pieces,
     )
 
 

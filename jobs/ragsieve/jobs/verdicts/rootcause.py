@@ -31,13 +31,22 @@ history to resolve it; shortness alone never overrides what the other judges fou
 with relevant chunks makes the question ``answerable``, one without makes it ``no_answer``.
 ``both`` (retrieval missed and the answer is unsupported) is kept for reviewers' corrections;
 the rule does not assign it, since an unsupported answer without relevant context is expected.
+
+The rule's cause is one piece of evidence (:mod:`ledger`): what else the trace and the store hold
+(where the answer's words sit, a chunk that answers as well though the retriever missed it, one
+the prompt dropped, the golden set's relevant chunks, a reviewer's correction) is weighed with
+it, and when the causes do not decide, the root cause is ``undetermined`` with the two competing
+lines.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, UNDETERMINED, Piece, combine
 
 ROOT_CAUSES = (
     "retrieval",
@@ -46,6 +55,7 @@ ROOT_CAUSES = (
     "no_answer_expected",
     "abstained_wrongly",
     "ambiguous_query",
+    UNDETERMINED,
 )
 MIN_QUERY_WORDS = 3
 Expectation = Literal["answerable", "no_answer"] | None
@@ -72,6 +82,8 @@ class Signals:
     corpus_searched: int | None = None  # chunks of the observed corpus searched (None: not asked)
     near_only: bool = False  # an abstention's relevant chunks only nearly reached the threshold
     missed_holds_answer: bool = False  # the missed chunk holds what the unfaithful answer says
+    pieces: tuple[Piece, ...] = ()  # evidence beyond the judges' (:mod:`ledger`)
+    weights: Mapping[str, float] | None = None  # how the pieces weigh (None: the defaults)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +92,8 @@ class RootCause:
 
     label: str
     evidence: str
+    competing: tuple[str, ...] = ()  # undetermined: the two lines that argue for each cause
+    pieces: tuple[Piece, ...] = ()  # every piece weighed, the rule's first
 
 
 def query_words(query: str | None) -> int:
@@ -88,6 +102,17 @@ def query_words(query: str | None) -> int:
 
 
 def assign(s: Signals) -> RootCause:
+    """The documented rule's cause, weighed with the other evidence (``s.pieces``)."""
+    base = rule(s)
+    if not s.pieces:
+        return RootCause(base.label, base.evidence, (), (Piece("rule", base.label, base.evidence),))
+    got = combine(
+        [Piece("rule", base.label, base.evidence), *s.pieces], s.weights or DEFAULT_WEIGHTS
+    )
+    return RootCause(got.label, got.evidence, got.competing, got.pieces)
+
+
+def rule(s: Signals) -> RootCause:
     """Apply the documented rule to a failing interaction."""
     n_words = query_words(s.query)
     short = n_words < MIN_QUERY_WORDS and not s.has_history
@@ -138,4 +163,13 @@ def assign(s: Signals) -> RootCause:
     return RootCause("retrieval", "only the retrieval metrics failed")
 
 
-__all__ = ["MIN_QUERY_WORDS", "ROOT_CAUSES", "RootCause", "Signals", "assign", "query_words"]
+__all__ = [
+    "MIN_QUERY_WORDS",
+    "ROOT_CAUSES",
+    "UNDETERMINED",
+    "RootCause",
+    "Signals",
+    "assign",
+    "query_words",
+    "rule",
+]

@@ -9,7 +9,8 @@ passes becomes an audit case, and the run annotates every fresh decision in Phoe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -23,7 +24,7 @@ from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.sampling.sampling import Pick
 from ragsieve.jobs.sampling.strata import unit_hash
 from ragsieve.jobs.verdicts import rewordings
-from ragsieve.jobs.verdicts.corpus import VOUCHED_LEAD, ObservedCorpus
+from ragsieve.jobs.verdicts.corpus import VOUCHED_LEAD, CorpusHit, ObservedCorpus
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 from ragsieve.jobs.verdicts.flagging import (
     CorpusAnswer,
@@ -32,6 +33,14 @@ from ragsieve.jobs.verdicts.flagging import (
     needs_corpus,
     needs_source,
 )
+from ragsieve.jobs.verdicts.gather import (
+    context_best,
+    gather,
+    review_piece,
+    reviewed_causes,
+    rival_piece,
+)
+from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, Piece
 from ragsieve.jobs.verdicts.rootcause import Expectation
 
 
@@ -45,6 +54,23 @@ class Decision:
     verdict: Verdict
     category: str
     missing: tuple[str, ...] = ()  # configured judges without a usable current-version result
+
+
+def root_cause_weights(store: Store) -> dict[str, float]:
+    """The root-cause decision's weights: the active calibration's refit (``judges fit``
+    from reviewers' root causes), else the defaults (:data:`ledger.DEFAULT_WEIGHTS`)."""
+    from ragsieve.jobs.judging.calibrations import active
+
+    cal = active(store)
+    fitted = ((cal.report if cal is not None else {}).get("root_cause_weights") or {}).get(
+        "weights"
+    )
+    out = dict(DEFAULT_WEIGHTS)
+    if isinstance(fitted, Mapping):
+        for k, v in fitted.items():
+            if k in out and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0:
+                out[k] = float(v)
+    return out
 
 
 def decide_all(
@@ -63,12 +89,15 @@ def decide_all(
     should have abstained.
     """
     searched = corpus.size() if corpus is not None else 0
+    weights = root_cause_weights(store)
+    reviewed = reviewed_causes(store)
     ids = [p.trace_id for p in picks]
     stored = resultstore.stored_results(store, ids, versions)
     done = resultstore.done_judges(store, ids, versions)
     out: list[Decision] = []
     expects: list[Expectation] = []
     corpora: list[CorpusAnswer | None] = []
+    weighed: list[tuple[Piece, ...]] = []
     for p in picks:
         it = records.get(p.trace_id)
         if it is None:
@@ -85,15 +114,31 @@ def decide_all(
         if golden is not None and (verdict.outcome == "fail" or verdict.abstained):
             expected, category = golden.lookup(it.query or "")
             verdict = decide(it, results, thresholds, expected=expected)
+        rival: CorpusHit | None = None
         if corpus is not None and (it.query or "").strip():
-            found = _search(corpus, searched, it, verdict, thresholds)
+            found, rival = _search(corpus, searched, it, verdict, thresholds)
             if found is not None:
                 verdict = decide(it, results, thresholds, expected=expected, corpus=found)
+        pieces: tuple[Piece, ...] = ()
+        if verdict.outcome == "fail":
+            pieces = _pieces(it, results, verdict, corpus, thresholds, golden, rival)
+            pieces += review_piece(it, reviewed)
+            if pieces:
+                verdict = decide(
+                    it,
+                    results,
+                    thresholds,
+                    expected=expected,
+                    corpus=found,
+                    pieces=pieces,
+                    weights=weights,
+                )
         missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))
         out.append(Decision(p, it, results, verdict, category, missing))
         expects.append(expected)
         corpora.append(found)
-    _agree_rewordings(out, expects, corpora, thresholds)
+        weighed.append(pieces)
+    _agree_rewordings(out, expects, corpora, thresholds, (weighed, weights))
     for d in out:
         if d.missing and d.verdict.outcome != "fail":
             # Only a failure is safe to keep before every judge has answered.
@@ -108,13 +153,18 @@ def _search(
     it: RagInteraction,
     verdict: Verdict,
     thresholds: dict[str, float],
-) -> CorpusAnswer | None:
+) -> tuple[CorpusAnswer | None, CorpusHit | None]:
     """Ask the observed corpus for the chunk the retriever missed: when nothing relevant reached
     the prompt, one that answers the question; when an answer is unfaithful to relevant chunks,
-    one that answers the question better and holds what the answer says (``None``: not asked)."""
+    one that answers the question better and holds what the answer says (``None``: not asked).
+    Second: a chunk that answers as well as the prompt without deciding it (evidence only); for
+    a refusal blamed on a relevant chunk in the prompt, a chunk elsewhere that answers clearly
+    better (a same-topic chunk judged relevant, the page that answers missed: either could be
+    why it declined)."""
     source = needs_source(verdict)
-    if not (needs_corpus(verdict) or source):
-        return None
+    refusal = verdict.root_cause == "abstained_wrongly"
+    if not (needs_corpus(verdict) or source or refusal):
+        return None, None
     ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
     exclude = {d.id for d in it.documents}
     lead = VOUCHED_LEAD if verdict.rescued else 0.0
@@ -126,10 +176,41 @@ def _search(
             thresholds.get("faithfulness", DEFAULT_THRESHOLDS["faithfulness"])
         )
         holds = partial(judge.holds_answer, it)
-    hit = corpus.find_answer(asked.text, exclude, ctx_threshold, lead, typed, holds)
-    if source and hit is None:
-        return None  # the unfaithful answer holds nowhere better: the rule stays as it was
-    return CorpusAnswer(hit, searched)
+    got = corpus.search(asked.text, exclude, ctx_threshold, lead, typed, holds)
+    if refusal and not needs_corpus(verdict):
+        return None, got.hit  # evidence only: the refusal's verdict stays as it was
+    if source and got.hit is None:
+        return None, got.rival  # the answer holds nowhere better: the rule stays as it was
+    return CorpusAnswer(got.hit, searched), got.rival
+
+
+def _pieces(
+    it: RagInteraction,
+    results: list[EvalResult],
+    verdict: Verdict,
+    corpus: ObservedCorpus | None,
+    thresholds: dict[str, float],
+    golden: GoldenIndex | None,
+    rival: CorpusHit | None,
+) -> tuple[Piece, ...]:
+    """The evidence beyond the judges a failure's root cause weighs (:mod:`gather`); none for
+    a retrieval failure the rule already pinned on a missed chunk."""
+    if verdict.missed_chunk is not None and verdict.root_cause == "retrieval":
+        return ()
+    ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
+    best = context_best(results)
+    seen = f" vs {rival.best_seen:.2f} in the prompt" if rival and rival.best_seen else ""
+    return gather(
+        it,
+        judged_question(it).text,
+        corpus,
+        ctx_threshold,
+        best,
+        golden,
+        rival_piece(rival, seen),
+        verdict.root_cause,
+        verdict.abstained,
+    )
 
 
 def _agree_rewordings(
@@ -137,14 +218,30 @@ def _agree_rewordings(
     expects: list[Expectation],
     corpora: list[CorpusAnswer | None],
     thresholds: dict[str, float],
+    evidence: tuple[list[tuple[Piece, ...]], Mapping[str, float]],
 ) -> None:
-    """One failure asked in other words gets one root cause (:mod:`rewordings`)."""
+    """One failure asked in other words gets one root cause (:mod:`rewordings`), weighing the
+    evidence any of its wordings found."""
     verdicts = [d.verdict for d in out]
+    interactions = [d.interaction for d in out]
+    weighed, weights = evidence
+    pooled_pieces = list(weighed)
+    for group in rewordings.same_failure_groups(interactions, verdicts):
+        union = {(p.name, p.cause): p for j in reversed(group) for p in weighed[j]}
+        for j in group:
+            pooled_pieces[j] = tuple(union.values())
 
     def redecide(i: int, pooled: list[EvalResult], found: CorpusAnswer | None) -> Verdict:
-        return decide(out[i].interaction, pooled, thresholds, expected=expects[i], corpus=found)
+        return decide(
+            out[i].interaction,
+            pooled,
+            thresholds,
+            expected=expects[i],
+            corpus=found,
+            pieces=pooled_pieces[i],
+            weights=weights,
+        )
 
-    interactions = [d.interaction for d in out]
     if rewordings.agree(interactions, verdicts, [d.results for d in out], corpora, redecide):
         for d, v in zip(out, verdicts, strict=True):
             d.verdict = v
@@ -178,6 +275,8 @@ def emit_fresh(
         }
         if d.verdict.missed_chunk:
             meta["missed_chunk"] = d.verdict.missed_chunk
+        if d.verdict.competing:
+            meta["competing"] = list(d.verdict.competing)
         case = FlaggedCase(
             d.interaction,
             d.results,
@@ -246,6 +345,8 @@ def sample_rows(
                 "missed_holds_answer": d.verdict.missed_holds_answer,
                 "uncertain": list(d.verdict.uncertain),
                 "audit_p": audit_probability(d.verdict, audit_share),
+                "competing": list(d.verdict.competing),
+                "pieces": [p.as_dict() for p in d.verdict.pieces],
             },
             versions,
         )

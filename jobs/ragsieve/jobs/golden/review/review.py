@@ -21,7 +21,7 @@ from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
 from ragsieve.jobs.golden.review.keys import choose, confirm
-from ragsieve.jobs.golden.review.suggest import evidence_chunks
+from ragsieve.jobs.golden.review.suggest import REVIEW_CAUSES, asks_root_cause, evidence_chunks
 
 REASONS = {
     "f": "false_alarm: the judge was wrong",
@@ -233,6 +233,8 @@ def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: Revi
         click.echo(f"labelled {c.id} a pass (the judge was wrong); golden set untouched")
         return _NEXT
     if action == "a":
+        if asks_root_cause(c.root_cause, c.body):  # undetermined: the reviewer decides
+            _correct_root_cause(repo, c)
         if not c.body.get("relevant_chunks") and not confirm(
             "No relevant chunks: accept as a no-answer case (the system must abstain)?",
             default=False,
@@ -339,11 +341,9 @@ def judge_was_wrong(repo: CandidateRepo, c: Candidate, reviewer: str, verdict: s
 
 
 def _ask_root_cause(current: str | None) -> str | None:
-    from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES
-
     raw = click.prompt(
-        f"Root cause ({', '.join(ROOT_CAUSES)}; '-' for none)",
-        type=click.Choice([*ROOT_CAUSES, "-"]),
+        f"Root cause ({', '.join(REVIEW_CAUSES)}; '-' for none)",
+        type=click.Choice([*REVIEW_CAUSES, "-"]),
         default=current or "-",
         show_choices=False,
     )

@@ -6,6 +6,13 @@ relevant that reached the prompt ("security#2fa reached the prompt; the answer i
 "abstained although security#2fa was relevant"). Those are the relevant chunks of the golden
 case, so review starts from them instead of from nothing, which would make every such failure
 look like a no-answer case. The system's answer is never a suggestion: it is what failed.
+
+A root cause the job left ``undetermined`` pre-fills nothing: its evidence argues both ways (a
+chunk in the prompt on the topic, a chunk elsewhere that holds the answer), and offering the
+prompt's chunks as relevant would settle it the wrong way before the reviewer reads it. The
+review asks the reviewer for the root cause instead (:func:`asks_root_cause`), and that answer
+is a labelled root cause ``judges fit`` learns from. A retrieval failure the weighed evidence
+decided names the observed chunk that holds the answer, never the prompt's.
 """
 
 from __future__ import annotations
@@ -14,12 +21,19 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ragsieve.jobs.verdicts.ledger import UNDETERMINED
+from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES
+
+REVIEW_CAUSES = tuple(c for c in ROOT_CAUSES if c != UNDETERMINED)
+"""What a reviewer may name: a decision (``undetermined`` is the job's, never an answer)."""
+
 # the parts of the root-cause evidence (verdicts/rootcause.py) that list relevant chunks
 _NAMED = (
     re.compile(r"^(?P<ids>.*?) reached the prompt"),
     re.compile(r"abstained although (?P<ids>.*?) was relevant"),
 )
 _ID_CHARS = r"[\w#./:@-]"
+_OBSERVED = re.compile(r"the observed chunk (?P<id>[\w#./:@-]+) (?:holds|answers)")
 
 
 def evidence_chunks(body: Mapping[str, Any]) -> tuple[dict[str, int], str]:
@@ -29,6 +43,15 @@ def evidence_chunks(body: Mapping[str, Any]) -> tuple[dict[str, int], str]:
     if missed:
         return {str(missed): 1}, f"the evidence: the retriever missed {missed}, which answers it"
     evidence = str(body.get("evidence") or "")
+    cause = _cause(body)
+    if cause == UNDETERMINED:
+        return {}, ""  # the reviewer decides: the evidence argues both ways
+    if cause == "retrieval":
+        observed = _OBSERVED.search(evidence)
+        if observed:
+            cid = observed.group("id")
+            return {cid: 1}, f"the evidence: the observed chunk {cid} holds the answer"
+        return {}, ""  # the prompt's chunks are what the retriever got wrong
     in_prompt = [
         str(ch.get("id"))
         for ch in body.get("chunks") or []
@@ -52,4 +75,19 @@ def evidence_chunks(body: Mapping[str, Any]) -> tuple[dict[str, int], str]:
     return {}, ""
 
 
-__all__ = ["evidence_chunks"]
+def _cause(body: Mapping[str, Any]) -> str | None:
+    """The job's root cause as a candidate body holds it (its merged failures' majority)."""
+    if body.get("root_cause"):
+        return str(body["root_cause"])
+    counts = body.get("root_causes") or {}
+    return str(max(counts, key=lambda c: (counts[c], c))) if counts else None
+
+
+def asks_root_cause(root_cause: str | None, body: Mapping[str, Any]) -> bool:
+    """True when the review must ask the reviewer for the root cause: the job left it
+    ``undetermined`` and no reviewer has named one yet."""
+    given = (body.get("review") or {}).get("root_cause")
+    return root_cause == UNDETERMINED and not given
+
+
+__all__ = ["REVIEW_CAUSES", "asks_root_cause", "evidence_chunks"]

@@ -1,0 +1,169 @@
+"""One root-cause decision from every piece of evidence, each named; ``undetermined`` when they
+do not decide.
+
+The documented rule (:mod:`rootcause`) reads the judges and gives one cause with its line. That
+line is one piece of evidence among others the trace and the store hold, each pointing at a
+cause with a weight:
+
+- ``rule``: the rule's own cause and line;
+- ``answer_source``: where the answer's own words sit. The observed chunk that holds what the
+  answer says, which no chunk of the prompt holds, points at ``retrieval`` (the model had the
+  answer from a page the retriever missed); the prompt's chunks holding it point at
+  ``generation`` (``answer_in_prompt``: the model had what it said and still got it wrong);
+- ``rival``: an observed chunk the retriever missed that answers the question at least as well
+  as the prompt's best, though not clearly better (so the rule did not name it): ``retrieval``;
+- ``dropped``: a chunk the retriever returned that answers the question but did not reach the
+  prompt (a reranker or a context budget dropped it): ``retrieval``;
+- ``golden``: the golden set's relevant chunks for the same question, none of which reached the
+  prompt: ``retrieval``; one of which did: against ``retrieval``;
+- ``review``: a reviewer's corrected root cause for the same failure (the same question).
+
+Each cause's weight is summed. The heaviest is stated when it leads the next by ``margin``;
+otherwise the root cause is ``undetermined`` and carries the two competing lines ("retrieval:
+the observed chunk prices#starter holds $49; generation: plans#starter was retrieved and is
+about the Starter plan"): the flag stands, a reviewer is asked, and the answer feeds
+``judges fit`` (:func:`fit_weights`), which learns the weights and the margin from labelled
+root causes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+UNDETERMINED = "undetermined"
+
+DEFAULT_WEIGHTS = MappingProxyType(
+    {
+        "rule": 1.0,
+        "answer_source": 1.5,
+        "answer_in_prompt": 0.5,
+        "rival": 0.6,
+        "dropped": 1.5,
+        "golden": 0.8,
+        "review": 3.0,
+        "margin": 0.5,
+    }
+)
+"""Each piece's weight, and the lead the heaviest cause needs to be stated (``margin``).
+Chosen on the tune topics of ``bench/service.py`` and ``bench/e2e.py``; ``judges fit``
+refits them from reviewed root causes (:func:`fit_weights`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One piece of evidence: what it is (``name``), the cause it points at, and its line."""
+
+    name: str
+    cause: str
+    line: str
+
+    def as_dict(self) -> dict[str, str]:
+        """The JSON form stored with the verdict (and read back by ``judges fit``)."""
+        return {"name": self.name, "cause": self.cause, "line": self.line}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Piece | None:
+        """A piece read back from a stored verdict (None when malformed)."""
+        name, cause, line = d.get("name"), d.get("cause"), d.get("line")
+        if isinstance(name, str) and isinstance(cause, str) and isinstance(line, str):
+            return cls(name, cause, line)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The combined decision: a cause (or ``undetermined``), its line and, when undetermined,
+    the two competing lines, each prefixed with the cause it argues for."""
+
+    label: str
+    evidence: str
+    competing: tuple[str, ...] = ()
+    pieces: tuple[Piece, ...] = field(default_factory=tuple)
+
+
+def tally(pieces: Sequence[Piece], weights: Mapping[str, float]) -> dict[str, float]:
+    """Each cause's summed weight (a piece without a weight counts nothing)."""
+    out: dict[str, float] = {}
+    for p in pieces:
+        out[p.cause] = out.get(p.cause, 0.0) + float(weights.get(p.name, 0.0))
+    return out
+
+
+def combine(pieces: Sequence[Piece], weights: Mapping[str, float] = DEFAULT_WEIGHTS) -> Decision:
+    """The heaviest cause when it leads the next by the margin, else ``undetermined``.
+
+    ``pieces[0]`` is the rule's: with no other piece the rule's cause and line stand as they are.
+    """
+    if not pieces:
+        raise ValueError("no evidence to combine")
+    rule = pieces[0]
+    if len(pieces) == 1:
+        return Decision(rule.cause, rule.line, (), tuple(pieces))
+    totals = tally(pieces, weights)
+    ranked = sorted(totals, key=lambda c: (-totals[c], c != rule.cause))
+    top = ranked[0]
+    second = ranked[1] if len(ranked) > 1 else None
+    lead = totals[top] - (totals[second] if second is not None else 0.0)
+    if second is None or lead >= float(weights.get("margin", DEFAULT_WEIGHTS["margin"])) - 1e-9:
+        lines = [p.line for p in pieces if p.cause == top]
+        return Decision(top, "; ".join(dict.fromkeys(lines)), (), tuple(pieces))
+    competing = tuple(f"{c}: {_strongest(pieces, c, weights).line}" for c in (top, second))
+    return Decision(UNDETERMINED, "; ".join(competing), competing, tuple(pieces))
+
+
+def _strongest(pieces: Sequence[Piece], cause: str, weights: Mapping[str, float]) -> Piece:
+    mine = [p for p in pieces if p.cause == cause]
+    return max(mine, key=lambda p: float(weights.get(p.name, 0.0)))
+
+
+def fit_weights(
+    examples: Sequence[tuple[Sequence[Piece], str]],
+    start: Mapping[str, float] = DEFAULT_WEIGHTS,
+    grid: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
+    rounds: int = 2,
+) -> dict[str, float]:
+    """Weights that state more of the labelled root causes right, wrong ones counting against.
+
+    ``examples``: each labelled failure's pieces and the cause a reviewer gave it. The loss is
+    wrong stated causes plus half an undetermined one (an honest "could be either" is better
+    than a wrong answer, not as good as the right one); coordinate descent over ``grid``, the
+    rule's weight held at 1 as the scale. A weight moves only when it lowers the loss: with no
+    label it could change, the start stands.
+    """
+    w = dict(start)
+    names = [k for k in w if k != "rule"]
+
+    def loss(cand: Mapping[str, float]) -> float:
+        total = 0.0
+        for pieces, truth in examples:
+            said = combine(pieces, cand).label
+            total += 0.0 if said == truth else 0.5 if said == UNDETERMINED else 1.0
+        return total
+
+    best = loss(w)
+    for _ in range(rounds):
+        moved = False
+        for name in names:
+            for value in grid:
+                if value == w[name]:
+                    continue
+                cand = {**w, name: value}
+                got = loss(cand)
+                if got < best - 1e-9:
+                    w, best, moved = cand, got, True
+        if not moved:
+            break
+    return w
+
+
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "UNDETERMINED",
+    "Decision",
+    "Piece",
+    "combine",
+    "fit_weights",
+    "tally",
+]

@@ -1,0 +1,175 @@
+"""The root-cause decision weighs every piece of evidence, and says ``undetermined`` when they
+do not decide; the pieces come from a real observed corpus; reviewers' labels move the weights."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragsieve.collector.store import open_store
+from ragsieve.evaluators.records import EvalResult
+from ragsieve.evaluators.testing import make_interaction
+from ragsieve.jobs.golden.review.suggest import asks_root_cause, evidence_chunks
+from ragsieve.jobs.verdicts.corpus import ObservedCorpus
+from ragsieve.jobs.verdicts.flagging import decide
+from ragsieve.jobs.verdicts.gather import answer_source, dropped
+from ragsieve.jobs.verdicts.ledger import (
+    DEFAULT_WEIGHTS,
+    UNDETERMINED,
+    Piece,
+    combine,
+    fit_weights,
+)
+from ragsieve.jobs.verdicts.rootcause import Signals, assign
+
+Q = "What is the monthly price of the Starter plan?"
+STARTER_LIMIT = "The Starter plan allows 120 requests per minute."
+PRO_LIMIT = "The Pro plan allows 600 requests per minute."
+STARTER_PRICE = "The Starter plan costs $49 per month, billed monthly."
+PRO_PRICE = "The Pro plan costs $199 per month, billed monthly."
+GEN = Piece("rule", "generation", "plans#starter reached the prompt; the answer is unfaithful")
+SOURCE = Piece("answer_source", "retrieval", "the observed chunk prices#starter holds 49")
+RIVAL = Piece("rival", "retrieval", "the observed chunk prices#starter answers as well")
+
+
+def _trace(query: str, answer: str, *chunks: tuple[str, str, bool]):
+    it = make_interaction(query=query, context=[c for _, c, _ in chunks], answer=answer)
+    docs = tuple(
+        d.model_copy(update={"id": cid, "in_prompt": shown})
+        for d, (cid, _, shown) in zip(it.documents, chunks, strict=True)
+    )
+    return it.model_copy(update={"documents": docs})
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    corpus = ObservedCorpus(store)
+    seen = _trace(
+        "How much do the plans cost?",
+        "x",
+        ("prices#starter", STARTER_PRICE, True),
+        ("prices#pro", PRO_PRICE, True),
+    )
+    corpus.update([seen])
+    yield corpus
+    store.close()
+
+
+def test_the_rule_alone_stands_as_it_was() -> None:
+    got = combine([GEN])
+    assert (got.label, got.evidence, got.competing) == ("generation", GEN.line, ())
+
+
+def test_evidence_that_does_not_decide_is_undetermined_with_both_lines() -> None:
+    got = combine([GEN, RIVAL])
+    assert got.label == UNDETERMINED
+    assert got.competing == (f"generation: {GEN.line}", f"retrieval: {RIVAL.line}")
+    assert got.evidence == "; ".join(got.competing)
+
+
+def test_where_the_answer_sits_outweighs_a_same_topic_chunk_in_the_prompt() -> None:
+    got = combine([GEN, SOURCE])
+    assert got.label == "retrieval" and "prices#starter" in got.evidence
+    # ... unless the weights say it does not decide alone
+    assert combine([GEN, SOURCE], {**DEFAULT_WEIGHTS, "answer_source": 1.0}).label == UNDETERMINED
+
+
+def test_assign_weighs_the_pieces_with_the_rule() -> None:
+    s = Signals(query=Q, context_relevant=True, relevant_chunks=("plans#starter",), faithful=False)
+    assert assign(s).label == "generation" and assign(s).pieces[0].name == "rule"
+    both = assign(Signals(**{**_fields(s), "pieces": (RIVAL,)}))
+    assert both.label == UNDETERMINED and len(both.competing) == 2
+
+
+def _fields(s: Signals) -> dict:
+    return {k: getattr(s, k) for k in s.__dataclass_fields__}
+
+
+def test_the_answers_value_found_only_in_a_missed_chunk_is_named(corpus) -> None:
+    it = _trace(
+        Q,
+        "The Starter plan is $49 per month.",
+        ("plans#starter", STARTER_LIMIT, True),
+        ("plans#pro", PRO_LIMIT, True),
+    )
+    (piece,) = answer_source(it, Q, corpus)
+    assert (piece.name, piece.cause) == ("answer_source", "retrieval")
+    assert "prices#starter" in piece.line and "49" in piece.line
+    # a value that sits nowhere names no source
+    made_up = it.model_copy(update={"answer": "The Starter plan is $31 per month."})
+    assert answer_source(made_up, Q, corpus) == ()
+
+
+def test_an_answer_partly_in_the_prompt_is_the_models(corpus) -> None:
+    # the first sentence is the prompt's, the second was added from elsewhere: an added claim
+    it = _trace(
+        Q,
+        "The Starter plan costs $49 per month, billed monthly. The Pro plan allows 600 requests"
+        " per minute.",
+        ("prices#starter", STARTER_PRICE, True),
+    )
+    (piece,) = answer_source(it, Q, corpus)
+    assert (piece.name, piece.cause) == ("answer_in_prompt", "generation")
+    assert "1 of 2 sentences" in piece.line
+
+
+def test_a_chunk_the_prompt_dropped_that_answers_is_retrieval() -> None:
+    it = _trace(
+        Q,
+        "The Starter plan is $29 per month.",
+        ("plans#starter", STARTER_LIMIT, True),
+        ("prices#starter", STARTER_PRICE, False),
+    )
+    (piece,) = dropped(it, Q, threshold=0.6, context_best=0.3)
+    assert piece.cause == "retrieval" and "prices#starter was retrieved (rank 2" in piece.line
+    # a dropped chunk that answers no better than the prompt is not evidence
+    assert dropped(it, Q, threshold=0.6, context_best=0.99) == ()
+
+
+def _results(it, ctx_score: float) -> list[EvalResult]:
+    base = {"trace_id": it.trace_id, "span_id": it.span_id, "judge_version": "v1"}
+    chunk = {"id": "plans#starter", "score": ctx_score, "relevant": ctx_score >= 0.6}
+    return [
+        EvalResult(evaluator="faithfulness", label="unfaithful", score=0.1, **base),
+        EvalResult(evaluator="answer_relevance", label="relevant", score=0.9, **base),
+        EvalResult(
+            evaluator="context_relevance",
+            label="relevant",
+            score=ctx_score,
+            metadata={"chunks": [chunk]},
+            **base,
+        ),
+    ]
+
+
+def test_the_verdict_carries_the_competing_lines_and_pre_fill_waits_for_the_reviewer() -> None:
+    it = _trace(Q, "The Starter plan is $49 per month.", ("plans#starter", STARTER_LIMIT, True))
+    thresholds = {"faithfulness": 0.65, "answer_relevance": 0.5, "context_relevance": 0.6}
+    v = decide(it, _results(it, 0.65), thresholds, pieces=(RIVAL,))
+    assert (v.outcome, v.root_cause) == ("fail", UNDETERMINED)
+    assert [c.split(":")[0] for c in v.competing] == ["generation", "retrieval"]
+    body = {"root_causes": {UNDETERMINED: 1}, "evidence": v.evidence, "chunks": [
+        {"id": "plans#starter"}]}  # fmt: skip
+    assert evidence_chunks(body) == ({}, "")  # the rate-limit chunk is not offered as relevant
+    assert asks_root_cause(UNDETERMINED, body)
+    assert not asks_root_cause(UNDETERMINED, {"review": {"root_cause": "retrieval"}})
+    # decided from where the answer sits: the observed chunk is offered, not the prompt's
+    v = decide(it, _results(it, 0.65), thresholds, pieces=(SOURCE,))
+    assert v.root_cause == "retrieval"
+    body = {"root_causes": {"retrieval": 1}, "evidence": v.evidence, "chunks": [
+        {"id": "plans#starter"}]}  # fmt: skip
+    assert evidence_chunks(body)[0] == {"prices#starter": 1}
+
+
+def test_reviewed_root_causes_move_the_weights() -> None:
+    # a deployment whose reviewers call every "rule says generation, a rival chunk answers as
+    # well" failure a retrieval failure: the fit weighs the rival enough to state it
+    labelled = [([GEN, RIVAL], "retrieval")] * 6 + [([GEN], "generation")] * 6
+    before = [combine(p).label for p, _ in labelled[:6]]
+    assert set(before) == {UNDETERMINED}
+    w = fit_weights(labelled)
+    assert w["rival"] > DEFAULT_WEIGHTS["rival"]
+    assert {combine(p, w).label for p, _ in labelled[:6]} == {"retrieval"}
+    assert {combine(p, w).label for p, _ in labelled[6:]} == {"generation"}
+    # labels it could not change leave the defaults as they are
+    assert fit_weights([([GEN], "generation")]) == dict(DEFAULT_WEIGHTS)
