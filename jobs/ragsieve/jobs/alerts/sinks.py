@@ -3,8 +3,9 @@
 Each event is queued as one outbox row per configured sink (topics ``alerts_webhook`` and
 ``alerts_slack``) in the same transaction as the alert state, then delivered by the shared
 :class:`~ragsieve.collector.forward.outbox.OutboxWorker`: exponential backoff with jitter (or the
-receiver's ``Retry-After``), a refused connection, 408, 429 and 5xx retried, other 4xx parked as
-dead letters. A receiver that is down loses nothing: the rows wait for the next run.
+receiver's ``Retry-After``), a refused connection, 408, 429 and 5xx retried, other 4xx and
+every 3xx (redirects are not followed; the error names the ``Location``) parked as dead
+letters. A receiver that is down loses nothing: the rows wait for the next run.
 
 The webhook body::
 
@@ -132,9 +133,11 @@ class WebhookSender:
             return Outcome(False, error=f"unreachable: {type(exc).__name__}: {exc}")
         if resp.is_success:
             return Outcome(True)
-        detail = f"{resp.status_code}: {resp.text[:200]}"
-        if 400 <= resp.status_code < 500 and resp.status_code not in (408, 429):
-            return Outcome(False, error=detail, dead_letter=True)
+        detail = failure(resp)
+        if 300 <= resp.status_code < 400 or (
+            400 <= resp.status_code < 500 and resp.status_code not in (408, 429)
+        ):
+            return Outcome(False, error=detail, dead_letter=True)  # asking again changes nothing
         after = parse_retry_after(resp.headers.get("Retry-After"))
         return Outcome(False, retry_after_s=after, error=detail)
 
@@ -193,7 +196,22 @@ async def send_direct(url: str, payload: bytes, timeout_s: float) -> str | None:
             )
         except httpx.HTTPError as exc:
             return f"unreachable: {type(exc).__name__}: {exc}"
-    return None if resp.is_success else f"{resp.status_code}: {resp.text[:200]}"
+    return None if resp.is_success else failure(resp)
+
+
+def failure(resp: httpx.Response) -> str:
+    """What a receiver's non-2xx answer says; a redirect names where it points.
+
+    Redirects are not followed: the payload would go to a host nobody configured, and a
+    webhook that moved is fixed in the config (``alerts.webhook_url``), not by asking again.
+    """
+    if resp.is_redirect or 300 <= resp.status_code < 400:
+        where = resp.headers.get("Location") or "(no Location header)"
+        return (
+            f"{resp.status_code} redirect to {where[:300]}: webhooks are not followed through"
+            " redirects; set the URL it points to"
+        )
+    return f"{resp.status_code}: {resp.text[:200]}"
 
 
 __all__ = [
@@ -202,6 +220,7 @@ __all__ = [
     "WebhookSender",
     "deliver",
     "encode",
+    "failure",
     "outbox_rows",
     "send_direct",
     "slack_payload",
