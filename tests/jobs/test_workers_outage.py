@@ -116,47 +116,61 @@ def _status(url: str, job_id: int) -> str | None:
     return None if row is None else str(row[0])
 
 
+class Started:
+    """A registered worker process on a fresh database of the test's own server."""
+
+    def __init__(self, server: PostgresServer, log: Path, *extra: str) -> None:
+        self.url = server.create_database()
+        _prepared(self.url)
+        self.log = log
+        self.proc = _worker(self.url, log, *extra)
+        _wait(lambda: _registered(self.url), 30, "the worker to register")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def start_worker(own_server: PostgresServer, tmp_path: Path) -> Iterator[Callable[..., Started]]:
+    """``start_worker(*flags)``: a worker on the own server, killed at teardown if still alive."""
+    started: list[Started] = []
+
+    def _start(*extra: str) -> Started:
+        started.append(Started(own_server, tmp_path / f"worker{len(started)}.log", *extra))
+        return started[-1]
+
+    yield _start
+    for w in started:
+        w.stop()
+
+
 def test_a_worker_rides_out_a_database_stop_and_works_after_it(
-    own_server: PostgresServer, tmp_path: Path
+    own_server: PostgresServer, start_worker: Callable[..., Started]
 ) -> None:
-    url = own_server.create_database()
-    _prepared(url)
-    log = tmp_path / "worker.log"
-    proc = _worker(url, log)
-    try:
-        _wait(lambda: _registered(url), 30, "the worker to register")
-        _pg_ctl(own_server, "stop")
-        time.sleep(8)  # heartbeats fail meanwhile: procrastinate's worker stops itself
-        assert proc.poll() is None, f"worker exited {proc.returncode}: {log.read_text()}"
-        _pg_ctl(own_server, "start")
-        job = _defer_empty_batch(url)
-        _wait(lambda: _status(url, job) == "succeeded", 60, f"batch {job} to run after the outage")
-        assert proc.poll() is None
-        proc.send_signal(signal.SIGTERM)  # a stop signal still ends it cleanly
-        assert proc.wait(30) == 0, log.read_text()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    text = log.read_text()
+    w = start_worker()
+    _pg_ctl(own_server, "stop")
+    time.sleep(8)  # heartbeats fail meanwhile: procrastinate's worker stops itself
+    assert w.proc.poll() is None, f"worker exited {w.proc.returncode}: {w.log.read_text()}"
+    _pg_ctl(own_server, "start")
+    job = _defer_empty_batch(w.url)
+    _wait(lambda: _status(w.url, job) == "succeeded", 60, f"batch {job} to run after the outage")
+    assert w.proc.poll() is None
+    w.proc.send_signal(signal.SIGTERM)  # a stop signal still ends it cleanly
+    assert w.proc.wait(30) == 0, w.log.read_text()
+    text = w.log.read_text()
     assert "reconnecting" in text and "restarting the worker" in text
 
 
 def test_a_worker_exits_non_zero_when_the_outage_outlasts_its_patience(
-    own_server: PostgresServer, tmp_path: Path
+    own_server: PostgresServer, start_worker: Callable[..., Started]
 ) -> None:
-    url = own_server.create_database()
-    _prepared(url)
-    log = tmp_path / "worker.log"
-    proc = _worker(url, log, "--outage-give-up-s", "3")
+    w = start_worker("--outage-give-up-s", "3")
+    _pg_ctl(own_server, "stop")
     try:
-        _wait(lambda: _registered(url), 30, "the worker to register")
-        _pg_ctl(own_server, "stop")
-        code = proc.wait(60)
+        code = w.proc.wait(60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         _pg_ctl(own_server, "start")
-    assert code == 1, log.read_text()
-    assert "giving up" in log.read_text()
+    assert code == 1, w.log.read_text()
+    assert "giving up" in w.log.read_text()
