@@ -7,22 +7,26 @@ Usage: ``.venv/bin/python bench/fit_faithfulness.py [--data DIR] [--check]``
 What is fitted: a logistic model of P(faithful) over the per-answer evidence the judge records
 (``support_model.FEATURES``), on answers real LLMs wrote from retrieved passages and people
 labelled. Only sets whose licence allows shipping what is learned from them are used: RAGTruth
-QA (MIT) and HaluEval QA (MIT), both dev parts in ``../shared/data``. MEMERAG (CC BY-NC) and
-LFQA-Verification (no licence stated) are never fitted on: ``bench/realrag.py`` measures them.
+QA (MIT), HaluEval QA (MIT) and MTRAG (Apache-2.0; GPT-4o, Llama-3.1-405B and people's reference
+answers in multi-turn conversations, judged with their earlier turns), the dev parts in
+``../shared/data``. MEMERAG (CC BY-NC) and LFQA-Verification (no licence stated) are never
+fitted on: ``bench/realrag.py`` measures them.
 
 How: an L2-regularised logistic regression whose weights keep the sign the evidence dictates
-(support never counts against an answer). Its regularisation strength and the datasets'
-relative weight are chosen by 5-fold cross-validation grouped by question (a question's answers
-from all generating models stay in one fold): the highest mean out-of-fold AUC over the two sets
-(long answers and short ones must both be ranked; ties: the more hallucinations the worse set
-flags at the operating point, then the stronger regularisation).
-The operating point is chosen on the out-of-fold
-probabilities: the threshold whose false-alarm rate on faithful RAGTruth answers is
-``TARGET_FALSE_ALARMS``; the intercept is then shifted so that this point falls on the job's
-faithfulness threshold (``jobs.thresholds.faithfulness``), which stays the one decision. The
-uncertainty band lies just above the threshold: the next answers a looser threshold would flag,
-up to ``UNCERTAIN_FALSE_ALARMS`` of the faithful ones. They are not flagged; the job audits them
-and a cascade asks its LLM judge.
+(support never counts against an answer); each set weighs the same in the fit, whatever its
+size. Every number is chosen **leave one source out**: for each set, the model is fitted on the
+other sets, its threshold placed on them, and both applied to the left-out set; the figure that
+counts is the worst left-out set. The regularisation strength is the one whose worst left-out
+ROC AUC is highest (ties: the higher mean, then the stronger regularisation).
+
+The operating point: the shipped model's threshold is the highest score at which no set flags
+more than ``TARGET_FALSE_ALARMS`` of its faithful answers (every set, not the pool: a set with
+many easy answers must not buy another's false alarms); the intercept is then shifted so that
+this point falls on the job's faithfulness threshold (``jobs.thresholds.faithfulness``), which
+stays the one decision. The uncertainty band lies just above it: the next answers a looser
+threshold would flag, up to ``UNCERTAIN_FALSE_ALARMS`` of every set's faithful ones. They are
+not flagged; the job audits them and a cascade asks its LLM judge. The file records every
+left-out set's figures (``cv.left_out``) and the worst of them.
 
 Deterministic: the same data gives the same file byte for byte.
 """
@@ -51,18 +55,18 @@ from ragsieve.evaluators.quality.calibration import (  # noqa: E402
     auc,
     row_to_interaction,
 )
+from ragsieve.evaluators.records import Message, RagInteraction  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 FIT_SETS = {  # folder -> licence (only these may ship fitted numbers)
     "realrag/ragtruth_qa": "MIT",
     "halueval_qa": "MIT",
+    "realrag/mtrag": "Apache-2.0",
 }
-TARGET_FALSE_ALARMS = 0.15  # flagged faithful RAGTruth answers, out of fold (goal: <= 0.15)
+TARGET_FALSE_ALARMS = 0.15  # flagged faithful answers of any one set (goal: <= 0.15 on every set)
 UNCERTAIN_FALSE_ALARMS = 0.22  # ... and up to this share: "uncertain" (audited, not flagged)
-FOLDS = 5
-C_GRID = (0.1, 0.3, 1.0, 3.0)
-HALUEVAL_WEIGHTS = (0.0, 0.25, 0.5, 1.0)  # HaluEval rows' total weight relative to RAGTruth's
-VERSION = "m1"
+C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+VERSION = "m2"
 SIGN = {  # the direction each feature may move P(faithful)
     "min": 1,
     "mean": 1,
@@ -75,16 +79,18 @@ SIGN = {  # the direction each feature may move P(faithful)
     "rare_missing": -1,
     "names_share": -1,
     "rare_share": -1,
+    "short_gap": -1,
 }
 
 
-def group_of(row: dict[str, Any]) -> str:
-    """The question a row belongs to: all answers to one question stay in one fold."""
-    meta = row.get("meta") or {}
-    extra = meta.get("extra") or {}
-    if "ragtruth_source_id" in extra:
-        return f"ragtruth:{extra['ragtruth_source_id']}"
-    return f"{meta.get('dataset', 'x')}:{row.get('pair_id') or row['id']}"
+def interaction(row: dict[str, Any]) -> RagInteraction:
+    """A labelled row as the judge sees it, with the conversation's earlier turns (MTRAG)."""
+    base = row_to_interaction(LabelledRow(**row))
+    turns = tuple(
+        Message(role=str(m.get("role") or "user"), content=str(m.get("content") or ""))
+        for m in row.get("history") or ()
+    )
+    return base.model_copy(update={"chat_history": turns}) if turns else base
 
 
 def load(data: Path) -> list[dict[str, Any]]:
@@ -97,7 +103,7 @@ def load(data: Path) -> list[dict[str, Any]]:
             row = json.loads(line)
             if row.get("label_faithful") is None:
                 continue
-            [res] = asyncio.run(judge.evaluate(row_to_interaction(LabelledRow(**row))))
+            [res] = asyncio.run(judge.evaluate(interaction(row)))
             feats = res.metadata.get("features")
             if res.label not in ("faithful", "unfaithful", "uncertain") or feats is None:
                 continue  # abstained, skipped: nothing for the model to weigh
@@ -105,20 +111,12 @@ def load(data: Path) -> list[dict[str, Any]]:
                 {
                     "id": row["id"],
                     "set": folder.rsplit("/", 1)[-1],
-                    "group": group_of(row),
                     "y": int(bool(row["label_faithful"])),
                     "x": [float(feats[f]) for f in FEATURES],
                     "cap": float(res.metadata.get("evidence", {}).get("cap", 1.0)),
                 }
             )
     return out
-
-
-def _folds(groups: list[str]) -> np.ndarray:
-    """A fold per row from a stable hash of its group."""
-    import hashlib
-
-    return np.array([int(hashlib.sha256(g.encode()).hexdigest(), 16) % FOLDS for g in groups])
 
 
 def _fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, c: float) -> tuple[np.ndarray, float]:
@@ -138,11 +136,12 @@ def _fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, c: float) -> tuple[np.ndar
     return res.x[:-1], float(res.x[-1])
 
 
-def _weights(sets: np.ndarray, halueval: float) -> np.ndarray:
+def _balanced(sets: np.ndarray) -> np.ndarray:
+    """Row weights under which every set weighs the same (the mean set size in total)."""
+    names = sorted(set(sets))
     w = np.ones(len(sets))
-    n_rt, n_he = (sets == "ragtruth_qa").sum(), (sets == "halueval_qa").sum()
-    if n_he:
-        w[sets == "halueval_qa"] = halueval * n_rt / n_he
+    for name in names:
+        w[sets == name] = len(sets) / len(names) / (sets == name).sum()
     return w
 
 
@@ -150,55 +149,116 @@ def _auc(y: np.ndarray, p: np.ndarray) -> float:
     return float(auc([bool(t) for t in y], [float(s) for s in p]) or 0.0)
 
 
-def out_of_fold(rows: list[dict[str, Any]], c: float, halueval: float) -> np.ndarray:
-    """P(faithful) for every row from a model fitted on the other folds."""
+def _cut(p: np.ndarray, y: np.ndarray, sets: np.ndarray, share: float) -> float:
+    """The highest score at which no set flags more than ``share`` of its faithful answers
+    (a score below the cut is flagged)."""
+    cuts = []
+    for name in sorted(set(sets)):
+        faithful = np.sort(p[(sets == name) & (y == 1)])
+        cuts.append(float(faithful[int(math.floor(share * len(faithful)))]))
+    return min(cuts)
+
+
+def _scores(x: np.ndarray, coef: np.ndarray, b: float, capped: np.ndarray) -> np.ndarray:
+    """P(faithful); a row a decisive check capped scores as flagged whatever the model says."""
+    p = 1 / (1 + np.exp(-np.clip(x @ coef + b, -30, 30)))
+    return np.where(capped, 1e-9, p)
+
+
+def _on_job_scale(p: np.ndarray, cut: float) -> np.ndarray:
+    """``p`` shifted in log-odds so that ``cut`` falls on the job's faithfulness threshold."""
+    job = DEFAULT_THRESHOLDS["faithfulness"]
+    shift = math.log(job / (1 - job)) - math.log(cut / (1 - cut))
+    q = np.clip(p, 1e-12, 1 - 1e-12)
+    return 1 / (1 + np.exp(-(np.log(q / (1 - q)) + shift)))
+
+
+def _arrays(rows: list[dict[str, Any]]) -> tuple[np.ndarray, ...]:
     x = np.array([r["x"] for r in rows])
     y = np.array([r["y"] for r in rows])
     sets = np.array([r["set"] for r in rows])
-    fold = _folds([r["group"] for r in rows])
-    w = _weights(sets, halueval)
-    p = np.zeros(len(rows))
-    for k in range(FOLDS):
-        train = (fold != k) & (w > 0)
-        coef, b = _fit(x[train], y[train], w[train], c)
-        p[fold == k] = 1 / (1 + np.exp(-(x[fold == k] @ coef + b)))
-    return p
+    capped = np.array([r["cap"] < 1.0 for r in rows])
+    return x, y, sets, capped
+
+
+def fit_scaled(
+    x: np.ndarray, y: np.ndarray, sets: np.ndarray, capped: np.ndarray, c: float
+) -> tuple[np.ndarray, float, float]:
+    """The regularised fit's weights, stretched to calibrated log-odds on the same rows (a
+    strongly regularised fit ranks well and is timid: its direction is kept, its scale is
+    fitted), and the stretch."""
+    coef, b = _fit(x, y, _balanced(sets), c)
+    keep = ~capped
+    a, b2 = _scale(x[keep] @ coef, y[keep], _balanced(sets[keep]))
+    return coef * a, b2, a
+
+
+def left_out(rows: list[dict[str, Any]], c: float) -> tuple[np.ndarray, dict[str, Any]]:
+    """Every row's score on the job's scale from the model fitted, and thresholded, on the
+    other sets; and each left-out set's figures at the job's threshold."""
+    x, y, sets, capped = _arrays(rows)
+    job = DEFAULT_THRESHOLDS["faithfulness"]
+    scores = np.zeros(len(rows))
+    figures: dict[str, Any] = {}
+    for name in sorted(set(sets)):
+        train, test = sets != name, sets == name
+        coef, b, _ = fit_scaled(x[train], y[train], sets[train], capped[train], c)
+        p_train = _scores(x[train], coef, b, capped[train])
+        cut = _cut(p_train, y[train], sets[train], TARGET_FALSE_ALARMS)
+        loose = _cut(p_train, y[train], sets[train], UNCERTAIN_FALSE_ALARMS)
+        width = float(_on_job_scale(np.array([loose]), cut)[0]) - job
+        s = _on_job_scale(_scores(x[test], coef, b, capped[test]), cut)
+        scores[test] = s
+        yt = y[test]
+        band = (s >= job) & (s < job + width)
+        figures[str(name)] = {
+            "rows": int(test.sum()),
+            "auc": round(_auc(yt, s), 4),
+            "false_alarms": round(float((s[yt == 1] < job).mean()), 4),
+            "recall": round(float((s[yt == 0] < job).mean()), 4),
+            "uncertain": round(float(band.mean()), 4),
+        }
+    return scores, figures
+
+
+def _scale(z: np.ndarray, t: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    """``(a, b)`` of the calibrated logistic ``sigmoid(a * z + b)`` of ``t`` on ``z``."""
+    from scipy.optimize import minimize
+
+    def loss(theta: np.ndarray) -> float:
+        p = 1 / (1 + np.exp(-np.clip(theta[0] * z + theta[1], -30, 30)))
+        return float(-(w * (t * np.log(p + 1e-12) + (1 - t) * np.log(1 - p + 1e-12))).sum())
+
+    res = minimize(
+        loss, np.array([1.0, 0.0]), method="L-BFGS-B", bounds=[(0.0, None), (None, None)]
+    )
+    return float(res.x[0]), float(res.x[1])
 
 
 def fit(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], np.ndarray]:
-    """Choose C and the HaluEval weight by grouped CV; fit on everything; place the threshold.
-    Returns the model and every row's out-of-fold score on the job's scale (what the judge
-    would have scored it had its question not been fitted on)."""
-    y = np.array([r["y"] for r in rows])
-    rt = np.array([r["set"] == "ragtruth_qa" for r in rows])
-    # a decisive check (a contradiction, a value not in the context) flags whatever the model
-    # says: such rows score as flagged, so the operating point counts them among its flags
-    capped = np.array([r["cap"] < 1.0 for r in rows])
+    """Choose C leave one source out; fit on every set; place the threshold. Returns the model
+    and every row's left-out score on the job's scale (what the judge would have scored it had
+    its set not been fitted on), at most its decisive cap."""
     trials = []
     for c in C_GRID:
-        for he in HALUEVAL_WEIGHTS:
-            p = np.where(capped, 1e-9, out_of_fold(rows, c, he))
-            cut = np.sort(p[rt & (y == 1)])[int(TARGET_FALSE_ALARMS * (rt & (y == 1)).sum())]
-            recall = [float((p[m & (y == 0)] < cut).mean()) for m in (rt, ~rt)]
-            mean_auc = (_auc(y[rt], p[rt]) + _auc(y[~rt], p[~rt])) / 2
-            trials.append((round(mean_auc, 4), round(min(recall), 4), -c, c, he, p))
-    _, _, _, c, he, p_oof = max(trials, key=lambda t: t[:3])
-    rt_auc = _auc(y[rt], p_oof[rt])
-    # the operating point: the share of faithful RAGTruth answers flagged is the target
-    faithful = np.sort(p_oof[rt & (y == 1)])
-    cut = float(faithful[int(math.floor(TARGET_FALSE_ALARMS * len(faithful)))])
+        scores, figures = left_out(rows, c)
+        aucs = [f["auc"] for f in figures.values()]
+        trials.append((min(aucs), round(sum(aucs) / len(aucs), 4), -c, c, scores, figures))
+    _, _, _, c, loso, figures = max(trials, key=lambda t: t[:3])
+    x, y, sets, capped = _arrays(rows)
+    coef, b, scale = fit_scaled(x, y, sets, capped, c)
+    p = _scores(x, coef, b, capped)
+    cut = _cut(p, y, sets, TARGET_FALSE_ALARMS)
+    loose = _cut(p, y, sets, UNCERTAIN_FALSE_ALARMS)
     job = DEFAULT_THRESHOLDS["faithfulness"]
     shift = math.log(job / (1 - job)) - math.log(cut / (1 - cut))
-    x = np.array([r["x"] for r in rows])
-    sets = np.array([r["set"] for r in rows])
-    w = _weights(sets, he)
-    coef, b = _fit(x[w > 0], y[w > 0], w[w > 0], c)
-    scaled_oof = 1 / (1 + np.exp(-(np.log(p_oof / (1 - p_oof)) + shift)))
-    loose = float(faithful[int(math.floor(UNCERTAIN_FALSE_ALARMS * len(faithful)))])
-    width = 1 / (1 + math.exp(-(math.log(loose / (1 - loose)) + shift))) - job
-    flagged = scaled_oof[rt] < job
-    band = (scaled_oof[rt] >= job) & (scaled_oof[rt] < job + width)
-    oof = np.minimum(scaled_oof, np.array([r["cap"] for r in rows]))
+    width = float(_on_job_scale(np.array([loose]), cut)[0]) - job
+    worst = {
+        "auc": min(f["auc"] for f in figures.values()),
+        "false_alarms": max(f["false_alarms"] for f in figures.values()),
+        "recall": min(f["recall"] for f in figures.values()),
+    }
+    oof = np.minimum(loso, np.array([r["cap"] for r in rows]))
     return {
         "version": VERSION,
         "fitted_on": [f"{k} dev ({v})" for k, v in FIT_SETS.items()],
@@ -208,15 +268,12 @@ def fit(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], np.ndarray]:
         "uncertain_width": round(width, 4),
         "threshold": job,
         "cv": {
-            "folds": FOLDS,
-            "grouped_by": "question",
+            "scheme": "leave one source out (fit and threshold on the other sets)",
             "C": c,
-            "halueval_weight": he,
-            "ragtruth_auc_out_of_fold": round(rt_auc, 4),
-            "halueval_auc_out_of_fold": round(_auc(y[~rt], p_oof[~rt]), 4),
-            "ragtruth_false_alarms_out_of_fold": round(float(flagged[y[rt] == 1].mean()), 4),
-            "ragtruth_recall_out_of_fold": round(float(flagged[y[rt] == 0].mean()), 4),
-            "ragtruth_uncertain_out_of_fold": round(float(band.mean()), 4),
+            "calibration_scale": round(scale, 4),
+            "sets_weighted": "equally",
+            "left_out": figures,
+            "worst_left_out": worst,
             "rows": {str(s): int((sets == s).sum()) for s in sorted(set(sets))},
         },
     }, oof

@@ -59,7 +59,8 @@ async def test_example_code_and_placeholders_read_as_illustration():
     answer = (
         "Type the SQL statement in the editor, for example:\n"
         "```bash\ncurl -X POST https://host/mydatabase/_find -d @query.json\n```\n"
-        "Replace `mydatabase` with the name of your database in the `FROM` clause."
+        "After the `FROM` keyword, specify the URIs of input objects, as in"
+        " `SELECT * FROM mydatabase`."
     )
     r = await faithfulness(answer)
     assert r.label == "faithful", r.explanation
@@ -94,3 +95,20 @@ def test_an_instruction_verb_is_read_by_its_position_not_a_word_list():
     assert advice_verb("Preferred stocks pay higher dividends.") is None
     assert advice_verb("The editor shows 1000 rows.") is None
     assert advice_verb("Alice joined in 2015.") is None
+
+
+async def test_a_count_of_the_answers_own_list_is_checked_through_its_items():
+    plans = (
+        "Pay-As-You-Go: you are billed monthly for usage. Subscription: you buy an amount of"
+        " credit to spend within a time period.",
+    )
+    q = "What billing plans are there?"
+    own = await faithfulness(
+        "There are two billing plans: Pay-As-You-Go and Subscription.", plans, q
+    )
+    assert not own.metadata["claims"][0]["values_missing"]
+    assert own.label != "unfaithful", own.explanation
+    wrong = await faithfulness(
+        "There are three billing plans: Pay-As-You-Go and Subscription.", plans, q
+    )
+    assert wrong.label == "unfaithful" and "three is not in the context" in wrong.explanation

@@ -175,7 +175,7 @@ async def test_uncertain_lies_just_above_the_threshold() -> None:
 
 def test_the_shipped_model_says_what_it_was_fitted_on_and_refuses_non_finite_numbers() -> None:
     data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
-    assert data["fitted_on"] and all(("MIT" in s) for s in data["fitted_on"])
+    assert data["fitted_on"] and all(("MIT" in s or "Apache-2.0" in s) for s in data["fitted_on"])
     assert set(data["coef"]) == set(FEATURES)
     bad = {**data, "coef": {**data["coef"], "min": math.nan}}
     with pytest.raises(ValueError, match="finite"):
@@ -264,8 +264,11 @@ async def test_a_sentence_added_from_elsewhere_is_caught_though_no_rare_word_is_
     [near] = [c for c in r.metadata["claims"] if c.get("nothing_near")]
     assert near["claim"] == added
     assert "nothing in the context comes near it" in r.explanation
-    monkeypatch.setattr(faithfulness, "NOTHING_NEAR", 0.0)  # the model alone forgives it
-    assert (await judge("faithfulness", **kw)).label != "unfaithful"
+    # without the rule the model still weighs it: a reply of two claims stands on each of them
+    monkeypatch.setattr(faithfulness, "NOTHING_NEAR", 0.0)
+    alone = await judge("faithfulness", **kw)
+    assert not any(c.get("nothing_near") for c in alone.metadata["claims"])
+    assert alone.metadata["features"]["short_gap"] > 0.5
 
 
 @pytest.mark.parametrize(

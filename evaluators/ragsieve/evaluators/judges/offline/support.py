@@ -195,7 +195,8 @@ def claim_verdict(
     def needed(t: str) -> bool:
         return key(t) not in optional or ctx.index.find(t).strength > 0
 
-    toks = [t for t in _claim_terms(claim, q_keys) if needed(t)]
+    # an acronym the context writes out in full ("US" for "the United States") is found
+    toks = [t for t in _claim_terms(claim, q_keys) if needed(t) and not _written_out(t, claim, ctx)]
     restates = not toks or {key(t) for t in toks} <= YES | NO
     if restates:  # only the question's words: the claim is the question's proposition
         toks = [t for t in _claim_terms(claim, set()) if t not in YES | NO and needed(t)]
@@ -278,8 +279,11 @@ def _checks(
 ) -> tuple[float, list[str], list[str], list[str]]:
     """Values, names and negation: each problem found lowers ``support`` and is named."""
     problems: list[str] = []
+    listed = _listed_count(claim)
     missing_nums = sorted(
-        raw for raw, vals in f.values.items() if not vals & (ctx.values | f.q_values)
+        raw
+        for raw, vals in f.values.items()
+        if not vals & (ctx.values | f.q_values) and vals != {str(listed)}
     )
     if missing_nums:
         problems.append(f"{', '.join(missing_nums)} is not in the context")
@@ -303,6 +307,19 @@ def _checks(
         problems.append("negation differs from the closest context sentence")
         support *= 0.6 if f.polarity is None else 0.3
     return support, problems, missing_nums, missing_ents
+
+
+_LIST_AFTER_COLON = re.compile(r":\s*([^:]+?)\s*[.;]?\s*$")
+
+
+def _listed_count(claim: str) -> int | None:
+    """How many items a claim lists after its colon ("two plans: Pay-As-You-Go and
+    Subscription" lists 2): a count of its own list is checked through the items."""
+    m = _LIST_AFTER_COLON.search(claim)
+    if m is None:
+        return None
+    items = [p for p in re.split(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", m.group(1)) if p]
+    return len(items) if len(items) >= 2 else None
 
 
 def _written_out(name: str, claim: str, ctx: Context) -> bool:

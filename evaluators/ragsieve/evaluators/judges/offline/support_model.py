@@ -38,10 +38,13 @@ FEATURES = (
     "rare_missing",  # an unsupported claim holds a rare word the context never writes
     "names_share",  # the share of claims with a name the context never writes
     "rare_share",  # the share of claims that are unsupported and hold such a rare word
+    "short_gap",  # in a reply of one or two claims: how far its weakest claim is from support
 )
 # Each problem counts twice: whether any claim has it, and the share of claims that have it. A
 # long answer often trips one check on one claim and is still faithful; a one-claim answer that
-# trips it has nothing else to stand on. The shares keep that difference.
+# trips it has nothing else to stand on. The shares keep that difference, and ``short_gap`` says
+# it of support itself: a short reply stands on each of its claims.
+SHORT_CLAIMS = 2
 RARE = 2.0  # rarity (text.rarity) from which a missing word is specific enough to count
 # Not a feature: the answer's length. It predicts hallucination on one dataset (long answers of
 # small models) and not on others; a judge must weigh evidence, not a dataset's habits.
@@ -80,6 +83,7 @@ _NEUTRAL = {  # a fully supported one-claim answer: what a pull is measured from
     "rare_missing": 0.0,
     "names_share": 0.0,
     "rare_share": 0.0,
+    "short_gap": 0.0,
 }
 
 DRIVER_TEXT = {
@@ -94,6 +98,7 @@ DRIVER_TEXT = {
     "rare_missing": "a specific word is not in the context",
     "names_share": "names not in the context",
     "rare_share": "specific words not in the context",
+    "short_gap": "a short reply rests on a weakly supported claim",
 }
 
 
@@ -117,6 +122,7 @@ def features(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         "rare_missing": float(any(rare)),
         "names_share": sum(bool(v.get("names_missing")) for v in vs) / len(vs),
         "rare_share": sum(rare) / len(vs),
+        "short_gap": 1.0 - min(supports) if len(vs) <= SHORT_CLAIMS else 0.0,
     }
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ragsieve.evaluators.judges.offline.binding import mark_value_conflicts
 from ragsieve.evaluators.judges.offline.support import BROKEN_SPAN_SUPPORT
+from ragsieve.evaluators.judges.offline.support_model import SHORT_CLAIMS
 from ragsieve.evaluators.judges.offline.text.choice import check_choice
 from ragsieve.evaluators.judges.offline.text.compare import check_comparison
 from ragsieve.evaluators.judges.offline.text.spans import broken_spans
@@ -49,7 +50,7 @@ def check_whole_answer(
             v["contradiction"] = True
 
 
-SHORT_REPLY_CLAIMS = 2  # a reply of at most this many claims stands on each of them
+SHORT_REPLY_CLAIMS = SHORT_CLAIMS  # a reply of at most this many claims stands on each of them
 
 
 def _mark_short_denials(verdicts: list[dict[str, Any]]) -> None:

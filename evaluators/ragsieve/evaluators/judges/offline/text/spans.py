@@ -129,6 +129,8 @@ def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
         toks = words(span)
         if written(toks) or (opens_sentence and written(toks[1:])):
             continue
+        if opens_sentence and written([t for t in toks[1:] if t not in _JOINERS][:1] + toks[2:]):
+            continue  # "Use the Set Limit option": the sentence's verb, then the name
         if listed(toks) or abbreviated(toks):  # "Douban y WeChat", "NYS Department of ..."
             continue
         if not all(t in vocab for t in toks):
