@@ -97,6 +97,8 @@ LLAMAINDEX_CONDENSE_QUESTION = "llamaindex-condense-question"
 LLAMAINDEX_CONDENSE_PLUS_CONTEXT = "llamaindex-condense-plus-context"
 LLAMAINDEX_CONTEXT = "llamaindex-context"
 HAYSTACK_REPHRASE = "haystack-rephrase"
+DSPY_HISTORY = "dspy-history"
+LANGGRAPH_CONDENSE = "langgraph-condense"
 
 _FULL = "ids (native), content, rank, in prompt"
 
@@ -182,6 +184,30 @@ ROWS: dict[str, Row] = {
         "generation_output",
         _FULL + ", score",
         "yes",
+        "none",
+        "complete",
+        "test_family_chat_engines.py",
+        "history; judged: rewrite",
+    ),
+    DSPY_HISTORY: Row(
+        "OpenInference DSPy `Retrieve` + `Predict` with `dspy.History`",
+        ("openinference-instrumentation-dspy", "dspy"),
+        "root_input",
+        "root_output",
+        "ids (content_hash), content, rank, in prompt",
+        "yes",
+        "none",
+        "complete",
+        "test_family_chat_engines.py",
+        "history; judged: resolved",
+    ),
+    LANGGRAPH_CONDENSE: Row(
+        "OpenInference LangChain: LangGraph conversational RAG (condense, retrieve, answer)",
+        ("openinference-instrumentation-langchain", "langgraph", "langchain-core"),
+        "root_messages",
+        "generation_output",
+        "ids (content_hash), content, rank, in prompt",
+        "none",
         "none",
         "complete",
         "test_family_chat_engines.py",

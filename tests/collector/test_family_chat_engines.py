@@ -1,4 +1,5 @@
-"""Conversations as LlamaIndex chat engines and Haystack rephrase pipelines trace them (issue 45).
+"""Conversations as LlamaIndex chat engines, Haystack rephrase pipelines, a LangGraph
+conversational RAG graph and DSPy programs with a ``dspy.History`` trace them (issue 45).
 
 The real OpenInference instrumentors record a three-turn bike-share conversation through each
 engine; the LLM is the framework's own custom-LLM base class answering from a script (a
@@ -13,15 +14,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import dspy
 import families
 import pytest
 import tracefixtures as tf
+from dspy.utils.dummies import DummyLM
 from haystack import Document as HaystackDocument
 from haystack import Pipeline, component
 from haystack.components.builders import PromptBuilder
 from haystack.components.converters import OutputAdapter
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from langchain_core.documents import Document as LangChainDocument
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.graph import END, START, MessagesState, StateGraph
 from llama_index.core import Document, Settings, VectorStoreIndex
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse
 from llama_index.core.chat_engine import (
@@ -34,7 +44,9 @@ from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.memory import ChatMemoryBuffer
 from openinference.instrumentation import using_session
+from openinference.instrumentation.dspy import DSPyInstrumentor
 from openinference.instrumentation.haystack import HaystackInstrumentor
+from openinference.instrumentation.langchain import LangChainInstrumentor
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -110,7 +122,12 @@ def recorded() -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentors = [LlamaIndexInstrumentor(), HaystackInstrumentor()]
+    instrumentors = [
+        LlamaIndexInstrumentor(),
+        HaystackInstrumentor(),
+        DSPyInstrumentor(),
+        LangChainInstrumentor(),
+    ]
     for instrumentor in instrumentors:
         instrumentor.instrument(tracer_provider=provider)
     yield exporter
@@ -249,3 +266,106 @@ def test_haystack_rephrase_pipeline(recorded: InMemorySpanExporter, extra_output
         assert (rec.answer, rec.answer_source) == (answer, "generation_output")
         assert rec.context, "the answering call's chunks reached the record"
     _assert_conversation(records, condensed=True, family=families.HAYSTACK_REPHRASE)
+
+
+class _Answer(dspy.Signature):
+    """Answer the question from the context."""
+
+    context: list[str] = dspy.InputField()
+    history: dspy.History = dspy.InputField()
+    question: str = dspy.InputField()
+    answer: str = dspy.OutputField()
+
+
+class _ChatRAG(dspy.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.retrieve = dspy.Retrieve(k=3)
+        self.generate = dspy.Predict(_Answer)
+
+    def forward(self, question: str, history: dspy.History) -> dspy.Prediction:
+        passages = self.retrieve(question).passages
+        return self.generate(context=passages, history=history, question=question)
+
+
+def _passages(query: str, k: int | None = None, **_: Any) -> list[dspy.Prediction]:
+    return [dspy.Prediction(long_text=text) for text in CHUNKS.values()][:k]
+
+
+def test_dspy_program_with_history(recorded: InMemorySpanExporter) -> None:
+    lm = DummyLM([{"answer": answer} for _, _, answer in TURNS])
+    program = _ChatRAG()
+    said: list[dict[str, str]] = []
+
+    def ask(typed: str) -> None:
+        with dspy.context(lm=lm, rm=_passages):
+            reply = program(question=typed, history=dspy.History(messages=list(said)))
+        said.append({"question": typed, "answer": reply.answer})
+
+    records = _turn_records(recorded, ask)
+    # DSPy frames each turn in field markers ("[[ ## question ## ]]"): the history is the words.
+    assert [m.content for m in records[-1].chat_history] == [
+        text for typed, _, answer in TURNS[:2] for text in (typed, answer)
+    ]
+    assert all(r.judged_question_source == "typed" for r in records)
+    _assert_conversation(records, condensed=False, family=families.DSPY_HISTORY)
+
+
+class _GraphState(MessagesState):
+    question: str
+    context: str
+
+
+def _langgraph_app() -> Any:
+    """A LangGraph conversational RAG graph: condense the conversation into a standalone
+    question, retrieve with it, answer from the chunks with the conversation as messages."""
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    store.add_documents(
+        [LangChainDocument(page_content=t, id=k) for k, t in CHUNKS.items()], ids=list(CHUNKS)
+    )
+    retriever = store.as_retriever(search_kwargs={"k": 3})
+    replies = [AIMessage(text) for typed, rw, answer in TURNS for text in (rw or typed, answer)]
+    llm = GenericFakeChatModel(messages=iter(replies))
+    condense = ChatPromptTemplate.from_messages(
+        [
+            ("system", "Rewrite the last question as a standalone question."),
+            MessagesPlaceholder("messages"),
+        ]
+    )
+    answer = ChatPromptTemplate.from_messages(
+        [("system", "Answer from the context:\n{context}"), MessagesPlaceholder("messages")]
+    )
+
+    def rewrite(state: _GraphState) -> dict[str, Any]:
+        return {"question": (condense | llm).invoke({"messages": state["messages"]}).content}
+
+    def retrieve(state: _GraphState) -> dict[str, Any]:
+        docs = retriever.invoke(state["question"])
+        return {"context": "\n\n".join(d.page_content for d in docs)}
+
+    def generate(state: _GraphState) -> dict[str, Any]:
+        reply = (answer | llm).invoke({"messages": state["messages"], "context": state["context"]})
+        return {"messages": [reply]}
+
+    graph = StateGraph(_GraphState)
+    for node in (rewrite, retrieve, generate):
+        graph.add_node(node.__name__, node)
+    graph.add_edge(START, "rewrite")
+    graph.add_edge("rewrite", "retrieve")
+    graph.add_edge("retrieve", "generate")
+    graph.add_edge("generate", END)
+    return graph.compile()
+
+
+def test_langgraph_conversational_rag(recorded: InMemorySpanExporter) -> None:
+    app = _langgraph_app()
+    messages: list[AnyMessage] = []
+
+    def ask(typed: str) -> None:
+        out = app.invoke({"messages": [*messages, HumanMessage(typed)]})
+        messages[:] = out["messages"]
+
+    records = _turn_records(recorded, ask)
+    # The typed turn is the graph input's last human message, not the retriever's rewrite.
+    assert {r.query_source for r in records} == {"root_messages"}
+    _assert_conversation(records, condensed=True, family=families.LANGGRAPH_CONDENSE)

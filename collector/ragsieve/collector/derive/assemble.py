@@ -30,6 +30,7 @@ from ragsieve.collector.derive.fields.record import (
 from ragsieve.collector.derive.fields.turns import (
     Rewrite,
     judged_question_source,
+    last_user_turn,
     prompt_history,
     rewrite_steps,
     variable_history,
@@ -359,6 +360,8 @@ class Assembly:
         raw = ex.first_value(mapping(proot.attributes), ex.INPUT_KEYS, self.notes)
         if text := ex.value_text(raw, ex.QUESTION_KEYS):
             return text, "root_input"
+        if text := last_user_turn(raw):  # a conversation state (LangGraph's messages)
+            return text, "root_messages"
         if prompt.template_variables:
             for key in ex.QUESTION_KEYS:
                 value = as_str(prompt.template_variables.get(key))

@@ -17,6 +17,7 @@ the app's rewrite, the typed turn, or ``unknown`` when the trace does not show i
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,6 +74,57 @@ def embedded_transcript(text: object) -> list[Message] | None:
     return best or None
 
 
+_USER_TYPES = ("human", "user", "HumanMessage")
+
+
+def last_user_turn(raw: object) -> str | None:
+    """The last user message of a pipeline input that is a conversation (a LangGraph
+    ``MessagesState``: ``{"messages": [...]}`` of LangChain-serialized or role/content
+    messages): the turn the user typed. None for any other input."""
+    if not isinstance(raw, str) or not raw.lstrip().startswith("{"):
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    messages = value.get("messages") if isinstance(value, dict) else None
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if not isinstance(message, dict):
+            continue
+        data = message.get("data") if isinstance(message.get("data"), dict) else message
+        kind = message.get("type") or message.get("role") or data.get("type")
+        content = data.get("content")
+        if kind in _USER_TYPES and isinstance(content, str) and content.strip():
+            return content.strip()
+    return None
+
+
+_FIELD_MARKER = re.compile(r"^\[\[ ## (\w+) ## \]\]\s*$", re.M)
+
+
+def unframe(content: str) -> str:
+    """A message's own words when an adapter framed them in field markers (DSPy's
+    ``[[ ## question ## ]]`` sections and its "Respond with the corresponding output fields"
+    cue, which names the markers in backticks): the sections' values, the cue and empty
+    sections dropped. Other text is returned as it is."""
+    parts = _FIELD_MARKER.split(content)
+    if len(parts) < 3:
+        return content
+    values = []
+    for value in parts[2::2]:
+        kept = [p for p in re.split(r"\n\s*\n", value) if "`[[ ##" not in p and p.strip()]
+        if kept:
+            values.append("\n\n".join(k.strip() for k in kept))
+    return "\n\n".join(values) if values else content
+
+
+def _plain(messages: Sequence[Message]) -> tuple[Message, ...]:
+    return tuple(
+        m if (text := unframe(m.content)) == m.content else m.model_copy(update={"content": text})
+        for m in messages
+    )
+
+
 def _before_last_user(messages: Sequence[Message]) -> tuple[Message, ...]:
     turns = [m for m in messages if m.role != "system"]
     last_user = max((i for i, m in enumerate(turns) if m.role == "user"), default=-1)
@@ -86,7 +138,7 @@ def prompt_history(prompt: Prompt, chunks: Sequence[str] = ()) -> tuple[Message,
     a dialogue) is the context, not the conversation."""
     found = _before_last_user(prompt.messages)
     if found:
-        return found
+        return _plain(found)
     texts = [m.content for m in prompt.messages if m.role in ("user", "human")]
     if len(texts) == 1 and (written := transcript(texts[0])):
         return _before_last_user(written)
