@@ -171,9 +171,12 @@ def test_demo_phoenix_starts_its_own_phoenix_and_stops_it_on_exit(tmp_path: Path
     )
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     assert f"starting Phoenix from {find_phoenix()}" in proc.stderr
-    url = json.loads(proc.stdout)["phoenix_url"]
+    card = json.loads(proc.stdout)
+    url = card["phoenix_stopped_url"]
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url), url
-    assert f"Phoenix with the annotated traces: {url}" in proc.stderr
+    assert card["phoenix_url"] is None  # a URL that dies with the demo is never offered
+    assert f"Phoenix with the annotated traces: {url}" not in proc.stderr
+    assert f"stopping the Phoenix the demo started at {url} (--no-wait)" in proc.stderr
     assert "outbox delivered" in proc.stderr, proc.stderr[-3000:]
     with pytest.raises(httpx.TransportError):  # stopped with the demo, port released
         httpx.get(f"{url}/healthz", timeout=2)

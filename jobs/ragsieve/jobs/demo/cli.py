@@ -106,7 +106,7 @@ def _print_scorecard(result: DemoResult) -> None:
         click.echo(f"  recall {kind:<20}{'-' if recall is None else f'{recall:.3f}':>8}")
 
 
-def _print_human(result: DemoResult, *, verbose: bool = False) -> None:
+def _print_human(result: DemoResult, *, verbose: bool = False, phoenix_kept: bool = True) -> None:
     """Headline and scorecard first, then categories, cases (shortened), report, next steps."""
     from ragsieve.jobs.run.report import render_table
 
@@ -148,7 +148,7 @@ def _print_human(result: DemoResult, *, verbose: bool = False) -> None:
     click.echo(f"\n== next (the store {result.store_url} is kept)")
     for line in next_commands(result.store_url, exe):
         click.echo(f"  {line}")
-    if result.phoenix_url:
+    if result.phoenix_url and phoenix_kept:
         click.echo(
             f"  open {result.phoenix_url} and filter spans by the ragsieve_verdict annotation"
         )
@@ -235,11 +235,18 @@ def demo(
                 progress=_echo_err,
                 traffic_progress=_traffic_bar,
             )
+        stopping = local is not None and no_wait  # the URL dies with the demo: never offer it
         if as_json:
-            click.echo(json.dumps(_json_out(result), ensure_ascii=False))
+            click.echo(json.dumps(_json_out(result, stopping=stopping), ensure_ascii=False))
         else:
-            _print_human(result, verbose=verbose)
-        if target is not None:
+            _print_human(result, verbose=verbose, phoenix_kept=not stopping)
+        if stopping:
+            _echo_err(
+                f"stopping the Phoenix the demo started at {target} (--no-wait), and its traces"
+                " with it; to look at them, run without --no-wait (Phoenix stays up until"
+                " Ctrl-C) or give --phoenix-url of a Phoenix you started"
+            )
+        elif target is not None:
             _echo_err(f"Phoenix with the annotated traces: {target}")
         if local is not None and not no_wait:
             _wait_for_ctrl_c(local.url)
@@ -282,8 +289,12 @@ def _phoenix_target(
     return local.url, local
 
 
-def _json_out(result: DemoResult) -> dict[str, Any]:
-    """The ``--json`` object: the scorecard, timings, floors and where to look next."""
+def _json_out(result: DemoResult, *, stopping: bool = False) -> dict[str, Any]:
+    """The ``--json`` object: the scorecard, timings, floors and where to look next.
+
+    ``phoenix_url`` is null when the Phoenix the demo started stops with it (``--no-wait``);
+    ``phoenix_stopped_url`` then says where it was.
+    """
     out: dict[str, Any] = result.scorecard.to_json()
     out.update(
         runtime_s=result.timings.get("total_s"),
@@ -292,7 +303,8 @@ def _json_out(result: DemoResult) -> dict[str, Any]:
         floors=result.floors.model_dump(),
         intervals=result.scorecard.intervals(),  # 95% Wilson; a floor fails beyond noise only
         passed=not result.failures,
-        phoenix_url=result.phoenix_url,
+        phoenix_url=None if stopping else result.phoenix_url,
+        phoenix_stopped_url=result.phoenix_url if stopping else None,
         store=result.store_url,
         next_commands=next_commands(result.store_url, ragsieve_command()),
     )
