@@ -3,6 +3,7 @@ announced once."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,17 +12,25 @@ import pytest
 from golden_plant import CHUNKS, CHUNKS_ES, PORTS_EN, PORTS_ES, flagged, stream, write_golden_v3
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.records import normalize_text
+from ragsieve.evaluators.records import RetrievedDocument, normalize_text
 from ragsieve.evaluators.tools.embeddings import embed
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.cli import candidate_json
 from ragsieve.jobs.golden.growth.candidates import candidate_id
-from ragsieve.jobs.golden.growth.categories import name_terms, summarize
+from ragsieve.jobs.golden.growth.categories import (
+    MAX_CUT,
+    MIN_CUT,
+    WHAT_GOES_WRONG,
+    adopt,
+    name_terms,
+    summarize,
+    topic_groups,
+)
 from ragsieve.jobs.golden.growth.category_log import CategoryLog
-from ragsieve.jobs.golden.growth.reference import load_reference
+from ragsieve.jobs.golden.growth.reference import DOC_WEIGHT, load_reference
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.growth.signature import Signature, failure_agrees, unsupported_values
-from ragsieve.jobs.golden.growth.topics import carry_ids, cluster, unit
+from ragsieve.jobs.golden.growth.topics import carry_ids, cluster, topic_vector, unit
 from ragsieve.jobs.settings import GoldenSettings
 
 
@@ -291,6 +300,8 @@ def test_a_new_topic_with_mixed_root_causes_is_new(store: Store, tmp_path: Path)
     assert report["new_candidates"] == 3
     [new] = report["new_categories"]
     assert new["failures_seen"] == 3 and new["announced_now"]
+    # the reviewer reads the area and what goes wrong there, with the mix of causes
+    assert new["problem"] == f"{new['name']}: {WHAT_GOES_WRONG[new['root_cause']]} (1 of 3)"
     status = {
         s.id: s
         for s in summarize(
@@ -357,3 +368,93 @@ def test_a_promoted_case_counts_for_the_category_it_came_from(store: Store, tmp_
         encoding="utf-8",
     )
     assert owned() == 0  # without the provenance it is far from the category, as it reads
+
+
+TOWN_HALL = {  # one subject, five problems (issue 46's bilingual town-hall assistant)
+    "passport": [
+        "How do I renew my passport at the town hall?",
+        "What documents do I need for a new passport?",
+        "How much does a passport cost?",
+        "¿Cuánto cuesta renovar el pasaporte?",
+    ],
+    "tax": [
+        "When is the property tax due?",
+        "Is there a discount for paying property tax by direct debit?",
+        "How do I appeal my property tax valuation?",
+        "¿Hay descuento por domiciliar el IBI?",
+    ],
+    "party": [
+        "How early must I apply for a street party permit?",
+        "Do I need a permit to close my street for a party?",
+        "How much does a street party permit cost?",
+    ],
+    "dog": [
+        "Do I need a licence for my dog?",
+        "How do I register my dog with the council?",
+        "¿Dónde se registra un perro potencialmente peligroso?",
+    ],
+    "waste": [
+        "When is the recycling collected in my street?",
+        "Where can I throw away an old sofa?",
+        "¿Qué días pasa el camión de la basura?",
+    ],
+}
+TOWN_PAGE = (
+    "Villabruma town hall: services, opening hours, online procedures and fees for residents."
+)
+
+
+def test_one_subject_traffic_is_split_into_its_problems() -> None:
+    """Every failure of a one-subject deployment retrieved the same page, so every topic vector
+    is near every other and the tree makes one area of all 17; no category may hold over 40 %,
+    and the split follows what sets the failures apart (passports, tax, party, dog, waste)."""
+    queries = [q for qs in TOWN_HALL.values() for q in qs]
+    page = embed([TOWN_PAGE])[0]
+    vectors = np.vstack([topic_vector(v, page, DOC_WEIGHT) for v in embed(queries)])
+    assert len(set(cluster(vectors, min_cut=MIN_CUT, max_cut=MAX_CUT).tolist())) == 1
+    groups = topic_groups(vectors, [1] * len(queries))
+    assert max(len(g) for g in groups) <= 0.4 * len(queries)
+    problem = [p for p, qs in TOWN_HALL.items() for _ in qs]
+    assert sorted(sorted(problem[i] for i in g) for g in groups) == sorted(
+        [p] * len(qs) for p, qs in TOWN_HALL.items()
+    )
+
+
+def test_a_lone_failure_joins_a_near_area_and_an_unrelated_one_stays_alone() -> None:
+    queries = [*TOWN_HALL["passport"][:3], "Where can I renew my ID card?"]
+    queries += ["What is the capital of Australia?"]
+    groups = adopt(embed(queries), [[0, 1, 2]], [3, 4], cap=10, max_cut=MAX_CUT)
+    assert groups == [[0, 1, 2, 3]]  # the ID card joins the passports; Australia is alone
+    assert adopt(embed(queries), [[0, 1, 2]], [3], cap=3, max_cut=MAX_CUT) == [
+        [0, 1, 2]
+    ]  # no room: alone
+
+
+def test_a_rewording_failing_the_same_way_merges_another_question_on_the_chunk_does_not(
+    store: Store,
+) -> None:
+    """Two people ask when to apply for a street-party permit (the same missed chunk); a third
+    asks about music on the same page: one candidate listing two askings, and another."""
+    text = "Street parties: apply for the permit at least 15 days before the party. The permit"
+    text += " costs 20 euros and covers one day. Music must stop at midnight."
+    page = [("town-10#c2", text)]
+    asks = [
+        "How early must I apply for a street party permit?",
+        "How many days before a street party do I have to request the permit?",
+        "Until what time can music play at a street party?",
+    ]
+    missed = RetrievedDocument(id=page[0][0], content=page[0][1], rank=9, in_prompt=False)
+    cases = []
+    for n, q in enumerate(asks, 1):
+        case = flagged(q, "retrieval", n, chunks=CHUNKS["billing"])
+        case.metadata["missed_chunk"] = missed.id
+        docs = (*case.interaction.documents, missed)
+        it = case.interaction.model_copy(update={"documents": docs})
+        cases.append(dataclasses.replace(case, interaction=it))
+    report = grow(store, cases, GoldenSettings())
+    assert report["new_candidates"] == 2 and report["merged_duplicates"] == 1
+    row = _row(CandidateRepo(store), asks[0])
+    assert row is not None and row.body["askings"] == asks[:2]
+    assert "same missed chunk town-10#c2" in row.body["merged_because"][f"{2:032x}"]
+    assert candidate_json(row, None)["askings"] == asks[:2]
+    assert _row(CandidateRepo(store), asks[2]) is not None

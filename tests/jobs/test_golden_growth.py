@@ -58,6 +58,12 @@ def test_duplicates_collapse_and_are_counted_on_the_survivor(grown) -> None:  # 
     assert ports.source_trace_ids == [f"{n:032x}" for n in (1, 2, 3, 10)]
     ports_es = _by_query(repo, PORTS_ES)
     assert ports_es.seen == 2 and ports_es.source_trace_ids == [f"{n:032x}" for n in (4, 5)]
+    # the candidate lists its askings: each distinct wording once, the first one first
+    assert ports.body["askings"] == [PORTS_EN, "Which ports does the on-prem agent need opened?"]
+    assert ports_es.body["askings"] == [
+        PORTS_ES,
+        "¿Qué puertos necesita tener abiertos el agente on-prem?",
+    ]
     assert ports.category == ports_es.category  # one failure category across languages
     assert report["merged_duplicates"] == 4
     assert report["covered_by_golden"] == 1
@@ -109,7 +115,10 @@ def test_pii_is_scrubbed_before_anything_is_written(store: Store, tmp_path: Path
     v3 = write_golden_v3(tmp_path)
     f = flagged("My card 4111 1111 1111 1111 was charged twice, ticket ACME-99812", "retrieval", 77)
     rep = grow(store, [f], _settings(v3, pii_patterns=[r"ACME-\d+"]))
-    raw = json.dumps(store.query("SELECT * FROM candidates"))
+    # every text the row holds (its timestamps are numbers: 1796411162 holds "4111")
+    raw = json.dumps(
+        [[v for v in r if isinstance(v, str)] for r in store.query("SELECT * FROM candidates")]
+    )
     for secret in ("4111", "ACME-99812", "@example.com", "612 345 678"):
         assert secret not in raw
     assert rep["pii_scrubbed"] == {"card": 1, "custom": 1, "email": 1, "phone": 1}
@@ -154,6 +163,8 @@ def test_promotion_writes_a_valid_next_version_and_never_overwrites(grown) -> No
     assert case.reviewed and dict(case.relevant_chunks) == {"kb-ports": 3, "kb-firewall": 1}
     assert case.reference_answer == "Open TCP 443 and 8443 outbound."
     assert case.metadata["source_trace_ids"] == ports.source_trace_ids
+    # one case per failure: the other wordings merged into it ride along as its variants
+    assert case.metadata["variants"] == ["Which ports does the on-prem agent need opened?"]
     assert case.metadata["new_category"] is True
     assert added["Can I get a refund on my annual plan?"].category == "billing"
     assert added["Can I get a refund on my annual plan?"].is_no_answer
@@ -233,3 +244,14 @@ def test_promoted_cases_get_roles_and_a_new_category_goes_to_regression(grown) -
     assert added[refund].role == expected
     assert res.to_json()["roles"] == {c.id: c.role for c in added.values()}
     assert "new failure categories to regression first" in changelog_path(res.path).read_text()
+
+
+def test_the_review_screen_shows_the_merged_askings(grown) -> None:  # type: ignore[no-untyped-def]
+    from ragsieve.jobs.golden.review.review import render
+
+    repo, _, _ = grown
+    screen = render(_by_query(repo, PORTS_EN), None)
+    assert "also asked as (1):" in screen
+    assert "Which ports does the on-prem agent need opened?" in screen
+    alone = render(_by_query(repo, "Can I get a refund on my annual plan?"), None)
+    assert "also asked as" not in alone

@@ -38,6 +38,7 @@ def candidate_json(c: Candidate, summary: Any) -> dict[str, Any]:
         "root_cause": c.root_cause,
         "root_causes": b.get("root_causes") or {},  # every merged failure's, counted
         "merged_because": b.get("merged_because") or {},  # source trace -> why it merged
+        "askings": b.get("askings") or [c.query],  # every distinct wording merged here
         "category": c.category,
         "category_name": summary.name if summary else None,
         "new_category": bool(summary and summary.new),

@@ -115,6 +115,7 @@ def _new_body(f: FlaggedCase, query: str, scrub: Scrubber, now: datetime) -> dic
     suggested = [str(missed), *it.retrieved_ids] if missed else list(it.retrieved_ids)
     return {
         "query": query,
+        "askings": [query],  # every distinct wording merged into this candidate
         **_conversation(it, query, scrub),
         "answer": scrub(it.answer),
         "chunks": chunks,
@@ -169,11 +170,26 @@ def _conversation(it: RagInteraction, query: str, scrub: Scrubber) -> dict[str, 
     }
 
 
+def add_asking(body: dict[str, Any], query: str) -> None:
+    """Record ``query`` among the candidate's askings (its distinct wordings, first one first)."""
+    askings = body.setdefault("askings", [body.get("query")] if body.get("query") else [])
+    norms = {normalize_text(str(q)) for q in askings}
+    if normalize_text(query) not in norms and len(askings) < MAX_SOURCES:
+        askings.append(query)
+
+
 def _merge(
-    row: Candidate, f: FlaggedCase, scrub: Scrubber, now: datetime, sim: float, why: str = ""
+    row: Candidate,
+    f: FlaggedCase,
+    query: str,
+    scrub: Scrubber,
+    now: datetime,
+    sim: float,
+    why: str = "",
 ) -> None:
     body = row.body
     row.seen += 1
+    add_asking(body, query)
     if f.root_cause != row.root_cause:  # one failure, read differently by the judges
         why = f"{why or f'cosine {sim:.2f}'}; judged {f.root_cause}, not {row.root_cause}"
     body.setdefault("source_trace_ids", []).append(f.interaction.trace_id)
@@ -295,7 +311,7 @@ def grow(
         reference,
         rule=dedup_rule(cfg),
         new_body=lambda p: _new_body(p.case, p.query, scrub, stamp),
-        merge=lambda row, p, sim, why: _merge(row, p.case, scrub, stamp, sim, why),
+        merge=lambda row, p, sim, why: _merge(row, p.case, p.query, scrub, stamp, sim, why),
         candidate_id=candidate_id,
     )
     changes.counts["skipped_no_query"] = len(flagged) - len(prepared)
@@ -371,6 +387,7 @@ def _new_json(s: CategorySummary) -> dict[str, Any]:
     return {
         "category": s.id,
         "name": s.name,
+        "problem": s.problem,
         "terms": s.terms,
         "language": s.language,
         "examples": s.examples,

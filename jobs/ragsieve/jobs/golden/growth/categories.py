@@ -24,6 +24,7 @@ import numpy as np
 
 from ragsieve.evaluators.judges.offline.text.text import language
 from ragsieve.evaluators.records import normalize_text
+from ragsieve.jobs.golden.growth.balance import BALANCE_FROM, MAX_SHARE, adopt, balanced
 from ragsieve.jobs.golden.growth.reference import DOC_WEIGHT, GoldenReference
 from ragsieve.jobs.golden.growth.repo import Candidate, decode_vector
 from ragsieve.jobs.golden.growth.topics import Event, carry_ids, cluster, fresh_id, unit
@@ -46,6 +47,15 @@ STOPWORDS = frozenset(
 # of bench/categories.py, where the best silhouette fell near 0.5): a cut wider than 0.6 lets
 # average linkage join areas whose failures are barely related (cosine 0.4)
 MIN_CUT, MAX_CUT = 0.3, 0.6
+WHAT_GOES_WRONG = {  # a root cause as a reviewer reads it in a category's problem line
+    "retrieval": "the answer was not retrieved",
+    "generation": "the answer is not what the documents say",
+    "both": "neither retrieved nor answered right",
+    "no_answer_expected": "answered what the documents do not hold",
+    "abstained_wrongly": "refused although the documents answer it",
+    "ambiguous_query": "the question is unclear",
+    "undetermined": "failing, cause undetermined",
+}
 MIN_FAILURES = 2  # failures (as seen) a category groups: one failure is no category
 NEW_SHARE = 0.5  # an area is new while fewer than half its failures are near a golden case
 
@@ -65,11 +75,20 @@ def topic_groups(vectors: np.ndarray, seen: Sequence[int]) -> list[list[int]]:
     """Index groups of failures that share a topic; the rest belong to no group.
 
     A group needs ``MIN_FAILURES`` failures (as seen): a question that failed once and shares
-    its topic with no other is no category.
+    its topic with no other is no category. No group holds more than ``MAX_SHARE`` of the
+    candidates (once there are ``BALANCE_FROM``): a deployment about one subject (a town hall,
+    a product) has every failure near every other, and one category of everything tells a
+    reviewer nothing, so an oversized area is split along its own tree. A failure left alone
+    joins the nearest group whose centre lies within the widest cut: it is uncategorised only
+    when no area is near it.
     """
     labels = cluster(vectors, min_cut=MIN_CUT, max_cut=MAX_CUT)
     groups = [np.flatnonzero(labels == k).tolist() for k in np.unique(labels)]
-    return [g for g in groups if sum(seen[i] for i in g) >= MIN_FAILURES]
+    groups = balanced(vectors, groups, MAX_SHARE, BALANCE_FROM, min_cut=MIN_CUT)
+    kept = [g for g in groups if sum(seen[i] for i in g) >= MIN_FAILURES]
+    alone = [i for g in groups if g not in kept for i in g]
+    cap = max(1, int(MAX_SHARE * len(vectors)))
+    return adopt(vectors, kept, alone, cap=cap, max_cut=MAX_CUT)
 
 
 def categorise(rows: Sequence[Candidate]) -> tuple[dict[str, str | None], list[Event]]:
@@ -144,11 +163,21 @@ class CategorySummary:
         """The most telling terms, joined: ``password / reset / contraseña``."""
         return " / ".join(self.terms) if self.terms else self.id
 
+    @property
+    def problem(self) -> str:
+        """The topic area and what goes wrong there, for a reviewer:
+        ``passport / renew: the answer was not retrieved (3 of 4)``."""
+        total = sum(self.root_causes.values())
+        what = WHAT_GOES_WRONG.get(str(self.root_cause), str(self.root_cause))
+        top = self.root_causes.get(str(self.root_cause), 0)
+        return f"{self.name}: {what}" + (f" ({top} of {total})" if 0 < top < total else "")
+
     def to_json(self) -> dict[str, object]:
         """Stable JSON for reports and ``--json`` output."""
         return {
             "category": self.id,
             "name": self.name,
+            "problem": self.problem,
             "root_cause": self.root_cause,
             "root_causes": self.root_causes,
             "new": self.new,
@@ -347,6 +376,7 @@ __all__ = [
     "DOC_WEIGHT",
     "CategorySummary",
     "Coverage",
+    "adopt",
     "categorise",
     "category_id",
     "name_terms",
@@ -354,5 +384,6 @@ __all__ = [
     "surface_terms",
     "terms",
     "topic_coverage",
+    "topic_groups",
     "topic_of",
 ]

@@ -140,6 +140,8 @@ def to_case(c: Candidate, summary: CategorySummary | None, now: datetime) -> Gol
             "seen": c.seen,
             "source_trace_ids": c.source_trace_ids,
             "source_span_ids": list(c.body.get("source_span_ids", [])),
+            # the other wordings of this question merged into the candidate (issue 46)
+            "variants": [q for q in c.body.get("askings") or [] if q != c.query],
             "reviewed_by": review.get("by"),
             "reviewed_at": review.get("at"),
         },
