@@ -91,3 +91,50 @@ def test_an_expired_lease_is_taken_over_and_a_held_one_skips(collector: Any) -> 
     out = run_once(collector.store, s, take_all=True, lease_wait_s=5)
     assert out.skipped is None and out.report["judged"] == 3
     assert out.report["lease"]["took_over"] == "host:2:killed"
+
+
+def _misdated(endpoint: str, starts_ns: list[int]) -> None:
+    """One RAG turn per start time through the real OTel SDK, stamped as a broken exporter does."""
+    from opentelemetry import trace
+
+    from ragsieve.collector.instrument import instrument
+
+    provider = instrument("clock-app", endpoint, set_global=False, flush_on_exit=False)
+    tracer = trace.get_tracer("test", tracer_provider=provider)
+    try:
+        for i, start in enumerate(starts_ns):
+            root = tracer.start_span("rag", start_time=start)
+            root.set_attribute("openinference.span.kind", "CHAIN")
+            root.set_attribute("input.value", f"Which plan includes SSO, question {i}?")
+            ctx = trace.set_span_in_context(root)
+            llm = tracer.start_span("generate", context=ctx, start_time=start + 1_000)
+            llm.set_attribute("openinference.span.kind", "LLM")
+            llm.set_attribute("output.value", "The Business plan includes SSO.")
+            llm.end(end_time=start + 2_000)
+            root.set_attribute("output.value", "The Business plan includes SSO.")
+            root.end(end_time=start + 3_000)
+        provider.force_flush()
+    finally:
+        provider.shutdown()
+
+
+def test_spans_stamped_1970_or_2100_are_reported_not_silently_missed(collector: Any) -> None:
+    from datetime import UTC, datetime
+
+    from ragsieve.jobs.run.report import render_table
+
+    micros_as_nanos = int(time.time() * 1e6)  # January 1970 when read as nanoseconds
+    year_2100 = int(datetime(2100, 1, 1, tzinfo=UTC).timestamp() * 1e9)
+    _misdated(collector.traces_url, [micros_as_nanos, micros_as_nanos + 5_000, year_2100])
+    send(collector.traces_url, _turns(1))  # one ordinary turn
+    wait_stored(collector.store, 4)
+    s = settings(**{"store": collector.store.url, "jobs.judges": ["faithfulness"]})
+    out = run_once(collector.store, s, take_all=True)
+    assert out.report["judged"] == 1  # the window holds the ordinary turn only...
+    assert out.report["misdated"] == {  # ...and says what it cannot place
+        "interactions": 3,
+        "before_2000": 2,
+        "future": 1,
+        "note": out.report["misdated"]["note"],
+    }
+    assert "no window holds them" in render_table(out.report)

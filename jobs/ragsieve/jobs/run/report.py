@@ -286,6 +286,8 @@ def _pct(v: float | None) -> str:
 def render_table(report: Mapping[str, Any]) -> str:
     """The human-readable run report printed on stdout."""
     rows = [*_summary_rows(report), *_quality_rows(report.get("judge_quality") or {})]
+    if (report.get("misdated") or {}).get("note"):
+        rows.append(("WARNING misdated", report["misdated"]["note"]))
     if report.get("dry_run"):
         rows.append(("dry run", "nothing judged or written"))
     width = max(len(k) for k, _ in rows)

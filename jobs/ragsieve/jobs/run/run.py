@@ -40,6 +40,7 @@ from ragsieve.jobs.judging.judging import judge_all
 from ragsieve.jobs.judging.spend import Spend
 from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.run import lease
+from ragsieve.jobs.run.misdated import misdated
 from ragsieve.jobs.run.report import build_run_report
 from ragsieve.jobs.sampling.golden_cache import cache_dir
 from ragsieve.jobs.sampling.golden_index import GoldenIndex, load_golden_index
@@ -316,6 +317,7 @@ async def _report(
         max_wait_s=settings.collector.max_wait_s, now=at,
     )  # fmt: skip
     report["settling"] = {"traces": plan.waiting, "due_within_s": due, "note": note}
+    report["misdated"] = await asyncio.to_thread(misdated, store, at)  # 1970 / 2100 stamps
     report["audit"].update(result.audits)
     if result.corpus:
         report["observed_corpus"] = result.corpus

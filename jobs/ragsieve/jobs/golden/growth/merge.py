@@ -41,7 +41,7 @@ class CandidateConflict(StoreError):
 
 def _decision(c: Candidate | None) -> Any:
     if c is None:
-        return None
+        return None, None, None
     review = c.body.get("review") or {}
     return review.get("decision"), review.get("by"), review.get("at")
 
@@ -102,6 +102,29 @@ def _majority(causes: dict[str, int], current: str | None) -> str | None:
     return min(c for c, n in causes.items() if n == top)
 
 
+def _merge_body(
+    base: dict[str, Any], mine: dict[str, Any], theirs: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """The merged body (provenance a union, counts added) and its merged root-cause counts."""
+    body = _merge_dicts(base, mine, theirs)
+    for key in (*UNION_LISTS, "sources"):
+        if key in mine or key in theirs:
+            body[key] = _union(list(theirs.get(key) or []), list(mine.get(key) or []))
+    if "merged_because" in mine or "merged_because" in theirs:
+        body["merged_because"] = {
+            **(mine.get("merged_because") or {}),
+            **(theirs.get("merged_because") or {}),
+        }
+    causes = _counts(
+        base.get("root_causes") or {},
+        mine.get("root_causes") or {},
+        theirs.get("root_causes") or {},
+    )
+    if causes:
+        body["root_causes"] = causes
+    return body, causes
+
+
 def merge(base: Candidate | None, mine: Candidate, theirs: Candidate) -> Candidate:
     """The row to store: ``theirs`` with ``mine``'s changes since ``base`` (module docstring).
 
@@ -110,27 +133,7 @@ def merge(base: Candidate | None, mine: Candidate, theirs: Candidate) -> Candida
     from ragsieve.jobs.golden.growth.repo import Candidate
 
     b_body = base.body if base is not None else {}
-    body = _merge_dicts(b_body, mine.body, theirs.body)
-    for key in UNION_LISTS:
-        if key in mine.body or key in theirs.body:
-            body[key] = _union(list(theirs.body.get(key) or []), list(mine.body.get(key) or []))
-    if "sources" in mine.body or "sources" in theirs.body:
-        body["sources"] = _union(
-            list(theirs.body.get("sources") or []), mine.body.get("sources") or []
-        )
-    if "merged_because" in mine.body or "merged_because" in theirs.body:
-        body["merged_because"] = {
-            **(mine.body.get("merged_because") or {}),
-            **(theirs.body.get("merged_because") or {}),
-        }
-    causes = _counts(
-        b_body.get("root_causes") or {},
-        mine.body.get("root_causes") or {},
-        theirs.body.get("root_causes") or {},
-    )
-    if causes:
-        body["root_causes"] = causes
-
+    body, causes = _merge_body(b_body, mine.body, theirs.body)
     b = base
     status = _pick(b.status if b else _MISSING, mine.status, theirs.status)
     d_base, d_mine, d_theirs = _decision(b), _decision(mine), _decision(theirs)

@@ -116,6 +116,24 @@ def _topics(
     return out
 
 
+def _file_cases(
+    path: str | Path, known: set[str], embed: Embed, cache: Path | None
+) -> tuple[Path, list[GoldenCase], np.ndarray | None]:
+    """The newest version of ``path``, its cases the store does not hold, and their vectors
+    when ``cache`` keeps the file's (else None: the caller embeds them)."""
+    current = newest_version(path)
+    try:
+        regular_file(current)  # /dev/zero, a FIFO or a folder is refused, not read
+    except ConfigError as exc:
+        raise ConfigError(f"golden.path: {exc}") from None
+    cases = load_golden(current).cases
+    fresh = [i for i, c in enumerate(cases) if c.id not in known]
+    saved = None
+    if fresh and cache is not None:
+        saved = golden_vectors(current, [c.query for c in cases], embed, cache)[fresh]
+    return current, [cases[i] for i in fresh], saved
+
+
 def load_reference(
     repo: CandidateRepo,
     path: str | Path | None,
@@ -149,20 +167,9 @@ def load_reference(
         vecs.append(vec)
     source = "store"
     if path is not None:
-        current = newest_version(path)
-        try:
-            regular_file(current)  # /dev/zero, a FIFO or a folder is refused, not read
-        except ConfigError as exc:
-            raise ConfigError(f"golden.path: {exc}") from None
+        current, fresh, saved = _file_cases(path, set(ids), embed, cache)
         source = str(current)
-        known = set(ids)
-        cases = load_golden(current).cases
-        fresh: list[GoldenCase] = [c for c in cases if c.id not in known]
-        saved = None
-        if fresh and cache is not None:
-            saved = golden_vectors(current, [c.query for c in cases], embed, cache)
-            at = {c.id: i for i, c in enumerate(cases)}
-        for case in fresh:
+        for i, case in enumerate(fresh):
             ids.append(case.id)
             queries.append(case.query)
             cats.append(case.category)
@@ -170,7 +177,7 @@ def load_reference(
             relevant.append(list(case.relevant_chunks))
             if saved is None:
                 missing.append(len(vecs))
-            vecs.append(np.zeros(DIM, np.float32) if saved is None else saved[at[case.id]])
+            vecs.append(np.zeros(DIM, np.float32) if saved is None else saved[i])
     matrix = np.vstack(vecs).astype(np.float32) if vecs else np.zeros((0, DIM), np.float32)
     if missing:
         matrix[missing] = embed([queries[i] for i in missing])
