@@ -241,3 +241,13 @@ def test_the_cli_exits_2_naming_a_folder_that_is_not_a_model(
 def test_model_judge_labels_at_the_given_threshold(folders: dict[str, str]) -> None:
     j = model_judge("faithfulness", ModelConfig(**folders), threshold=0.42)
     assert j.threshold == 0.42 and ":t0.42:" in j.version
+
+
+def test_a_band_out_of_order_is_refused_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragsieve.jobs.settings import load_settings
+
+    monkeypatch.setenv("RAGSIEVE_MODEL__UNCERTAINTY_BAND", "[0.9, 0.2]")
+    with pytest.raises(
+        ConfigError, match=r"^RAGSIEVE_MODEL__UNCERTAINTY_BAND: a band is \[lo, hi\]"
+    ):
+        load_settings()

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _band(band: tuple[float, float]) -> tuple[float, float]:
+    lo, hi = band
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError("a band is [lo, hi] with 0 <= lo <= hi <= 1")
+    return band
+
+
+Band = Annotated[tuple[float, float], AfterValidator(_band)]
 
 
 class ModelSettings(BaseModel):
@@ -21,10 +31,8 @@ class ModelSettings(BaseModel):
     escalate: Literal["uncertain", "all"] = Field(
         "uncertain", description="Heuristic results the model re-judges: uncertain ones, or all."
     )
-    band: tuple[float, float] = Field(
-        (0.35, 0.8), description="Heuristic scores inside [lo, hi] go to the model."
-    )
-    uncertainty_band: tuple[float, float] = Field(
+    band: Band = Field((0.35, 0.8), description="Heuristic scores inside [lo, hi] go to the model.")
+    uncertainty_band: Band = Field(
         (0.5, 0.8),
         description="Model scores inside [lo, hi] go to the LLM judge (jobs.backend = cascade).",
     )
