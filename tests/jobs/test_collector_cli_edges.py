@@ -17,11 +17,13 @@ import pytest
 from console_script import ragsieve_script
 from test_up import read_until
 
+from ragsieve.collector.cliopts import clip
 from ragsieve.collector.store import Store, open_store
 from ragsieve.evaluators.testing import make_interaction
 
 FIRST = "abcdef01" + "0" * 24
 SECOND = "abcdef02" + "0" * 24
+THIRD = "12345678" + "0" * 24
 
 
 def _env() -> dict[str, str]:
@@ -35,8 +37,14 @@ def _ragsieve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def _settled(store: Store, trace_id: str, answer: str) -> None:
-    rec = make_interaction(trace_id=trace_id, answer=answer)
+LONG_QUESTION = (
+    "What status code does the API send back when I exceed the rate limit on the reporting"
+    " endpoint during a bulk export?"
+)
+
+
+def _settled(store: Store, trace_id: str, answer: str, query: str | None = None) -> None:
+    rec = make_interaction(trace_id=trace_id, answer=answer, **({"query": query} if query else {}))
     store.execute(
         "INSERT INTO traces (trace_id, first_seen_at, last_seen_at, has_root) VALUES (?, 1, 1, 1)",
         (rec.trace_id,),
@@ -51,6 +59,7 @@ def two_traces(tmp_path: Path) -> str:
     try:
         _settled(st, FIRST, "The capital of France is Paris.")
         _settled(st, SECOND, "Lyon has been the capital of France since 1999.")
+        _settled(st, THIRD, "429.", LONG_QUESTION)
     finally:
         st.close()
     return url
@@ -67,7 +76,7 @@ def test_interactions_list_says_not_judged_until_a_run_decides(
     two_traces: str, tmp_path: Path
 ) -> None:
     before = _rows(_ragsieve("interactions", "list", "--store", two_traces, cwd=tmp_path))
-    assert set(before) == {FIRST, SECOND}
+    assert set(before) == {FIRST, SECOND, THIRD}
     for line in before.values():
         assert line.split()[1:3] == ["not", "judged"]  # not "ok": nothing has judged it
         assert line.split()[3] == "ok"  # the app's own status, in its own column
@@ -75,6 +84,7 @@ def test_interactions_list_says_not_judged_until_a_run_decides(
     assert run.returncode in (0, 1), run.stderr
     after = _rows(_ragsieve("interactions", "list", "--store", two_traces, cwd=tmp_path))
     assert after[FIRST].split()[1] == "pass"
+    assert "'What status code does the API send back when I exceed the…'" in after[THIRD]
     assert after[SECOND].split()[1] == "FLAGGED"  # the unsupported answer
 
 
@@ -117,3 +127,14 @@ def test_the_start_banner_says_where_spans_are_forwarded(tmp_path: Path, phoenix
         proc.wait(20)
     where = " (Phoenix at http://127.0.0.1:9)" if phoenix else ""
     assert m.group(0).endswith(f"; forwarding every span to {target}{where}"), m.group(0)
+
+
+def test_clip_cuts_long_text_at_a_word_with_an_ellipsis() -> None:
+    text = "doc_1#chunk_1 reached the prompt and holds what the answer says"
+    assert clip(text, 100) == text
+    assert clip(text, 40) == "doc_1#chunk_1 reached the prompt and…"
+    assert len(clip(text, 40)) <= 40
+    assert clip("one\n  two   three", 20) == "one two three"  # one line
+    assert clip("a; b; " + "x" * 50, 10) == "a; b…"  # no trailing punctuation before the cut
+    assert clip("x" * 50, 10) == "x" * 9 + "…"  # one word longer than the width: cut inside
+    assert clip(None, 10) == ""

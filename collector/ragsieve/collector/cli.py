@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ragsieve.collector.cliopts import SettingsSource, json_option, opened_store, store_option
+from ragsieve.collector.cliopts import (
+    SettingsSource,
+    clip,
+    json_option,
+    opened_store,
+    store_option,
+)
 from ragsieve.evaluators.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -202,8 +208,7 @@ def list_text(rows: list[Any], verdicts: dict[str, Any]) -> str:
     pass."""
     lines = [f"{'TRACE ID':<32}  {'VERDICT':<22} {'APP':<6} DOCS  QUESTION -> ANSWER"]
     for rec in rows:
-        q = (rec.query or "").replace("\n", " ")[:60]
-        a = (rec.answer or "").replace("\n", " ")[:40]
+        q, a = clip(rec.query, 60), clip(rec.answer, 40)
         verdict = _verdict_text(verdicts.get(rec.trace_id))
         lines.append(
             f"{rec.trace_id:<32}  {verdict:<22} {rec.status:<6} {len(rec.documents):<4}"
@@ -323,10 +328,9 @@ def session_text(session_id: str, rows: list[dict[str, Any]]) -> str:
     for r in rows:
         mark = "!" if r["flagged"] else " "
         verdict = f"FLAGGED {r['root_cause']}" if r["flagged"] else (r["verdict"] or "not judged")
-        q = (r["query"] or "").replace("\n", " ")[:70]
-        a = (r["answer"] or "").replace("\n", " ")[:50]
+        q, a = clip(r["query"], 70), clip(r["answer"], 50)
         lines.append(f"{mark}{r['turn']:>3}  {r['trace_id']}  {verdict:<22} {q!r} -> {a!r}")
         rewrite = [x for x in r["retrieval_queries"] if x != r["query"]]
         if rewrite:
-            lines.append(f"{'':>6}retrieval query: {rewrite[0][:90]!r}")
+            lines.append(f"{'':>6}retrieval query: {clip(rewrite[0], 90)!r}")
     return "\n".join(lines)

@@ -61,6 +61,21 @@ def opened_store(
         st.close()
 
 
+def clip(text: str | None, width: int) -> str:
+    """``text`` on one line in at most ``width`` characters, cut at a word with ``…`` when long.
+
+    Only a word longer than half the width (an id, a URL) is cut inside itself.
+    """
+    flat = " ".join((text or "").split())
+    if len(flat) <= width:
+        return flat
+    cut = flat[: max(width - 1, 0)]
+    space = cut.rfind(" ")
+    if space >= width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def exit_code_of(exc: BaseException) -> int:
     """The exit code (and, printed on stderr, the one line) for an error a command raised.
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ragsieve.collector.cliopts import clip
+
 if TYPE_CHECKING:
     from ragsieve.jobs.demo.phoenix import LocalPhoenix
     from ragsieve.jobs.demo.runner import DemoResult
@@ -138,8 +140,8 @@ def _print_human(result: DemoResult, *, verbose: bool = False, phoenix_kept: boo
     click.echo(f"\n== flagged cases ({len(result.flagged)}{suffix})")
     for case in cases:
         it = case.interaction
-        click.echo(f"{it.trace_id[:12]}  {case.root_cause:<19} {(it.query or '')[:70]}")
-        click.echo(f"{'':14}{case.evidence[:110]}")
+        click.echo(f"{it.trace_id[:12]}  {case.root_cause:<19} {clip(it.query, 70)}")
+        click.echo(f"{'':14}{clip(case.evidence, 110)}")
     if more:
         click.echo(f"... {more} more ({next_commands(result.store_url, exe)[1]})")
     click.echo("\n== run report")

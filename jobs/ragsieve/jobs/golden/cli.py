@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ragsieve.collector.cliopts import json_option, store_option
+from ragsieve.collector.cliopts import clip, json_option, store_option
 from ragsieve.jobs.golden.context import GoldenContext
 from ragsieve.jobs.golden.growth.repo import STATUSES, Candidate
 from ragsieve.jobs.golden.review.audit import is_audit
@@ -105,7 +105,7 @@ def candidates_cmd(
                 name = s.name if s else (c.category or "-")
                 click.echo(
                     f"{c.id}  {c.status:<9} seen {c.seen:<4} {c.root_cause or '-':<12}"
-                    f" {new}{name[:30]:<30}  {c.query[:60]}"
+                    f" {new}{clip(name, 30):<30}  {clip(c.query, 60)}"
                 )
 
 

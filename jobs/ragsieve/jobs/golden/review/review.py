@@ -23,11 +23,7 @@ from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
 from ragsieve.jobs.golden.review.keys import choose, confirm
 from ragsieve.jobs.golden.review.suggest import REVIEW_CAUSES, asks_root_cause, evidence_chunks
 
-REASONS = {
-    "f": "false_alarm: the judge was wrong",
-    "o": "out_of_scope",
-    "d": "duplicate",
-}
+REASONS = {"f": "false_alarm: the judge was wrong", "o": "out_of_scope", "d": "duplicate"}
 _WIDTH = 96
 
 
