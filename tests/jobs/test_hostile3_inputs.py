@@ -145,3 +145,17 @@ def test_not_a_regular_file_error_names_the_kind(tmp_path: Path) -> None:
     loop.symlink_to(loop)
     with pytest.raises(ConfigError, match="cannot read"):
         read_capped(loop)
+
+
+def test_odd_store_paths_and_deep_env_json_are_one_line_exit_2(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.db"
+    loop.symlink_to(loop)
+    huge = "sqlite:////tmp/" + "a" * 131_000
+    deep = {"RAGSIEVE_JOBS__JUDGES": "[" * 65_000}
+    refused(ragsieve("jobs", "run", "--store", f"sqlite:///{loop}"), "symbolic links")
+    refused(ragsieve("jobs", "run", "--store", f"sqlite:///{tmp_path}"), "is a directory")
+    refused(ragsieve("collector", "serve", env={"RAGSIEVE_STORE": huge}), "RAGSIEVE_STORE")
+    ran = ragsieve("jobs", "run", env={"RAGSIEVE_STORE": huge})
+    refused(ran, "RAGSIEVE_STORE", "at most 255 bytes")
+    assert len(ran.stderr) < 400  # the value is cut, not echoed whole
+    refused(ragsieve("jobs", "run", env=deep), "RAGSIEVE_JOBS__JUDGES: JSON nested too deeply")

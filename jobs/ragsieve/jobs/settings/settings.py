@@ -75,6 +75,8 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"unsupported store URL; use one of {', '.join(sorted(known_schemes()))}://..."
             )
+        if scheme.lower() == "sqlite":
+            _sqlite_path_ok(url.removeprefix(f"{scheme}://").split("?", 1)[0])
         return url
 
     @classmethod
@@ -94,6 +96,23 @@ class Settings(BaseSettings):
 
 
 SECRET_PATHS = {("llm", "api_key"), ("phoenix", "api_key")}
+
+
+def _sqlite_path_ok(path: str) -> None:
+    """Refuse a SQLite path no file can have, or a folder, before anything opens it."""
+    path = path.removeprefix("/")  # sqlite:///x is "x", sqlite:////x is "/x"
+    if path in ("", ":memory:"):
+        return
+    if len(path.encode()) > 4096 or any(len(p.encode()) > 255 for p in path.split("/")):
+        raise ValueError(f"a path of {len(path)} characters (a file name is at most 255 bytes)")
+    try:
+        if os.path.isdir(path):
+            raise ValueError(f"{path} is a directory, not a SQLite file")
+        os.stat(path)
+    except FileNotFoundError:
+        pass  # created on first start (`collector serve`, `up`)
+    except OSError as exc:  # a symlink loop, no permission on a folder
+        raise ValueError(f"{path}: {exc.strerror or exc}") from None
 
 
 def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -194,10 +213,23 @@ def load_settings(
         )
     try:
         return cls(**_nest(flags))
+    except RecursionError:  # a list or table in an env var nested past the parser's depth
+        name = next((k for k in env if k.startswith(ENV_PREFIX) and _too_deep(env[k])), "a value")
+        raise ConfigError(f"{name}: JSON nested too deeply") from None
     except ValidationError as exc:
         raise ConfigError(_describe(exc, flags, env, toml_path, toml_data)) from None
     except SettingsError as exc:  # an env value a list or table needs as JSON, and is not
         raise ConfigError(_not_json(exc, env)) from None
+
+
+def _too_deep(value: str) -> bool:
+    try:
+        json.loads(value)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False
+    return False
 
 
 def _not_json(exc: SettingsError, env: Mapping[str, str]) -> str:
@@ -263,7 +295,8 @@ def _describe(
     msg = msg.removeprefix("Value error, ")
     got = err.get("input")
     shown = got is not None and not isinstance(got, Mapping | list)  # not a whole table
-    detail = f"{msg} (got {got!r})" if err["type"] != "extra_forbidden" and shown else msg
+    text = repr(got) if len(repr(got)) <= 200 else repr(got)[:160] + f"... ({len(repr(got))} chars)"
+    detail = f"{msg} (got {text})" if err["type"] != "extra_forbidden" and shown else msg
     for key in flags:
         if tuple(key.split(".")) == loc[: len(key.split("."))]:
             return f"--{key.split('.')[-1].replace('_', '-')}: {detail}"

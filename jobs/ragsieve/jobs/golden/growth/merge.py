@@ -34,9 +34,8 @@ _MISSING = object()
 
 
 class CandidateConflict(StoreError):
-    """Two people decided the same candidate differently; the later save is refused (exit 2)."""
-
-    exit_code = 2
+    """Two people decided the same candidate differently; the later save is refused (exit 1:
+    the earlier decision stands, and the reviewer sees whose it is)."""
 
 
 def _decision(c: Candidate | None) -> Any:
