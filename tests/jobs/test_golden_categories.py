@@ -27,8 +27,8 @@ from ragsieve.jobs.golden.growth.categories import (
     topic_groups,
 )
 from ragsieve.jobs.golden.growth.category_log import CategoryLog
-from ragsieve.jobs.golden.growth.reference import DOC_WEIGHT, load_reference
-from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.growth.reference import DOC_WEIGHT, GoldenReference, load_reference
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo, encode_vector
 from ragsieve.jobs.golden.growth.signature import Signature, failure_agrees, unsupported_values
 from ragsieve.jobs.golden.growth.topics import carry_ids, cluster, topic_vector, unit
 from ragsieve.jobs.settings import GoldenSettings
@@ -458,3 +458,28 @@ def test_a_rewording_failing_the_same_way_merges_another_question_on_the_chunk_d
     assert "same missed chunk town-10#c2" in row.body["merged_because"][f"{2:032x}"]
     assert candidate_json(row, None)["askings"] == asks[:2]
     assert _row(CandidateRepo(store), asks[2]) is not None
+
+
+def test_an_area_a_golden_case_lies_in_is_covered() -> None:
+    """Three failures each asking what no golden case asks (every one farther than
+    ``new_category_cosine`` from it) around a golden case at their centre: the case lies in
+    their area, so the area is covered, not new; the same area without it is new."""
+    basis = np.eye(8, dtype=np.float32)
+    centre = basis[0]
+    members = [unit(centre + 1.9 * basis[i]) for i in (1, 2, 3)]  # cosine 0.47 with the centre
+    rows = [
+        Candidate(id=f"c{i}", status="candidate", norm_query=f"q{i}", category="topic-1",
+                  body={"query": f"question {i}", "topic": "topic-1",
+                        "topic_embedding": encode_vector(v)})
+        for i, v in enumerate(members)
+    ]  # fmt: skip
+
+    def reference(vectors: list[np.ndarray]) -> GoldenReference:
+        ids = [f"g{i}" for i in range(len(vectors))]
+        matrix = np.vstack(vectors) if vectors else np.zeros((0, 8), np.float32)
+        return GoldenReference(ids, ids, ids, [None] * len(ids), matrix, "test")
+
+    [covered] = summarize(rows, reference([centre, basis[7]]), new_threshold=0.5)
+    assert covered.nearest_golden < 0.5 and covered.golden_cases == 1 and not covered.new
+    [alone] = summarize(rows, reference([basis[7]]), new_threshold=0.5)
+    assert alone.golden_cases == 0 and alone.new

@@ -8,8 +8,8 @@ retrieve the same chunks make no category. Ids carry over from the previous run,
 splits are returned as events. :func:`summarize` says what the report and ``golden status`` show: a
 category's root cause is the one most of its failures have (all are counted in
 ``root_causes``); it is new when most of its failures have no golden case (query and relevant
-chunks' documents) within ``new_category_cosine`` and it has at least ``min_cases`` failures,
-whatever mix of root causes they have.
+chunks' documents) within ``new_category_cosine``, no golden case lies in it (nearest to it of
+all areas) and it has at least ``min_cases`` failures, whatever mix of root causes they have.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragsieve.evaluators.judges.offline.text.text import language
+from ragsieve.evaluators.judges.offline.text.typos import misspelt
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden.growth.balance import BALANCE_FROM, MAX_SHARE, adopt, balanced
 from ragsieve.jobs.golden.growth.reference import DOC_WEIGHT, GoldenReference
@@ -234,11 +235,13 @@ def name_terms(
     out: dict[str, tuple[list[str], str]] = {}
     for cat, counts in tf.items():
         scored = {t: c * math.log(1 + len(groups) / df[t]) for t, c in counts.items()}
-        # a term two questions share beats one question's word (a typo is rare, not telling);
+        # a misspelt word names a category only when nothing else can (the demo's "aplciación",
+        # however often it was typed); a term two questions share beats one question's word;
         # ties go to the longer word: it is usually the more specific one
-        top = sorted(scored, key=lambda t: (-min(support[cat][t], 2), -scored[t], -len(t), t))[
-            :n_terms
-        ]
+        top = sorted(
+            scored,
+            key=lambda t: (misspelt(t), -min(support[cat][t], 2), -scored[t], -len(t), t),
+        )[:n_terms]
         out[cat] = ([shown[t] for t in top], langs[cat])
     return out
 
@@ -331,7 +334,15 @@ def summarize(
     ]
     for s in out:
         area = cover.get(s.topic or "", Coverage(0.0, None))
-        s.new = s.new and area.near_share < NEW_SHARE and area.failures >= min_cases
+        # covered: most of its failures lie near a golden case, or a golden case lies in it
+        # (promoted from it, or nearest to it of all areas): a golden set holding two questions
+        # of a topic covers it, also when the failures ask about its other passages
+        s.new = (
+            s.new
+            and area.near_share < NEW_SHARE
+            and area.failures >= min_cases
+            and s.golden_cases == 0
+        )
     out.sort(key=lambda s: (not s.new, -s.failures_seen, s.id))
     return out
 
