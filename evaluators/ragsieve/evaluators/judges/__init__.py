@@ -7,7 +7,8 @@ chunks back each one (the LLM judge's equivalent is the ``faithfulness`` prompt 
 
 - ``offline/``: heuristic judges, no model call (``text/`` holds their word-level helpers);
 - ``llm/``: judges that ask an OpenAI-compatible model, prompts as packaged data;
-- ``combined/``: judges built from the others (``cascade``, ``calibrated``).
+- ``model/``: judges that run a local ONNX model the user has on disk (extra ``model``);
+- ``combined/``: judges built from the others (``cascade``, ``tiers``, ``calibrated``).
 
 Beside them: ``protocol`` (the :class:`Judge` protocol and :func:`safe_evaluate`, which turns
 any failure into a ``label="error"`` result), ``registry`` (names to judges, plus the
