@@ -1,0 +1,42 @@
+"""A failure category is named by correctly spelt member words (issue 42: the demo showed a
+category called after the typo ``aplciación``, typed in two of its questions)."""
+
+from __future__ import annotations
+
+from ragsieve.evaluators.judges.offline.text.typos import misspelt
+from ragsieve.evaluators.records import normalize_text
+from ragsieve.jobs.golden.growth.categories import name_terms
+from ragsieve.jobs.golden.growth.repo import Candidate
+
+
+def _c(i: int, query: str) -> Candidate:
+    return Candidate(
+        id=f"q{i}", status="candidate", norm_query=query.lower(), body={"query": query}
+    )
+
+
+def test_a_typo_typed_twice_does_not_name_the_category() -> None:
+    groups = {
+        "keys": [
+            _c(1, "¿Puedo usar mi clave secreta en una aplciación móvil?"),
+            _c(2, "¿Sirve la clave secreta en la aplciación del teléfono?"),
+            _c(3, "¿Mi clave secreta funciona en una aplicación?"),
+        ],
+        "returns": [_c(4, "¿Cómo devuelvo un lector dañado?"), _c(5, "¿Devuelvo el lector roto?")],
+        "reset": [_c(6, "How do I reset my password?"), _c(7, "I forgot my password, reset it")],
+    }
+    named = name_terms(groups, 3)
+    assert named["keys"] == (["secreta", "clave", "aplicación"], "es")
+    assert all("aplciación" not in terms for terms, _ in named.values())
+
+
+def test_a_misspelt_word_still_names_a_category_that_has_nothing_else() -> None:
+    named = name_terms({"only": [_c(1, "aplciación?"), _c(2, "la aplciación")]}, 3)
+    assert named["only"][0] == ["aplciación"]
+
+
+def test_misspelt_means_one_slip_from_a_word_not_unknown() -> None:
+    for typo in ("aplciación", "reemplazso", "clve", "psos", "aply"):
+        assert misspelt(normalize_text(typo)), typo
+    for word in ("aplicación", "password", "devuelvo", "tallyfox", "webhook", "kubernetes"):
+        assert not misspelt(normalize_text(word)), word
