@@ -91,7 +91,8 @@ def last_user_turn(raw: object) -> str | None:
     for message in reversed(messages if isinstance(messages, list) else []):
         if not isinstance(message, dict):
             continue
-        data = message.get("data") if isinstance(message.get("data"), dict) else message
+        inner = message.get("data")
+        data: dict[str, Any] = inner if isinstance(inner, dict) else message
         kind = message.get("type") or message.get("role") or data.get("type")
         content = data.get("content")
         if kind in _USER_TYPES and isinstance(content, str) and content.strip():
