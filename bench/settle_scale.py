@@ -4,6 +4,8 @@ One agent-style trace (a root chain; per step a retriever with three chunks, a p
 span and an LLM call whose messages quote a chunk) of 1k / 4k / 16k / 50k spans is written to a
 fresh SQLite store, then settled once by the product's own ``settle``. Each size runs in its own
 process, so the peak RSS (``ru_maxrss``) is that size's alone; the store's write is not timed.
+The process's CPU time is the figure compared (the 2-core machine is shared; its 1-minute load
+average is recorded with each run), wall time is shown beside it.
 
 ``--baseline REV`` runs the same sizes on the collector as of a git revision (extracted with
 ``git archive``) in the same run, so both share the machine's state, and reports the ratio.
@@ -131,12 +133,13 @@ opts = {}
 if bound == "lifted" and "max_spans" in inspect.signature(settle).parameters:
     opts["max_spans"] = 10**9  # the baseline has no bound: compare like with like
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 saved = settle(store, quiet_s=0.0, max_wait_s=3600.0, now=2000.0, **opts)
-elapsed = time.perf_counter() - t
+elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 rec = store.get_interaction(f"{1:032x}")
 print(json.dumps({"spans": store.count_spans(), "saved": saved, "settle_s": elapsed,
+                  "settle_cpu_s": cpu,
                   "loadavg_1m": os.getloadavg()[0],
                   "peak_rss_mib": peak / 1024, "rss_before_settle_mib": before / 1024,
                   "span_count": None if rec is None else rec.span_count,
@@ -238,7 +241,11 @@ def main() -> None:
     ap.add_argument("--timeout-s", type=float, default=900.0)
     ap.add_argument("--fair-size", type=int, default=8000, help="large trace of the fairness run")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--table", action="store_true", help="print the tables of --out; run nothing")
     args = ap.parse_args()
+    if args.table:
+        print(tables(json.loads(args.out.read_text())))
+        return
     from ragsieve.collector.derive.settle import MAX_TRACE_SPANS
 
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -251,7 +258,7 @@ def main() -> None:
                 row["now_default_bound"] = run_one(n, None, args.timeout_s, "default")
             if base_src is not None and n <= args.baseline_max:
                 row["baseline"] = run_one(n, base_src, args.timeout_s)
-                now_s, base_s = row["now"].get("settle_s"), row["baseline"].get("settle_s")
+                now_s, base_s = row["now"].get("settle_cpu_s"), row["baseline"].get("settle_cpu_s")
                 if now_s and base_s:
                     row["speedup"] = base_s / now_s
             rows.append(row)
@@ -260,35 +267,55 @@ def main() -> None:
         if base_src is not None:
             fair["baseline"] = run_fair(args.fair_size, base_src, args.timeout_s)
         print(json.dumps({"fairness": fair}), file=sys.stderr, flush=True)
-    print("| spans | settle s | peak RSS MiB | baseline s | baseline MiB | speedup | bounded s |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for row in rows:
+    results = {
+        "bench": "settle_scale",
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "baseline": args.baseline,
+        "spans_per_step": SPANS_PER_STEP,
+        "rows": rows,
+        "fairness": {"large_spans": args.fair_size, **fair},
+    }
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(tables(results))
+
+
+def tables(results: dict[str, Any]) -> str:
+    """The two markdown tables of a results file (``docs/benchmarks/settle.md`` shows them)."""
+    lines = [
+        "| spans | CPU s (wall s) | peak RSS MiB | baseline CPU s (wall s) | baseline MiB"
+        " | speedup (CPU) | at the default bound: CPU s, MiB |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in results["rows"]:
         now, base = row["now"], row.get("baseline", {})
-        bounded = row.get("now_default_bound", {})
-        print(
-            f"| {row['size']} | {_f(now.get('settle_s'))} | {_f(now.get('peak_rss_mib'))}"
-            f" | {_f(base.get('settle_s'))} | {_f(base.get('peak_rss_mib'))}"
-            f" | {_f(row.get('speedup'), 1)} | {_f(bounded.get('settle_s'))} |"
+        bounded = row.get("now_default_bound")
+        at_bound = (
+            f"{_f(bounded.get('settle_cpu_s'))}, {_f(bounded.get('peak_rss_mib'), 0)}"
+            if bounded
+            else "-"
         )
-    print(f"\nSmall traces settling beside one {args.fair_size}-span trace (wait past quiet):")
-    for side, res in fair.items():
-        p50, most = _f(res.get("small_wait_p50_s")), _f(res.get("small_wait_max_s"))
-        large = _f(res.get("large_settled_after_s"))
-        print(f"- {side}: p50 {p50} s, max {most} s; the large one settled after {large} s")
-    args.out.write_text(
-        json.dumps(
-            {
-                "bench": "settle_scale",
-                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "baseline": args.baseline,
-                "spans_per_step": SPANS_PER_STEP,
-                "rows": rows,
-                "fairness": {"large_spans": args.fair_size, **fair},
-            },
-            indent=2,
+        lines.append(
+            f"| {row['size']:,} | {_times(now)} | {_f(now.get('peak_rss_mib'), 0)}"
+            f" | {_times(base)} | {_f(base.get('peak_rss_mib'), 0)}"
+            f" | {_f(row.get('speedup'), 1)} | {at_bound} |"
         )
-        + "\n"
-    )
+    fair = results["fairness"]
+    lines += [
+        "",
+        f"| beside one {fair['large_spans']:,}-span trace | small traces' wait p50 s | max s |",
+        "|---|---:|---:|",
+    ]
+    for side in ("now", "baseline"):
+        if side in fair:
+            p50, most = fair[side].get("small_wait_p50_s"), fair[side].get("small_wait_max_s")
+            lines.append(f"| {side} | {_f(p50)} | {_f(most)} |")
+    return "\n".join(lines)
+
+
+def _times(res: dict[str, Any]) -> str:
+    if "settle_cpu_s" not in res:
+        return "-"
+    return f"{_f(res['settle_cpu_s'])} ({_f(res.get('settle_s'))})"
 
 
 def _f(value: Any, digits: int = 2) -> str:
