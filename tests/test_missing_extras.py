@@ -187,3 +187,25 @@ def test_any_other_import_of_an_extra_under_the_cli_gives_the_same_line(tmp_path
     )
     out = _run(tmp_path, "phoenix", [sys.executable, "-c", code])
     _one_line(out, "ragsieve send", "phoenix", "phoenix")
+
+
+def test_the_model_tier_without_the_model_extra(tmp_path: Path) -> None:
+    from ragsieve.evaluators.judges.model.manifest import MANIFEST
+
+    folder = tmp_path / "reranker"
+    folder.mkdir()
+    (folder / MANIFEST).write_text('{"task": "relevance"}')
+    (folder / "model.onnx").write_bytes(b"")  # never read: the extra is checked first
+    (folder / "tokenizer.json").write_text("{}")
+    code = (
+        "import sys\n"
+        "from ragsieve.evaluators.judges.model.manifest import read_manifest\n"
+        "from ragsieve.evaluators.judges.model.runtime import LocalModel\n"
+        "try:\n"
+        f"    LocalModel(read_manifest({str(folder)!r}))\n"
+        "except ImportError as exc:\n"
+        "    print(f'error: {exc}', file=sys.stderr)\n"
+        "    sys.exit(2)\n"
+    )
+    out = _run(tmp_path, "onnxruntime,tokenizers", [sys.executable, "-c", code])
+    _one_line(out, f"{folder}: the model tier", "model", "onnxruntime")

@@ -74,11 +74,10 @@ class LocalModel:
         try:
             import onnxruntime as ort  # type: ignore[import-untyped]
             from tokenizers import Tokenizer
-        except ImportError as exc:  # the optional extra is not installed
-            raise ConfigError(
-                f"{manifest.folder}: the model tier needs onnxruntime and tokenizers"
-                " (pip install 'ragsieve[model]')"
-            ) from exc
+        except ImportError as exc:  # the optional extra is not installed: one line, exit 2
+            from ragsieve.evaluators.tools.extras import missing
+
+            raise missing("model", f"{manifest.folder}: the model tier", exc.name) from exc
         if threads < 1:
             raise ConfigError(f"model.threads: must be >= 1 (got {threads})")
         self.manifest, self.threads = manifest, threads
