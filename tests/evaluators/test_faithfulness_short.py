@@ -65,3 +65,24 @@ async def test_a_short_reply_adding_a_fact_the_knowledge_lacks_is_caught():
         "When are you open?", STORE, "We are open from 9 am to 9 pm on weekdays."
     )
     assert ok.label == "faithful", ok.explanation
+
+
+async def test_a_decline_that_restates_the_question_is_an_abstention():
+    q = (
+        "Do common stocks and preferred stocks differ in the percentage of the company per unit"
+        " they represent?"
+    )
+    answer = (
+        "I do not have specific information on whether common stocks and preferred stocks"
+        " differ in the percentage of the company they represent per unit."
+    )
+    assert not is_abstention(answer)  # without the question: many words besides the phrase
+    assert is_abstention(answer, q)
+    r = await faithfulness(q, ("Preferred stocks usually pay higher dividends.",), answer)
+    assert r.label == "abstained"
+    # a decline that adds a fact of its own is still a claim
+    added = "I do not know, but the Starter plan allows 600 requests per minute and free parking."
+    parsed = parse_answer(added, q)
+    assert [c.lower() for c in parsed.claims] == [
+        "the starter plan allows 600 requests per minute and free parking."
+    ]

@@ -103,18 +103,22 @@ class ParsedAnswer:
 MAX_WORDS_BESIDE_ABSTENTION = 10  # more than this beside the phrase: the sentence states facts
 
 
-def is_abstention(sentence: str) -> bool:
+def is_abstention(sentence: str, asked: str = "") -> bool:
     """True when a sentence declines to answer (English or Spanish).
 
     Bracketed asides ("[citation needed]") are not read, and a sentence that states much
-    besides the declining phrase is a claim, not an abstention.
+    besides the declining phrase is a claim, not an abstention; the words of the question it
+    declines (``asked``) state nothing new ("I do not have information on whether common and
+    preferred stocks differ in the share of the company they represent").
     """
     text = re.sub(r"\[[^\]]*\]|\([^)]*\)", " ", fold(sentence).replace("’", "'"))
     m = _ABSTAIN.search(text)
     if m is None:
         return False
-    rest = (text[: m.start()] + " " + text[m.end() :]).split()
-    return len(rest) <= MAX_WORDS_BESIDE_ABSTENTION
+    said = set(re.findall(r"\w+", fold(asked)))
+    rest = re.findall(r"\S+", text[: m.start()] + " " + text[m.end() :])
+    new = [w for w in rest if not said or re.sub(r"\W", "", w) not in said]
+    return len(new) <= MAX_WORDS_BESIDE_ABSTENTION
 
 
 def find_injections(text: str) -> list[str]:
@@ -151,9 +155,10 @@ def split_claims(sentence: str) -> list[str]:
     return [p for p in out if len(p.split()) >= 2] or [sentence]
 
 
-def parse_answer(answer: str) -> ParsedAnswer:
+def parse_answer(answer: str, question: str = "") -> ParsedAnswer:
     """Split ``answer`` into claims, abstaining sentences and suspicious (injection) sentences;
-    structure, preambles and courtesy are set aside (:mod:`.reading`)."""
+    structure, preambles and courtesy are set aside (:mod:`.reading`). A declining sentence
+    may restate the ``question`` at any length."""
     parsed = ParsedAnswer()
     read = read_answer(answer)
     parsed.set_aside = read.set_aside
@@ -165,11 +170,11 @@ def parse_answer(answer: str) -> ParsedAnswer:
             sent = re.sub(r"\s+([,.;:])", r"\1", _INJECTION.sub(" ", sent)).strip(" ,;:-")
             if len(sent.split()) < 2:
                 continue
-        if is_abstention(sent) and not _SPLIT_CONJ.search(sent):
+        if is_abstention(sent, question) and not _SPLIT_CONJ.search(sent):
             parsed.abstentions.append(sent)
             continue
         for part in split_claims(strip_attribution(sent)):
-            if is_abstention(part):  # "I don't know the dose, but it is taken daily"
+            if is_abstention(part, question):  # "I don't know the dose, but it is taken daily"
                 parsed.abstentions.append(part)
             elif is_hedge(part):  # "..., but the passages do not say when"
                 parsed.set_aside.append((part, "says what the passages lack"))

@@ -261,7 +261,7 @@ class FaithfulnessJudge(OfflineJudge):
         answer = interaction.answer or ""
         if not answer.strip():
             return self.result(interaction, "skipped", None, "no answer")
-        parsed = parse_answer(answer)
+        parsed = parse_answer(answer, interaction.query or "")
         meta: dict[str, Any] = {"abstained": parsed.abstained}
         if parsed.suspicious:
             meta["suspicious_instructions"] = parsed.suspicious[:5]

@@ -129,7 +129,10 @@ def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
         toks = words(span)
         if written(toks) or (opens_sentence and written(toks[1:])):
             continue
-        if opens_sentence and written([t for t in toks[1:] if t not in _JOINERS][:1] + toks[2:]):
+        rest = toks[1:]
+        while rest and (rest[0] in _JOINERS or rest[0] in STOPWORDS):
+            rest = rest[1:]
+        if opens_sentence and written(rest):
             continue  # "Use the Set Limit option": the sentence's verb, then the name
         if listed(toks) or abbreviated(toks):  # "Douban y WeChat", "NYS Department of ..."
             continue
