@@ -92,15 +92,6 @@ def _counts(base: dict[str, int], mine: dict[str, int], theirs: dict[str, int]) 
     return out
 
 
-def _majority(causes: dict[str, int], current: str | None) -> str | None:
-    if not causes:
-        return current
-    top = max(causes.values())
-    if current in causes and causes[current] == top:
-        return current
-    return min(c for c, n in causes.items() if n == top)
-
-
 def _merge_body(
     base: dict[str, Any], mine: dict[str, Any], theirs: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, int]]:
@@ -129,6 +120,7 @@ def merge(base: Candidate | None, mine: Candidate, theirs: Candidate) -> Candida
 
     Returns a new row carrying ``theirs``' version (the one the next conditional write expects).
     """
+    from ragsieve.jobs.golden.growth.candidates import majority_cause
     from ragsieve.jobs.golden.growth.repo import Candidate
 
     b_body = base.body if base is not None else {}
@@ -147,7 +139,7 @@ def merge(base: Candidate | None, mine: Candidate, theirs: Candidate) -> Candida
 
     root_cause = _pick(b.root_cause if b else _MISSING, mine.root_cause, theirs.root_cause)
     if causes and b is not None and mine.root_cause != b.root_cause != theirs.root_cause:
-        root_cause = _majority(causes, theirs.root_cause)
+        root_cause = majority_cause(causes, theirs.root_cause)
     sources = len(body.get("source_trace_ids") or ())
     if b is None:
         seen = max(mine.seen, theirs.seen, sources)
