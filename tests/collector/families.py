@@ -99,6 +99,7 @@ LLAMAINDEX_CONTEXT = "llamaindex-context"
 HAYSTACK_REPHRASE = "haystack-rephrase"
 DSPY_HISTORY = "dspy-history"
 LANGGRAPH_CONDENSE = "langgraph-condense"
+LANGCHAIN_HISTORY_AWARE = "langchain-history-aware"
 
 _FULL = "ids (native), content, rank, in prompt"
 
@@ -206,6 +207,19 @@ ROWS: dict[str, Row] = {
         ("openinference-instrumentation-langchain", "langgraph", "langchain-core"),
         "root_messages",
         "generation_output",
+        "ids (content_hash), content, rank, in prompt",
+        "none",
+        "none",
+        "complete",
+        "test_family_chat_engines.py",
+        "history; judged: rewrite",
+    ),
+    LANGCHAIN_HISTORY_AWARE: Row(
+        "OpenInference LangChain `create_history_aware_retriever` + `create_retrieval_chain`"
+        " + `RunnableWithMessageHistory`",
+        ("openinference-instrumentation-langchain", "langchain-classic", "langchain-core"),
+        "root_input",
+        "root_output",
         "ids (content_hash), content, rank, in prompt",
         "none",
         "none",

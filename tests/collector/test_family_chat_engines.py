@@ -1,5 +1,6 @@
-"""Conversations as LlamaIndex chat engines, Haystack rephrase pipelines, a LangGraph
-conversational RAG graph and DSPy programs with a ``dspy.History`` trace them (issue 45).
+"""Conversations as LlamaIndex chat engines, Haystack rephrase pipelines, LangChain's
+history-aware retrieval chain, a LangGraph conversational RAG graph and DSPy programs with a
+``dspy.History`` trace them (issue 45).
 
 The real OpenInference instrumentors record a three-turn bike-share conversation through each
 engine; the LLM is the framework's own custom-LLM base class answering from a script (a
@@ -25,11 +26,15 @@ from haystack.components.builders import PromptBuilder
 from haystack.components.converters import OutputAdapter
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from langchain_classic.chains import create_history_aware_retriever, create_retrieval_chain
+from langchain_classic.chains.combine_documents import create_stuff_documents_chain
+from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.documents import Document as LangChainDocument
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.graph import END, START, MessagesState, StateGraph
 from llama_index.core import Document, Settings, VectorStoreIndex
@@ -59,9 +64,15 @@ from ragsieve.evaluators.records import RagInteraction
 
 # The LlamaIndex instrumentor calls pydantic's deprecated ``.json()``; as an error (the suite's
 # default) the instrumentor drops the LLM spans it was recording.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::pydantic.warnings.PydanticDeprecatedSince20:openinference.instrumentation.llama_index._handler"
-)
+# The LangChain one calls a deprecated ``message.text()`` the same way.
+pytestmark = [
+    pytest.mark.filterwarnings(
+        "ignore::pydantic.warnings.PydanticDeprecatedSince20:openinference.instrumentation.llama_index._handler"
+    ),
+    pytest.mark.filterwarnings(
+        "ignore::langchain_core._api.deprecation.LangChainDeprecationWarning:openinference.instrumentation._spans"
+    ),
+]
 
 CHUNKS = {
     "rent": "A bike can be rented for up to 2 hours at a time; longer rides cost 1 euro per hour.",
@@ -369,3 +380,51 @@ def test_langgraph_conversational_rag(recorded: InMemorySpanExporter) -> None:
     # The typed turn is the graph input's last human message, not the retriever's rewrite.
     assert {r.query_source for r in records} == {"root_messages"}
     _assert_conversation(records, condensed=True, family=families.LANGGRAPH_CONDENSE)
+
+
+def _vector_store() -> InMemoryVectorStore:
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    store.add_documents(
+        [LangChainDocument(page_content=t, id=k) for k, t in CHUNKS.items()], ids=list(CHUNKS)
+    )
+    return store
+
+
+# Still the documented way to keep a chain's history, though LangChain now points to LangGraph.
+@pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
+@pytest.mark.filterwarnings("ignore:The class `InMemoryChatMessageHistory` was deprecated")
+def test_langchain_history_aware_retrieval_chain(recorded: InMemorySpanExporter) -> None:
+    replies = [text for typed, rw, answer in TURNS for text in ([rw] if rw else []) + [answer]]
+    llm = GenericFakeChatModel(messages=iter([AIMessage(t) for t in replies]))
+    condense = ChatPromptTemplate.from_messages(
+        [
+            ("system", "Given the chat history, write the latest question standalone."),
+            MessagesPlaceholder("chat_history"),
+            ("human", "{input}"),
+        ]
+    )
+    answer = ChatPromptTemplate.from_messages(
+        [
+            ("system", "Answer from the context:\n{context}"),
+            MessagesPlaceholder("chat_history"),
+            ("human", "{input}"),
+        ]
+    )
+    retriever = create_history_aware_retriever(
+        llm, _vector_store().as_retriever(search_kwargs={"k": 3}), condense
+    )
+    chain = create_retrieval_chain(retriever, create_stuff_documents_chain(llm, answer))
+    histories: dict[str, InMemoryChatMessageHistory] = {}
+    chat = RunnableWithMessageHistory(
+        chain,
+        lambda sid: histories.setdefault(sid, InMemoryChatMessageHistory()),
+        input_messages_key="input",
+        history_messages_key="chat_history",
+        output_messages_key="answer",
+    )
+
+    def ask(typed: str) -> None:
+        chat.invoke({"input": typed}, config={"configurable": {"session_id": "ride-1"}})
+
+    records = _turn_records(recorded, ask)
+    _assert_conversation(records, condensed=True, family=families.LANGCHAIN_HISTORY_AWARE)
