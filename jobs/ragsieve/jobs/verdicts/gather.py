@@ -31,6 +31,7 @@ from ragsieve.evaluators.judges.offline.text.terms import key, tokens
 from ragsieve.evaluators.judges.offline.text.text import sentences
 from ragsieve.evaluators.records import RagInteraction
 from ragsieve.jobs.verdicts.corpus import CorpusHit, ObservedCorpus, holds_question
+from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN
 from ragsieve.jobs.verdicts.ledger import UNDETERMINED, Piece
 
 SOURCE_MIN = 0.7  # share of the answer's own (weighted) words a chunk must hold to be its source
@@ -70,8 +71,17 @@ def _said(h: Held, terms: Mapping[str, tuple[str, float]]) -> str:
     return shown[:VALUE_CHARS]
 
 
+def _about(question: str, content: str, threshold: float) -> bool:
+    """``content`` is about what ``question`` asks: it names what the question names
+    (:func:`holds_question`), or the context judge scores it within ``NEAR_MARGIN`` of its
+    threshold (a page that says "burial" and "Veteran" for "funerals for vets")."""
+    if holds_question(question, content):
+        return True
+    return chunk_evidence(question, [content])[0].score >= threshold - NEAR_MARGIN
+
+
 def answer_source(
-    it: RagInteraction, question: str, corpus: ObservedCorpus | None
+    it: RagInteraction, question: str, corpus: ObservedCorpus | None, threshold: float = 0.6
 ) -> tuple[Piece, ...]:
     """Where the answer's own words sit, sentence by sentence. Every sentence in a chunk of the
     prompt: the model had what it said (``generation``); some: the rest was added from
@@ -104,7 +114,7 @@ def answer_source(
         h = held(terms, cid, content)
         if h.share < SOURCE_MIN or h.share - best_prompt.share < SOURCE_LEAD:
             continue
-        if not holds_question(question, content):
+        if not _about(question, content, threshold):
             continue  # it holds the words, but it is not about what was asked
         return (
             Piece(
@@ -212,7 +222,7 @@ def gather(
     says nothing whose source could be looked up)."""
     out: list[Piece] = [*rival]
     if not abstained:
-        out += answer_source(it, question, corpus)
+        out += answer_source(it, question, corpus, threshold)
     out += dropped(it, question, threshold, context_best)
     if golden is not None:
         out += golden_chunks(golden, it, rule_cause)
