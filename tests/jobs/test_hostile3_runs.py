@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Any
 
+import pytest
 from test_run_support import Turn, send, settings, wait_stored
 
 from ragsieve.evaluators.testing import FakeOpenAIServer
@@ -138,3 +139,24 @@ def test_spans_stamped_1970_or_2100_are_reported_not_silently_missed(collector: 
         "note": out.report["misdated"]["note"],
     }
     assert "no window holds them" in render_table(out.report)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_held_lease_is_renewed_and_one_taken_over_says_it_was_lost(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    store = request.getfixturevalue("store" if backend == "sqlite" else "pg_store")
+    first = Lease(store, holder="a", ttl_s=0.4)
+    assert first.try_acquire()
+    first.keep_renewed()  # renews every ~0.13 s from a thread
+    other = Lease(store, holder="b", ttl_s=0.4)
+    time.sleep(1.0)  # well past one time to live
+    assert not other.try_acquire() and not first.lost.is_set()
+    current = first.current()
+    assert current is not None and current.holder == "a" and current.expires_at > time.time()
+    first._stop.set()  # the holder stalls (no more renewals)...
+    time.sleep(0.6)
+    assert other.try_acquire()  # ...its lease runs out and another run takes it
+    assert not first.renew() and first.lost.is_set()
+    other.release()
+    assert other.current() is None
