@@ -19,7 +19,7 @@ import pytest
 from console_script import ragsieve_script
 
 from ragsieve.evaluators.errors import MissingExtra, RagsieveError
-from ragsieve.evaluators.tools.extras import EXTRAS, extra_of, missing
+from ragsieve.evaluators.tools.extras import EXTRAS, extra_of, hint_for, missing
 
 ROOT = Path(__file__).resolve().parents[1]
 HIDER = """\
@@ -102,6 +102,42 @@ def test_missing_extra_is_an_import_error_and_a_ragsieve_error() -> None:
     assert str(err).startswith("parquet export needs: ") and "\n" not in str(err)
     with pytest.raises(ValueError, match="unknown extra 'parket'"):
         missing("parket", "x")
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "installer", "hint"),
+    [
+        (None, "pip", "py -m pip install 'ragsieve[pandas]'"),  # from an index
+        (None, "uv", "uv pip install --python py 'ragsieve[pandas]'"),
+        (
+            {"url": "file:///src/ragsieve", "dir_info": {"editable": True}},
+            "pip",
+            "py -m pip install -e '/src/ragsieve[pandas]'",
+        ),
+        (
+            {"url": "file:///src/rag%20sieve", "dir_info": {}},  # `pip install .`: not editable
+            "uv",
+            "uv pip install --python py '/src/rag sieve[pandas]'",
+        ),
+        (
+            {"url": "file:///w/ragsieve-0.1.0-py3-none-any.whl", "archive_info": {}},
+            "pip",
+            "py -m pip install 'ragsieve[pandas] @ file:///w/ragsieve-0.1.0-py3-none-any.whl'",
+        ),
+        (
+            {
+                "url": "https://example.org/ragsieve.git",
+                "vcs_info": {"vcs": "git", "commit_id": "abc123", "requested_revision": "main"},
+            },
+            "pip",
+            "py -m pip install 'ragsieve[pandas] @ git+https://example.org/ragsieve.git@abc123'",
+        ),
+    ],
+)
+def test_the_hint_follows_the_way_ragsieve_was_installed(
+    direct_url: dict[str, object] | None, installer: str, hint: str
+) -> None:
+    assert hint_for("pandas", direct_url, installer=installer, python="py") == hint
 
 
 @pytest.mark.parametrize(
