@@ -44,6 +44,8 @@ from ragsieve.evaluators.judges.offline.conversation import judged_question  # n
 from ragsieve.evaluators.records import RagInteraction, normalize_text  # noqa: E402
 
 OUT = ROOT / "results" / "frameworks.json"
+PAGE = ROOT.parent / "docs" / "benchmarks" / "frameworks.md"
+BEGIN, END = "<!-- frameworks -->", "<!-- /frameworks -->"
 
 
 def send(_: list[Any], endpoint: str) -> dict[str, tuple[str, Turn]]:
@@ -194,6 +196,9 @@ def main() -> None:
         per = score(sent, db)
     result = {"traces": len(sent), "pipelines": per}
     OUT.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    page = PAGE.read_text("utf-8")
+    head, rest = page.split(BEGIN, 1)
+    PAGE.write_text(f"{head}{BEGIN}\n{table(per)}\n{END}{rest.split(END, 1)[1]}", "utf-8")
     print(table(per))
     print(f"{len(sent)} traces; wrote {OUT}")
 
