@@ -112,3 +112,15 @@ async def test_a_count_of_the_answers_own_list_is_checked_through_its_items():
         "There are three billing plans: Pay-As-You-Go and Subscription.", plans, q
     )
     assert wrong.label == "unfaithful" and "three is not in the context" in wrong.explanation
+
+
+async def test_vague_quantifiers_and_manner_adverbs_do_not_fail_a_claim_but_time_adverbs_do():
+    ctx = ("Pay-As-You-Go accounts are billed monthly for resource usage.",)
+    q = "How are Pay-As-You-Go accounts billed?"
+    ok = await faithfulness("Pay-As-You-Go accounts are primarily billed monthly.", ctx, q)
+    assert ok.label == "faithful", ok.explanation
+    assert "primarily" not in reasons(ok)
+    # how often is a fact: "weekly" is not "monthly"
+    wrong = await faithfulness("Pay-As-You-Go accounts are billed weekly for usage.", ctx, q)
+    assert wrong.label != "faithful"
+    assert "weekly" in reasons(wrong)

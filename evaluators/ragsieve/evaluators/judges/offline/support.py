@@ -19,6 +19,7 @@ import numpy as np
 
 from ragsieve.evaluators.judges.offline.reading import advice_verb
 from ragsieve.evaluators.judges.offline.text.terms import (
+    CANON,
     NO_MATCH,
     Match,
     TermIndex,
@@ -176,12 +177,30 @@ def _coverage(toks: list[str], ctx: Context) -> tuple[float, float, int, float, 
 
 
 _CODE = re.compile(r"`[^`]*`")
+# the closed class of vague quantifiers: they say "some", not how many
+VAGUE = frozenset(
+    "various several numerous multiple many certain diverse variety plenty countless"
+    " varios varias diversos diversas numerosos numerosas multiples".split()
+)
+
+
+def _optional(word: str) -> bool:
+    """A word that states no checkable fact of its own: a vague quantifier, or a manner or
+    degree adverb ("primarily", "directly", "easily"; not "monthly": a time unit's adverb says
+    how often)."""
+    if word in VAGUE:
+        return True
+    return (
+        len(word) >= 6 and word.endswith("ly") and word[:-2] not in CANON and word[:-3] not in CANON
+    )
 
 
 def _optional_keys(claim: str) -> set[str]:
-    """Keys of the words a claim need not support: an instruction's verb ("Ensure ...") and
-    inline example code and placeholders (`mydatabase`, `SELECT`)."""
+    """Keys of the words a claim need not support: an instruction's verb ("Ensure ..."),
+    inline example code and placeholders (`mydatabase`, `SELECT`), vague quantifiers and
+    manner adverbs; a negation is never optional."""
     out = {key(t) for span in _CODE.findall(claim) for t in tokens(span)}
+    out |= {key(t) for t in tokens(claim) if _optional(t)}
     verb = advice_verb(claim)
     return out | ({key(verb)} if verb else set())
 
