@@ -245,3 +245,11 @@ def test_the_model_tier_without_the_model_extra(tmp_path: Path) -> None:
     )
     out = _run(tmp_path, "onnxruntime,tokenizers", [sys.executable, "-c", code])
     _one_line(out, f"{folder}: the model tier", "model", "onnxruntime")
+
+
+def test_help_needs_no_extra(tmp_path: Path) -> None:
+    for command in ("worker", "schedule"):
+        out = _run(
+            tmp_path, "procrastinate,psycopg", [str(ragsieve_script()), "workers", command, "-h"]
+        )
+        assert out.returncode == 0 and "--store" in out.stdout, out.stderr
