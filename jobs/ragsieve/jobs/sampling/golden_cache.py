@@ -3,9 +3,10 @@
 Every ``jobs run`` reads the golden set twice (novelty for the sampler, the reference for golden
 growth), and embedding 200,000 queries costs minutes and gigabytes each time. The vectors of
 one golden file's queries, in file order, are saved once as ``golden-<sha256>-<encoder>.npy``
-(the hash of the file's bytes) and memory-mapped by later runs: a new version (other bytes) gets its own file, an edited file a
-new hash, so a stale vector is never read. Where the folder cannot be written (read-only, full)
-the run embeds as before and says so in the log; a damaged cache file is recomputed.
+(the hash of the file's bytes) and memory-mapped by later runs: a new version (other bytes)
+gets its own file, an edited file a new hash, so a stale vector is never read. Where the
+folder cannot be written (read-only, full) the run embeds as before and says so in the log; a
+damaged cache file is recomputed.
 
 The folder: beside a SQLite store (``<store folder>/.ragsieve-cache``), else the user's cache
 (``~/.cache/ragsieve``).
