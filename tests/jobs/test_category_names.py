@@ -3,7 +3,7 @@ category called after the typo ``aplciación``, typed in two of its questions)."
 
 from __future__ import annotations
 
-from ragsieve.evaluators.judges.offline.text.typos import misspelt
+from ragsieve.evaluators.judges.offline.text.typos import misspelt, misspelt_among
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden.growth.categories import name_terms
 from ragsieve.jobs.golden.growth.repo import Candidate
@@ -40,3 +40,22 @@ def test_misspelt_means_one_slip_from_a_word_not_unknown() -> None:
         assert misspelt(normalize_text(typo)), typo
     for word in ("aplicación", "password", "devuelvo", "tallyfox", "webhook", "kubernetes"):
         assert not misspelt(normalize_text(word)), word
+
+
+def test_a_slip_of_a_name_typed_more_often_does_not_name_the_category() -> None:
+    groups = {
+        "stack": [
+            _c(1, "¿En qué lenguaje está escrito el panel de Tlalyfox?"),
+            _c(2, "¿Qué lenguaje usa Tlalyfox en el panel?"),
+        ],
+        "hiring": [
+            _c(3, "¿Tallyfox está contratando en Madrid?"),
+            _c(4, "¿Contrata Tallyfox en Madrid?"),
+            _c(5, "¿Busca Tallyfox ingenieros en Madrid?"),
+        ],
+    }
+    named = name_terms(groups, 3)
+    assert "tlalyfox" not in [t.lower() for t in named["stack"][0]]
+    assert "tallyfox" in [t.lower() for t in named["hiring"][0]]  # the name itself stays
+    assert misspelt_among("tlalyfox", {"tallyfox": 3, "tlalyfox": 2})
+    assert not misspelt_among("tallyfox", {"tallyfox": 3, "tlalyfox": 2})
