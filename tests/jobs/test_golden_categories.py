@@ -483,3 +483,25 @@ def test_an_area_a_golden_case_lies_in_is_covered() -> None:
     assert covered.nearest_golden < 0.5 and covered.golden_cases == 1 and not covered.new
     [alone] = summarize(rows, reference([basis[7]]), new_threshold=0.5)
     assert alone.golden_cases == 0 and alone.new
+
+
+def test_an_area_half_near_a_golden_case_of_another_area_is_new() -> None:
+    """Two of four failures near a golden case that lies in a neighbouring area are no
+    majority: the area is new; the neighbour, all of whose failures are near it, is covered."""
+    basis = np.eye(8, dtype=np.float32)
+    gold = basis[0]
+    half = [unit(gold + 0.5 * basis[1]), unit(gold + 0.5 * basis[2]), basis[3], basis[4]]
+    near = [unit(gold + 0.2 * basis[5]), unit(gold + 0.2 * basis[6])]
+
+    def rows(cat: str, vectors: list[np.ndarray]) -> list[Candidate]:
+        return [
+            Candidate(id=f"{cat}{i}", status="candidate", norm_query=f"{cat}{i}", category=cat,
+                      body={"query": f"question {cat}{i}", "topic": cat,
+                            "topic_embedding": encode_vector(v)})
+            for i, v in enumerate(vectors)
+        ]  # fmt: skip
+
+    ref = GoldenReference(["g"], ["g"], ["g"], [None], gold[None, :], "test")
+    out = {s.id: s for s in summarize(rows("a", half) + rows("b", near), ref, new_threshold=0.5)}
+    assert out["a"].new and out["a"].golden_cases == 0
+    assert not out["b"].new and out["b"].golden_cases == 1
