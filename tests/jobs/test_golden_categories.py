@@ -505,3 +505,14 @@ def test_an_area_half_near_a_golden_case_of_another_area_is_new() -> None:
     out = {s.id: s for s in summarize(rows("a", half) + rows("b", near), ref, new_threshold=0.5)}
     assert out["a"].new and out["a"].golden_cases == 0
     assert not out["b"].new and out["b"].golden_cases == 1
+
+
+def test_a_few_failures_are_not_balanced() -> None:
+    """Below ten candidates no share applies: a failure the tree leaves alone still joins the
+    one area near it (a category of three is what a reviewer of three failures expects)."""
+    basis = np.eye(8, dtype=np.float32)
+    pair = [basis[0], unit(basis[0] + 0.1 * basis[1])]
+    lone = unit(basis[0] + 2.0 * basis[2])  # cosine 0.45 with the pair: within the widest cut
+    vectors = np.vstack([*pair, lone])
+    assert len(set(cluster(vectors, min_cut=MIN_CUT, max_cut=MAX_CUT).tolist())) == 2
+    assert topic_groups(vectors, [1, 1, 1]) == [[0, 1, 2]]

@@ -91,7 +91,8 @@ def topic_groups(vectors: np.ndarray, seen: Sequence[int]) -> list[list[int]]:
     groups = balanced(vectors, groups, MAX_SHARE, BALANCE_FROM, min_cut=MIN_CUT)
     kept = [g for g in groups if sum(seen[i] for i in g) >= MIN_FAILURES]
     alone = [i for g in groups if g not in kept for i in g]
-    cap = max(1, int(MAX_SHARE * len(vectors)))
+    n = len(vectors)
+    cap = max(1, int(MAX_SHARE * n)) if n >= BALANCE_FROM else n  # few failures: no balance
     return adopt(vectors, kept, alone, cap=cap, max_cut=MAX_CUT)
 
 
