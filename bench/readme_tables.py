@@ -195,8 +195,8 @@ def front_page_figures(e2e: dict[str, Any], judges: dict[str, Any], realrag: dic
             " ([judges](docs/benchmarks/judges.md))."
         )
     lines.append(
-        f"- On {llm['n']} answers real LLMs wrote (RAGTruth, MEMERAG, LFQA-Verification; people's"
-        f" labels), it flags {_f(llm['false_alarms'])} of the faithful answers and"
+        f"- On {llm['n']} answers real LLMs wrote (RAGTruth, MTRAG, MEMERAG, LFQA-Verification;"
+        f" people's labels), it flags {_f(llm['false_alarms'])} of the faithful answers and"
         f" {_f(llm['recall'])} of the hallucinated ones, F1 {_f(llm['f1'])}, AUC {_f(llm['auc'])}"
         " ([real LLM answers](docs/benchmarks/realrag.md)): a cheap, honest first pass, not an LLM"
         " judge."
