@@ -108,10 +108,12 @@ def _topics(
     store: Store, vectors: np.ndarray, relevant: list[list[str]], doc_weight: float
 ) -> np.ndarray:
     known = chunk_vectors(store, [c for ids in relevant for c in ids])
-    out = np.array(vectors, copy=True)
+    out = vectors  # copied on the first topic that differs (a large set often has none)
     for i, ids in enumerate(relevant):
         vecs = [known[c] for c in ids if c in known]
         if vecs:
+            if out is vectors:
+                out = np.array(vectors, copy=True)
             out[i] = topic_vector(vectors[i], unit(np.sum(vecs, axis=0)), doc_weight)
     return out
 
@@ -130,7 +132,8 @@ def _file_cases(
     fresh = [i for i, c in enumerate(cases) if c.id not in known]
     saved = None
     if fresh and cache is not None:
-        saved = golden_vectors(current, [c.query for c in cases], embed, cache)[fresh]
+        every = golden_vectors(current, [c.query for c in cases], embed, cache)
+        saved = every if len(fresh) == len(cases) else every[fresh]  # no copy when all are new
     return current, [cases[i] for i in fresh], saved
 
 
@@ -165,11 +168,11 @@ def load_reference(
             missing.append(len(vecs))
             vec = np.zeros(DIM, dtype=np.float32)
         vecs.append(vec)
-    source = "store"
+    source, saved = "store", None
     if path is not None:
         current, fresh, saved = _file_cases(path, set(ids), embed, cache)
         source = str(current)
-        for i, case in enumerate(fresh):
+        for case in fresh:
             ids.append(case.id)
             queries.append(case.query)
             cats.append(case.category)
@@ -177,8 +180,12 @@ def load_reference(
             relevant.append(list(case.relevant_chunks))
             if saved is None:
                 missing.append(len(vecs))
-            vecs.append(np.zeros(DIM, np.float32) if saved is None else saved[i])
-    matrix = np.vstack(vecs).astype(np.float32) if vecs else np.zeros((0, DIM), np.float32)
+                vecs.append(np.zeros(DIM, np.float32))
+    matrix = (
+        np.vstack(vecs).astype(np.float32, copy=False) if vecs else np.zeros((0, DIM), np.float32)
+    )
+    if saved is not None:  # the cached vectors join in one copy
+        matrix = np.concatenate([matrix, np.asarray(saved, dtype=np.float32)])
     if missing:
         matrix[missing] = embed([queries[i] for i in missing])
     return GoldenReference(
