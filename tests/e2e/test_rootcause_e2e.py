@@ -153,23 +153,3 @@ def test_evidence_that_does_not_decide_reads_undetermined_and_a_review_decides_i
     assert cause == "retrieval" and "a reviewer named retrieval for this failure" in evidence
     (pieces, said, _), *_ = labelled_pieces(col.store, store_labels(col.store))
     assert said == "retrieval" and {p.name for p in pieces} >= {"rule", "rival"}
-
-
-def test_a_refusal_after_a_retrieval_miss_is_not_blamed_on_the_model_alone(
-    start_collector: Any,
-) -> None:
-    # "I don't know" with only the billing chunk in the prompt, while the price chunk (which
-    # other traces retrieved) answers: the refusal may be right about its prompt
-    col = start_collector(run_settler=False)
-    turns: list[tuple[str, list[Doc], str]] = [
-        ("How much does the Starter plan cost each month?",
-         [("prices#starter", STARTER_PRICE, True), ("prices#pro", PRO_PRICE, True)],
-         "The Starter plan costs $49 per month."),
-        ("What is the monthly price of the Starter plan?",
-         [("billing#starter", BILLING, True), ("plans#pro", PRO_LIMIT, True)],
-         "I'm sorry, but the provided documents don't contain that information."),
-    ]  # fmt: skip
-    verdict, cause, body = _decided(col, turns)[turns[1][0]]
-    assert (verdict, cause) == ("fail", "undetermined"), body["evidence"]
-    assert [c.split(":")[0] for c in body["competing"]] == ["abstained_wrongly", "retrieval"]
-    assert "prices#starter" in body["competing"][1]

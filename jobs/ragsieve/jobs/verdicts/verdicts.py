@@ -157,13 +157,12 @@ def _search(
     """Ask the observed corpus for the chunk the retriever missed: when nothing relevant reached
     the prompt, one that answers the question; when an answer is unfaithful to relevant chunks,
     one that answers the question better and holds what the answer says (``None``: not asked).
-    Second: a chunk that answers as well as the prompt without deciding it (evidence only); for
-    a refusal blamed on a relevant chunk in the prompt, a chunk elsewhere that answers clearly
-    better (a same-topic chunk judged relevant, the page that answers missed: either could be
-    why it declined)."""
+    Second: a chunk that answers as well as the prompt without deciding it (evidence only). A
+    refusal blamed on a relevant chunk in the prompt is not searched: on the service bench's
+    tuning half, a chunk elsewhere scored clearly better than the prompt's for 9 of 33 wrong
+    abstentions whose prompt held the answer (pages overlap), so it would not decide them."""
     source = needs_source(verdict)
-    refusal = verdict.root_cause == "abstained_wrongly"
-    if not (needs_corpus(verdict) or source or refusal):
+    if not (needs_corpus(verdict) or source):
         return None, None
     ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
     exclude = {d.id for d in it.documents}
@@ -177,8 +176,6 @@ def _search(
         )
         holds = partial(judge.holds_answer, it)
     got = corpus.search(asked.text, exclude, ctx_threshold, lead, typed, holds)
-    if refusal and not needs_corpus(verdict):
-        return None, got.hit  # evidence only: the refusal's verdict stays as it was
     if source and got.hit is None:
         return None, got.rival  # the answer holds nowhere better: the rule stays as it was
     return CorpusAnswer(got.hit, searched), got.rival
