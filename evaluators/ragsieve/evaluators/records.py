@@ -276,31 +276,6 @@ class RagInteraction(_Record):
         """Chunk ids in rank order, as offline evaluation reads them."""
         return [d.id for d in sorted(self.context, key=lambda d: d.rank)]
 
-    def for_judging(self) -> RagInteraction:
-        """This turn with question, answer, chunks and history in matching form (no invisible
-        characters, NFKC, look-alikes folded): what judges read. The stored record keeps the
-        original text, and that is what people are shown."""
-        f = matching_text
-        texts = [self.query or "", self.answer or "", *self.retrieval_queries]
-        texts += [d.content or "" for d in self.documents] + [m.content for m in self.chat_history]
-        if all(t.isascii() for t in texts):
-            return self
-        docs = tuple(
-            d if d.content is None else d.model_copy(update={"content": f(d.content)})
-            for d in self.documents
-        )
-        return self.model_copy(
-            update={
-                "query": None if self.query is None else f(self.query),
-                "answer": None if self.answer is None else f(self.answer),
-                "retrieval_queries": tuple(map(f, self.retrieval_queries)),
-                "documents": docs,
-                "chat_history": tuple(
-                    m.model_copy(update={"content": f(m.content)}) for m in self.chat_history
-                ),
-            }
-        )
-
 
 EvalLabel = str
 

@@ -28,6 +28,7 @@ from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import GoldenCase, utcnow
 from ragsieve.evaluators.tools.files import new_temp_file
 from ragsieve.evaluators.tools.jsonlines import json_lines
+from ragsieve.evaluators.tools.userfile import regular_file
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -129,7 +130,7 @@ def load_models(path: str | Path, model: type[M]) -> list[tuple[int, M]]:
 
 def load_golden(path: str | Path) -> GoldenSet:
     """Load and validate a golden JSONL; the first bad line raises ``path:line: field: message``."""
-    p = Path(path)
+    p = regular_file(path)  # /dev/zero or a FIFO named, not read for ever
     cases = [case for _, case in load_models(p, GoldenCase)]
     return GoldenSet(path=p, version=parse_version(p), cases=cases)
 

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from ragsieve.evaluators.judges.matching import for_judging
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 
 
@@ -52,7 +53,7 @@ async def safe_evaluate(
     A judge that raises, times out or returns no result yields one ``label="error"`` result.
     """
     try:
-        call = judge.evaluate(interaction.for_judging())  # invisible/look-alike text folded
+        call = judge.evaluate(for_judging(interaction))  # invisible/look-alike text folded
         results = list(await (asyncio.wait_for(call, timeout_s) if timeout_s else call))
     except Exception as exc:  # the protocol says never raise; callers rely on this guard
         _log.warning("judge %s raised on %s: %r", judge.name, interaction.trace_id, exc)

@@ -10,14 +10,16 @@ Each is a :class:`ConfigError` here.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.tools.userfile import MAX_LINE_BYTES, regular_file
 
+MAX_LINE_BYTES = 16 * 1024 * 1024  # one golden case (its texts are capped far below this)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -66,7 +68,9 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for each non-blank line of ``path`` (a regular file; a line of
     at most ``MAX_LINE_BYTES``: ``/dev/zero`` or a FIFO is refused, not read for ever)."""
     try:
-        handle = regular_file(path).open("rb")
+        if not stat.S_ISREG(os.stat(path).st_mode):  # stat first: opening a FIFO blocks
+            raise ConfigError(f"{path}: cannot read: not a regular file (a FIFO, device, folder)")
+        handle = path.open("rb")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     with handle:
@@ -79,4 +83,4 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
                 yield lineno, parse_line(text, where)
 
 
-__all__ = ["decode_line", "json_lines", "parse_line"]
+__all__ = ["MAX_LINE_BYTES", "decode_line", "json_lines", "parse_line"]

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.tools.userfile import read_capped
 
 
 def read_toml(path: str | Path) -> tuple[str, dict[str, Any]]:
@@ -18,10 +17,9 @@ def read_toml(path: str | Path) -> tuple[str, dict[str, Any]]:
     """
     p = Path(path)
     try:
-        text = read_capped(p).decode("utf-8")  # a regular file of a sane size, or refused
-    except UnicodeDecodeError as exc:
-        at = exc.object[: exc.start].count(b"\n") + 1
-        raise ConfigError(f"{p}:{at}: not UTF-8; save the file as UTF-8") from None
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from exc
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -3,7 +3,7 @@
 ``/dev/zero`` reads for ever (until ``MemoryError``), a FIFO blocks ``open()`` until a writer
 comes (a hang), a directory or a socket cannot be read at all. Each is refused here with one line
 naming the path, before anything is opened; a config file is also read at most
-:data:`MAX_CONFIG_BYTES`, and a line of a JSONL file at most :data:`MAX_LINE_BYTES`.
+:data:`MAX_CONFIG_BYTES` (a line of a JSONL file at most ``jsonlines.MAX_LINE_BYTES``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 from ragsieve.evaluators.errors import ConfigError
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a ragsieve.toml is a few kB
-MAX_LINE_BYTES = 16 * 1024 * 1024  # one golden case (its texts are capped far below this)
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -54,4 +53,4 @@ def read_capped(path: str | Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
     return data
 
 
-__all__ = ["MAX_CONFIG_BYTES", "MAX_LINE_BYTES", "read_capped", "regular_file"]
+__all__ = ["MAX_CONFIG_BYTES", "read_capped", "regular_file"]

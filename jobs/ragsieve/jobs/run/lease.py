@@ -216,6 +216,22 @@ def acquire(
     return Acquired(lease, waited, waited_for, took_over=took_over)
 
 
+async def acquire_async(
+    store: Store,
+    window: tuple[datetime, datetime],
+    wait_s: float,
+    should_stop: Callable[[], bool] | None,
+) -> Acquired:
+    """:func:`acquire` from a thread (the wait polls and sleeps)."""
+    import asyncio
+
+    stop = should_stop or (lambda: False)
+    got = await asyncio.to_thread(acquire, store, window, wait_s=wait_s, should_stop=stop)
+    if got.skipped:
+        log.warning("jobs run skipped: %s", got.skipped)
+    return got
+
+
 def lease_report(got: Acquired, lo: datetime, hi: datetime) -> dict[str, Any]:
     """The run report's ``lease`` part; a skipped run's whole report."""
     part = {
@@ -230,4 +246,4 @@ def lease_report(got: Acquired, lo: datetime, hi: datetime) -> dict[str, Any]:
     return {"run_id": None, "skipped": got.skipped, "window": window, "lease": part}
 
 
-__all__ = ["Acquired", "Holder", "Lease", "acquire", "holder_id", "lease_report"]
+__all__ = ["Acquired", "Holder", "Lease", "acquire", "acquire_async", "holder_id", "lease_report"]

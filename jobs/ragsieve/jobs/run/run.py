@@ -40,7 +40,7 @@ from ragsieve.jobs.judging.judging import judge_all
 from ragsieve.jobs.judging.spend import Spend
 from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.run import lease
-from ragsieve.jobs.run.misdated import misdated
+from ragsieve.jobs.run.after import misdated
 from ragsieve.jobs.run.report import build_run_report
 from ragsieve.jobs.sampling.golden_cache import cache_dir
 from ragsieve.jobs.sampling.golden_index import GoldenIndex, load_golden_index
@@ -162,22 +162,14 @@ class RunResult:
 
 
 async def run_once_async(store: Store, settings: Settings, **options: Any) -> RunOutcome:
-    """One pass of the online evaluator (module docstring); ``options`` are :class:`RunOptions`.
-
-    A pass that writes holds the store's run lease (``run/lease.py``): a second pass waits for
-    it, and is skipped (``RunOutcome.skipped``) when the first judged its window meanwhile.
-    """
+    """One pass (module docstring; ``options``: :class:`RunOptions`), under the run lease."""
     opts = RunOptions(**options)
     if opts.dry_run:
         return await _run_leased(store, settings, opts, None)
     now = opts.now or utcnow()
     lo, hi = opts.window or (now - parse_duration(opts.since or settings.jobs.since), now)
-    got = await asyncio.to_thread(
-        lease.acquire, store, (lo, hi), wait_s=opts.lease_wait_s,
-        should_stop=opts.should_stop or (lambda: False),
-    )  # fmt: skip
-    if got.lease is None:
-        log.warning("jobs run skipped: %s", got.skipped)
+    got = await lease.acquire_async(store, (lo, hi), opts.lease_wait_s, opts.should_stop)
+    if got.lease is None:  # skipped (lease.py logs why)
         return RunOutcome("", lease.lease_report(got, lo, hi), [], skipped=got.skipped)
     try:
         opts = replace(opts, should_stop=got.should_stop(opts.should_stop))
@@ -354,11 +346,8 @@ def _purge(store: Store, settings: Settings) -> dict[str, Any] | None:
 
 
 def _golden_index(settings: Settings) -> GoldenIndex | None:
-    cfg = settings.golden
-    cache = cache_dir(settings.store)  # golden vectors kept across runs (golden_cache.py)
-    return load_golden_index(
-        cfg.path, cfg.near_duplicate_cosine, cfg.new_category_cosine, cache=cache
-    )
+    g, cache = settings.golden, cache_dir(settings.store)  # vectors kept across runs
+    return load_golden_index(g.path, g.near_duplicate_cosine, g.new_category_cosine, cache=cache)
 
 
 def run_once(store: Store, settings: Settings, **options: Any) -> RunOutcome:

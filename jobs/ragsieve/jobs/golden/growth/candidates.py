@@ -25,6 +25,7 @@ from ragsieve.evaluators.records import RagInteraction, normalize_text
 from ragsieve.jobs.golden.growth.categories import CategorySummary, categorise, summarize
 from ragsieve.jobs.golden.growth.category_log import CategoryLog
 from ragsieve.jobs.golden.growth.matching import Changes, Prepared, match_candidates
+from ragsieve.jobs.golden.growth.merge import majority_cause
 from ragsieve.jobs.golden.growth.reference import (
     DOC_WEIGHT,
     Embed,
@@ -206,19 +207,6 @@ def _merge(
     causes[f.root_cause] = causes.get(f.root_cause, 0) + 1
     row.root_cause = majority_cause(causes, row.root_cause)
     body["last_flagged_at"] = now.isoformat()
-
-
-def majority_cause(causes: dict[str, int], current: str | None) -> str | None:
-    """The root cause most merged failures had; a tie keeps ``current`` (the earlier majority).
-
-    The others stay counted in the candidate's ``root_causes``.
-    """
-    if not causes:
-        return current
-    top = max(causes.values())
-    if current in causes and causes[current] == top:
-        return current
-    return min(c for c, n in causes.items() if n == top)
 
 
 def golden_settings(settings: Settings | GoldenSettings) -> GoldenSettings:

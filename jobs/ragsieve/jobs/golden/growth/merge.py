@@ -22,12 +22,24 @@ writer inserted first): every field of *mine* counts as changed, and provenance 
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from ragsieve.evaluators.errors import StoreError
 
-if TYPE_CHECKING:
-    from ragsieve.jobs.golden.growth.repo import Candidate
+
+class Row(Protocol):
+    """The fields of a candidate row a merge reads and writes (``repo.Candidate``)."""
+
+    id: str
+    status: str
+    norm_query: str
+    category: str | None
+    root_cause: str | None
+    seen: int
+    body: dict[str, Any]
+
+
+R = TypeVar("R", bound=Row)
 
 UNION_LISTS = ("source_trace_ids", "source_span_ids")
 _MISSING = object()
@@ -38,7 +50,7 @@ class CandidateConflict(StoreError):
     the earlier decision stands, and the reviewer sees whose it is)."""
 
 
-def _decision(c: Candidate | None) -> Any:
+def _decision(c: Row | None) -> Any:
     if c is None:
         return None, None, None
     review = c.body.get("review") or {}
@@ -92,6 +104,19 @@ def _counts(base: dict[str, int], mine: dict[str, int], theirs: dict[str, int]) 
     return out
 
 
+def majority_cause(causes: dict[str, int], current: str | None) -> str | None:
+    """The root cause most merged failures had; a tie keeps ``current`` (the earlier majority).
+
+    The others stay counted in the candidate's ``root_causes``.
+    """
+    if not causes:
+        return current
+    top = max(causes.values())
+    if current in causes and causes[current] == top:
+        return current
+    return min(c for c, n in causes.items() if n == top)
+
+
 def _merge_body(
     base: dict[str, Any], mine: dict[str, Any], theirs: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, int]]:
@@ -115,14 +140,11 @@ def _merge_body(
     return body, causes
 
 
-def merge(base: Candidate | None, mine: Candidate, theirs: Candidate) -> Candidate:
+def merge(base: R | None, mine: R, theirs: R) -> R:
     """The row to store: ``theirs`` with ``mine``'s changes since ``base`` (module docstring).
 
     Returns a new row carrying ``theirs``' version (the one the next conditional write expects).
     """
-    from ragsieve.jobs.golden.growth.candidates import majority_cause
-    from ragsieve.jobs.golden.growth.repo import Candidate
-
     b_body = base.body if base is not None else {}
     body, causes = _merge_body(b_body, mine.body, theirs.body)
     b = base
@@ -145,18 +167,12 @@ def merge(base: Candidate | None, mine: Candidate, theirs: Candidate) -> Candida
         seen = max(mine.seen, theirs.seen, sources)
     else:
         seen = max(theirs.seen + max(0, mine.seen - b.seen), sources)
-    return Candidate(
-        id=theirs.id,
-        status=status,
-        norm_query=_pick(b.norm_query if b else _MISSING, mine.norm_query, theirs.norm_query),
-        category=_pick(b.category if b else _MISSING, mine.category, theirs.category),
-        root_cause=root_cause,
-        seen=seen,
-        created_at=theirs.created_at,
-        updated_at=theirs.updated_at,
-        body=body,
-        version=theirs.version,
-    )
+    out = copy.copy(theirs)  # a row of the caller's class, at theirs' version
+    out.__dict__.pop("embedding", None)  # a cached vector of theirs' body
+    out.status, out.root_cause, out.seen, out.body = status, root_cause, seen, body
+    out.norm_query = _pick(b.norm_query if b else _MISSING, mine.norm_query, theirs.norm_query)
+    out.category = _pick(b.category if b else _MISSING, mine.category, theirs.category)
+    return out
 
 
-__all__ = ["CandidateConflict", "merge"]
+__all__ = ["CandidateConflict", "Row", "majority_cause", "merge"]
