@@ -6,17 +6,20 @@ table between the ``<!-- realrag-table -->`` markers from the committed results)
 
 Two measures, both of what the product decides (default settings, ``jobs.thresholds``):
 
-1. **The judge** on every dev row of RAGTruth QA, MEMERAG (en, es) and LFQA-Verification, per
-   dataset, language and generating model: faithful answers labelled ``unfaithful`` (false
-   alarms), hallucinated answers labelled ``unfaithful`` (recall), ``uncertain`` shares, F1
-   (hallucinated = positive), the ROC AUC of the score and the recall at 0.15 false alarms.
-   RAGTruth QA is what ``bench/fit_faithfulness.py`` fits the judge's model on, so its rows are
-   scored out of fold (by the model fitted on the other folds, grouped by question); MEMERAG and
-   LFQA are never fitted on.
+1. **The judge** on every dev row of RAGTruth QA, MTRAG (multi-turn, judged with the
+   conversation's earlier turns), MEMERAG (en, es) and LFQA-Verification, per dataset,
+   language and generating model, and per dataset x generating model (the leave-one-source-out
+   table): faithful answers labelled ``unfaithful`` (false alarms), hallucinated answers labelled
+   ``unfaithful`` (recall), ``uncertain`` shares, F1 (hallucinated = positive), the ROC AUC of
+   the score and the recall at 0.15 false alarms. RAGTruth QA and MTRAG are what
+   ``bench/fit_faithfulness.py`` fits the judge's model on (with HaluEval QA), so their rows are
+   scored left out: by the model fitted, and thresholded, on the other sets; MEMERAG and LFQA are
+   never fitted on.
 2. **The job**: the same rows as traces through the real OpenTelemetry exporter to ``ragsieve
    collector serve`` (SQLite, loopback) and ``ragsieve jobs run --all``; a trace is flagged when
    the job's verdict is ``fail`` (any judge: faithfulness, answer or context relevance). RAGTruth
-   traces are judged by the shipped model, which saw them: their job figures are marked fitted.
+   and MTRAG traces are judged by the shipped model, which saw them: their job figures are marked
+   fitted (and the traces carry no earlier turns).
 """
 
 from __future__ import annotations
@@ -39,14 +42,14 @@ from e2e import collect, verdicts  # noqa: E402
 from e2e_traffic import Trace  # noqa: E402
 
 from ragsieve.evaluators.judges import build_judges  # noqa: E402
-from ragsieve.evaluators.quality.calibration import LabelledRow, auc, row_to_interaction  # noqa: E402
+from ragsieve.evaluators.quality.calibration import auc  # noqa: E402
 from ragsieve.jobs.settings import load_settings  # noqa: E402
 
 DATA = ROOT.parent.parent / "shared" / "data" / "realrag"
 RESULTS = ROOT / "results" / "realrag.json"
 README = ROOT.parent / "docs" / "benchmarks" / "realrag.md"  # the page with its table
-SETS = ("ragtruth_qa", "memerag_en_es", "lfqa_verification")
-FITTED = "ragtruth_qa"
+SETS = ("ragtruth_qa", "mtrag", "memerag_en_es", "lfqa_verification")
+FITTED = ("ragtruth_qa", "mtrag")
 RAGSIEVE = str(Path(sys.executable).with_name("ragsieve"))
 ANCHORS = {  # RAGTruth, all three tasks, answer-level F1 (published; not our dev subset)
     "GPT-4 zero-shot": 0.634,
@@ -64,12 +67,13 @@ def read(data: Path) -> list[dict[str, Any]]:
         for line in (data / name / "dev.jsonl").read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if row.get("label_faithful") is not None:
-                rows.append(row)
+                rows.append({**row, "_set": name})
     return rows
 
 
 def judge_rows(rows: list[dict[str, Any]], data: Path) -> list[dict[str, Any]]:
-    """Each row's label and score from the judge as the job builds it; RAGTruth out of fold."""
+    """Each row's label and score from the judge as the job builds it; the fitted sets' rows
+    left out (scored by the model fitted without their set)."""
     thresholds = dict(load_settings().jobs.thresholds)
     [judge] = build_judges(["faithfulness"], thresholds=thresholds)
     fitted_rows = fit_faithfulness.load(data.parent)
@@ -77,7 +81,7 @@ def judge_rows(rows: list[dict[str, Any]], data: Path) -> list[dict[str, Any]]:
     oof_by_id = {r["id"]: float(s) for r, s in zip(fitted_rows, oof, strict=True)}
     out = []
     for row in rows:
-        [res] = asyncio.run(judge.evaluate(row_to_interaction(LabelledRow(**row))))
+        [res] = asyncio.run(judge.evaluate(fit_faithfulness.interaction(row)))
         label, score = res.label, res.score
         if row["id"] in oof_by_id and label in ("faithful", "uncertain", "unfaithful"):
             score = oof_by_id[row["id"]]
@@ -86,7 +90,7 @@ def judge_rows(rows: list[dict[str, Any]], data: Path) -> list[dict[str, Any]]:
         out.append(
             {
                 "id": row["id"],
-                "set": meta.get("dataset") or row["id"].split(":")[0],
+                "set": row["_set"],
                 "lang": meta.get("lang") or "en",
                 "model": meta.get("model") or "unknown",
                 "truth": bool(row["label_faithful"]),
@@ -120,6 +124,7 @@ def stats(items: list[dict[str, Any]], flag: str = "label") -> dict[str, Any]:
     out["uncertain_hallucinated"] = _div(
         sum(r["label"] == "uncertain" for r in halluc), len(halluc)
     )
+    out["uncertain"] = _div(sum(r["label"] == "uncertain" for r in items), len(items))
     scored = [r for r in items if r["score"] is not None]
     out["auc"] = auc([r["truth"] for r in scored], [r["score"] for r in scored])
     out["recall_at_015"] = _recall_at(scored, 0.15)
@@ -147,6 +152,7 @@ def groups(items: list[dict[str, Any]], flag: str = "label") -> dict[str, Any]:
         by[f"set:{r['set']}"].append(r)
         by[f"lang:{r['set']}:{r['lang']}"].append(r)
         by[f"model:{r['model']}"].append(r)
+        by[f"source:{r['set']}:{r['model']}"].append(r)
         by["all"].append(r)
     return {k: stats(v, flag) for k, v in sorted(by.items())}
 
@@ -195,7 +201,8 @@ def realrag_table(data: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     names = [
-        ("set:ragtruth_qa", "RAGTruth QA (out of fold)"),
+        ("set:ragtruth_qa", "RAGTruth QA (left out)"),
+        ("set:mtrag", "MTRAG (left out; multi-turn)"),
         ("lang:memerag_en_es:en", "MEMERAG en"),
         ("lang:memerag_en_es:es", "MEMERAG es"),
         ("set:lfqa_verification", "LFQA-Verification"),
@@ -204,7 +211,7 @@ def realrag_table(data: dict[str, Any]) -> str:
     for key, name in names:
         j, b = judge[key], job.get(key, {})
         unc = f"{_f(j['uncertain_faithful'])} / {_f(j['uncertain_hallucinated'])}"
-        fitted = " (fitted)" if key == f"set:{FITTED}" else ""
+        fitted = " (fitted)" if key in {f"set:{f}" for f in FITTED} else ""
         out.append(
             f"| {name} | {j['n']} | {_f(j['false_alarms'])} | {_f(j['recall'])} | {unc}"
             f" | {_f(j['f1'])} | {_f(j['auc'])}"
@@ -219,6 +226,26 @@ def realrag_table(data: dict[str, Any]) -> str:
         f" ({_f(judge[worst]['false_alarms'])}). Published RAGTruth answer-level F1 (all three"
         f" tasks, full test set): {anchors}."
     )
+    out.append("")
+    out.append(source_table(judge))
+    return "\n".join(out)
+
+
+def source_table(judge: dict[str, Any]) -> str:
+    """Per source and generating model: the fitted sets' rows left out (model and threshold
+    fitted on the other sets), the others never fitted on."""
+    out = [
+        "| source | generator | n | faithful flagged | hallucinated flagged | uncertain | AUC |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for key in sorted(k for k in judge if k.startswith("source:")):
+        _, name, model = key.split(":", 2)
+        j = judge[key]
+        left = " (left out)" if name in FITTED else ""
+        out.append(
+            f"| {name}{left} | {model} | {j['n']} | {_f(j['false_alarms'])} | {_f(j['recall'])}"
+            f" | {_f(j['uncertain'])} | {_f(j['auc'])} |"
+        )
     return "\n".join(out)
 
 
@@ -249,7 +276,7 @@ def main() -> int:
     data = {
         "benchmark": "realrag",
         "judge_model": "offline heuristic (deterministic, no LLM), default settings",
-        "data": "realrag dev parts in ../shared/data (RAGTruth QA, MEMERAG en/es, LFQA)",
+        "data": "realrag dev parts in ../shared/data (RAGTruth QA, MTRAG, MEMERAG en/es, LFQA)",
         "fitted_on": fit_faithfulness.FIT_SETS,
         "judge": groups(judged),
         "job": groups(on_job, flag="flagged"),
