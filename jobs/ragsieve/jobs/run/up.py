@@ -92,6 +92,7 @@ def _job(store: Store, settings: Settings, stop: threading.Event) -> Callable[[]
             return
         summary = {k: out.report.get(k) for k in (*SUMMARY_KEYS, "deferred")}
         summary["alerts_firing"] = after["alerts"].get("firing")
+        summary["misdated"] = (out.report.get("misdated") or {}).get("interactions", 0)
         if "html" in after:
             summary["report"] = after["html"].get("path")
         click.echo("ragsieve up: run " + json.dumps(summary), err=True)
