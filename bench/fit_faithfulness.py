@@ -284,6 +284,11 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--check", action="store_true", help="compare with the shipped file only")
     args = ap.parse_args()
+    missing = [str(args.data / f / "dev.jsonl") for f in FIT_SETS]
+    missing = [m for m in missing if not Path(m).is_file()]
+    if missing:
+        print(f"fit_faithfulness: no labelled set at {', '.join(missing)}", file=sys.stderr)
+        return 2
     model, _ = fit(load(args.data))
     text = json.dumps(model, indent=1, sort_keys=True) + "\n"
     if args.check:

@@ -62,6 +62,11 @@ ANCHORS = {  # RAGTruth, all three tasks, answer-level F1 (published; not our de
 
 def read(data: Path) -> list[dict[str, Any]]:
     """Every labelled dev row of the three sets."""
+    missing = [str(data / name / "dev.jsonl") for name in SETS]
+    missing = [m for m in missing if not Path(m).is_file()]
+    if missing:
+        print(f"realrag: no labelled set at {', '.join(missing)}", file=sys.stderr)
+        raise SystemExit(2)
     rows = []
     for name in SETS:
         for line in (data / name / "dev.jsonl").read_text(encoding="utf-8").splitlines():

@@ -3,10 +3,11 @@
 The offline faithfulness judge checks every claim of an answer against the context (lexical
 support, values, names, negation). Which of those signals predicts what a person calls a
 hallucination, and how strongly, is not set by hand: ``bench/fit_faithfulness.py`` fits a
-logistic model on human-labelled answers that real LLMs wrote from retrieved passages, with
-cross-validation grouped by question, and writes ``faithfulness_model.json`` beside this module.
-The file names the datasets it was fitted on (only sets whose licence allows shipping numbers
-learned from them) and the cross-validated figures.
+logistic model on human-labelled answers that real LLMs (and people) wrote from retrieved
+passages, choosing every number leave one source out (fit on the other sets, test on the one
+left out; the worst left-out set counts), and writes ``faithfulness_model.json`` beside this
+module. The file names the datasets it was fitted on (only sets whose licence allows shipping
+numbers learned from them) and every left-out set's figures.
 
 The model's probability is shifted so that its chosen operating point falls on the job's
 faithfulness threshold: ``jobs.thresholds.faithfulness`` stays the one decision. Just above
