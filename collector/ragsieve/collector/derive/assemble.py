@@ -15,7 +15,8 @@ from ragsieve.collector.derive.fields.chunks import (
     needle,
     select_context,
 )
-from ragsieve.collector.derive.fields.identity import identity
+from ragsieve.collector.derive.fields.identity import identity, trace_identity
+from ragsieve.collector.derive.fields.outcome import completeness, latency, status
 from ragsieve.collector.derive.fields.record import (
     FIRST_TOKEN_EVENT,
     MAX_ATTRIBUTE_KEYS,
@@ -52,13 +53,11 @@ from ragsieve.collector.derive.trace.scope import (
 )
 from ragsieve.collector.wire.spans import LogEvent, SpanRecord
 from ragsieve.evaluators.records import (
-    Completeness,
     Feedback,
     Message,
     Prompt,
     RagInteraction,
     RetrievedDocument,
-    Status,
 )
 
 
@@ -263,7 +262,7 @@ class Assembly:
         fbs = self._feedback()
         done = completeness(self.root, gen, self.stages)
         return RagInteraction(
-            **self._identity(),
+            **trace_identity(self.tree, self.top, self.trace_id, self.revision),
             convention=convention(tree, self.logs),
             session_id=session,
             user_id=user,
@@ -307,29 +306,13 @@ class Assembly:
             span_count=len(tree.spans),
         )
 
-    def _identity(self) -> dict[str, Any]:
-        """Ids, revision, and where the trace came from (resource and instrumentation scopes)."""
-        resource = mapping(self.top.resource)
-        scopes = {s.scope_name for s in self.tree.spans if isinstance(s.scope_name, str)}
-        return {
-            "trace_id": self.trace_id,
-            "span_id": self.top.span_id,
-            "revision": self.revision,
-            "project": as_str(resource.get("openinference.project.name"))
-            or as_str(resource.get("service.name")),
-            "service_name": as_str(resource.get("service.name")),
-            "environment": as_str(resource.get("deployment.environment.name"))
-            or as_str(resource.get("deployment.environment")),
-            "instrumentation": tuple(sorted(n for n in scopes if n)),
-        }
-
     def _timing(self, gen: SpanRecord | None, chain: list[SpanRecord]) -> dict[str, Any]:
         """When it started and ended, and how long each part took."""
         root, spans = self.root, self.tree.spans
         latency_ms, estimate = latency(root, spans)
         ttft_ms, streaming = ttft(chain)
         return {
-            "started_at": outcome.to_datetime(min(_starts(spans), default=0)),
+            "started_at": outcome.to_datetime(min(outcome.starts(spans), default=0)),
             "ended_at": outcome.to_datetime(root.end_ns) if root and root.end_ns else None,
             "latency_ms": latency_ms,
             "latency_is_estimate": estimate,
@@ -393,46 +376,6 @@ class Assembly:
         given = [f for f in self.feedback if f.trace_id in (None, self.trace_id)]
         items = given + outcome.inline_feedback(self.tree, self.trace_id)
         return sorted(items, key=lambda f: f.created_at)
-
-
-def completeness(
-    root: SpanRecord | None, gen: SpanRecord | None, stages: list[StageOutput]
-) -> Completeness:
-    """How much of a RAG request the trace shows, from its root, generation and stages."""
-    if root is None:
-        return "no_root"
-    if gen is None:
-        return "missing_generation"
-    if not root.end_ns:
-        return "timed_out"
-    if not stages:
-        return "generation_only"  # the LLM call without a retrieval step (LLM-only families)
-    return "complete"
-
-
-def status(errors: list[Any], spans: list[SpanRecord], done: Completeness) -> Status:
-    """``error`` when a span failed, ``cancelled``, ``incomplete`` when parts are missing."""
-    if errors:
-        return "error"
-    if outcome.cancelled(spans):
-        return "cancelled"
-    if done not in {"complete", "generation_only"}:
-        return "incomplete"
-    return "ok"
-
-
-def latency(root: SpanRecord | None, spans: list[SpanRecord]) -> tuple[float | None, bool]:
-    """``(milliseconds, is_estimate)``: the ended root's duration, else first start to last end."""
-    if root is not None and root.end_ns:
-        return root.duration_ms, False
-    starts, ends = _starts(spans), [s.end_ns for s in spans if s.end_ns]
-    if starts and ends and max(ends) >= min(starts):
-        return (max(ends) - min(starts)) / 1e6, True
-    return None, True
-
-
-def _starts(spans: list[SpanRecord]) -> list[int]:
-    return [s.start_ns for s in spans if s.start_ns]
 
 
 __all__ = [

@@ -75,6 +75,25 @@ def identity(
     return session, user, tuple(tags), metadata
 
 
+def trace_identity(
+    tree: TraceTree, top: SpanRecord, trace_id: str, revision: int
+) -> dict[str, Any]:
+    """Ids, revision, and where the trace came from (resource and instrumentation scopes)."""
+    resource = mapping(top.resource)
+    scopes = {s.scope_name for s in tree.spans if isinstance(s.scope_name, str)}
+    return {
+        "trace_id": trace_id,
+        "span_id": top.span_id,
+        "revision": revision,
+        "project": as_str(resource.get("openinference.project.name"))
+        or as_str(resource.get("service.name")),
+        "service_name": as_str(resource.get("service.name")),
+        "environment": as_str(resource.get("deployment.environment.name"))
+        or as_str(resource.get("deployment.environment")),
+        "instrumentation": tuple(sorted(n for n in scopes if n)),
+    }
+
+
 def _any_attr(tree: TraceTree, keys: Sequence[str]) -> str | None:
     for key in keys:
         for span in tree.spans:

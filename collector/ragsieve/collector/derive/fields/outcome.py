@@ -6,11 +6,12 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ragsieve.collector.derive.fields.chunks import StageOutput
 from ragsieve.collector.derive.trace.attrs import as_float, as_str, cap, get_str, mapping, unflatten
 from ragsieve.collector.derive.trace.classify import TraceTree
 from ragsieve.collector.derive.trace.genai import event_attrs, event_name
 from ragsieve.collector.wire.spans import STATUS_ERROR, LogEvent, SpanRecord
-from ragsieve.evaluators.records import Feedback, SpanError
+from ragsieve.evaluators.records import Completeness, Feedback, SpanError, Status
 
 FEEDBACK_NAMES = frozenset(
     {"user_feedback", "user-feedback", "feedback", "thumbs", "rating", "helpfulness"}
@@ -213,3 +214,43 @@ def feedback_polarity(items: Sequence[Feedback]) -> int | None:
         return None
     latest = max(enumerate(items), key=lambda p: (p[1].created_at, p[0]))[1]
     return polarity(latest)
+
+
+def completeness(
+    root: SpanRecord | None, gen: SpanRecord | None, stages: list[StageOutput]
+) -> Completeness:
+    """How much of a RAG request the trace shows, from its root, generation and stages."""
+    if root is None:
+        return "no_root"
+    if gen is None:
+        return "missing_generation"
+    if not root.end_ns:
+        return "timed_out"
+    if not stages:
+        return "generation_only"  # the LLM call without a retrieval step (LLM-only families)
+    return "complete"
+
+
+def status(errors: list[Any], spans: list[SpanRecord], done: Completeness) -> Status:
+    """``error`` when a span failed, ``cancelled``, ``incomplete`` when parts are missing."""
+    if errors:
+        return "error"
+    if cancelled(spans):
+        return "cancelled"
+    if done not in {"complete", "generation_only"}:
+        return "incomplete"
+    return "ok"
+
+
+def latency(root: SpanRecord | None, spans: list[SpanRecord]) -> tuple[float | None, bool]:
+    """``(milliseconds, is_estimate)``: the ended root's duration, else first start to last end."""
+    if root is not None and root.end_ns:
+        return root.duration_ms, False
+    first, ends = starts(spans), [s.end_ns for s in spans if s.end_ns]
+    if first and ends and max(ends) >= min(first):
+        return (max(ends) - min(first)) / 1e6, True
+    return None, True
+
+
+def starts(spans: list[SpanRecord]) -> list[int]:
+    return [s.start_ns for s in spans if s.start_ns]
