@@ -9,10 +9,10 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ragsieve.collector.store.base import OutboxItem, SpanWrite, SQLStore
 from ragsieve.collector.store.protocol import Store
+from ragsieve.collector.store.sql import masked_url
 from ragsieve.evaluators.errors import ConfigError
 
 _MEETS_CONTRACT: type[Store] = SQLStore  # mypy checks SQLStore against the protocol here
@@ -75,20 +75,6 @@ def open_store(url: str, *, create: bool = True) -> SQLStore:
             return store
     known = sorted({*_BUILTIN, *(ep.name for ep in entry_points(group="ragsieve.stores"))})
     raise ConfigError(f"store URL {shown!r}: unknown scheme {scheme!r}; known: {', '.join(known)}")
-
-
-def masked_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for every printed or dumped store URL)."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if not password:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 __all__ = [

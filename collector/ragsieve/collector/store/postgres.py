@@ -22,7 +22,7 @@ from ragsieve.collector.store.base import (
     _now,
 )
 from ragsieve.collector.store.migrations import MIGRATIONS
-from ragsieve.collector.store.sql import refuse_newer_schema
+from ragsieve.collector.store.sql import masked_url, refuse_newer_schema
 from ragsieve.collector.wire.spans import LogEvent, SpanRecord, SpanRow
 from ragsieve.evaluators.errors import ConfigError, StoreError
 from ragsieve.evaluators.records import RagInteraction
@@ -87,7 +87,7 @@ class SessionLock:
             with self._conn.transaction(), self._conn.cursor() as cur:
                 yield cur
         except psycopg.OperationalError as exc:
-            raise StoreError(f"{_safe(self.store.url)}: {exc}") from exc
+            raise StoreError(f"{masked_url(self.store.url)}: {exc}") from exc
 
     def release(self) -> None:
         """Unlock and give the connection back (a broken connection is simply discarded)."""
@@ -154,7 +154,7 @@ class PostgresStore(SQLStore):
             )
             self._pool.open(wait=True, timeout=connect_timeout_s)
         except (psycopg.Error, PoolTimeout) as exc:
-            raise StoreError(f"{_safe(url)}: cannot connect: {exc}") from exc
+            raise StoreError(f"{masked_url(url)}: cannot connect: {exc}") from exc
         if migrate:
             try:
                 self.migrate()
@@ -183,9 +183,9 @@ class PostgresStore(SQLStore):
                     # A session opened while the server was read-only stays so: close it, and
                     # the pool opens a fresh one for the next attempt. Never a data error (400).
                     conn.close()
-                    raise StoreError(f"{_safe(self.url)}: {exc}") from exc
+                    raise StoreError(f"{masked_url(self.url)}: {exc}") from exc
         except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise StoreError(f"{_safe(self.url)}: {exc}") from exc
+            raise StoreError(f"{masked_url(self.url)}: {exc}") from exc
 
     def write_problem(self) -> str | None:
         """Why a write cannot succeed now (server unreachable, read-only), or None."""
@@ -196,7 +196,7 @@ class PostgresStore(SQLStore):
         except StoreError as exc:
             return str(exc)
         if row and str(row[0]).lower() == "on":
-            return f"{_safe(self.url)}: the server accepts only reads (a standby, or read-only)"
+            return f"{masked_url(self.url)}: the server accepts only reads (standby or read-only)"
         return None
 
     def close(self) -> None:
@@ -220,14 +220,14 @@ class PostgresStore(SQLStore):
         try:
             conn = self._pool.getconn()
         except PoolTimeout as exc:
-            raise StoreError(f"{_safe(self.url)}: {exc}") from exc
+            raise StoreError(f"{masked_url(self.url)}: {exc}") from exc
         try:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             conn.commit()
             got = bool(row and row[0])
         except psycopg.Error as exc:
             self._pool.putconn(conn)
-            raise StoreError(f"{_safe(self.url)}: {exc}") from exc
+            raise StoreError(f"{masked_url(self.url)}: {exc}") from exc
         if not got:
             self._pool.putconn(conn)
             return None
@@ -245,7 +245,7 @@ class PostgresStore(SQLStore):
             )
             cur.execute("SELECT name FROM _migrations")
             done = {r[0] for r in cur.fetchall()}
-            refuse_newer_schema(_safe(self.url), done)
+            refuse_newer_schema(masked_url(self.url), done)
             for name, ddl in MIGRATIONS:
                 if name in done:
                     continue
@@ -257,7 +257,7 @@ class PostgresStore(SQLStore):
                 )
                 applied.append(name)
         if applied:
-            log.info("applied migrations %s to %s", ", ".join(applied), _safe(self.url))
+            log.info("applied migrations %s to %s", ", ".join(applied), masked_url(self.url))
         return applied
 
     # -- writes that must be atomic per trace --------------------------------------------------
@@ -390,17 +390,8 @@ def _probe(url: str, timeout_s: float) -> None:
     except psycopg.OperationalError as exc:
         reason = " ".join(str(exc).split("\n")[0].split())
         raise StoreUnreachable(
-            f"store {_safe(url)}: cannot connect: {reason} (check --store / RAGSIEVE_STORE)"
+            f"store {masked_url(url)}: cannot connect: {reason} (check --store / RAGSIEVE_STORE)"
         ) from None
-
-
-def _safe(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not at or ":" not in creds:
-        return url
-    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"
 
 
 __all__ = ["LeasedOutboxItem", "PostgresStore", "SessionLock", "StoreUnreachable", "lock_key"]

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from ragsieve.collector.store.migrations import MIGRATIONS
 from ragsieve.evaluators.errors import ConfigError, StoreError
@@ -41,6 +42,20 @@ def refuse_newer_schema(url: str, done: Iterable[str]) -> None:
             f" this version knows up to {MIGRATIONS[-1][0]}): upgrade ragsieve, or point"
             " --store / RAGSIEVE_STORE at another store"
         )
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for every printed or dumped store URL)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if not password:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def _now() -> float:
