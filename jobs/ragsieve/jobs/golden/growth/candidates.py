@@ -23,7 +23,7 @@ from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import RagInteraction, normalize_text
 from ragsieve.jobs.golden.growth.categories import CategorySummary, categorise, summarize
-from ragsieve.jobs.golden.growth.category_log import CategoryLog
+from ragsieve.jobs.golden.growth.category_log import CategoryLog, announcement_json
 from ragsieve.jobs.golden.growth.matching import Changes, Prepared, match_candidates
 from ragsieve.jobs.golden.growth.merge import majority_cause
 from ragsieve.jobs.golden.growth.reference import (
@@ -333,7 +333,7 @@ def _categorise_and_save(
     out = _report(changes, flagged, summaries, reference)
     # every category that is new now (alerts and the weekly report follow their state); the
     # ones this run announces for the first time say so, and only those are printed as news
-    out["new_categories"] = [{**_new_json(s), "announced_now": s.id in fresh} for s in due]
+    out["new_categories"] = [{**announcement_json(s), "announced_now": s.id in fresh} for s in due]
     out["announced_categories"] = sorted(fresh)
     out["category_events"] = [e.__dict__ for e in events]
     return out
@@ -369,20 +369,6 @@ def _announce(
     run_id = flagged[0].run_id if flagged else None
     catlog.record(summaries, events, [s.id for s in fresh], now=stamp.timestamp(), run_id=run_id)
     return fresh
-
-
-def _new_json(s: CategorySummary) -> dict[str, Any]:
-    return {
-        "category": s.id,
-        "name": s.name,
-        "problem": s.problem,
-        "terms": s.terms,
-        "language": s.language,
-        "examples": s.examples,
-        "root_cause": s.root_cause,
-        "failures_seen": s.failures_seen,
-        "nearest_golden": round(s.nearest_golden, 3),
-    }
 
 
 def _report(

@@ -28,22 +28,15 @@ from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden.growth.balance import BALANCE_FROM, MAX_SHARE, adopt, balanced
 from ragsieve.jobs.golden.growth.reference import DOC_WEIGHT, GoldenReference
 from ragsieve.jobs.golden.growth.repo import Candidate, decode_vector
-from ragsieve.jobs.golden.growth.topics import Event, carry_ids, cluster, fresh_id, unit
-
-STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for with from into about as is are was were be
-    been being do does did doing have has had i me my we our you your he she it its they them
-    their what which who whom this that these those am can could should would will shall may
-    might must not no nor so than too very just how why when where there here all any both each
-    few more most other some such only own same s t don now get got also please need needs
-    want wants use using many much
-    el la los las un una unos unas y o pero si de del al a en con por para sin sobre entre como
-    que qué es son fue ser está están estar hay mi mis tu tus su sus nuestro nuestra yo tú él
-    ella nosotros ellos ellas me te se lo le les nos cómo como cuál cual cuáles cuándo cuando
-    dónde donde quién quiénes por qué porque muy más menos ya no sí este esta estos estas ese esa
-    eso puedo puede pueden hacer tengo tiene tener necesito necesita quiero cuántos cuántas
-    cuánto cuánta""".split()
+from ragsieve.jobs.golden.growth.topics import (
+    NAME_STOPWORDS,
+    Event,
+    carry_ids,
+    cluster,
+    fresh_id,
+    unit,
 )
+
 # the cut of the topic tree is searched in this range of cosine distance (tuned on the tune half
 # of bench/categories.py, where the best silhouette fell near 0.5): a cut wider than 0.6 lets
 # average linkage join areas whose failures are barely related (cosine 0.4)
@@ -133,7 +126,7 @@ def surface_terms(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for word in re.findall(r"\w+(?:-\w+)*", _TAG.sub(" ", text).lower()):
         folded = normalize_text(word).replace(" ", "-")
-        if len(folded) >= 3 and not folded.isdigit() and folded not in STOPWORDS:
+        if len(folded) >= 3 and not folded.isdigit() and folded not in NAME_STOPWORDS:
             out.setdefault(folded, word)
     return out
 

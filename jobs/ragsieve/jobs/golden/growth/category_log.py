@@ -81,4 +81,19 @@ class CategoryLog:
                 )
 
 
-__all__ = ["CategoryLog"]
+def announcement_json(s: CategorySummary) -> dict[str, Any]:
+    """A new category as a run report announces it."""
+    return {
+        "category": s.id,
+        "name": s.name,
+        "problem": s.problem,
+        "terms": s.terms,
+        "language": s.language,
+        "examples": s.examples,
+        "root_cause": s.root_cause,
+        "failures_seen": s.failures_seen,
+        "nearest_golden": round(s.nearest_golden, 3),
+    }
+
+
+__all__ = ["CategoryLog", "announcement_json"]

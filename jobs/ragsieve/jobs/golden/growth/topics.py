@@ -24,6 +24,22 @@ from typing import TypeVar
 
 import numpy as np
 
+# words a category's name never takes (English and Spanish question words and fillers)
+NAME_STOPWORDS = frozenset(
+    """a an the and or but if of to in on at by for with from into about as is are was were be
+    been being do does did doing have has had i me my we our you your he she it its they them
+    their what which who whom this that these those am can could should would will shall may
+    might must not no nor so than too very just how why when where there here all any both each
+    few more most other some such only own same s t don now get got also please need needs
+    want wants use using many much
+    el la los las un una unos unas y o pero si de del al a en con por para sin sobre entre como
+    que qué es son fue ser está están estar hay mi mis tu tus su sus nuestro nuestra yo tú él
+    ella nosotros ellos ellas me te se lo le les nos cómo como cuál cual cuáles cuándo cuando
+    dónde donde quién quiénes por qué porque muy más menos ya no sí este esta estos estas ese esa
+    eso puedo puede pueden hacer tengo tiene tener necesito necesita quiero cuántos cuántas
+    cuánto cuánta""".split()
+)
+
 G = TypeVar("G", bound=Hashable)
 CUTS = 24  # candidate cut heights tried between min_cut and max_cut
 # a best split scoring under this mean silhouette is no real structure (Kaufman & Rousseeuw's
@@ -174,4 +190,4 @@ def carry_ids(
     return names, sorted(events, key=lambda e: (e.category, e.other))
 
 
-__all__ = ["Event", "carry_ids", "cluster", "fresh_id", "topic_vector", "unit"]
+__all__ = ["NAME_STOPWORDS", "Event", "carry_ids", "cluster", "fresh_id", "topic_vector", "unit"]
