@@ -9,9 +9,9 @@ is final only when every configured judge has a usable result (a checkpoint) for
 version; until then the trace is ``unjudged`` (partial) and a later run decides it. A fail is
 kept as soon as one decided metric fails. Each run also decides every trace of the window whose
 judgements are complete but whose verdict was never recorded (a crash before the verdicts were
-saved), at no judge cost, even when the sample no longer draws it. Flagged
-traces grow the golden candidates; an audit share of passes is queued for a person
-(``golden/review/audit.py``); people's verdicts on both give the report's ``judge_quality``.
+saved), at no judge cost, even when the sample no longer draws it. Flagged traces grow the
+golden candidates; an audit share of passes is queued for a person (``golden/review/audit.py``);
+people's verdicts on both give the report's ``judge_quality``.
 The parts live in the stage packages ``sampling``, ``judging`` (calls and writes), ``verdicts``
 (decisions and what they emit), ``results`` (the tables), ``sinks`` (Phoenix annotations) and
 ``run.report``; this module only orchestrates them.
@@ -207,8 +207,9 @@ async def plan_run(store: Store, settings: Settings, opts: RunOptions) -> RunPla
     started = time.monotonic()
     quiet = job.settle_s if opts.settle_s is None else opts.settle_s
     max_wait = settings.collector.max_wait_s
+    bound: dict[str, Any] = {"max_spans": settings.collector.max_trace_spans}
     settled = await asyncio.to_thread(
-        settle, store, quiet_s=quiet, max_wait_s=max_wait, now=now.timestamp()
+        settle, store, quiet_s=quiet, max_wait_s=max_wait, now=now.timestamp(), **bound
     )
     waiting, last_due = await asyncio.to_thread(store.settling, quiet_s=quiet, max_wait_s=max_wait)
     lo, hi = opts.window or (now - parse_duration(opts.since or job.since), now)
