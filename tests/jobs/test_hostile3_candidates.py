@@ -114,3 +114,15 @@ def test_an_edit_and_a_merge_both_stay_and_versions_grow(two_stores) -> None:  #
     assert stored is not None
     assert stored.body["reference_answer"] == "Ports 443 and 8443." and stored.seen == 3
     assert stored.version > first + 1  # the run's save and this one each raised it
+
+
+def test_askings_merged_by_either_side_are_all_kept() -> None:
+    from ragsieve.jobs.golden.growth.merge import merge
+    from ragsieve.jobs.golden.growth.repo import Candidate
+
+    def row(*askings: str, version: int = 0) -> Candidate:
+        return Candidate(CID, "candidate", "q", body={"askings": list(askings)}, version=version)
+
+    base, mine = row(PORTS_EN, version=1), row(PORTS_EN, "ports, again?")
+    theirs = row(PORTS_EN, "which ports", version=2)
+    assert merge(base, mine, theirs).body["askings"] == [PORTS_EN, "which ports", "ports, again?"]

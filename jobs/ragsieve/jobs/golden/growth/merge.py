@@ -8,9 +8,10 @@ saver's row (*mine*), and keeps both sides' changes field by field:
 
 - a field only one side changed takes that side's value (a nested dict such as ``review`` is
   merged key by key the same way);
-- provenance is a union: ``source_trace_ids``, ``source_span_ids`` and ``sources`` keep every
-  trace either side merged, ``merged_because`` every reason; ``root_causes`` and ``seen`` add
-  both sides' increments, and the root cause is the majority of the merged counts;
+- provenance is a union: ``source_trace_ids``, ``source_span_ids``, ``sources`` and
+  ``askings`` keep every trace and wording either side merged, ``merged_because`` every reason;
+  ``root_causes`` and ``seen`` add both sides' increments, and the root cause is the majority of
+  the merged counts;
 - a person's decision (``status`` with ``review.decision``) saved in between is never undone by a
   save that did not itself decide; two different decisions raise :class:`CandidateConflict`;
 - any other field both sides changed takes the saver's value (the later write).
@@ -122,7 +123,7 @@ def _merge_body(
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The merged body (provenance a union, counts added) and its merged root-cause counts."""
     body = _merge_dicts(base, mine, theirs)
-    for key in (*UNION_LISTS, "sources"):
+    for key in (*UNION_LISTS, "sources", "askings"):
         if key in mine or key in theirs:
             body[key] = _union(list(theirs.get(key) or []), list(mine.get(key) or []))
     if "merged_because" in mine or "merged_because" in theirs:
