@@ -154,6 +154,14 @@ def _changed(answer: str, question: str, context: str, values: list[str],
     return None
 
 
+def _domain(it: _Item) -> str:
+    """The trace's domain for leave-one-domain-out figures: the Doc2Dial service (dmv, ssa,
+    va, studentaid), Spanish Wikipedia, or English Wikipedia asked of a service desk."""
+    if it.qid.startswith("doc2dial"):
+        return it.pool
+    return f"wikipedia_{it.lang}"
+
+
 def build(data: Path = DATA, seed: int = 26) -> list[Trace]:
     """Every planned trace, deterministic for ``seed``."""
     rng = random.Random(seed)
@@ -190,7 +198,7 @@ def build(data: Path = DATA, seed: int = 26) -> list[Trace]:
             f"{kind}:{it.qid}", kind, EXPECT[kind], split[it.topic], it.topic, it.qid,
             it.question, answer, it.lang, it.lang,
             [{"id": _pid(c), "content": c} for c in chunks],
-            _pid(it.gold) if gold_in else None, dict(meta),
+            _pid(it.gold) if gold_in else None, {"domain": _domain(it), **meta},
         )  # fmt: skip
         traces.append(t)
         return t
