@@ -89,8 +89,7 @@ def decide_all(
     should have abstained.
     """
     searched = corpus.size() if corpus is not None else 0
-    weights = root_cause_weights(store)
-    reviewed = reviewed_causes(store)
+    reviewed = reviewed_evidence(store)
     ids = [p.trace_id for p in picks]
     stored = resultstore.stored_results(store, ids, versions)
     done = resultstore.done_judges(store, ids, versions)
@@ -119,32 +118,64 @@ def decide_all(
             found, rival = _search(corpus, searched, it, verdict, thresholds)
             if found is not None:
                 verdict = decide(it, results, thresholds, expected=expected, corpus=found)
-        pieces: tuple[Piece, ...] = ()
-        if verdict.outcome == "fail":
-            pieces = _pieces(it, results, verdict, corpus, thresholds, golden, rival)
-            pieces += review_piece(it, reviewed)
-            if pieces:
-                verdict = decide(
-                    it,
-                    results,
-                    thresholds,
-                    expected=expected,
-                    corpus=found,
-                    pieces=pieces,
-                    weights=weights,
-                )
+        verdict, pieces = _weighed(
+            it, results, thresholds, verdict, (expected, found), (corpus, golden, rival, reviewed)
+        )
         missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))
         out.append(Decision(p, it, results, verdict, category, missing))
         expects.append(expected)
         corpora.append(found)
         weighed.append(pieces)
-    _agree_rewordings(out, expects, corpora, thresholds, (weighed, weights))
+    _agree_rewordings(out, expects, corpora, thresholds, (weighed, reviewed.weights))
     for d in out:
         if d.missing and d.verdict.outcome != "fail":
             # Only a failure is safe to keep before every judge has answered.
             why = f"partial: no usable result yet from {', '.join(d.missing)}"
             d.verdict = Verdict("unjudged", evidence=why, abstained=d.verdict.abstained)
     return out
+
+
+def _weighed(
+    it: RagInteraction,
+    results: list[EvalResult],
+    thresholds: dict[str, float],
+    verdict: Verdict,
+    known: tuple[Expectation, CorpusAnswer | None],
+    sources: tuple[ObservedCorpus | None, GoldenIndex | None, CorpusHit | None, Reviewed],
+) -> tuple[Verdict, tuple[Piece, ...]]:
+    """A failure decided again with the evidence beyond the judges (:mod:`gather`), weighed
+    with the rule's; a pass, or a failure with no such evidence, stays as it was."""
+    if verdict.outcome != "fail":
+        return verdict, ()
+    corpus, golden, rival, reviewed = sources
+    pieces = _pieces(it, results, verdict, corpus, thresholds, golden, rival)
+    pieces += review_piece(it, reviewed.causes)
+    if not pieces:
+        return verdict, ()
+    expected, found = known
+    again = decide(
+        it,
+        results,
+        thresholds,
+        expected=expected,
+        corpus=found,
+        pieces=pieces,
+        weights=reviewed.weights,
+    )
+    return again, pieces
+
+
+@dataclass(frozen=True, slots=True)
+class Reviewed:
+    """What people taught the root cause: their causes per question, and the fitted weights."""
+
+    causes: Mapping[str, tuple[str, str]]
+    weights: Mapping[str, float]
+
+
+def reviewed_evidence(store: Store) -> Reviewed:
+    """Reviewers' root causes (:func:`gather.reviewed_causes`) and the active weights."""
+    return Reviewed(reviewed_causes(store), root_cause_weights(store))
 
 
 def _search(
@@ -249,6 +280,20 @@ def audit_probability(verdict: Verdict, audit_share: float) -> float:
     return 1.0 if verdict.uncertain else audit_share
 
 
+def _case_meta(d: Decision) -> dict[str, object]:
+    """A flagged case's metadata: category, failed metrics, the missed chunk, and the two
+    competing lines of an ``undetermined`` root cause."""
+    meta: dict[str, object] = {
+        "category": d.category,
+        "failed_metrics": list(d.verdict.failed_metrics),
+    }
+    if d.verdict.missed_chunk:
+        meta["missed_chunk"] = d.verdict.missed_chunk
+    if d.verdict.competing:
+        meta["competing"] = list(d.verdict.competing)
+    return meta
+
+
 def emit_fresh(
     decisions: Sequence[Decision],
     before: set[str],
@@ -266,14 +311,7 @@ def emit_fresh(
         if d.pick.trace_id not in before and d.verdict.outcome in ("pass", "fail")
     ]
     for d in fresh:
-        meta: dict[str, object] = {
-            "category": d.category,
-            "failed_metrics": list(d.verdict.failed_metrics),
-        }
-        if d.verdict.missed_chunk:
-            meta["missed_chunk"] = d.verdict.missed_chunk
-        if d.verdict.competing:
-            meta["competing"] = list(d.verdict.competing)
+        meta = _case_meta(d)
         case = FlaggedCase(
             d.interaction,
             d.results,
