@@ -40,7 +40,9 @@ def _send(endpoint: str, turns: list[tuple[str, list[Doc], str]]) -> None:
     provider.shutdown()
 
 
-def _decided(col: Any, turns: list[tuple[str, list[Doc], str]]) -> dict[str, tuple]:
+def _run(col: Any, turns: list[tuple[str, list[Doc], str]]) -> tuple[dict[str, tuple], dict]:
+    """Send ``turns``, run the job once: each question's (verdict, root cause, sample body),
+    and the run's report."""
     _send(col.traces_url, turns)
     want = 3 * len(turns)
     deadline = time.monotonic() + 10
@@ -50,11 +52,16 @@ def _decided(col: Any, turns: list[tuple[str, list[Doc], str]]) -> dict[str, tup
     args = ["jobs", "run", "--store", col.store.url, "--since", "1h", "--settle", "0", "--all"]
     res = CliRunner().invoke(cli, [*args, "--json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
     rows = col.store.query(
         "SELECT json_extract(i.body, '$.query'), s.verdict, s.root_cause, s.body"
         " FROM samples s JOIN interactions i ON i.trace_id = s.trace_id"
     )
-    return {q: (v, rc, json.loads(b)) for q, v, rc, b in rows}
+    return {q: (v, rc, json.loads(b)) for q, v, rc, b in rows}, report
+
+
+def _decided(col: Any, turns: list[tuple[str, list[Doc], str]]) -> dict[str, tuple]:
+    return _run(col, turns)[0]
 
 
 def test_a_price_answered_from_rate_limit_chunks_blames_the_retriever(
@@ -124,12 +131,13 @@ def test_evidence_that_does_not_decide_reads_undetermined_and_a_review_decides_i
          [("billing#starter", BILLING, True), ("plans#pro", PRO_LIMIT, True)],
          "The Starter plan is $29 per month."),
     ]  # fmt: skip
-    decided = _decided(col, turns)
+    decided, report = _run(col, turns)
     verdict, cause, body = decided[turns[1][0]]
     assert (verdict, cause) == ("fail", "undetermined"), body["evidence"]
     assert [c.split(":")[0] for c in body["competing"]] == ["generation", "retrieval"]
     assert "billing#starter" in body["competing"][0] and "prices#starter" in body["competing"][1]
     assert [p["name"] for p in body["pieces"]] == ["rule", "rival"]
+    assert report["flagged_by_root_cause"] == {"undetermined": 1}  # the run's own count
     # `results list --json` carries the flag and the root cause; the report counts it
     res = CliRunner().invoke(
         cli, ["results", "list", "--store", col.store.url, "--flagged", "--json"]
