@@ -222,6 +222,15 @@ class Assembly:
             self._rewrite_steps = rewrite_steps(calls, asked)
         return self._rewrite_steps
 
+    def _turn(self, gen: SpanRecord | None, prompt: Prompt, question: str | None) -> dict[str, Any]:
+        """The conversation before this turn and which question the answering call was given."""
+        return {
+            "chat_history": self._conversation(gen, prompt),
+            "judged_question_source": (
+                judged_question_source(prompt, question, self._rewrites()) if gen else "unknown"
+            ),
+        }
+
     def _conversation(self, gen: SpanRecord | None, prompt: Prompt) -> tuple[Message, ...]:
         """The turns before this one: what the answering call was given (messages, a written
         transcript, a history variable), else what a rewriting step read."""
@@ -273,10 +282,7 @@ class Assembly:
             query=cap(question),
             query_source=question_source,
             retrieval_queries=self._retrieval_queries(),
-            chat_history=self._conversation(gen, prompt),
-            judged_question_source=(
-                judged_question_source(prompt, question, self._rewrites()) if gen else "unknown"
-            ),
+            **self._turn(gen, prompt, question),
             documents=documents,
             stages=tuple(st.record() for st in self.stages),
             context_source=context_source,

@@ -107,12 +107,11 @@ class PostgresStore(SQLStore):
     """A store in one PostgreSQL database, safe to share between processes.
 
     Cross-process rules that SQLite gets from its single writer lock are made explicit here:
-    writes to a trace hold its ``traces`` row lock (created first when missing, taken in key order,
-    so the read-then-upsert of duplicate spans and the settle bookkeeping stay atomic; row locks
-    live in the rows, not in the server's fixed-size lock table, so one request may touch any
-    number of traces), derived records take a global lock so ``seq`` follows commit order,
-    migrations run under one advisory lock, and outbox rows are claimed with
-    ``FOR UPDATE SKIP LOCKED`` plus a lease so several forwarders never send the same row at once.
+    writes to a trace hold its ``traces`` row lock (created when missing, taken in key order, so
+    duplicate spans' read-then-upsert and the settle bookkeeping stay atomic; row locks live in
+    the rows, not the server's fixed-size lock table, so a request may touch any number of
+    traces), derived records take a global lock so ``seq`` follows commit order, migrations run
+    under one advisory lock, and outbox rows are claimed ``FOR UPDATE SKIP LOCKED`` with a lease.
 
     Example:
         >>> store = PostgresStore("postgresql://ragsieve@127.0.0.1:5432/ragsieve")  # doctest: +SKIP
@@ -173,18 +172,22 @@ class PostgresStore(SQLStore):
         plan: _LockPlan | None = getattr(self._local, "plan", None)
         self._local.plan = None
         try:
-            with self._pool.connection() as conn:
-                try:
-                    with conn.transaction(), conn.cursor() as cur:
-                        if plan is not None:
-                            _take_locks(cur, plan)
-                        yield cur
-                except psycopg.errors.ReadOnlySqlTransaction as exc:
-                    # A session opened while the server was read-only stays so: close it, and
-                    # the pool opens a fresh one for the next attempt. Never a data error (400).
-                    conn.close()
-                    raise StoreError(f"{masked_url(self.url)}: {exc}") from exc
+            with self._pool.connection() as conn, self._cursor(conn, plan) as cur:
+                yield cur
         except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise StoreError(f"{masked_url(self.url)}: {exc}") from exc
+
+    @contextmanager
+    def _cursor(self, conn: Any, plan: _LockPlan | None) -> Iterator[Cursor]:
+        """A session opened while the server was read-only stays so: it is closed, and the pool
+        opens a fresh one for the next attempt; a store error (503), never a data error (400)."""
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                if plan is not None:
+                    _take_locks(cur, plan)
+                yield cur
+        except psycopg.errors.ReadOnlySqlTransaction as exc:
+            conn.close()
             raise StoreError(f"{masked_url(self.url)}: {exc}") from exc
 
     def write_problem(self) -> str | None:

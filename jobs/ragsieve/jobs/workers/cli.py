@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import sys
@@ -101,10 +102,7 @@ def worker_cmd(
     again, and the command exits 1 (never 0) when the outage outlasts ``--outage-give-up-s``.
     """
     require("postgres", "ragsieve workers worker")
-    from procrastinate.worker import WORKER_NAME
-
-    from ragsieve.jobs.workers.judges import WorkerRuntime
-    from ragsieve.jobs.workers.queue import create_app, ensure_queue_schema, open_worker_store
+    from ragsieve.jobs.workers.queue import create_app
 
     settings = _settings(
         obj,
@@ -118,41 +116,50 @@ def worker_cmd(
         },
     )
     cfg = _worker_settings(settings)
-    st = open_worker_store(settings.store, cfg.concurrency)
-    ensure_queue_schema(st)
-    runtime = WorkerRuntime(
-        st,
-        latency_ms=judge_latency_ms,
-        judge_options=_judge_options(settings),
-        pii_patterns=(tuple(settings.golden.pii_patterns) if settings.golden.scrub_pii else None),
-    )
+    st, runtime = _open_runtime(settings, cfg, judge_latency_ms)
     app = create_app(settings.store, cfg, runtime)
     click.echo(
         f"ragsieve worker {name or ''} on queue {cfg.queue} (store {masked_url(settings.store)})",
         err=True,
     )
-
-    async def run() -> None:
-        async with app.open_async():
-            await app.run_worker_async(
-                queues=[cfg.queue],
-                concurrency=cfg.concurrency,
-                name=name or WORKER_NAME,
-                wait=not burst,
-                update_heartbeat_interval=cfg.heartbeat_s,
-                stalled_worker_timeout=cfg.stalled_after_s,
-                fetch_job_polling_interval=1.0,
-                install_signal_handlers=False,  # supervise's: a stop signal is told from a failure
-            )
-
     from ragsieve.collector.store.postgres import _conninfo
     from ragsieve.jobs.workers.supervise import pg_reachable, supervise
 
     probe = pg_reachable(_conninfo(settings.store))
+    run = functools.partial(_run_worker, app, cfg, name, burst)
     try:
         asyncio.run(supervise(run, probe, give_up_s=cfg.outage_give_up_s, finishes=burst))
     finally:
         st.close()
+
+
+def _open_runtime(settings: Settings, cfg: WorkerSettings, latency_ms: float) -> tuple[Any, Any]:
+    """The worker's store (its queue schema in place) and the runtime that judges its batches."""
+    from ragsieve.jobs.workers.judges import WorkerRuntime
+    from ragsieve.jobs.workers.queue import ensure_queue_schema, open_worker_store
+
+    st = open_worker_store(settings.store, cfg.concurrency)
+    ensure_queue_schema(st)
+    pii = tuple(settings.golden.pii_patterns) if settings.golden.scrub_pii else None
+    options = _judge_options(settings)
+    return st, WorkerRuntime(st, latency_ms=latency_ms, judge_options=options, pii_patterns=pii)
+
+
+async def _run_worker(app: Any, cfg: WorkerSettings, name: str | None, burst: bool) -> None:
+    """One run of procrastinate's worker until it stops (a signal, or a lost database)."""
+    from procrastinate.worker import WORKER_NAME
+
+    async with app.open_async():
+        await app.run_worker_async(
+            queues=[cfg.queue],
+            concurrency=cfg.concurrency,
+            name=name or WORKER_NAME,
+            wait=not burst,
+            update_heartbeat_interval=cfg.heartbeat_s,
+            stalled_worker_timeout=cfg.stalled_after_s,
+            fetch_job_polling_interval=1.0,
+            install_signal_handlers=False,  # supervise's: a stop signal is told from a failure
+        )
 
 
 @workers.command("schedule")
