@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.judges.offline.claims import parse_answer
-from ragsieve.evaluators.judges.offline.reading import advice_verb
+from ragsieve.evaluators.judges.offline.text.reading import advice_verb
 from ragsieve.evaluators.testing import make_interaction
 
 DOCS = (

@@ -10,12 +10,17 @@ import pytest
 from ragsieve.evaluators.judges import build_judges, get_judge
 from ragsieve.evaluators.judges.offline import faithfulness
 from ragsieve.evaluators.judges.offline.claims import parse_answer
-from ragsieve.evaluators.judges.offline.reading import is_hedge, is_meta, read_answer, strip_source
 from ragsieve.evaluators.judges.offline.support_model import (
     FEATURES,
     MODEL_FILE,
     parse_model,
     shipped_model,
+)
+from ragsieve.evaluators.judges.offline.text.reading import (
+    is_hedge,
+    is_meta,
+    read_answer,
+    strip_source,
 )
 from ragsieve.evaluators.records import EvalResult
 from ragsieve.evaluators.testing import make_interaction

@@ -106,6 +106,16 @@ def _names(folder: Path, raw: Mapping[str, Any], key: str, default: frozenset[st
     return frozenset(x.strip().lower() for x in value)
 
 
+def _read_json_object(file: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelFolderError(f"{file}: not JSON ({exc})") from exc
+    if not isinstance(loaded, dict):
+        raise ModelFolderError(f"{file}: must be a JSON object")
+    return loaded
+
+
 def read_manifest(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Manifest:
     """The manifest of the model folder ``path``, ``overrides`` (settings) winning field by field.
 
@@ -117,16 +127,8 @@ def read_manifest(path: str | Path, overrides: Mapping[str, Any] | None = None) 
         raise ModelFolderError(
             f"{folder}: {what} (a model folder holds model.onnx, tokenizer.json and {MANIFEST})"
         )
-    raw: dict[str, Any] = {}
     file = folder / MANIFEST
-    if file.is_file():
-        try:
-            loaded = json.loads(file.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ModelFolderError(f"{file}: not JSON ({exc})") from exc
-        if not isinstance(loaded, dict):
-            raise ModelFolderError(f"{file}: must be a JSON object")
-        raw.update(loaded)
+    raw = _read_json_object(file) if file.is_file() else {}
     raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
     if "task" not in raw:
         raise ModelFolderError(

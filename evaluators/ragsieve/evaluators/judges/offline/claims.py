@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ragsieve.evaluators.judges.offline.reading import is_hedge, is_meta, read_answer
+from ragsieve.evaluators.judges.offline.text.reading import is_hedge, is_meta, read_answer
 from ragsieve.evaluators.judges.offline.text.text import fold, sentences
 
 # Phrases that mean "I cannot answer": an abstention is honest, not a hallucination.

@@ -351,8 +351,7 @@ def judged_question(interaction: RagInteraction) -> JudgedQuestion:
     turns = _conversation_turns(interaction)
     last = tuple(turns[-LAST_TURNS:])
     # A first turn's own retrieval queries (multi-hop, tools) are not its meaning, unless the
-    # answering call was itself given the rewrite (a condense-question engine, whose history the
-    # trace may not show).
+    # answering call was given the rewrite (a condense engine whose history the trace may lack).
     answered = interaction.judged_question_source == "rewrite"
     rewrite = app_rewrite(interaction) if typed and (turns or answered) else None
     if rewrite:

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
+from ragsieve.evaluators.judges.offline.binding import check_whole_answer
 from ragsieve.evaluators.judges.offline.claims import (
     ParsedAnswer,
     find_injections,
@@ -24,7 +25,6 @@ from ragsieve.evaluators.judges.offline.claims import (
     parse_answer,
 )
 from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES, asks_back_grounding
-from ragsieve.evaluators.judges.offline.reading import QUESTION_BACK, is_hedge
 from ragsieve.evaluators.judges.offline.support import (
     NO,
     SUPPORT_THRESHOLD,
@@ -40,9 +40,9 @@ from ragsieve.evaluators.judges.offline.support_model import (
     features,
     shipped_model,
 )
+from ragsieve.evaluators.judges.offline.text.reading import QUESTION_BACK, is_hedge
 from ragsieve.evaluators.judges.offline.text.terms import all_values, key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, content_words, fold, language
-from ragsieve.evaluators.judges.offline.whole import check_whole_answer
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.evaluators.judges.offline.reading import advice_verb
+from ragsieve.evaluators.judges.offline.text.reading import advice_verb
 from ragsieve.evaluators.judges.offline.text.terms import (
     CANON,
     NO_MATCH,

@@ -137,6 +137,16 @@ def _file_cases(
     return current, [cases[i] for i in fresh], saved
 
 
+def _stacked(vecs: list[np.ndarray], saved: np.ndarray | None) -> np.ndarray:
+    """The store's vectors, then the file's cached ones (joined in one copy)."""
+    matrix = (
+        np.vstack(vecs).astype(np.float32, copy=False) if vecs else np.zeros((0, DIM), np.float32)
+    )
+    if saved is not None:
+        matrix = np.concatenate([matrix, np.asarray(saved, dtype=np.float32)])
+    return matrix
+
+
 def load_reference(
     repo: CandidateRepo,
     path: str | Path | None,
@@ -181,11 +191,7 @@ def load_reference(
             if saved is None:
                 missing.append(len(vecs))
                 vecs.append(np.zeros(DIM, np.float32))
-    matrix = (
-        np.vstack(vecs).astype(np.float32, copy=False) if vecs else np.zeros((0, DIM), np.float32)
-    )
-    if saved is not None:  # the cached vectors join in one copy
-        matrix = np.concatenate([matrix, np.asarray(saved, dtype=np.float32)])
+    matrix = _stacked(vecs, saved)
     if missing:
         matrix[missing] = embed([queries[i] for i in missing])
     return GoldenReference(

@@ -2,6 +2,7 @@
 
 Takes plain strings; gives folded words, sentences and rarity (``text``), term matching across
 spellings, typos and languages (``terms``), named spans (``spans``), the answer type a question
-expects (``question``), and checks of choice and comparison answers (``choice``, ``compare``).
-Nothing here knows about judges or records.
+expects (``question``), checks of choice and comparison answers (``choice``, ``compare``),
+misspelt words (``spelling``, ``typos``) and an answer's structure, which is not a claim
+(``reading``). Nothing here knows about judges or records.
 """
