@@ -232,7 +232,10 @@ def test_demo_keeps_its_store_puts_the_scorecard_first_and_says_what_next(tmp_pa
         r" \d+ new failure categor(y|ies)",
         out[0],
     )
-    order = [out.index(h) for h in ("== planted-failure scorecard", "== run report")]
+    order = [
+        next(i for i, ln in enumerate(out) if ln.startswith(h))
+        for h in ("== planted-failure scorecard", "== run report")
+    ]
     cases = next(i for i, ln in enumerate(out) if ln.startswith("== flagged cases"))
     assert order[0] == 1 and order[0] < cases < order[1]
     flagged = int(re.search(r"(\d+) flagged", out[0]).group(1))
