@@ -20,6 +20,7 @@ from typing import Any
 
 from ragsieve.collector.store import Store
 from ragsieve.jobs.fitting.labels import Label, effective
+from ragsieve.jobs.verdicts.gather import body_query
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, UNDETERMINED, Piece, combine, fit_weights
 
 MIN_LABELS = 6  # fewer labelled root causes cannot move a weight beyond one trace's say
@@ -46,13 +47,12 @@ def labelled_pieces(store: Store, labels: Sequence[Label]) -> list[Example]:
         raw = json.loads(body or "{}").get("pieces") or []
         got = [Piece.from_dict(p) for p in raw if isinstance(p, Mapping)]
         latest[str(tid)] = [p for p in got if p is not None]
-    queries = dict(
-        store.query_in(
-            "SELECT trace_id, json_extract(body, '$.query') FROM interactions"
-            " WHERE trace_id IN ({ids})",
-            sorted(latest),
+    queries = {
+        tid: body_query(body)
+        for tid, body in store.query_in(
+            "SELECT trace_id, body FROM interactions WHERE trace_id IN ({ids})", sorted(latest)
         )
-    )
+    }
     return [
         (pieces, causes[tid], " ".join(str(queries.get(tid) or tid).casefold().split()))
         for tid, pieces in sorted(latest.items())

@@ -264,6 +264,7 @@ class ObservedCorpus:
         n_docs, avg = self.store.query("SELECT COUNT(*), AVG(length) FROM corpus_chunks")[0]
         if not n_docs:
             return []
+        avg = float(avg or 1)  # PostgreSQL's AVG of integers is a Decimal
         rows = self.store.query_in(
             "SELECT t.term, t.chunk_id, t.tf, c.length FROM corpus_terms t JOIN corpus_chunks c"
             " ON c.chunk_id = t.chunk_id WHERE t.term IN ({ids})",
@@ -273,7 +274,7 @@ class ObservedCorpus:
         scores: dict[str, float] = {}
         for term, cid, tf, length in rows:
             idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
-            norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * (length or 1) / (avg or 1))
+            norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * (length or 1) / avg)
             scores[cid] = scores.get(cid, 0.0) + idf * tf * (BM25_K1 + 1) / norm
         return sorted(scores, key=lambda c: -scores[c])[:limit]
 

@@ -19,6 +19,7 @@ For one failing interaction, what the trace and the store hold besides the three
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -238,12 +239,23 @@ def reviewed_causes(store: Store) -> dict[str, tuple[str, str]]:
     """Question (:func:`question_key`) -> (root cause, trace) a reviewer gave a failure of it
     (the ``labels`` table: review corrections, answers to an ``undetermined``, files); the
     latest label per question."""
-    rows = store.query(
-        "SELECT l.trace_id, l.root_cause, json_extract(i.body, '$.query') FROM labels l"
+    rows = store.query(  # the body is read here, not with SQL JSON (not portable across stores)
+        "SELECT l.trace_id, l.root_cause, i.body FROM labels l"
         " JOIN interactions i ON i.trace_id = l.trace_id WHERE l.root_cause IS NOT NULL"
         " AND l.verdict = 'fail' AND l.metric IS NULL ORDER BY l.created_at, l.id"
     )
-    return {question_key(q): (str(cause), str(tid)) for tid, cause, q in rows if q}
+    asked = ((tid, cause, body_query(body)) for tid, cause, body in rows)
+    return {question_key(q): (str(cause), str(tid)) for tid, cause, q in asked if q}
+
+
+def body_query(body: str | bytes | None) -> str | None:
+    """The ``query`` of a stored interaction body (None when it has none or is not JSON)."""
+    try:
+        value = json.loads(body or "{}")
+    except ValueError:
+        return None
+    query = value.get("query") if isinstance(value, dict) else None
+    return query if isinstance(query, str) else None
 
 
 def review_piece(it: RagInteraction, reviewed: Mapping[str, tuple[str, str]]) -> tuple[Piece, ...]:
