@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -146,17 +147,37 @@ def test_a_held_lease_is_renewed_and_one_taken_over_says_it_was_lost(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
     store = request.getfixturevalue("store" if backend == "sqlite" else "pg_store")
-    first = Lease(store, holder="a", ttl_s=0.4)
+    # a time to live of 2 s (renewed every ~0.67 s) rides out a loaded machine's stalls
+    first = Lease(store, holder="a", ttl_s=2.0)
     assert first.try_acquire()
-    first.keep_renewed()  # renews every ~0.13 s from a thread
-    other = Lease(store, holder="b", ttl_s=0.4)
-    time.sleep(1.0)  # well past one time to live
+    first.keep_renewed()
+    other = Lease(store, holder="b", ttl_s=2.0)
+    time.sleep(3.0)  # well past one time to live
     assert not other.try_acquire() and not first.lost.is_set()
     current = first.current()
     assert current is not None and current.holder == "a" and current.expires_at > time.time()
     first._stop.set()  # the holder stalls (no more renewals)...
-    time.sleep(0.6)
+    time.sleep(2.5)
     assert other.try_acquire()  # ...its lease runs out and another run takes it
     assert not first.renew() and first.lost.is_set()
     other.release()
     assert other.current() is None
+
+
+def test_a_run_waiting_for_the_lease_says_so_and_stops_on_ctrl_c(collector: Any) -> None:
+    send(collector.traces_url, _turns(2))
+    wait_stored(collector.store, 2)
+    held = Lease(collector.store, holder="host:1:busy", ttl_s=600)
+    assert held.try_acquire()
+    env = {**os.environ, "RAGSIEVE_STORE": collector.store.url}
+    job = _job(collector.store.url, env)
+    assert job.stderr is not None
+    line = job.stderr.readline()  # the first thing it says
+    assert "waiting up to" in line and "host:1:busy" in line, line
+    job.send_signal(signal.SIGINT)
+    try:
+        job.wait(timeout=30)  # was: the 900 s wait ran on, Ctrl-C or not
+    finally:
+        job.kill()
+    assert collector.store.query("SELECT COUNT(*) FROM results")[0][0] == 0
+    held.release()

@@ -184,12 +184,16 @@ def acquire(
     t0, m0 = time.time(), time.monotonic()
     first = lease.current()
     waited_for = first.holder if first is not None and first.expires_at >= t0 else None
+    told = False
     while True:
         before = lease.current()
         if lease.try_acquire():
             break
         waited = time.monotonic() - m0
         holder = before.holder if before else "another run"
+        if not told:
+            log.warning("waiting up to %.0f s for the run lease held by %s", wait_s, holder)
+            told = True
         if waited >= wait_s or should_stop():
             why = "asked to stop" if should_stop() else f"gave up after {waited:.0f} s"
             return Acquired(
@@ -225,8 +229,16 @@ async def acquire_async(
     """:func:`acquire` from a thread (the wait polls and sleeps)."""
     import asyncio
 
-    stop = should_stop or (lambda: False)
-    got = await asyncio.to_thread(acquire, store, window, wait_s=wait_s, should_stop=stop)
+    cancelled = threading.Event()  # Ctrl-C cancels this task: the waiting thread stops too
+
+    def stop() -> bool:
+        return cancelled.is_set() or bool(should_stop and should_stop())
+
+    try:
+        got = await asyncio.to_thread(acquire, store, window, wait_s=wait_s, should_stop=stop)
+    except asyncio.CancelledError:
+        cancelled.set()
+        raise
     if got.skipped:
         log.warning("jobs run skipped: %s", got.skipped)
     return got
