@@ -255,3 +255,21 @@ def test_the_review_screen_shows_the_merged_askings(grown) -> None:  # type: ign
     assert "Which ports does the on-prem agent need opened?" in screen
     alone = render(_by_query(repo, "Can I get a refund on my annual plan?"), None)
     assert "also asked as" not in alone
+
+
+def test_an_undetermined_root_cause_nobody_named_stays_unknown_in_the_golden_case() -> None:
+    from datetime import UTC, datetime
+
+    from ragsieve.jobs.golden.growth.repo import Candidate
+    from ragsieve.jobs.golden.review.promote import to_case
+
+    def accepted(cause: str | None, named: str | None) -> Candidate:
+        review = {"decision": "accepted", "by": "ana", **({"root_cause": named} if named else {})}
+        body = {"query": "q?", "review": review, "reference_answer": "a"}
+        return Candidate("c1", "accepted", "q?", root_cause=cause, body=body)
+
+    now = datetime(2026, 12, 4, tzinfo=UTC)
+    assert to_case(accepted("undetermined", None), None, now).metadata["root_cause"] is None
+    named = to_case(accepted("undetermined", "retrieval"), None, now).metadata
+    assert (named["root_cause"], named["judged_root_cause"]) == ("retrieval", "undetermined")
+    assert to_case(accepted("generation", None), None, now).metadata["root_cause"] == "generation"

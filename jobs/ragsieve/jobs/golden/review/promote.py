@@ -134,8 +134,10 @@ def to_case(c: Candidate, summary: CategorySummary | None, now: datetime) -> Gol
             "candidate_id": c.id,
             "category_id": c.category,
             "new_category": bool(summary and summary.new),
-            # the reviewer's correction, when there is one, over the job's reading
-            "root_cause": review.get("root_cause") or c.root_cause,
+            # the reviewer's correction, when there is one, over the job's reading; a cause the
+            # job left undetermined and nobody named stays unknown (None) in the golden case
+            "root_cause": review.get("root_cause")
+            or (None if c.root_cause == "undetermined" else c.root_cause),
             "judged_root_cause": c.root_cause,
             "seen": c.seen,
             "source_trace_ids": c.source_trace_ids,
