@@ -3,13 +3,20 @@
 ```
 RagsieveError(Exception)
  ├── ConfigError(RagsieveError, ValueError)   bad settings or input files; the CLI exits 2
+ │    ├── ModelFolderError                    not a usable model folder (judges/model)
+ │    ├── StoreUnreachable (+ StoreError)     the store URL's server does not answer (postgres)
+ │    └── SchemaTooNew (+ StoreError)         a store migrated by a newer ragsieve (store/sql)
  ├── BadPayload(RagsieveError, ValueError)    undecodable or invalid OTLP; the collector answers 400
  │    ├── UnsupportedMediaType                wrong content type or encoding; 415
  │    └── PayloadTooLarge                     over the size limit (decompressed too); 413
  ├── JudgeError(RagsieveError)                a judge could not decide; becomes label="error"
  ├── StoreError(RagsieveError)                the store failed (locked, unreachable, migration)
- └── GateError(RagsieveError)                 the gate could not compare its inputs
+ │    ├── CandidateConflict                   two people decided one candidate; exit 1
+ │    └── WorkerGaveUp                        a worker's database outage outlasted its limit; exit 1
+ ├── GateError(RagsieveError)                 the gate could not compare its inputs
+ └── MissingExtra(RagsieveError, ImportError) an optional extra is not installed; one line, exit 2
 ```
+The subclasses outside this module live beside the code that raises them.
 """
 
 from __future__ import annotations
