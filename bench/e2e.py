@@ -100,12 +100,15 @@ def collect(traces: list[Any], store: str, sender: Any = None) -> dict[str, Any]
     return sent
 
 
-def run_pipeline(traces: list[Trace], workdir: Path) -> tuple[dict[str, Trace], dict, Path]:
-    """Collector on loopback ← traffic; then ``ragsieve jobs run --all``; returns the job report."""
+def run_pipeline(
+    traces: list[Any], workdir: Path, sender: Any = None
+) -> tuple[dict[str, Any], dict, Path]:
+    """Collector on loopback ← traffic (sent by ``sender``, :func:`send` by default); then
+    ``ragsieve jobs run --all``; returns what was sent, the job report and the store's file."""
     db = workdir / "e2e.db"
     store = f"sqlite:///{db}"
     env = {**os.environ, "RAGSIEVE_STORE": store}
-    sent = collect(traces, store)
+    sent = collect(traces, store, sender)
     t0 = time.perf_counter()
     out = subprocess.run(
         [

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from e2e import RAGSIEVE, collect, verdicts  # noqa: E402
+from e2e import run_pipeline, verdicts  # noqa: E402
 from frameworks_pipelines import CONDENSES, PIPELINES, Script  # noqa: E402
 from frameworks_traffic import CHUNKS, Turn, conversations, retrieved  # noqa: E402
 from openinference.instrumentation import using_session  # noqa: E402
@@ -167,32 +167,8 @@ def table(per: dict[str, Any]) -> str:
 
 def main() -> None:
     warnings.simplefilter("ignore")
-    import subprocess
-
     with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "frameworks.db"
-        store = f"sqlite:///{db}"
-        sent = collect([], store, sender=send)
-        out = subprocess.run(
-            [
-                RAGSIEVE,
-                "jobs",
-                "run",
-                "--store",
-                store,
-                "--since",
-                "24h",
-                "--settle",
-                "0",
-                "--all",
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if out.returncode not in (0, 1):
-            raise SystemExit(f"jobs run failed ({out.returncode}): {out.stderr[-2000:]}")
+        sent, _, db = run_pipeline([], Path(tmp), sender=send)
         per = score(sent, db)
     result = {"traces": len(sent), "pipelines": per}
     OUT.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 from tracefixtures import MS, T0, langchain_retrievalqa
 
-from ragsieve.collector.derive.assemble import completeness, latency, status
 from ragsieve.collector.derive.fields.chunks import build_stages
+from ragsieve.collector.derive.fields.outcome import completeness, latency, status
 from ragsieve.collector.derive.trace.classify import TraceTree
 from ragsieve.collector.derive.trace.scope import pipeline_scope
 from ragsieve.collector.wire.spans import SpanRecord

@@ -18,10 +18,6 @@ from ragsieve.collector.derive.fields.chunks import (
 from ragsieve.collector.derive.fields.identity import identity, trace_identity
 from ragsieve.collector.derive.fields.outcome import completeness, latency, status
 from ragsieve.collector.derive.fields.record import (
-    FIRST_TOKEN_EVENT,
-    MAX_ATTRIBUTE_KEYS,
-    OI_PREFIXES,
-    SAMPLING_KEYS,
     convention,
     covered,
     finish_reason,
@@ -46,8 +42,6 @@ from ragsieve.collector.derive.trace.attrs import (
 from ragsieve.collector.derive.trace.classify import TraceTree
 from ragsieve.collector.derive.trace.lookup import NeedleIndex
 from ragsieve.collector.derive.trace.scope import (
-    AGENTIC_ROLES,
-    MAX_PIPELINES,
     pipeline_root,
     pipeline_scope,
 )
@@ -82,6 +76,7 @@ class Assembly:
         self.stages: list[StageOutput] = build_stages(tree, self.scope)
         join_scores(self.stages)
         self._rewrite_steps: list[Rewrite] | None = None
+        self._leaf_texts: dict[str, str | None] = {}
         self._logs_by_span: dict[str | None, list[int]] = {}  # span id -> positions in logs
         for i, e in enumerate(logs):
             self._logs_by_span.setdefault(e.span_id, []).append(i)
@@ -127,10 +122,17 @@ class Assembly:
                 return text, source
         return None, "none"
 
+    def _leaf_text(self, leaf: SpanRecord) -> str | None:
+        """A leaf's output text, read once per derivation (choosing the generation and finding
+        rewriting steps both ask; notes are the record's only for the generation itself)."""
+        if leaf.span_id not in self._leaf_texts:
+            self._leaf_texts[leaf.span_id] = self._output(leaf, ex.Notes())[0]
+        return self._leaf_texts[leaf.span_id]
+
     def _choose_generation(self, root_answer: str | None, needles: list[str]) -> SpanRecord | None:
         cands = []
         for leaf in self.leaves:
-            out, _ = self._output(leaf, ex.Notes())
+            out = self._leaf_text(leaf)
             model, _, _ = ex.model_info(self._chain(leaf))
             if out or model:
                 cands.append((leaf, out))
@@ -214,7 +216,7 @@ class Assembly:
             wanted = {normalize_ws(q) for q, _ in asked}
             calls = []
             for leaf in self.leaves if asked else ():
-                out, _ = self._output(leaf, ex.Notes())
+                out = self._leaf_text(leaf)
                 if out and normalize_ws(out) in wanted:
                     prompt, _ = self._prompt(leaf, ex.Notes())
                     variables = prompt.template_variables
@@ -384,15 +386,4 @@ class Assembly:
         return sorted(items, key=lambda f: f.created_at)
 
 
-__all__ = [
-    "AGENTIC_ROLES",
-    "FIRST_TOKEN_EVENT",
-    "MAX_ATTRIBUTE_KEYS",
-    "MAX_PIPELINES",
-    "OI_PREFIXES",
-    "SAMPLING_KEYS",
-    "Assembly",
-    "completeness",
-    "latency",
-    "status",
-]
+__all__ = ["Assembly"]

@@ -207,9 +207,9 @@ async def plan_run(store: Store, settings: Settings, opts: RunOptions) -> RunPla
     started = time.monotonic()
     quiet = job.settle_s if opts.settle_s is None else opts.settle_s
     max_wait = settings.collector.max_wait_s
-    bound: dict[str, Any] = {"max_spans": settings.collector.max_trace_spans}
+    cap = settings.collector.max_trace_spans  # the collector's own bound on a trace
     settled = await asyncio.to_thread(
-        settle, store, quiet_s=quiet, max_wait_s=max_wait, now=now.timestamp(), **bound
+        settle, store, quiet_s=quiet, max_wait_s=max_wait, now=now.timestamp(), max_spans=cap
     )
     waiting, last_due = await asyncio.to_thread(store.settling, quiet_s=quiet, max_wait_s=max_wait)
     lo, hi = opts.window or (now - parse_duration(opts.since or job.since), now)
