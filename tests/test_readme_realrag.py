@@ -33,12 +33,13 @@ def test_a_changed_figure_is_caught() -> None:
     assert _bench().realrag_table(data) not in readme
 
 
-def test_the_shipped_faithfulness_model_is_what_the_fit_gives() -> None:
+def test_the_shipped_faithfulness_model_is_what_the_fit_gives(shared_data: Path) -> None:
     """bench/fit_faithfulness.py --check: the shipped numbers come from the licensed data."""
     import subprocess
 
     out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "fit_faithfulness.py"), "--check"],
+        [sys.executable, str(ROOT / "bench" / "fit_faithfulness.py"), "--check"]
+        + ["--data", str(shared_data)],
         capture_output=True,
         text=True,
         timeout=600,

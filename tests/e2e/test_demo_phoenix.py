@@ -80,7 +80,7 @@ def test_demo_forwards_traces_and_annotates_verdicts_in_phoenix(
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=55,
+        timeout=180,  # a guard, not a speed goal: Phoenix and the demo start slowly on loaded cores
         check=False,
         cwd=tmp_path,
     )
@@ -142,7 +142,7 @@ def test_phoenix_url_that_does_not_answer_is_a_usage_error(tmp_path: Path) -> No
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=55,
+        timeout=180,  # a guard, not a speed goal: Phoenix and the demo start slowly on loaded cores
         check=False,
         cwd=tmp_path,
     )
@@ -164,7 +164,7 @@ def test_demo_phoenix_starts_its_own_phoenix_and_stops_it_on_exit(tmp_path: Path
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=55,
+        timeout=180,  # a guard, not a speed goal: Phoenix and the demo start slowly on loaded cores
         check=False,
         cwd=tmp_path,
         env=env,

@@ -82,7 +82,18 @@ def served(tmp_path: Path) -> Iterator[tuple[str, int]]:
     proc.wait(20)
 
 
-def test_readme_snippet_runs_as_pasted_and_the_chunks_reach_the_judges(served, tmp_path):
+@pytest.fixture
+def slow_settle(monkeypatch: pytest.MonkeyPatch) -> float:
+    """A quiet period no loaded machine outruns: three CLI starts fit inside it (each imports numpy
+    and the encoder, seconds apiece on a busy CI core), so "still settling" is what they see."""
+    quiet = 120.0
+    monkeypatch.setenv("RAGSIEVE_COLLECTOR__QUIET_PERIOD_S", str(quiet))
+    return quiet
+
+
+def test_readme_snippet_runs_as_pasted_and_the_chunks_reach_the_judges(
+    slow_settle, served, tmp_path
+):
     url, port = served
     code = _readme_snippet().replace("127.0.0.1:4318", f"127.0.0.1:{port}")
     assert code.count(f"127.0.0.1:{port}") == 1
@@ -93,14 +104,15 @@ def test_readme_snippet_runs_as_pasted_and_the_chunks_reach_the_judges(served, t
     )
     assert run.returncode == 0, run.stderr
 
-    # 15 s quiet period: the trace is stored but not derived yet, and both commands say so
+    # within the quiet period the trace is stored but not derived yet, and both commands say so
     listed = _ragsieve("interactions", "list", "--store", url, cwd=tmp_path)
     assert listed.returncode == 0 and listed.stdout == ""
     assert re.search(r"^1 trace still settling .*all due within \d+ s, by", listed.stderr, re.M)
     first = _ragsieve("jobs", "run", "--store", url, "--json", cwd=tmp_path)
     report = json.loads(first.stdout)
     assert report["discovered"] == 0
-    assert report["settling"]["traces"] == 1 and 0 < report["settling"]["due_within_s"] <= 15
+    settling = report["settling"]
+    assert settling["traces"] == 1 and 0 < settling["due_within_s"] <= slow_settle
     table = _ragsieve("jobs", "run", "--store", url, cwd=tmp_path)
     assert re.search(r"^still settling\s+1 trace still settling", table.stdout, re.M)
 
