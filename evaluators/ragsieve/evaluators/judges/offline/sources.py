@@ -150,7 +150,7 @@ def continues_last_reply(asked: JudgedQuestion, answer: str, context: list[str])
     words = {key(w) for w in content_words(answer)}
     if not words or len(words & last) >= REPEAT_SHARE * len(words):
         return False
-    before = _taken_from(said[-1], context)
+    before = {p for sent in sentences(said[-1]) or [said[-1]] for p in _taken_from(sent, context)}
     return any(
         c == b and abs(i - j) <= 1 for c, i in _taken_from(answer, context) for b, j in before
     )
