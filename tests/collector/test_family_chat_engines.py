@@ -224,6 +224,18 @@ def test_llamaindex_chat_engines(recorded: InMemorySpanExporter, name: str) -> N
         assert [r.judged_question_source for r in records[1:]] == ["rewrite", "rewrite"]
 
 
+@pytest.mark.parametrize("mode", ["condense_plus_context", "condense_question", "context"])
+def test_llamaindex_as_chat_engine(recorded: InMemorySpanExporter, mode: str) -> None:
+    """The one-line way in, ``index.as_chat_engine(chat_mode=...)``, over a chat model whose
+    retriever returns nodes with their similarity scores: the same engines, read the same."""
+    family = {"condense_plus_context": _CPC, "condense_question": _CQ, "context": _CTX}[mode]
+    index = _index()
+    engine = index.as_chat_engine(chat_mode=mode, llm=ScriptedChat(), similarity_top_k=3)
+    records = _turn_records(recorded, engine.chat)
+    _assert_conversation(records, condensed=mode != "context", family=family)
+    assert all(d.score is not None for r in records for d in r.documents)
+
+
 @component
 class ScriptedGenerator:
     """A Haystack generator component answering from the script (Haystack ships no mock LLM)."""
