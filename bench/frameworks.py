@@ -3,7 +3,8 @@ their OpenInference instrumentors, sent with the OTLP exporter to ``ragsieve col
 then judged by ``ragsieve jobs run --all`` with the default settings (offline judges).
 
 Usage: ``.venv/bin/python bench/frameworks.py`` -> prints a table, writes
-``bench/results/frameworks.json``.
+``bench/results/frameworks.json`` and the table of ``docs/benchmarks/frameworks.md``;
+``--keep DIR`` keeps the store (``DIR/e2e.db``) to read the interactions and verdicts after.
 
 Pipelines: LlamaIndex ``CondenseQuestionChatEngine`` and ``CondensePlusContextChatEngine`` over
 a completion-only model (as llama.cpp-style servers are), ``CondensePlusContextChatEngine`` and
@@ -165,11 +166,19 @@ def table(per: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
     warnings.simplefilter("ignore")
+    keep = Path(argv[argv.index("--keep") + 1]) if "--keep" in argv else None
     with tempfile.TemporaryDirectory() as tmp:
-        sent, _, db = run_pipeline([], Path(tmp), sender=send)
+        workdir = keep or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "e2e.db").unlink(missing_ok=True)
+        sent, _, db = run_pipeline([], workdir, sender=send)
         per = score(sent, db)
+        if keep:
+            (keep / "sent.json").write_text(
+                json.dumps({t: [n, turn.conversation, turn.index] for t, (n, turn) in sent.items()})
+            )
     result = {"traces": len(sent), "pipelines": per}
     OUT.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     page = PAGE.read_text("utf-8")
@@ -180,4 +189,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

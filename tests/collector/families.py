@@ -100,6 +100,7 @@ HAYSTACK_REPHRASE = "haystack-rephrase"
 DSPY_HISTORY = "dspy-history"
 LANGGRAPH_CONDENSE = "langgraph-condense"
 LANGCHAIN_HISTORY_AWARE = "langchain-history-aware"
+LANGCHAIN_LCEL_HISTORY = "langchain-lcel-history"
 
 _FULL = "ids (native), content, rank, in prompt"
 
@@ -226,6 +227,19 @@ ROWS: dict[str, Row] = {
         "complete",
         "test_family_chat_engines.py",
         "history; judged: rewrite",
+    ),
+    LANGCHAIN_LCEL_HISTORY: Row(
+        "OpenInference LangChain LCEL chain with a `MessagesPlaceholder` history (kept by the app"
+        " or `RunnableWithMessageHistory`)",
+        ("openinference-instrumentation-langchain", "langchain-core"),
+        "root_input",
+        "root_output",
+        "ids (content_hash), content, rank, in prompt",
+        "none",
+        "none",
+        "complete",
+        "test_family_chat_engines.py",
+        "history; judged: resolved",
     ),
 }
 

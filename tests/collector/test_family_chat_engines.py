@@ -1,6 +1,6 @@
 """Conversations as LlamaIndex chat engines, Haystack rephrase pipelines, LangChain's
-history-aware retrieval chain, a LangGraph conversational RAG graph and DSPy programs with a
-``dspy.History`` trace them (issue 45).
+history-aware retrieval chain and plain LCEL chains with a ``MessagesPlaceholder``, a LangGraph
+conversational RAG graph and DSPy programs with a ``dspy.History`` trace them (issue 45).
 
 The real OpenInference instrumentors record a three-turn bike-share conversation through each
 engine; the LLM is the framework's own custom-LLM base class answering from a script (a
@@ -13,6 +13,7 @@ chunks and the answer.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import itemgetter
 from typing import Any
 
 import dspy
@@ -33,7 +34,9 @@ from langchain_core.documents import Document as LangChainDocument
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -219,6 +222,18 @@ def test_llamaindex_chat_engines(recorded: InMemorySpanExporter, name: str) -> N
     if engine_type is CondenseQuestionChatEngine:
         # Its answering call is given the rewrite alone: the trace says so.
         assert [r.judged_question_source for r in records[1:]] == ["rewrite", "rewrite"]
+
+
+@pytest.mark.parametrize("mode", ["condense_plus_context", "condense_question", "context"])
+def test_llamaindex_as_chat_engine(recorded: InMemorySpanExporter, mode: str) -> None:
+    """The one-line way in, ``index.as_chat_engine(chat_mode=...)``, over a chat model whose
+    retriever returns nodes with their similarity scores: the same engines, read the same."""
+    family = {"condense_plus_context": _CPC, "condense_question": _CQ, "context": _CTX}[mode]
+    index = _index()
+    engine = index.as_chat_engine(chat_mode=mode, llm=ScriptedChat(), similarity_top_k=3)
+    records = _turn_records(recorded, engine.chat)
+    _assert_conversation(records, condensed=mode != "context", family=family)
+    assert all(d.score is not None for r in records for d in r.documents)
 
 
 @component
@@ -428,3 +443,58 @@ def test_langchain_history_aware_retrieval_chain(recorded: InMemorySpanExporter)
 
     records = _turn_records(recorded, ask)
     _assert_conversation(records, condensed=True, family=families.LANGCHAIN_HISTORY_AWARE)
+
+
+def _lcel_chain() -> Any:
+    """LangChain's plain LCEL RAG chain with the conversation in a ``MessagesPlaceholder``: the
+    retriever searches with the typed turn, the model sees the history as messages."""
+    replies = [AIMessage(answer) for _, _, answer in TURNS]
+    llm = GenericFakeChatModel(messages=iter(replies))
+    retriever = _vector_store().as_retriever(search_kwargs={"k": 3})
+    prompt = ChatPromptTemplate.from_messages(
+        [
+            ("system", "Answer from the context:\n{context}"),
+            MessagesPlaceholder("history"),
+            ("human", "{question}"),
+        ]
+    )
+
+    def joined(docs: list[LangChainDocument]) -> str:
+        return "\n\n".join(d.page_content for d in docs)
+
+    context = itemgetter("question") | retriever | RunnableLambda(joined)
+    inputs = {"context": context, "question": itemgetter("question")}
+    return (
+        RunnablePassthrough.assign(**inputs)  # type: ignore[arg-type]
+        | prompt
+        | llm
+        | StrOutputParser()
+    )
+
+
+@pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
+@pytest.mark.filterwarnings("ignore:The class `InMemoryChatMessageHistory` was deprecated")
+@pytest.mark.parametrize("kept_by", ["the app", "RunnableWithMessageHistory"])
+def test_langchain_lcel_chain_with_messages_placeholder(
+    recorded: InMemorySpanExporter, kept_by: str
+) -> None:
+    chain = _lcel_chain()
+    said: list[AnyMessage] = []
+    histories: dict[str, InMemoryChatMessageHistory] = {}
+    kept = RunnableWithMessageHistory(
+        chain,
+        lambda sid: histories.setdefault(sid, InMemoryChatMessageHistory()),
+        input_messages_key="question",
+        history_messages_key="history",
+    )
+
+    def ask(typed: str) -> None:
+        if kept_by == "the app":
+            answer = chain.invoke({"question": typed, "history": list(said)})
+            said.extend([HumanMessage(typed), AIMessage(answer)])
+        else:
+            kept.invoke({"question": typed}, config={"configurable": {"session_id": "ride-1"}})
+
+    records = _turn_records(recorded, ask)
+    assert {r.judged_question_source for r in records} == {"typed"}
+    _assert_conversation(records, condensed=False, family=families.LANGCHAIN_LCEL_HISTORY)

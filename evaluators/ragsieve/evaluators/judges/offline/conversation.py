@@ -1,26 +1,18 @@
 """The question a chat turn really asks: its standalone meaning, and whether it asks at all.
 
 A follow-up ("and on Saturdays?") means what the conversation around it says. The judges read
-:func:`judged_question`, which takes, in this order:
-
-1. ``rewrite``: the app's own standalone query, when the trace has one (LangChain's history-aware
-   retriever, LlamaIndex's condense-question engine): the query of the retrieval step whose
-   chunks reached the prompt, when it differs from the typed turn;
-2. ``resolved``: a follow-up with a conversation before it and no rewrite, with what the
-   elliptical turn leaves out carried over from the last user turns (their content words and
-   names the turn lacks) and, for a reply that is not a question ("Yes, I do."), from the
-   question the assistant's last turn asked;
-3. ``typed``: the turn as typed (a first turn, or a follow-up that needs nothing carried).
-
-It also says what kind of turn it is (:func:`turn_kind`): a ``question`` (or a request such as
-"tell me about ..."), a ``statement`` ("Don't do that, I'll get insurance") or an
-``acknowledgement`` (confirmations, thanks and small talk: "ok", "thanks!", "vale, gracias").
-A turn that is not a question is judged by whether the reply fits it, not by whether it answers
-a question nobody asked. Such a turn, and a request to go on ("tell me more", "I need more
-information"), asks nothing new: the passages it is answered from are those of the conversation's
-open question (the question the assistant's last turn asked, else the last user question), so
-the context judge also reads those (:attr:`JudgedQuestion.topic`, :meth:`JudgedQuestion.readings`).
-The evidence of each judge records what was judged (:meth:`JudgedQuestion.evidence`).
+:func:`judged_question`, which takes, in this order: ``rewrite``, the app's own standalone query
+(the query of the retrieval step whose chunks reached the prompt, when it differs from the typed
+turn: LangChain's history-aware retriever, LlamaIndex's condense engines); ``resolved``, a
+follow-up that leans on the conversation (it points back, or names too little of its own) with
+what it leaves out carried over from the last user turns and, for a reply that is not a question
+("Yes, I do."), from the question the assistant's last turn asked; ``typed``, the turn as typed.
+It also says what kind of turn it is (:func:`turn_kind`): a ``question`` (or a request: "tell
+me about ..."), a ``statement`` ("Don't do that, I'll get insurance") or an ``acknowledgement``
+("ok", "thanks!", "vale, gracias"). A turn that asks nothing new (those, and "tell me more") is
+answered from the passages of the conversation's open question, so the context judge also reads
+that (:attr:`JudgedQuestion.topic`, :meth:`JudgedQuestion.readings`).
+Each judge's evidence records what was judged (:meth:`JudgedQuestion.evidence`).
 """
 
 from __future__ import annotations
@@ -115,6 +107,9 @@ _THERE = re.compile(
     r"(?!\s*(?:is|are|was|were|'s|will|would|could|can|must|should|might|may|have|has|had|be"
     r"|any|a|an|no|used|use|need|needs|exist|exists|seem|seems|appear|appears)\b)"
 )
+_ARTICLE = re.compile(
+    r"\b(?:a|al|de|del|en|con|por|para|sin|sobre|hasta|desde)\s+(?:la|las|lo|los)\b"
+)
 _ELLIPTIC_START = re.compile(
     r"^\W*(?:and|also|what about|how about|and what|and how|same|then|y|también|tambien|"
     r"y qu[eé]|y c[oó]mo|y si)\b"
@@ -149,6 +144,7 @@ class JudgedQuestion:
     last_turns: tuple[Message, ...] = ()  # the conversation just before the turn
     topic: tuple[str, ...] = ()  # the open question, for a turn that asks nothing new
     referent: str = ""  # an anaphoric question with the names the assistant just said
+    follows_up: bool = False  # the typed turn leans on the conversation (:func:`_elliptical`)
 
     @property
     def is_question(self) -> bool:
@@ -166,11 +162,9 @@ class JudgedQuestion:
 
     def evidence(self) -> dict[str, Any]:
         """Result metadata: which question was judged, from what, and what kind of turn it is."""
-        out: dict[str, Any] = {
-            "judged_question": self.text,
-            "question_source": self.source,
-            "turn_kind": self.kind,
-        }
+        out: dict[str, Any] = dict(
+            judged_question=self.text, question_source=self.source, turn_kind=self.kind
+        )
         if self.carried:
             out["carried_over"] = list(self.carried)
         if self.topic:
@@ -216,7 +210,7 @@ def _referent(typed: str, turns: list[Message]) -> str:
     if not turns or turns[-1].role not in ASSISTANT_ROLES:
         return ""
     folded = fold(typed)
-    if not (set(re.findall(r"[\w']+", folded)) & _ANAPHORS or _THERE.search(folded)):
+    if not _anaphoric(folded):
         return ""
     have = {key(w) for w in content_words(typed)}
     said = fold(turns[-1].content)
@@ -263,14 +257,16 @@ def carried_words(typed: str, earlier: list[str]) -> list[str]:
     return ranked[:MAX_CARRIED]
 
 
+def _anaphoric(folded: str) -> bool:
+    """An anaphor ("it", "eso", "¿Dónde la dejo?" but not "a la una") or "there" at a place."""
+    said = set(re.findall(r"[\w']+", _ARTICLE.sub(" ", folded)))
+    return bool(said & _ANAPHORS or _THERE.search(folded))
+
+
 def _elliptical(typed: str, kind: TurnKind) -> bool:
     """A turn that does not stand alone: not a question, an anaphor or an elliptic opening,
     or too few content words to name its subject."""
-    if kind != "question":
-        return True
-    folded = fold(typed)
-    said = set(re.findall(r"[\w']+", folded))
-    if said & _ANAPHORS or _THERE.search(folded) or _ELLIPTIC_START.match(folded):
+    if kind != "question" or _anaphoric(fold(typed)) or _ELLIPTIC_START.match(fold(typed)):
         return True
     return len(content_words(typed)) < SELF_CONTAINED_WORDS
 
@@ -309,18 +305,16 @@ def asks_back_grounding(
     questions_back: list[str], interaction: RagInteraction, context: list[str]
 ) -> tuple[float, list[str]] | None:
     """How much of what a reply asks back (a clarifying question that offers topics: "Would you
-    like to know about the US or Australia?") the context or the conversation already names:
-    the share of its content words they hold (exactly, misspelt or translated), and the words
-    they do not. Asking the user to narrow the question is a turn of a conversation, not an
-    answer; it is on topic when what it offers comes from the passages or from what was said
-    (an offer from another conversation names things neither holds), with at least one word
-    from the passages (echoing the user's own words back offers nothing).
+    like to know about the US or Australia?") the context or the conversation already names: the
+    share of its content words they hold (exactly, misspelt or translated), and the words they do
+    not. Asking to narrow the question is a turn, not an answer; it is on topic when what it
+    offers comes from the passages or what was said, with at least one word from the passages.
 
-    None when the reply is not such an offer, and is judged as before: it names nothing of its
-    own ("Could you rephrase that?") in reply to a question (to a statement or thanks, "Anything
-    else?" is a fitting turn: grounded), states values ("... over 5 kg?" carries a claim), or asks
-    about the user's situation without naming anything the passages hold ("What is your order
-    number?") or asks in the user's own voice ("Am I eligible for ...?": a heading copied out)."""
+    None when the reply is not such an offer: it names nothing of its own ("Could you rephrase
+    that?") in reply to a question ("Anything else?" fits a statement or thanks: grounded),
+    states values ("... over 5 kg?"), asks about the user's situation naming nothing the
+    passages hold ("What is your order number?"), or asks in the user's voice ("Am I eligible
+    for ...?": a heading copied out)."""
     if in_user_voice(" ".join(questions_back)):
         return None
     said_back = [t for q in questions_back for t in tokens(q)]
@@ -355,7 +349,8 @@ def judged_question(interaction: RagInteraction) -> JudgedQuestion:
     answered = interaction.judged_question_source == "rewrite"
     rewrite = app_rewrite(interaction) if typed and (turns or answered) else None
     if rewrite:
-        return JudgedQuestion(rewrite, typed, "rewrite", kind, (), last)
+        follows = bool(turns) and _elliptical(typed, kind)
+        return JudgedQuestion(rewrite, typed, "rewrite", kind, (), last, follows_up=follows)
     users = [m.content for m in turns if m.role in USER_ROLES]
     topic = open_topic(turns) if typed and (kind != "question" or goes_on(typed)) else ()
     referent = _referent(typed, turns) if typed and kind == "question" else ""
@@ -367,9 +362,11 @@ def judged_question(interaction: RagInteraction) -> JudgedQuestion:
         earlier = [asked_back, *earlier]
     carried = carried_words(typed, earlier)
     if not carried:
-        return JudgedQuestion(typed, typed, "typed", kind, (), last, topic, referent)
+        return JudgedQuestion(typed, typed, "typed", kind, (), last, topic, referent, True)
     text = f"{typed.rstrip()} ({' '.join(carried)})"
-    return JudgedQuestion(text, typed, "resolved", kind, tuple(carried), last, topic, referent)
+    return JudgedQuestion(
+        text, typed, "resolved", kind, tuple(carried), last, topic, referent, follows_up=True
+    )
 
 
 T = TypeVar("T", bound=_Scored)

@@ -28,6 +28,7 @@ from ragsieve.evaluators.judges.offline.sources import (
     HEADING_SHARE,
     HEADING_TYPED,
     WRONG_SOURCE_SCORE,
+    continues_last_reply,
     heading_match,
     source_titles,
     term_coverage,
@@ -62,6 +63,7 @@ MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
 MEANING_FLOOR = 0.05  # question-answer cosine at or below this: about something else
 MEANING_SPAN = 0.25  # ... and at floor + span: clearly about the question
 MISSING_TYPE_FACTOR = 0.7
+GOES_ON_ADDRESSED = 0.6  # a reply going on from the last reply's passage addresses a follow-up
 MEANING_SHARE = 0.7  # closeness in meaning alone (the same topic) is not a full answer
 SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
 SHORT_TYPED_ADDRESSED = 0.6
@@ -339,7 +341,11 @@ class AnswerRelevanceJudge(OfflineJudge):
         chunks = chunk_texts(interaction)
         context = [c for _, _, c in chunks]
         titles = source_titles(sents, context)  # the same for every reading of the question
-        judged = (evidence(q, answer, sents, asked.is_question, titles) for q in readings)
+        judged = [evidence(q, answer, sents, asked.is_question, titles) for q in readings]
+        if not parsed.abstained and continues_last_reply(asked, answer, context):
+            # the follow-up asks about what the last reply's passage is on, and it goes on there
+            judged = [{**ev, "addressed": max(ev["addressed"], GOES_ON_ADDRESSED)} for ev in judged]
+            meta["goes_on_from_last_reply"] = True
         # a reply that only asks a question in the user's voice (a page's heading copied out:
         # "Am I eligible for ...?") answers nothing, like a refusal
         echoes = all(s.rstrip().endswith("?") and in_user_voice(s) for s in sents)
@@ -364,6 +370,8 @@ class AnswerRelevanceJudge(OfflineJudge):
         if self.calibration:
             meta["calibration"] = self.calibration
         notes = [*(_notes(ev) if asked.is_question else []), *said]
+        if meta.get("goes_on_from_last_reply"):
+            notes.append("a follow-up answered from the passage the last reply came from")
         label = "relevant" if score >= self.threshold else "irrelevant"
         explanation = f"covers {ev['coverage']:.0%} of the question's key terms" + (
             "; " + "; ".join(notes) if notes else ""

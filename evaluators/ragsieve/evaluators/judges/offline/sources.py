@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
+from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES, JudgedQuestion
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
 from ragsieve.evaluators.judges.offline.text.text import content_words, language, sentences
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
@@ -118,10 +119,48 @@ def wrong_source(question: str, answer: str, context: Sequence[str]) -> tuple[in
     return None
 
 
+# a follow-up that leans on the conversation ("And what if I go over?") asks about what the last
+# reply's passage is on: a reply going on from that passage answers it
+PASSAGE_SHARE = 0.6  # share of a reply's words one passage sentence holds: taken from it
+REPEAT_SHARE = 0.5  # ... and of its words the last reply said: a repeat, not going on
+
+
+def _taken_from(text: str, context: list[str]) -> set[tuple[int, int]]:
+    """(chunk, sentence) positions of the passage sentences that hold most of ``text``'s words."""
+    words = {key(w) for w in content_words(text)}
+    return {
+        (c, i)
+        for c, chunk in enumerate(context)
+        for i, sent in enumerate(sentences(chunk) or [chunk])
+        if len(words) >= 2
+        and len(words & {key(w) for w in content_words(sent)}) >= PASSAGE_SHARE * len(words)
+    }
+
+
+def continues_last_reply(asked: JudgedQuestion, answer: str, context: list[str]) -> bool:
+    """A reply to a follow-up that leans on the conversation ("And what if I go over?") which
+    goes on from the passage the assistant's last reply was taken from: a sentence of the same
+    two-sentence window ("Every extra 30 minutes costs 1.50 euros." after "Up to 45 minutes per
+    ride.", both of the chunk that says so), saying something new. The turn asks about what
+    the conversation is on, and the reply answers it from there."""
+    said = [m.content for m in asked.last_turns if m.role in ASSISTANT_ROLES]
+    if not (asked.follows_up and said and context):
+        return False
+    last = {key(w) for w in content_words(said[-1])}
+    words = {key(w) for w in content_words(answer)}
+    if not words or len(words & last) >= REPEAT_SHARE * len(words):
+        return False
+    before = {p for sent in sentences(said[-1]) or [said[-1]] for p in _taken_from(sent, context)}
+    return any(
+        c == b and abs(i - j) <= 1 for c, i in _taken_from(answer, context) for b, j in before
+    )
+
+
 __all__ = [
     "HEADING_SHARE",
     "HEADING_TYPED",
     "WRONG_SOURCE_SCORE",
+    "continues_last_reply",
     "heading_match",
     "source_titles",
     "term_coverage",
