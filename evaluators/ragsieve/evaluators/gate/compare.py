@@ -46,14 +46,27 @@ from ragsieve.evaluators.records import GoldenRole
 _EPS = 1e-12
 
 
+_BLOCK_CELLS = 4_000_000  # resample counts drawn at once: 32 MB of float64, whatever the size
+
+
 def paired_bootstrap(
     diffs: np.ndarray, *, resamples: int, confidence: float, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile CI of the mean of each column of ``diffs`` (queries × metrics); rows resampled."""
+    """Percentile CI of the mean of each column of ``diffs`` (queries × metrics); rows resampled.
+
+    The resample counts are drawn in blocks of rows: all at once they are ``resamples × queries``
+    numbers (1,000 × 200,000 queries is 1.6 GB, twice over as integers and floats). A block
+    continues the same random stream, so the interval is the one drawing them at once gives.
+    """
     n = diffs.shape[0]
     rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
-    means = counts @ diffs / n
+    p = np.full(n, 1.0 / n)
+    step = max(1, _BLOCK_CELLS // max(n, 1))
+    means = np.empty((resamples, diffs.shape[1]))
+    for lo in range(0, resamples, step):
+        size = min(step, resamples - lo)
+        counts = rng.multinomial(n, p, size=size).astype(np.float64)
+        means[lo : lo + size] = counts @ diffs / n
     alpha = 1.0 - confidence
     low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
     return low, high

@@ -15,12 +15,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ragsieve.evaluators.errors import GateError
+from ragsieve.evaluators.errors import ConfigError, GateError
 from ragsieve.evaluators.gate.compare import compare
 from ragsieve.evaluators.gate.experiments import ConfigValue, describe_changes
 from ragsieve.evaluators.gate.policy import EvalResults, GatePolicy
 from ragsieve.evaluators.golden.sets import parse_version
 from ragsieve.evaluators.records import GoldenRole
+from ragsieve.evaluators.tools.userfile import MAX_DATA_BYTES, read_capped
 
 
 @dataclass
@@ -57,10 +58,10 @@ class ExperimentRow:
 
 
 def _read(path: Path) -> EvalResults | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # a FIFO named *.json would block open(): only regular files, and of a sane size
+        data = json.loads(read_capped(path, MAX_DATA_BYTES, what="an eval results file"))
         return EvalResults.model_validate(data) if isinstance(data, dict) else None
-    except (OSError, json.JSONDecodeError, ValidationError):
+    except (ConfigError, json.JSONDecodeError, UnicodeDecodeError, ValidationError):
         return None  # not an eval output (a gate report, a policy...): not part of the log
 
 

@@ -10,14 +10,13 @@ Each is a :class:`ConfigError` here.
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.tools.userfile import regular_file
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one golden case (its texts are capped far below this)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -68,9 +67,7 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for each non-blank line of ``path`` (a regular file; a line of
     at most ``MAX_LINE_BYTES``: ``/dev/zero`` or a FIFO is refused, not read for ever)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # stat first: opening a FIFO blocks
-            raise ConfigError(f"{path}: cannot read: not a regular file (a FIFO, device, folder)")
-        handle = path.open("rb")
+        handle = regular_file(path).open("rb")  # stat first: opening a FIFO blocks
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     with handle:

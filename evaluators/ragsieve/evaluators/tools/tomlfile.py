@@ -8,18 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from ragsieve.evaluators.errors import ConfigError
+from ragsieve.evaluators.tools.userfile import read_text_capped
 
 
 def read_toml(path: str | Path) -> tuple[str, dict[str, Any]]:
     """The file's text (for finding a key's line later) and its parsed document.
 
-    An unreadable file is ``path: cannot read: ...``; bad TOML is ``path:line: toml: ...``.
+    The file is read through :func:`~ragsieve.evaluators.tools.userfile.read_text_capped`: a
+    FIFO, ``/dev/zero``, a folder or a file past 4 MiB is ``path: cannot read: ...`` (or ``path:
+    larger than 4 MiB``), never a hang; bad TOML is ``path:line: toml: ...``.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from exc
+    text = read_text_capped(p, what="a TOML settings file")
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
