@@ -6,7 +6,8 @@ every third query) are written once per size. Then, each as its own process, ``r
 --golden --run --out`` for both runs and ``ragsieve gate --format json`` on the two outputs;
 peak RSS, CPU and wall time come from ``os.wait4``. ``--baseline REV`` runs the same commands
 on the code of a git revision (``git archive``, on ``PYTHONPATH``) in the same run, each side on
-its own eval outputs, and records whether both gates printed the same verdict and intervals.
+its own eval outputs, and records whether both gates gave the same verdict, statuses and
+intervals (to 12 digits).
 
     nice -n 10 python bench/gate_memory.py --baseline ae2a498
     python bench/gate_memory.py --table   # the docs page's table, from the results file
@@ -101,7 +102,10 @@ def one_side(files: dict[str, Path], folder: Path, src: Path | None) -> dict[str
     )
     try:
         verdict = json.loads(gate.pop("_stdout"))
-        side["gate_checks"] = [[c["metric"], c["low"], c["high"]] for c in verdict["checks"]]
+        side["gate_checks"] = [  # to 12 digits: BLAS may sum a block in another order
+            [c["metric"], c["status"], round(c["ci_low"], 12), round(c["ci_high"], 12)]
+            for c in verdict["checks"]
+        ]
         side["gate_passed"] = verdict["passed"]
     except (ValueError, KeyError, TypeError):
         side["gate_checks"] = None

@@ -206,18 +206,28 @@ def _paired(
     dropped = len(b_ids) + len(c_ids) - 2 * len(ids)
     if dropped:
         notes.append(f"{dropped} queries present in only one file were left out of the paired test")
-    try:
-        base = np.array([[baseline.per_query[q][m] for m in metrics] for q in ids], dtype=float)
-        cand = np.array([[candidate.per_query[q][m] for m in metrics] for q in ids], dtype=float)
-    except KeyError as exc:
-        raise GateError(f"per_query lacks metric {exc.args[0]!r} for some queries") from None
-    base, cand = base.reshape(len(ids), len(metrics)), cand.reshape(len(ids), len(metrics))
+    base = _matrix(baseline.per_query, ids, metrics)
+    cand = _matrix(candidate.per_query, ids, metrics)
     low, high = paired_bootstrap(
         cand - base, resamples=policy.resamples, confidence=policy.confidence, seed=policy.seed
     )
     diff = (cand - base).mean(0)
     stats = _Stats(len(ids), base.mean(0), cand.mean(0), diff, low, high, rows=(base, cand))
     return stats, ids, notes
+
+
+def _matrix(
+    rows: Mapping[str, Mapping[str, float]], ids: Sequence[str], metrics: Sequence[str]
+) -> np.ndarray:
+    """queries × metrics, each query's row read once (a results file decodes it when read)."""
+    out = np.empty((len(ids), len(metrics)))
+    try:
+        for i, q in enumerate(ids):
+            row = rows[q]
+            out[i] = [row[m] for m in metrics]
+    except KeyError as exc:
+        raise GateError(f"per_query lacks metric {exc.args[0]!r} for some queries") from None
+    return out
 
 
 def _unpaired(
