@@ -21,6 +21,7 @@ class Cursor(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...  # noqa: D102
     def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> Any: ...  # noqa: D102
     def fetchall(self) -> list[Any]: ...  # noqa: D102
+    def fetchmany(self, size: int = ...) -> list[Any]: ...  # noqa: D102
     def fetchone(self) -> Any: ...  # noqa: D102
 
 
