@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -113,3 +117,32 @@ def test_readyz_shows_a_forwarder_falling_behind(store: Store) -> None:
 def _fill_otlp(store: Store) -> None:
     for _ in range(5):
         store.enqueue("otlp", b"\x0a\x00", "application/x-protobuf", items=1)
+
+
+def test_collector_serve_refuses_a_symlink_loop_and_deep_env_json_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """The issue saw tracebacks from ``collector serve`` for both (``jobs run`` is covered in
+    ``tests/jobs/test_hostile3_inputs.py``)."""
+    loop = tmp_path / "loop.db"
+    loop.symlink_to(loop)
+    deep = {"RAGSIEVE_COLLECTOR__FORWARD_HEADERS": "[" * 65_000}
+    for args, env, words in [
+        (["--store", f"sqlite:///{loop}"], {}, "symbolic links"),
+        (["--store", f"sqlite:///{tmp_path / 'x.db'}"], deep, "JSON nested too deeply"),
+    ]:
+        ran = _serve(args, env)
+        assert ran.returncode == 2, ran.stderr[-2000:]
+        assert ran.stderr.count("\n") == 1 and "Traceback" not in ran.stderr, ran.stderr
+        assert words in ran.stderr, ran.stderr
+
+
+def _serve(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RAGSIEVE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "ragsieve.jobs", "collector", "serve", "--port", "0", *args],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
