@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from pydantic import ValidationError
 
 from ragsieve.evaluators.errors import ConfigError, GateError
@@ -91,13 +92,39 @@ def _row(path: Path, r: EvalResults) -> ExperimentRow:
     )
 
 
+class _Stamp(msgspec.Struct):
+    """What ordering the log needs of a file: that it looks like an eval output, and when."""
+
+    metrics: dict[str, float]
+    created_at: Any = None
+
+
+_STAMP = msgspec.json.Decoder(_Stamp)
+
+
+def _stamp(path: Path) -> str | None:
+    """The sort key of an eval output (``created_at``, "" when unknown); None for any other file."""
+    try:
+        stamp = _STAMP.decode(read_capped(path, MAX_DATA_BYTES, what="an eval results file"))
+    except (ConfigError, msgspec.DecodeError):
+        return None
+    return str(stamp.created_at or "")
+
+
 def list_experiments(folder: str | Path, policy: GatePolicy) -> list[ExperimentRow]:
-    """Every eval output in ``folder``, oldest first, each compared with its series' last run."""
-    found = [(p, r) for p in sorted(Path(folder).glob("*.json")) if (r := _read(p)) is not None]
-    found.sort(key=lambda pr: (str(getattr(pr[1], "created_at", "") or ""), pr[0].name))
+    """Every eval output in ``folder``, oldest first, each compared with its series' last run.
+
+    Files are ordered from their ``created_at`` alone, then read whole one at a time, keeping
+    only each series' last run: a folder of months of 200,000-query outputs is not all held
+    in memory at once.
+    """
+    stamped = [(s, p.name, p) for p in Path(folder).glob("*.json") if (s := _stamp(p)) is not None]
     last: dict[tuple[str, int | None, tuple[str, ...], bool], tuple[Path, EvalResults]] = {}
     rows: list[ExperimentRow] = []
-    for path, results in found:
+    for _, _, path in sorted(stamped):
+        results = _read(path)
+        if results is None:
+            continue
         row = _row(path, results)
         key = _series(results)
         if key in last:
