@@ -243,7 +243,7 @@ def _emit(opts: Mapping[str, Any], report: EvalReport) -> dict[str, Any]:
     from ragsieve.evaluators.golden.runs import paused_gc
     from ragsieve.evaluators.metrics.report import dumps, render_text
 
-    data = report.to_json()
+    data = report.to_json(rows=False)  # per-query rows written one at a time (QueryRows)
     with paused_gc():
         if opts["out"]:  # one encoding at a time, none copied (200,000 queries: ~100 MB each)
             with opts["out"].open("wb") as out:
