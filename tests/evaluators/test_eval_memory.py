@@ -41,6 +41,6 @@ def test_rows_written_one_at_a_time_are_the_bytes_the_dicts_wrote(tmp_path: Path
 def test_query_rows_read_like_the_dict_they_replace(tmp_path: Path) -> None:
     rows = _report(tmp_path).per_query
     assert list(rows) == ["q1", "q2", "q 4"] and len(rows) == 3 and "q3" not in rows
-    assert rows["q2"]["mrr"] == 1.0 and rows["q1"]["mrr"] == 0.5
+    assert rows["q2"]["mrr"] == 1.0 and rows["q1"]["mrr"] == 1.0 and rows["q 4"]["mrr"] == 0.0
     assert rows["q 4"]["recall@5"] == 0.0 and rows["q1"] is not rows["q1"]  # a new dict each read
     assert dict(rows) == {q: rows[q] for q in ["q1", "q2", "q 4"]}
