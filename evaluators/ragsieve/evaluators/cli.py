@@ -40,11 +40,8 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 class _InFile(click.ParamType):
-    """A file to read: a regular file, or one line naming the option and the path (exit 2).
-
-    ``click.Path(exists=True)`` lets a FIFO (a hang) and ``/dev/zero`` (read until
-    ``MemoryError``) through, and its refusals are click's several-line usage text.
-    """
+    """A regular file to read (``click.Path`` lets a FIFO and ``/dev/zero`` through), or one
+    line naming the option and the path (exit 2), not click's usage text."""
 
     name = "file"
 

@@ -33,8 +33,7 @@ from ragsieve.evaluators.golden.runs import paused_gc
 from ragsieve.evaluators.golden.sets import first_error
 from ragsieve.evaluators.metrics import parse_metric
 from ragsieve.evaluators.records import GoldenRole
-from ragsieve.evaluators.tools.tomlfile import read_toml
-from ragsieve.evaluators.tools.userfile import MAX_DATA_BYTES, read_capped
+from ragsieve.evaluators.tools.userfile import MAX_DATA_BYTES, read_capped, read_toml
 
 
 class GatePolicy(BaseModel):

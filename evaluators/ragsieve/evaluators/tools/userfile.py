@@ -12,8 +12,11 @@ config file past :data:`MAX_CONFIG_BYTES`, an eval input past :data:`MAX_DATA_BY
 from __future__ import annotations
 
 import os
+import re
 import stat
+import tomllib
 from pathlib import Path
+from typing import Any
 
 from ragsieve.evaluators.errors import ConfigError
 
@@ -81,10 +84,27 @@ def read_text_capped(path: str | Path, limit: int = MAX_CONFIG_BYTES, *, what: s
         ) from None
 
 
+def read_toml(path: str | Path) -> tuple[str, dict[str, Any]]:
+    """A TOML file a user wrote: its text (for finding a key's line later) and its document.
+
+    Read through :func:`read_text_capped`: a FIFO, ``/dev/zero``, a folder or a file past
+    4 MiB is one line (``path: cannot read: ...``, ``path: larger than 4 MiB``), never a hang;
+    bad TOML is ``path:line: toml: ...``.
+    """
+    p = Path(path)
+    text = read_text_capped(p, what="a TOML settings file")
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+)", str(exc))
+        raise ConfigError(f"{p}:{m.group(1) if m else 1}: toml: {exc}") from None
+
+
 __all__ = [
     "MAX_CONFIG_BYTES",
     "MAX_DATA_BYTES",
     "read_capped",
     "read_text_capped",
+    "read_toml",
     "regular_file",
 ]
