@@ -59,6 +59,12 @@ class CollectorSettings(BaseModel):
     max_trace_spans: int = Field(
         20_000, ge=1, description="A trace settles from its first this many spans (truncated)."
     )
+    max_trace_settle_s: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds one trace's settling may take: a large trace settles from as many"
+        " of its first spans as fit, at the pace measured on earlier ones (truncated).",
+    )
     forward_headers: dict[str, str] = Field(
         default_factory=dict,
         description="Extra headers for forwarding (e.g. Phoenix auth); prefer env over TOML.",

@@ -37,7 +37,24 @@ if TYPE_CHECKING:  # numpy-backed modules load when a command runs, not for `rag
 log = logging.getLogger(__name__)
 _CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _FILE = click.Path(dir_okay=False, path_type=Path)
-_IN = click.Path(dir_okay=False, exists=True, path_type=Path)
+
+
+class _InFile(click.ParamType):
+    """A regular file to read (``click.Path`` lets a FIFO and ``/dev/zero`` through), or one
+    line naming the option and the path (exit 2), not click's usage text."""
+
+    name = "file"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
+        from ragsieve.evaluators.tools.userfile import regular_file
+
+        try:
+            return regular_file(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{param.opts[-1] if param else 'file'}: {exc}") from None
+
+
+_IN = _InFile()
 
 
 def _importable_cwd() -> None:
@@ -223,10 +240,12 @@ def _emit(opts: Mapping[str, Any], report: EvalReport) -> dict[str, Any]:
     from ragsieve.evaluators.golden.runs import paused_gc
     from ragsieve.evaluators.metrics.report import dumps, render_text
 
-    data = report.to_json()
+    data = report.to_json(rows=False)  # per-query rows written one at a time (QueryRows)
     with paused_gc():
-        if opts["out"]:
-            opts["out"].write_bytes(dumps(data, indent=1) + b"\n")
+        if opts["out"]:  # one encoding at a time, none copied (200,000 queries: ~100 MB each)
+            with opts["out"].open("wb") as out:
+                out.write(dumps(data, indent=1))
+                out.write(b"\n")
         click.echo(dumps(data) if opts["as_json"] else render_text(report))
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)

@@ -36,15 +36,28 @@ class Outcome:
     dead_letter: bool = False
 
 
+#: How often a worker counts its topic's pending rows, and how many rises in a row mean it is
+#: falling behind (the rows arrive faster than its pace lets it deliver them).
+WATCH_EVERY_S = 60.0
+RISES_BEHIND = 3
+
+
 @dataclass
 class OutboxStats:
-    """Counters of one worker since it started."""
+    """Counters of one worker since it started (``/readyz`` shows them under ``forwarder``).
+
+    ``pending`` is the topic's undelivered rows at the last count; ``behind`` says, while it
+    holds, that they have grown at every count for a while: delivery is slower than arrival
+    and the outbox (on disk) grows without bound.
+    """
 
     delivered: int = 0
     delivered_items: int = 0
     retried: int = 0
     dead_lettered: int = 0
     last_error: str | None = None
+    pending: int | None = None
+    behind: str | None = None
 
 
 class OutboxWorker:
@@ -103,6 +116,9 @@ class OutboxWorker:
         self._next_send = 0.0  # monotonic time when the pacer allows the next send
         self._failures = 0  # consecutive retryable failures (drives the worker-wide pause)
         self._paused_until = 0.0  # monotonic
+        self.watch_every_s = WATCH_EVERY_S
+        self._watched_at = 0.0  # monotonic time of the last count of pending rows
+        self._rises = 0  # consecutive counts that found more pending rows than the one before
 
     def backoff_s(self, attempts: int) -> float:
         """Delay before attempt ``attempts + 1``: exponential, capped, with equal jitter."""
@@ -201,11 +217,42 @@ class OutboxWorker:
         self._failures += 1
         self._paused_until = time.monotonic() + pause
 
+    async def watch_backlog(self) -> None:
+        """Count the topic's pending rows; say loudly when they keep growing (falling behind).
+
+        The pace (``max_items_per_s``) protects the endpoint; when spans arrive faster for
+        long, the outbox holds the difference and grows until the disk is full. That is said
+        once when it starts (a warning naming the pace and the backlog), kept in ``stats.behind``
+        for ``/readyz`` while it lasts, and said again when the backlog shrinks.
+        """
+        stats = await asyncio.to_thread(self.store.outbox_stats)
+        pending = int(stats.get(self.topic, {}).get("pending", 0))
+        before, self.stats.pending = self.stats.pending, pending
+        self._rises = self._rises + 1 if before is not None and pending > before else 0
+        if self._rises >= RISES_BEHIND and self.stats.behind is None:
+            pace = f"{self.max_items_per_s:g} items/s" if self.max_items_per_s else "no pace"
+            failing = "deliveries failing" if self._failures else "deliveries succeeding"
+            self.stats.behind = (
+                f"outbox {self.topic}: falling behind: {pending} rows pending and growing at"
+                f" each of the last {self._rises} counts ({pace}, {failing});"
+                " the outbox grows until the disk is full: raise the pace if the endpoint takes"
+                " more (collector.forward_max_spans_per_s), or forward less"
+            )
+            log.warning("%s", self.stats.behind)
+        elif self.stats.behind is not None and before is not None and pending < before:
+            log.warning(
+                "outbox %s: catching up: %d rows pending (was %d)", self.topic, pending, before
+            )
+            self.stats.behind = None
+
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Deliver until ``stop`` is set or the task is cancelled; store errors are retried."""
         stop = stop or asyncio.Event()
         while not stop.is_set():
             try:
+                if time.monotonic() - self._watched_at >= self.watch_every_s:
+                    self._watched_at = time.monotonic()
+                    await self.watch_backlog()
                 delivered = await self.run_once()
             except asyncio.CancelledError:
                 raise
@@ -220,4 +267,4 @@ class OutboxWorker:
                     await asyncio.wait_for(stop.wait(), timeout=wait)
 
 
-__all__ = ["DEAD_LETTER_DELAY_S", "Outcome", "OutboxStats", "OutboxWorker"]
+__all__ = ["DEAD_LETTER_DELAY_S", "WATCH_EVERY_S", "Outcome", "OutboxStats", "OutboxWorker"]

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ragsieve.collector.derive.settle import LARGE_TRACE_SPANS, settle
+from ragsieve.collector.derive.settle import LARGE_TRACE_SPANS, SettleBudget, settle
 from ragsieve.collector.receive.intake import (
     BODY_DEADLINE_S,
     BODY_IDLE_S,
@@ -164,9 +164,9 @@ async def _background(
 
 
 async def _settle_loop(store: Store, cfg: CollectorSettings, lane: tuple[int, int | None]) -> None:
-    """Derive interactions of one size lane as traces go quiet; the small-trace lane also
-    prunes delivered outbox rows now and then."""
-    passes = 0
+    """Derive interactions of one size lane as traces go quiet, each lane with its own time
+    budget per trace; the small-trace lane also prunes delivered outbox rows now and then."""
+    passes, budget = 0, SettleBudget(cfg.max_trace_settle_s)
     while True:
         try:
             await run_in_threadpool(
@@ -177,6 +177,7 @@ async def _settle_loop(store: Store, cfg: CollectorSettings, lane: tuple[int, in
                     max_wait_s=cfg.max_wait_s,
                     max_spans=cfg.max_trace_spans,
                     lane=lane,
+                    budget=budget,
                 )
             )
             passes += 1

@@ -12,7 +12,7 @@ from typing import Any
 
 from ragsieve.collector.store.base import OutboxItem, SpanWrite, SQLStore
 from ragsieve.collector.store.protocol import Store
-from ragsieve.collector.store.sql import masked_url
+from ragsieve.collector.store.sql import masked_url, refuse_unencoded_password
 from ragsieve.evaluators.errors import ConfigError
 
 _MEETS_CONTRACT: type[Store] = SQLStore  # mypy checks SQLStore against the protocol here
@@ -61,6 +61,7 @@ def open_store(url: str, *, create: bool = True) -> SQLStore:
             )
         return SQLiteStore(path)
     if scheme in _BUILTIN:
+        refuse_unencoded_password(url)
         try:
             cls = _load(_BUILTIN[scheme])
         except ImportError as exc:

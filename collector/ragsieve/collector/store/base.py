@@ -209,11 +209,17 @@ class SQLStore(InteractionsMixin, OutboxMixin):
         params: tuple[Any, ...] = (trace_id,)
         if limit is not None:
             sql, params = sql + " LIMIT ?", (trace_id, int(limit))
-        rows = self.query(sql, params)
-        return [
-            span_from_bytes(bytes(pb)) if pb is not None else SpanRecord.from_json(json.loads(body))
-            for body, pb in rows
-        ]
+        out: list[SpanRecord] = []
+        with self.transaction(write=False) as cur:  # 500 rows at a time: never all rows at once
+            cur.execute(self.sql(sql), params)
+            while rows := cur.fetchmany(500):
+                out.extend(
+                    span_from_bytes(bytes(pb))
+                    if pb is not None
+                    else SpanRecord.from_json(json.loads(body))
+                    for body, pb in rows
+                )
+        return out
 
     def log_events_for_trace(self, trace_id: str) -> list[LogEvent]:
         """GenAI content events joined to one trace."""

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 from ragsieve.collector.store.migrations import MIGRATIONS
 from ragsieve.evaluators.errors import ConfigError, StoreError
@@ -21,6 +21,7 @@ class Cursor(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...  # noqa: D102
     def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> Any: ...  # noqa: D102
     def fetchall(self) -> list[Any]: ...  # noqa: D102
+    def fetchmany(self, size: int = ...) -> list[Any]: ...  # noqa: D102
     def fetchone(self) -> Any: ...  # noqa: D102
 
 
@@ -44,18 +45,52 @@ def refuse_newer_schema(url: str, done: Iterable[str]) -> None:
         )
 
 
+def _userinfo_end(rest: str) -> tuple[int, bool]:
+    """Where the user info of ``rest`` (a URL after ``scheme://``) ends (its ``@``, or -1), and
+    whether that ``@`` lies past the host as RFC 3986 reads it: a ``/``, ``?`` or ``#`` in an
+    unencoded password ends the host early, so parsers disagree on what the password is."""
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    at = rest.rfind("@", 0, cut)
+    if at >= 0:
+        return at, False
+    at = rest.rfind("@")
+    return at, at >= 0
+
+
 def masked_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for every printed or dumped store URL)."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
+    """``url`` with its password replaced by ``***`` (for every printed or dumped store URL).
+
+    A password holding an unencoded ``/``, ``?`` or ``#`` (``postgresql://u:pa/ss@h/db``) is
+    masked too, up to the last ``@``: more may be hidden than the password, never less.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or rest.startswith("/"):  # sqlite:///path: no user info
         return url
-    if not password:
+    at, _ = _userinfo_end(rest)
+    user, colon, password = rest[: max(at, 0)].partition(":")
+    if at < 0 or not colon or not password:
         return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    return f"{scheme}://{user}:***@{rest[at + 1 :]}"
+
+
+def refuse_unencoded_password(url: str) -> None:
+    """A ConfigError for a URL whose password holds an unencoded ``/``, ``?`` or ``#``.
+
+    libpq reads ``postgresql://u:pa/ss@h/db`` as host ``u``, port ``pa``: the connection fails
+    with part of the password in its message. A port (digits) before the ``/`` is a plain URL
+    with an ``@`` later on (``?application_name=a@b``), not refused.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or rest.startswith("/"):
+        return
+    at, past_host = _userinfo_end(rest)
+    head = re.split(r"[/?#]", rest[: max(at, 0)], maxsplit=1)[0]
+    user, colon, after = head.partition(":")
+    if past_host and colon and not after.isdigit():
+        raise ConfigError(
+            f"store URL {masked_url(url)}: the password holds '/', '?' or '#'; write them"
+            " percent-encoded (%2F, %3F, %23), or the driver reads part of it as a host or port"
+        )
 
 
 def _now() -> float:

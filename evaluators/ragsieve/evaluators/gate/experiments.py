@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ragsieve.evaluators.errors import ConfigError
-from ragsieve.evaluators.tools.tomlfile import read_toml
+from ragsieve.evaluators.tools.userfile import read_toml
 
 ConfigValue = str | int | float | bool | list[object] | None
 _UNSET = "(unset)"

@@ -13,14 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from pydantic import ValidationError
 
-from ragsieve.evaluators.errors import GateError
+from ragsieve.evaluators.errors import ConfigError, GateError
 from ragsieve.evaluators.gate.compare import compare
 from ragsieve.evaluators.gate.experiments import ConfigValue, describe_changes
 from ragsieve.evaluators.gate.policy import EvalResults, GatePolicy
 from ragsieve.evaluators.golden.sets import parse_version
 from ragsieve.evaluators.records import GoldenRole
+from ragsieve.evaluators.tools.userfile import MAX_DATA_BYTES, read_capped
 
 
 @dataclass
@@ -57,10 +59,10 @@ class ExperimentRow:
 
 
 def _read(path: Path) -> EvalResults | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # a FIFO named *.json would block open(): only regular files, and of a sane size
+        data = json.loads(read_capped(path, MAX_DATA_BYTES, what="an eval results file"))
         return EvalResults.model_validate(data) if isinstance(data, dict) else None
-    except (OSError, json.JSONDecodeError, ValidationError):
+    except (ConfigError, json.JSONDecodeError, UnicodeDecodeError, ValidationError):
         return None  # not an eval output (a gate report, a policy...): not part of the log
 
 
@@ -90,13 +92,39 @@ def _row(path: Path, r: EvalResults) -> ExperimentRow:
     )
 
 
+class _Stamp(msgspec.Struct):
+    """What ordering the log needs of a file: that it looks like an eval output, and when."""
+
+    metrics: dict[str, float]
+    created_at: Any = None
+
+
+_STAMP = msgspec.json.Decoder(_Stamp)
+
+
+def _stamp(path: Path) -> str | None:
+    """The sort key of an eval output (``created_at``, "" when unknown); None for any other file."""
+    try:
+        stamp = _STAMP.decode(read_capped(path, MAX_DATA_BYTES, what="an eval results file"))
+    except (ConfigError, msgspec.DecodeError):
+        return None
+    return str(stamp.created_at or "")
+
+
 def list_experiments(folder: str | Path, policy: GatePolicy) -> list[ExperimentRow]:
-    """Every eval output in ``folder``, oldest first, each compared with its series' last run."""
-    found = [(p, r) for p in sorted(Path(folder).glob("*.json")) if (r := _read(p)) is not None]
-    found.sort(key=lambda pr: (str(getattr(pr[1], "created_at", "") or ""), pr[0].name))
+    """Every eval output in ``folder``, oldest first, each compared with its series' last run.
+
+    Files are ordered from their ``created_at`` alone, then read whole one at a time, keeping
+    only each series' last run: a folder of months of 200,000-query outputs is not all held
+    in memory at once.
+    """
+    stamped = [(s, p.name, p) for p in Path(folder).glob("*.json") if (s := _stamp(p)) is not None]
     last: dict[tuple[str, int | None, tuple[str, ...], bool], tuple[Path, EvalResults]] = {}
     rows: list[ExperimentRow] = []
-    for path, results in found:
+    for _, _, path in sorted(stamped):
+        results = _read(path)
+        if results is None:
+            continue
         row = _row(path, results)
         key = _series(results)
         if key in last:

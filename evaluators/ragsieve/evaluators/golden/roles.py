@@ -32,6 +32,7 @@ from ragsieve.evaluators.golden.sets import (
     changelog_path,
     load_golden,
     next_version_path,
+    read_changelog,
     write_golden,
 )
 from ragsieve.evaluators.records import GoldenCase, GoldenRole
@@ -103,10 +104,8 @@ def new_salt() -> str:
 def read_rule(golden_path: str | Path) -> SplitRule | None:
     """The last ``roles:`` line of the set's changelog, or None when the set was never split."""
     log = changelog_path(golden_path)
-    if not log.exists():
-        return None
     rule: SplitRule | None = None
-    for lineno, line in enumerate(log.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(read_changelog(golden_path).splitlines(), start=1):
         m = _RULE.match(line)
         if m is None:
             continue
@@ -209,11 +208,8 @@ def select_roles(golden: GoldenSet, roles: Sequence[GoldenRole] | None) -> Golde
 
 def holdout_looks(golden_path: str | Path) -> int:
     """How many holdout evaluations the changelog records for this very file (version)."""
-    log = changelog_path(golden_path)
-    if not log.exists():
-        return 0
     name, current, looks = Path(golden_path).name, "", 0
-    for line in log.read_text(encoding="utf-8").splitlines():
+    for line in read_changelog(golden_path).splitlines():
         m = _SECTION.match(line)
         if m is not None:
             current = m.group("name")

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.golden.sets import load_models, read_jsonl_objects
 from ragsieve.evaluators.records import GoldenCase
+from ragsieve.evaluators.tools.userfile import MAX_DATA_BYTES, regular_file
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+")
@@ -113,15 +114,16 @@ def load_run(path: str | Path) -> Mapping[str, list[str]]:
     a repeated id, a value only the lax reference accepts) is read again by the line-by-line
     :class:`RunLine` path, which accepts or rejects it exactly as before, naming ``path:line``.
     """
+    p = regular_file(path)  # a FIFO or /dev/zero is refused, not read for ever
     with paused_gc():
-        fast = _load_run_fast(Path(path))
+        fast = _load_run_fast(p) if p.stat().st_size <= MAX_DATA_BYTES else None
         if fast is not None:
             return fast
-        return {row.id: row.retrieved_ids for _, row in load_models(path, RunLine)}
+        return {row.id: row.retrieved_ids for _, row in load_models(p, RunLine)}
 
 
 def _load_run_fast(path: Path) -> RunFile | None:
-    try:
+    try:  # read whole (up to 1 GiB); a larger file goes line by line
         rows = _RAW_LINE.decode_lines(path.read_bytes())
         for row in rows:  # every line is checked now; the rankings are decoded again when read
             n_ids = len(_IDS.decode(row.retrieved_ids))

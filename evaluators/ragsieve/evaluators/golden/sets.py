@@ -28,7 +28,7 @@ from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import GoldenCase, utcnow
 from ragsieve.evaluators.tools.files import new_temp_file
 from ragsieve.evaluators.tools.jsonlines import json_lines
-from ragsieve.evaluators.tools.userfile import regular_file
+from ragsieve.evaluators.tools.userfile import MAX_DATA_BYTES, read_text_capped, regular_file
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -81,6 +81,15 @@ def changelog_path(golden_path: str | Path) -> Path:
     """The changelog shared by all versions of a set: ``<stem>.CHANGELOG.md`` next to it."""
     p = Path(golden_path)
     return p.with_name(f"{_base_stem(p)}.CHANGELOG.md")
+
+
+def read_changelog(golden_path: str | Path) -> str:
+    """The set's changelog text ("" when there is none); a FIFO or a device in its place is
+    refused (``path: cannot read: is a FIFO``), never opened."""
+    log = changelog_path(golden_path)
+    if not log.exists():
+        return ""
+    return read_text_capped(log, MAX_DATA_BYTES, what="a golden set's changelog")
 
 
 def first_error(exc: ValidationError, default: str = "line") -> tuple[str, str]:
@@ -143,10 +152,7 @@ def load_beir(queries_path: str | Path, qrels_path: str | Path) -> GoldenSet:
     """
     qp, rp = Path(queries_path), Path(qrels_path)
     grades: dict[str, dict[str, int]] = {}
-    try:
-        lines = rp.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"{rp}: cannot read: {exc.strerror or exc}") from exc
+    lines = read_text_capped(rp, MAX_DATA_BYTES, what="a qrels file").splitlines()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -229,7 +235,7 @@ def append_changelog(golden_path: str | Path, entry: str, *, now: datetime | Non
     p = Path(golden_path)
     log = changelog_path(p)
     stamp = (now or utcnow()).strftime("%Y-%m-%d %H:%M UTC")
-    header = "" if log.exists() else f"# Changelog of {_base_stem(p)}\n"
+    header = "" if log.exists() and regular_file(log) else f"# Changelog of {_base_stem(p)}\n"
     with log.open("a", encoding="utf-8") as out:
         out.write(f"{header}\n## {p.name} ({stamp})\n\n{entry.strip()}\n")
     return log

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,44 @@ PER_QUERY_KEYS = ("per_query", "query_category", "query_role", "worst", "no_answ
 """Keys of the JSON form that name single queries; an aggregate-only (holdout) report has none."""
 
 
+class QueryRows(Mapping[str, dict[str, float]]):
+    """``per_query`` of a report: query id → metric → value, held as one float matrix.
+
+    200,000 queries × a dozen metrics as a dict of dicts of floats are about 190 MB; as a
+    matrix 19 MB. A row read is a new dict; :func:`dumps` writes the rows one at a time
+    (:meth:`to_raw`), so the dicts never all exist at once.
+    """
+
+    def __init__(self, ids: Sequence[str], names: Sequence[str], values: np.ndarray) -> None:
+        self._index = {q: i for i, q in enumerate(ids)}
+        self._names, self._values = list(names), values
+
+    def __getitem__(self, qid: str) -> dict[str, float]:
+        return dict(zip(self._names, self._values[self._index[qid]].tolist(), strict=True))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def to_raw(self) -> msgspec.Raw:
+        """The JSON object, as ``json.dumps`` of the dict of dicts writes it, built row by row."""
+        out = bytearray(b"{")
+        for i, qid in enumerate(self._index):
+            out += b"," if i else b""
+            out += msgspec.json.encode(qid) + b":"
+            out += msgspec.json.encode(self[qid])
+        out += b"}"
+        return msgspec.Raw(out)
+
+
+def _encodable(obj: Any) -> Any:
+    if isinstance(obj, QueryRows):
+        return obj.to_raw()
+    raise TypeError(f"cannot encode {type(obj).__name__}")
+
+
 @dataclass
 class EvalReport:
     """Everything ``ragsieve eval`` prints; :meth:`to_json` is the ``--json`` object."""
@@ -32,7 +70,7 @@ class EvalReport:
     golden: str
     golden_version: int | None
     metrics: dict[str, float]
-    per_query: dict[str, dict[str, float]]
+    per_query: Mapping[str, Mapping[str, float]]
     n_queries: int
     n_no_answer: int
     n_missing: int
@@ -70,8 +108,12 @@ class EvalReport:
             gen["answerer_errors"] = len(gen.get("answerer_errors") or {})
             self.generation = gen
 
-    def to_json(self) -> dict[str, Any]:
-        """The stable machine-readable form (also the gate's input)."""
+    def to_json(self, *, rows: bool = True) -> dict[str, Any]:
+        """The stable machine-readable form (also the gate's input).
+
+        ``rows=False`` leaves ``per_query`` as the report holds it (:class:`QueryRows`, which
+        :func:`dumps` writes row by row) instead of a dict of dicts: what ``eval`` writes.
+        """
         data: dict[str, Any] = {
             "golden": self.golden,
             "golden_version": self.golden_version,
@@ -95,7 +137,7 @@ class EvalReport:
             "warnings": self.warnings,
             "query_category": self.query_category,
             "query_role": self.query_role,
-            "per_query": self.per_query,
+            "per_query": dict(self.per_query) if rows else self.per_query,
         }
         if self.aggregate_only:
             for key in PER_QUERY_KEYS:
@@ -129,9 +171,9 @@ def dumps(data: Mapping[str, Any], *, indent: int = 0) -> bytes:
     puts one member per line.
     """
     try:
-        out = msgspec.json.encode(data)
+        out = msgspec.json.encode(data, enc_hook=_encodable)
     except TypeError:  # a key msgspec refuses (None, a bool): the stdlib writes it as before
-        out = json.dumps(data, ensure_ascii=False).encode()
+        out = json.dumps(data, ensure_ascii=False, default=dict).encode()
     return msgspec.json.format(out, indent=indent) if indent else out
 
 
@@ -236,14 +278,14 @@ def build_report(
     elif worst_by not in values:
         raise ValueError(f"worst_by {worst_by!r} is not among the metrics: {', '.join(names)}")
     ids = [c.id for c in cases]
-    rows = np.column_stack([values[m] for m in names]).tolist() if cases else []
+    matrix = np.column_stack([values[m] for m in names]) if cases else np.empty((0, len(names)))
     depth = max((m.k or 10 for m in metrics), default=10)
     no_answer = _no_answer_rows(golden.no_answer, run)
     return EvalReport(
         golden=source or str(golden.path),
         golden_version=golden.version,
         metrics={m: float(values[m].mean()) if len(cases) else 0.0 for m in names},
-        per_query={q: dict(zip(names, row, strict=True)) for q, row in zip(ids, rows, strict=True)},
+        per_query=QueryRows(ids, names, matrix),
         n_queries=len(cases),
         n_no_answer=len(no_answer),
         n_missing=sum(1 for q in ids if q not in run),

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
 from ragsieve.evaluators.tools.jsonlines import parse_line
+from ragsieve.evaluators.tools.userfile import MAX_DATA_BYTES, read_capped
 
 # Which human label each metric is compared with, and the judge labels that mean "failure".
 LABEL_FIELD = {
@@ -45,10 +46,7 @@ class LabelledRow(BaseModel):
 
 def _lines(path: str | Path) -> list[str]:
     """The file's lines, decoded as UTF-8; a bad byte is a ConfigError naming its line."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    data = read_capped(path, MAX_DATA_BYTES, what="a labelled JSONL file")  # no FIFO, /dev/zero
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM is harmless
         data = data[3:]
     out = []

@@ -3,9 +3,9 @@
 Takes text, files and settings; gives what several rooms need: ``redact`` (PII masked before text
 leaves the machine), ``embeddings`` (the embedded multilingual sentence encoder, with a vector
 cache), ``jsonlines`` (one line of a user's JSONL file, refusals naming ``path:line``), ``files``
-(temporary files for atomic writes), ``tomlfile`` (TOML with ``path:line`` errors), ``limits``
-(how much text a record keeps per field), ``lookalike`` (text in matching form: invisible
-characters removed, look-alike letters folded), ``userfile`` (a file a user names: regular, and
-read within a bound) and ``extras`` (how to install a missing optional extra). They import
+(temporary files for atomic writes), ``limits`` (how much text a record keeps per field),
+``lookalike`` (text in matching form: invisible characters removed, look-alike letters folded),
+``userfile`` (a file a user names: regular, read within a bound; TOML with ``path:line``
+errors) and ``extras`` (how to install a missing optional extra). They import
 nothing from ragsieve but :mod:`ragsieve.evaluators.errors`.
 """

@@ -22,6 +22,13 @@ from ragsieve.evaluators.errors import ConfigError
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one golden case (its texts are capped far below this)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_KINDS = {  # as userfile.regular_file names them (tools import nothing but errors)
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 def decode_line(raw: bytes, where: str) -> str:
@@ -68,8 +75,10 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for each non-blank line of ``path`` (a regular file; a line of
     at most ``MAX_LINE_BYTES``: ``/dev/zero`` or a FIFO is refused, not read for ever)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # stat first: opening a FIFO blocks
-            raise ConfigError(f"{path}: cannot read: not a regular file (a FIFO, device, folder)")
+        mode = os.stat(path).st_mode  # stat first: opening a FIFO blocks
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            raise ConfigError(f"{path}: cannot read: is {kind}, not a regular file; give a file")
         handle = path.open("rb")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc

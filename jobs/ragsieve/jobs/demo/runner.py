@@ -15,6 +15,7 @@ from ragsieve.collector.derive.settle import settle
 from ragsieve.collector.serve.app import create_app
 from ragsieve.collector.serve.server import ServerThread
 from ragsieve.collector.store import open_store
+from ragsieve.evaluators.errors import StoreError
 from ragsieve.evaluators.records import utcnow
 from ragsieve.jobs.demo.scorecard import Floors, Scorecard, score
 from ragsieve.jobs.demo.tallyfox.app import PlantedRecord, run_traffic
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 QUIET_S = 0.5  # the demo's traffic ends at once; no need for production's 15 s quiet period
+LEASE_WAIT_S = 120.0  # another `jobs run` on the demo's store: wait this long, then say so
 Progress = Callable[[str], None]
 
 
@@ -196,6 +198,7 @@ class _Pass:
         if forward_otlp:  # spans must reach Phoenix before the annotations that point at them
             _wait_outbox(self.store, 120.0, self.progress)
         self.progress(f"judging {len(planted)} traces with the {self.settings.jobs.backend} judges")
+        _say_lease_holder(self.store, self.progress)
         t2 = time.monotonic()
         outcome = run_once(
             self.store,
@@ -204,11 +207,29 @@ class _Pass:
             take_all=True,
             settle_s=QUIET_S,
             deliver=phoenix_url is not None,
+            lease_wait_s=LEASE_WAIT_S,
         )
+        if outcome.skipped:  # a scorecard of nothing judged would read as "every plant missed"
+            raise StoreError(
+                f"demo: the job pass did not run: {outcome.skipped}; the demo judges its own"
+                " traffic, so give it a store no other `jobs run` uses (--store)"
+            )
         self.timings["job_s"] = round(time.monotonic() - t2, 2)
         if phoenix_url:
             _wait_outbox(self.store, 60.0, self.progress, deliver_annotations=self.settings)
         return outcome
+
+
+def _say_lease_holder(store: Store, progress: Progress) -> None:
+    """Say so when another ``jobs run`` holds the store's run lease: the demo waits for it."""
+    from ragsieve.jobs.run.lease import Lease
+
+    holder = Lease(store).current()
+    if holder is not None and holder.expires_at >= time.time():
+        progress(
+            f"another run ({holder.holder}) holds this store's run lease; waiting for it"
+            f" (up to {LEASE_WAIT_S:.0f} s)"
+        )
 
 
 def temp_workdir() -> tempfile.TemporaryDirectory[str]:
