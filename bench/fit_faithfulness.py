@@ -80,6 +80,7 @@ SIGN = {  # the direction each feature may move P(faithful)
     "names_share": -1,
     "rare_share": -1,
     "short_gap": -1,
+    "nothing_near": -1,
 }
 
 

@@ -281,11 +281,14 @@ def read_answer(answer: str) -> ReadAnswer:
         line = clean_line(raw[item.end() :] if item else raw)
         if not line or not any(ch.isalpha() for ch in line):
             continue
+        # a numbered or bulleted line that is only a heading ("2. **Submission**:") heads the
+        # items under it, as an unmarked heading does (not one that states a value: "3. Bake
+        # at 200 degrees:" is a step)
+        if _is_heading(line, raw) and not (item and any(ch.isdigit() for ch in line)):
+            lead_in = line.rstrip(":").strip()
+            out.set_aside.append((line, "heading"))
+            continue
         if not item:
-            if _is_heading(line, raw):
-                lead_in = line.rstrip(":").strip()
-                out.set_aside.append((line, "heading"))
-                continue
             lead_in = ""
         label, line = _label(line, raw, bool(item))
         if label:
