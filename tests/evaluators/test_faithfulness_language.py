@@ -69,3 +69,47 @@ async def test_nothing_near_is_weighed_by_the_model_not_decisive():
     assert any(c.get("nothing_near") for c in r.metadata["claims"])
     assert r.metadata["evidence"]["cap"] == 1.0  # no decisive cap from it
     assert r.metadata["features"]["nothing_near"] == 1.0
+
+
+def test_talk_about_the_answer_and_the_sources_is_not_a_claim():
+    from ragsieve.evaluators.judges.offline.claims import parse_answer
+    from ragsieve.evaluators.judges.offline.text.reading import is_meta
+
+    for framing in (
+        "Passages 1 and 2 provide information on foods that can help raise HDL levels.",
+        "The answer to the question can be summarized in 10 steps as mentioned above.",
+        "For further assistance, refer to the provided forms and instructions packets.",
+        "Ultimately, the choice depends on your financial situation and long-term plans.",
+        "These steps should help you address the authorization problem.",
+        "Consulting a CPA or lawyer is advisable for precise planning.",
+    ):
+        assert is_meta(framing), framing
+    for claim in ("The price depends on your plan.", "These steps take 5 minutes."):
+        assert not is_meta(claim), claim
+    parsed = parse_answer(
+        "The passages primarily focus on how to cook eggs. It is mentioned that preferred"
+        " stocks carry a premium. Some suggest that it may be a warming drawer. The exact fee"
+        " is not explicitly mentioned. Fees are not stated in writing.",
+        "q",
+    )
+    assert parsed.claims == [
+        "Preferred stocks carry a premium.",
+        "It may be a warming drawer.",
+        "Fees are not stated in writing.",
+    ]
+
+
+async def test_a_comparison_question_gives_the_answer_its_two():
+    context = (
+        "A caldera forms when a magma chamber collapses. A crater forms when a meteorite hits"
+        " the ground or at the vent of a volcano.",
+    )
+    answer = "The primary difference between the two is how they form."
+    asked = "What is the difference between a caldera and a crater?"
+    [r] = await get_judge("faithfulness").evaluate(make_interaction(asked, context, answer))
+    assert "two is not in the context" not in r.explanation
+    # asked about one thing, "two" is a value the context must state
+    [o] = await get_judge("faithfulness").evaluate(
+        make_interaction("How does a caldera form?", context, "It forms in two stages.")
+    )
+    assert "two is not in the context" in o.explanation

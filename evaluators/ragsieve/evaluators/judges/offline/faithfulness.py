@@ -87,7 +87,7 @@ def _claim_verdicts(
     A list item's lead-in ("the benefits include:") is, like the question, not the item's claim:
     its words need no support of their own."""
     q_keys = _keys(question)
-    q_values = all_values(question)
+    q_values = all_values(question) | _pair(question)
     polarity = yes_no(answer)
     verdicts = []
     lead_ins = parsed.lead_ins or [""] * len(parsed.claims)
@@ -104,6 +104,19 @@ def _claim_verdicts(
             verdict["lead_in"] = lead_in
         verdicts.append(verdict)
     return verdicts
+
+
+# a question that weighs two things ("difference between X and Y", "FIFO or LIFO?", "X vs Y")
+# gives the answer its "two": "the difference between the two is ...", "there are two types"
+_PAIR = re.compile(
+    r"\b(?:difference|differ|differences|different|versus|vs|compare|compared|comparison|between"
+    r"|diferencia|diferencias|entre|comparar|comparaci[oó]n)\b|\w\s+(?:or|o)\s+\w[^?]*\?\s*$"
+)
+
+
+def _pair(question: str) -> set[str]:
+    """{"2"} when the question weighs two things (:data:`_PAIR`), else nothing."""
+    return {"2"} if _PAIR.search(fold(question)) else set()
 
 
 def _keys(text: str) -> set[str]:
@@ -208,9 +221,7 @@ def evidence(
     # RAGTruth answers for 2 hallucinated ones (summaries such as "Hiking offers a wide range of
     # benefits"); weighed, it lowered every left-out set's false flags
     clashes = [
-        float(v["support"])
-        for v in verdicts
-        if v.get("contradiction") or v.get("values_missing")
+        float(v["support"]) for v in verdicts if v.get("contradiction") or v.get("values_missing")
     ]
     return {
         "model": (model or shipped_model()).probability(feats),
@@ -254,7 +265,7 @@ class FaithfulnessJudge(OfflineJudge):
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
         self.model = shipped_model()
-        self.version = f"offline-13:t{threshold}:{self.model.version}" + (
+        self.version = f"offline-14:t{threshold}:{self.model.version}" + (
             f":{calibration}" if calibration else ""
         )
 
