@@ -20,13 +20,16 @@ counts is the worst left-out set. The regularisation strength is the one whose w
 ROC AUC is highest (ties: the higher mean, then the stronger regularisation).
 
 The operating point: the shipped model's threshold is the highest score at which no set flags
-more than ``TARGET_FALSE_ALARMS`` of its faithful answers (every set, not the pool: a set with
-many easy answers must not buy another's false alarms); the intercept is then shifted so that
-this point falls on the job's faithfulness threshold (``jobs.thresholds.faithfulness``), which
-stays the one decision. The uncertainty band lies just above it: the next answers a looser
-threshold would flag, up to ``UNCERTAIN_FALSE_ALARMS`` of every set's faithful ones. They are
-not flagged; the job audits them and a cascade asks its LLM judge. The file records every
-left-out set's figures (``cv.left_out``) and the worst of them.
+more than a target share of its faithful answers (every set, not the pool: a set with many easy
+answers must not buy another's false alarms); the intercept is then shifted so that this point
+falls on the job's faithfulness threshold (``jobs.thresholds.faithfulness``), which stays the
+one decision. The target is chosen left out too: the largest share of ``TARGET_GRID`` at which
+every left-out set flags at most ``GOAL_FALSE_ALARMS`` of its faithful answers (a threshold
+placed on some sets lands higher on a set it never saw; the headroom is what that costs). The
+uncertainty band lies just above it: the next answers a looser threshold would flag, up to
+``UNCERTAIN_MARGIN`` more of every set's faithful ones. They are not flagged; the job audits
+them and a cascade asks its LLM judge. The file records every left-out set's figures
+(``cv.left_out``), the worst of them and the chosen target.
 
 Deterministic: the same data gives the same file byte for byte.
 """
@@ -63,8 +66,13 @@ FIT_SETS = {  # folder -> licence (only these may ship fitted numbers)
     "halueval_qa": "MIT",
     "realrag/mtrag": "Apache-2.0",
 }
-TARGET_FALSE_ALARMS = 0.15  # flagged faithful answers of any one set (goal: <= 0.15 on every set)
-UNCERTAIN_FALSE_ALARMS = 0.22  # ... and up to this share: "uncertain" (audited, not flagged)
+GOAL_FALSE_ALARMS = 0.15  # the goal: flagged faithful answers of any left-out set
+# the share of any fitted set's faithful answers the threshold may flag: the largest of these
+# whose worst left-out set stays within the goal (a threshold placed on some sets lands higher
+# or lower on one it never saw; the headroom is chosen left out, like C)
+TARGET_GRID = (0.15, 0.14, 0.13, 0.12, 0.11, 0.10)
+TARGET_FALSE_ALARMS = TARGET_GRID[0]
+UNCERTAIN_MARGIN = 0.07  # the next answers, up to this share more: "uncertain" (not flagged)
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 VERSION = "m2"
 SIGN = {  # the direction each feature may move P(faithful)
@@ -80,6 +88,7 @@ SIGN = {  # the direction each feature may move P(faithful)
     "names_share": -1,
     "rare_share": -1,
     "short_gap": -1,
+    "nothing_near": -1,
 }
 
 
@@ -111,6 +120,7 @@ def load(data: Path) -> list[dict[str, Any]]:
                 {
                     "id": row["id"],
                     "set": folder.rsplit("/", 1)[-1],
+                    "model": str((row.get("meta") or {}).get("model") or "unknown"),
                     "y": int(bool(row["label_faithful"])),
                     "x": [float(feats[f]) for f in FEATURES],
                     "cap": float(res.metadata.get("evidence", {}).get("cap", 1.0)),
@@ -193,9 +203,11 @@ def fit_scaled(
     return coef * a, b2, a
 
 
-def left_out(rows: list[dict[str, Any]], c: float) -> tuple[np.ndarray, dict[str, Any]]:
-    """Every row's score on the job's scale from the model fitted, and thresholded, on the
-    other sets; and each left-out set's figures at the job's threshold."""
+def left_out(
+    rows: list[dict[str, Any]], c: float, target: float = TARGET_FALSE_ALARMS
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Every row's score on the job's scale from the model fitted, and thresholded (at
+    ``target``), on the other sets; and each left-out set's figures at the job's threshold."""
     x, y, sets, capped = _arrays(rows)
     job = DEFAULT_THRESHOLDS["faithfulness"]
     scores = np.zeros(len(rows))
@@ -204,8 +216,8 @@ def left_out(rows: list[dict[str, Any]], c: float) -> tuple[np.ndarray, dict[str
         train, test = sets != name, sets == name
         coef, b, _ = fit_scaled(x[train], y[train], sets[train], capped[train], c)
         p_train = _scores(x[train], coef, b, capped[train])
-        cut = _cut(p_train, y[train], sets[train], TARGET_FALSE_ALARMS)
-        loose = _cut(p_train, y[train], sets[train], UNCERTAIN_FALSE_ALARMS)
+        cut = _cut(p_train, y[train], sets[train], target)
+        loose = _cut(p_train, y[train], sets[train], target + UNCERTAIN_MARGIN)
         width = float(_on_job_scale(np.array([loose]), cut)[0]) - job
         s = _on_job_scale(_scores(x[test], coef, b, capped[test]), cut)
         scores[test] = s
@@ -219,6 +231,23 @@ def left_out(rows: list[dict[str, Any]], c: float) -> tuple[np.ndarray, dict[str
             "uncertain": round(float(band.mean()), 4),
         }
     return scores, figures
+
+
+GENERATOR_MIN_FAITHFUL = 30  # a generator with this many faithful answers in a set counts alone
+
+
+def _worst_false_alarms(rows: list[dict[str, Any]], scores: np.ndarray) -> float:
+    """The largest share of faithful answers flagged at the job's threshold over every set
+    and every generator of a set with at least ``GENERATOR_MIN_FAITHFUL`` faithful answers
+    (the goal holds for GPT-4o's answers as for the set's)."""
+    job = DEFAULT_THRESHOLDS["faithfulness"]
+    groups: dict[str, list[bool]] = {}
+    for r, s in zip(rows, scores, strict=True):
+        if r["y"]:
+            for g in (r["set"], f"{r['set']}:{r.get('model', 'unknown')}"):
+                groups.setdefault(g, []).append(bool(s < job))
+    sized = [v for g, v in groups.items() if ":" not in g or len(v) >= GENERATOR_MIN_FAITHFUL]
+    return max(sum(v) / len(v) for v in sized)
 
 
 def _scale(z: np.ndarray, t: np.ndarray, w: np.ndarray) -> tuple[float, float]:
@@ -245,11 +274,16 @@ def fit(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], np.ndarray]:
         aucs = [f["auc"] for f in figures.values()]
         trials.append((min(aucs), round(sum(aucs) / len(aucs), 4), -c, c, scores, figures))
     _, _, _, c, loso, figures = max(trials, key=lambda t: t[:3])
+    target = TARGET_GRID[0]
+    for target in TARGET_GRID:  # the largest share whose worst left-out group meets the goal
+        loso, figures = left_out(rows, c, target)
+        if _worst_false_alarms(rows, loso) <= GOAL_FALSE_ALARMS:
+            break
     x, y, sets, capped = _arrays(rows)
     coef, b, scale = fit_scaled(x, y, sets, capped, c)
     p = _scores(x, coef, b, capped)
-    cut = _cut(p, y, sets, TARGET_FALSE_ALARMS)
-    loose = _cut(p, y, sets, UNCERTAIN_FALSE_ALARMS)
+    cut = _cut(p, y, sets, target)
+    loose = _cut(p, y, sets, target + UNCERTAIN_MARGIN)
     job = DEFAULT_THRESHOLDS["faithfulness"]
     shift = math.log(job / (1 - job)) - math.log(cut / (1 - cut))
     width = float(_on_job_scale(np.array([loose]), cut)[0]) - job
@@ -270,6 +304,7 @@ def fit(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], np.ndarray]:
         "cv": {
             "scheme": "leave one source out (fit and threshold on the other sets)",
             "C": c,
+            "target_false_alarms": target,
             "calibration_scale": round(scale, 4),
             "sets_weighted": "equally",
             "left_out": figures,

@@ -309,7 +309,11 @@ def main() -> None:
         extra = {k: v for k, v in r.items() if k.startswith(("pairwise_", "pairs_"))}
         if extra:
             print(r["set"], extra)
+    load_before = os.getloadavg()
     sp = speed(Path(args.data))
+    # the machine may be shared: the speed figures hold only beside the load they ran under
+    sp["load_avg_1m_before_after"] = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
+    sp["cpus"] = os.cpu_count()
     print(
         "speed (ms per interaction: 5 chunks of 3 sentences, 3-sentence answer, one core, after"
         " warm-up; cold = texts never seen with every text cache emptied, warm = same texts again)"

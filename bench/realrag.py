@@ -158,6 +158,8 @@ def groups(items: list[dict[str, Any]], flag: str = "label") -> dict[str, Any]:
         by[f"lang:{r['set']}:{r['lang']}"].append(r)
         by[f"model:{r['model']}"].append(r)
         by[f"source:{r['set']}:{r['model']}"].append(r)
+        if r["set"] not in FITTED:  # the sets no fit ever saw, pooled
+            by["never_fitted"].append(r)
         by["all"].append(r)
     return {k: stats(v, flag) for k, v in sorted(by.items())}
 
@@ -211,6 +213,7 @@ def realrag_table(data: dict[str, Any]) -> str:
         ("lang:memerag_en_es:en", "MEMERAG en"),
         ("lang:memerag_en_es:es", "MEMERAG es"),
         ("set:lfqa_verification", "LFQA-Verification"),
+        ("never_fitted", "never fitted (MEMERAG, LFQA) pooled"),
         ("all", "all"),
     ]
     for key, name in names:

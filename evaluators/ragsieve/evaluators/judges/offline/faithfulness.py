@@ -3,9 +3,9 @@
 The answer is read as a person reads it (:mod:`.claims`, :mod:`.reading`), each claim gets its
 support from the context (:mod:`.support`), whole-answer checks (broken names, comparisons,
 choices) can mark a claim contradicted, and a model fitted to people's labels weighs the
-evidence into one probability (:mod:`.support_model`). A contradiction, a value the context
-never states, or a claim with nothing near it in the context (:func:`nothing_near`) is decisive
-whatever the model weighs.
+evidence into one probability (:mod:`.support_model`). A contradiction or a value the context
+never states is decisive whatever the model weighs; a claim with nothing near it in the context
+(:func:`nothing_near`) is evidence the model weighs.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _claim_verdicts(
     A list item's lead-in ("the benefits include:") is, like the question, not the item's claim:
     its words need no support of their own."""
     q_keys = _keys(question)
-    q_values = all_values(question)
+    q_values = all_values(question) | _pair(question)
     polarity = yes_no(answer)
     verdicts = []
     lead_ins = parsed.lead_ins or [""] * len(parsed.claims)
@@ -104,6 +104,19 @@ def _claim_verdicts(
             verdict["lead_in"] = lead_in
         verdicts.append(verdict)
     return verdicts
+
+
+# a question that weighs two things ("difference between X and Y", "FIFO or LIFO?", "X vs Y")
+# gives the answer its "two": "the difference between the two is ...", "there are two types"
+_PAIR = re.compile(
+    r"\b(?:difference|differ|differences|different|versus|vs|compare|compared|comparison|between"
+    r"|diferencia|diferencias|entre|comparar|comparaci[oó]n)\b|\w\s+(?:or|o)\s+\w[^?]*\?\s*$"
+)
+
+
+def _pair(question: str) -> set[str]:
+    """{"2"} when the question weighs two things (:data:`_PAIR`), else nothing."""
+    return {"2"} if _PAIR.search(fold(question)) else set()
 
 
 def _keys(text: str) -> set[str]:
@@ -148,7 +161,8 @@ def _mark_repeats(
 # mentioned in the given passages"), a general framing ("X serves several functions", "varies
 # depending on ..."), a hedge or a refusal: those are not claims about the world. On people's
 # labels, among answers the model passes: RAGTruth 1 of 172 faithful answers has one and 2 of
-# 21 hallucinated; HaluEval 0 of 306 and 36 of 178; MEMERAG en/es 0 of 134 and 1 of 61.
+# 21 hallucinated; HaluEval 0 of 306 and 36 of 178; MEMERAG en/es 0 of 134 and 1 of 61. The
+# fitted model weighs it (``nothing_near`` in :data:`.support_model.FEATURES`).
 NOTHING_NEAR = 0.1
 NOTHING_NEAR_WORDS = 4
 _ABOUT_SOURCES = re.compile(
@@ -202,12 +216,12 @@ def evidence(
     share, which a deployment's own fit (``ragsieve judges fit``) may weigh in."""
     feats = features(verdicts)
     # decisive whatever the rest weighs: a claim the context contradicts, a number or date it
-    # never states (a hallucination in 64-100 % of such answers on every labelled set), and a
-    # claim marked ``nothing_near`` (:func:`nothing_near`, set once per claim by the judge)
+    # never states (a hallucination in 64-100 % of such answers on every labelled set). A claim
+    # marked ``nothing_near`` is a feature of the model instead: decisive, it flagged 5 faithful
+    # RAGTruth answers for 2 hallucinated ones (summaries such as "Hiking offers a wide range of
+    # benefits"); weighed, it lowered every left-out set's false flags
     clashes = [
-        float(v["support"])
-        for v in verdicts
-        if v.get("contradiction") or v.get("values_missing") or v.get("nothing_near")
+        float(v["support"]) for v in verdicts if v.get("contradiction") or v.get("values_missing")
     ]
     return {
         "model": (model or shipped_model()).probability(feats),
@@ -251,7 +265,7 @@ class FaithfulnessJudge(OfflineJudge):
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
         self.model = shipped_model()
-        self.version = f"offline-13:t{threshold}:{self.model.version}" + (
+        self.version = f"offline-14:t{threshold}:{self.model.version}" + (
             f":{calibration}" if calibration else ""
         )
 

@@ -33,7 +33,7 @@ from ragsieve.evaluators.judges.offline.text.text import (
     STOPWORDS,
     entities,
     language,
-    rarity,
+    lemma_rarity,
     sentences,
     words,
 )
@@ -147,7 +147,7 @@ def _coverage(toks: list[str], ctx: Context) -> tuple[float, float, int, float, 
     found: dict[str, Match] = {}
     for t in toks:
         k = key(t)
-        weights[k] = max(weights.get(k, 0.0), 2.5 if t[0].isdigit() else rarity(t))
+        weights[k] = max(weights.get(k, 0.0), 2.5 if t[0].isdigit() else lemma_rarity(t))
         if t[:1].isdigit():  # a number as written ("8,8", "40 000"): found by value
             found[k] = _by_value(t, ctx) or NO_MATCH
             continue
@@ -230,7 +230,7 @@ def claim_verdict(
             "novel": 0.0,
         }
     glob, local, best_i, single, missing_words, novel = _coverage(toks, ctx)
-    rarest = max((rarity(t) for t in missing_words), default=0.0)
+    rarest = max((lemma_rarity(t) for t in missing_words), default=0.0)
     support = (0.5 * glob + 0.5 * local) ** SUPPORT_POWER
     if ctx.index.cross_lingual and not restates:  # word by word misses idiom; meaning does not
         cos, j = _closest_sentence(claim, ctx)

@@ -40,6 +40,7 @@ FEATURES = (
     "names_share",  # the share of claims with a name the context never writes
     "rare_share",  # the share of claims that are unsupported and hold such a rare word
     "short_gap",  # in a reply of one or two claims: how far its weakest claim is from support
+    "nothing_near",  # a claim about the world with no context sentence near it
 )
 # Each problem counts twice: whether any claim has it, and the share of claims that have it. A
 # long answer often trips one check on one claim and is still faithful; a one-claim answer that
@@ -85,6 +86,7 @@ _NEUTRAL = {  # a fully supported one-claim answer: what a pull is measured from
     "names_share": 0.0,
     "rare_share": 0.0,
     "short_gap": 0.0,
+    "nothing_near": 0.0,
 }
 
 DRIVER_TEXT = {
@@ -100,6 +102,7 @@ DRIVER_TEXT = {
     "names_share": "names not in the context",
     "rare_share": "specific words not in the context",
     "short_gap": "a short reply rests on a weakly supported claim",
+    "nothing_near": "nothing in the context comes near a claim",
 }
 
 
@@ -124,6 +127,7 @@ def features(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         "names_share": sum(bool(v.get("names_missing")) for v in vs) / len(vs),
         "rare_share": sum(rare) / len(vs),
         "short_gap": 1.0 - min(supports) if len(vs) <= SHORT_CLAIMS else 0.0,
+        "nothing_near": float(any(v.get("nothing_near") for v in vs)),
     }
 
 

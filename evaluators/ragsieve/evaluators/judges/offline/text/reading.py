@@ -74,11 +74,16 @@ _META = re.compile(
     r"|aqu[ií] (?:tienes|tiene|est[aá]n?)\b"
     # "Passage 1 provides the necessary information ...", "The second passage repeats ..."
     rf"|(?:the |both |all |none of the |each |these |this |el |la |los |las )?(?:\w+ )?{_SELF}"
-    r"(?: \d+)?(?: \([^)]*\))? (?:also |further |then |only |primarily |mainly )?"
+    r"(?: \d+(?:(?:,| and| y| &) \d+)*)?(?: \([^)]*\))? (?:also |further |then |only |primarily "
+    r"|mainly )?"
     r"(?:provides?|gives?|repeats?|offers?|discuss(?:es)?|focus(?:es)?|describes?|lists?"
     r"|contains?|explains?|covers?|talks?|suggests?|mentions?|addresses|proporciona|repite"
     r"|describe|explica|menciona)\b.{0,60}\b(?:information|steps?|details?|tips?|same"
     r"|following|answer|question|instructions?|overview|informaci[oó]n|pasos?|respuesta)\b"
+    # "The answer to the question ... can be summarized in the above steps": the answer's own
+    # shape ("10 steps as mentioned above" counts the answer's steps, not a fact to find)
+    r"|(?:the |my )?answer to (?:the|your|this) question\b.{0,120}\b(?:summari[sz]ed|above"
+    r"|below|following)\b"
     r")",
     re.IGNORECASE,
 )
@@ -107,6 +112,15 @@ _HEDGE = re.compile(
     r" (?:informaci[oó]n|datos|detalles) (?:sobre|acerca de|respecto|de la|del)\b"
     r"|^no (?:information|details|data) (?:is|are|was|were)"
     r" (?:given|provided|available|mentioned) (?:about|on|regarding|as to|for)\b"
+    # "It does not provide information on other moves", "The location is not explicitly
+    # mentioned.", "Watching stories is not mentioned as a factor": what the sources leave out
+    r"|^(?:it|they) (?:does|do) not (?:\w+ )?(?:provide|give|mention|include) (?:any )?"
+    r"(?:information|details|data)\b"
+    r"|\b(?:is|are) not (?:explicitly |specifically |directly |clearly )?(?:mentioned|stated"
+    r"|specified)(?: as\b|\s*[.;]?\s*$)"
+    # "The passages primarily focus on how to cook ...": what the sources are about
+    rf"|^(?:the |these |both |all )?{_SELF} (?:primarily |mainly |only |also )?(?:focus|center"
+    r"|centre|concentrate)(?:es)? on\b"
     # "No hay un X mencionado en los pasajes", "There is no X mentioned in the passages"
     rf"|^no hay\b.{{0,80}}\bmencionad[oa]s? en (?:los|las|el|la) {_SELF}"
     rf"|^there (?:is|are) no\b.{{0,80}}\b(?:mentioned|stated|given) in the {_SELF}"
@@ -140,11 +154,25 @@ _ADVICE = re.compile(
     r"^(?:it(?: is|'s) (?:always )?(?:recommended|advisable|best|a good idea) to |(?:i |we )?"
     r"(?:would )?(?:recommend|suggest|advise) (?:you )?)(?:to )?(?:consult|seek|contact|check"
     r"|speak|talk|refer|ask|look)\w*\b|^(?:please )?(?:consult|contact) (?:a|an|your) \w+"
-    r"|^(?:se recomienda|recomiendo|te recomiendo|le recomiendo) (?:consultar|contactar|acudir)",
+    r"|^(?:se recomienda|recomiendo|te recomiendo|le recomiendo) (?:consultar|contactar|acudir)"
+    r"|^for (?:more|further|additional) (?:details|information|assistance|help|guidance)\b"
+    r"|\b(?:consult|contact|speak|talk)(?:ing)? (?:to |with )?(?:a |an |your )?[\w ]{0,30}?"
+    r" (?:is|are|would be|may be) (?:advisable|recommended|a good idea|wise|best)\b"
+    # the answer's own steps wishing the reader well: "These steps should help you address
+    # the problem", "Following these tips will help you ..."
+    r"|^(?:following )?(?:these|the above|the following) (?:steps|tips|options|methods"
+    r"|suggestions|instructions|solutions)\b.{0,30}\b(?:should|will|can|may|might) help\b"
+    r"|^if (?:you(?:'re| are) )?still (?:having|experiencing|facing|encountering|seeing)"
+    r" (?:issues|problems|trouble|errors)\b"
+    # a closing that hands the choice to the reader: "Ultimately, the choice depends on your
+    # financial situation", "The best option depends on your needs"
+    r"|^(?:ultimately,? |in the end,? )?(?:the |your )?(?:best |right |final )?(?:choice|decision"
+    r"|option|approach)\b.{0,30}\bdepends? (?:on|upon) (?:your|one's|the individual|individual)\b",
     re.IGNORECASE,
 )
 _NOTE = re.compile(
-    r"^(?:it(?: is|'s) (?:worth|important to) not(?:e|ing)|(?:please )?note|nota)(?: that| que)?"
+    r"^(?:it(?: is|'s) (?:also )?(?:worth|important to) not(?:e|ing)|(?:please )?note|nota)"
+    r"(?: that| que)?"
     r"[,:]?\s+",
     re.IGNORECASE,
 )
@@ -281,11 +309,14 @@ def read_answer(answer: str) -> ReadAnswer:
         line = clean_line(raw[item.end() :] if item else raw)
         if not line or not any(ch.isalpha() for ch in line):
             continue
+        # a numbered or bulleted line that is only a heading ("2. **Submission**:") heads the
+        # items under it, as an unmarked heading does (not one that states a value: "3. Bake
+        # at 200 degrees:" is a step)
+        if _is_heading(line, raw) and not (item and any(ch.isdigit() for ch in line)):
+            lead_in = line.rstrip(":").strip()
+            out.set_aside.append((line, "heading"))
+            continue
         if not item:
-            if _is_heading(line, raw):
-                lead_in = line.rstrip(":").strip()
-                out.set_aside.append((line, "heading"))
-                continue
             lead_in = ""
         label, line = _label(line, raw, bool(item))
         if label:

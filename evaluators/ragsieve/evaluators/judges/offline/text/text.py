@@ -221,15 +221,26 @@ def rarity(word: str) -> float:
 
 
 @lru_cache(maxsize=1)
-def _dictionary() -> frozenset[str]:
+def _written() -> dict[str, str]:
     """The English and Spanish words of pyspellchecker's word lists (shipped in its wheel),
-    folded as the judges fold text."""
+    folded as the judges fold text -> the word as the language writes it (the commonest
+    spelling: "poblacion" -> "población")."""
     from spellchecker import SpellChecker
 
-    out: set[str] = set()
+    best: dict[str, tuple[int, str]] = {}
     for lang in ("en", "es"):
-        out.update(fold(w) for w in SpellChecker(language=lang).word_frequency.keys())
-    return frozenset(out)
+        freq = SpellChecker(language=lang).word_frequency
+        for w, n in freq.items():
+            f = fold(w)
+            if f not in best or n > best[f][0]:
+                best[f] = (n, w)
+    return {f: w for f, (_, w) in best.items()}
+
+
+@lru_cache(maxsize=1)
+def _dictionary() -> frozenset[str]:
+    """The folded words of :func:`_written`."""
+    return frozenset(_written())
 
 
 def known_word(word: str) -> bool:
@@ -239,6 +250,39 @@ def known_word(word: str) -> bool:
     return word in words or (
         word.endswith("s") and (word[:-1] in words or (word.endswith("es") and word[:-2] in words))
     )
+
+
+# how an inflected form is made from its dictionary form: (ending, dictionary endings). Spanish
+# verbs (present, imperfect, preterite, gerund, participle: "mencionan", "utilizaban",
+# "contribuyó", "dependiendo"), gender and number ("innovadora", "deficientes"), English -s/-ed/-ing
+_INFLECTIONS = (
+    ("aban", ("ar",)), ("aron", ("ar",)), ("ieron", ("er", "ir")), ("yeron", ("ir",)),
+    ("ando", ("ar",)), ("iendo", ("er", "ir")), ("yendo", ("ir",)), ("ian", ("er", "ir")),
+    ("ado", ("ar",)), ("ada", ("ar",)), ("ados", ("ar",)), ("adas", ("ar",)),
+    ("ido", ("er", "ir")), ("ida", ("er", "ir")), ("idos", ("er", "ir")), ("idas", ("er", "ir")),
+    ("an", ("ar",)), ("en", ("er", "ir")), ("yo", ("ir",)), ("ye", ("ir",)), ("yen", ("ir",)),
+    ("io", ("er", "ir")), ("o", ("ar", "")), ("a", ("ar", "o", "")), ("e", ("er", "ir", "")),
+    ("as", ("o", "a", "")), ("os", ("o",)), ("es", ("", "e")), ("s", ("",)),
+    ("ies", ("y",)), ("ied", ("y",)), ("ed", ("", "e")), ("ing", ("", "e")),
+)  # fmt: skip
+
+
+@lru_cache(maxsize=200_000)
+def lemma_rarity(word: str) -> float:
+    """:func:`rarity` of a folded word as its language writes its dictionary form: the least
+    rare of the word, its accented spelling and the dictionary forms it may inflect. The
+    encoder's vocabulary holds "población" and "menciona", so the folded "poblacion" and the
+    inflected "mencionan" split into rare pieces (3.0, the cap) though they are common words:
+    read as written, a Spanish verb weighs what its English translation weighs."""
+    written = _written()
+    forms = {word, written.get(word, word)}
+    for end, bases in _INFLECTIONS:
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            for base in bases:
+                lemma = word[: -len(end)] + base
+                if lemma in written:
+                    forms.add(written[lemma])
+    return min(rarity(f) for f in forms)
 
 
 def weight_sum(tokens: set[str] | list[str]) -> float:
