@@ -37,6 +37,23 @@ async def test_a_short_denial_against_the_knowledge_is_caught_not_read_as_absten
     assert ok.label == "faithful", ok.explanation
 
 
+async def test_a_reply_led_by_no_that_restates_the_rule_is_not_a_denial():
+    """The leading "No," answers the question; the clause after it restates the context. A
+    condition ("si no" = otherwise) in the context is not a denial either."""
+    rule = ("Riders must be at least 16 years old; child seats are not allowed on the bikes.",)
+    r = await faithfulness("Can my 14-year-old ride?", rule, "No, riders must be at least 16.")
+    assert r.label == "faithful", r.explanation
+    regla = ("Para usar el servicio hay que tener al menos 16 años; no se permiten sillas.",)
+    r = await faithfulness("¿Puede usarla mi hija de 14 años?", regla, "No, hay que tener 16 años.")
+    assert r.label == "faithful", r.explanation
+    robo = ("El robo de una bici se comunica en 24 horas; si no, se cobran 450 euros.",)
+    r = await faithfulness("¿Qué pasa si se comunica tarde el robo?", robo, "Se cobran 450 euros.")
+    assert r.label == "faithful", r.explanation
+    # the clause itself negated against the context is still a denial
+    r = await faithfulness("Can my 14-year-old ride?", rule, "Yes, riders need not be 16.")
+    assert r.label == "unfaithful", r.explanation
+
+
 def test_saying_what_the_sources_lack_is_still_an_abstention():
     assert is_abstention("There is no information about the data limit.")
     assert is_abstention("There is no data on that.")
