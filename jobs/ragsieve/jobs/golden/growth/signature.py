@@ -172,13 +172,32 @@ def failure_agrees(a: Signature, b: Signature) -> tuple[str, bool] | None:
     return None
 
 
+def both_sides_agree(a: Signature, b: Signature) -> str | None:
+    """The failure agrees on both of its sides, or None: the retrieval side (the same missed
+    chunk, or exactly the same chunks) and the generation side (the same unsupported value).
+
+    Another question on the same passage misses the same chunk (one side); it does not also
+    make up the same value, which answers *this* question. Two independent sides agreeing is
+    the failure repeated, whatever the wording.
+    """
+    same = sorted(a.values & b.values)
+    if not same:
+        return None
+    if a.missed and a.missed == b.missed:
+        return f"same missed chunk {a.missed} and same wrong value {same[0]!r}"
+    if len(a.chunks) >= 2 and a.chunks == b.chunks:
+        return f"same {len(a.chunks)} chunks and same wrong value {same[0]!r}"
+    return None
+
+
 def duplicate_reason(new: Signature, old: Signature, cosine: float, rule: DedupRule) -> str | None:
     """Why ``new`` is the same case as ``old`` (one line for the merge record), or None.
 
     With strong failure evidence the query may be further away (down to ``rule.strong_relief``
     off the cosine) when its cosine and key terms together reach ``rule.strong_score``: a
     translation with typos still names the same things, another question on the same passage
-    names other things.
+    names other things. When both sides of the failure agree (:func:`both_sides_agree`) the
+    cosine floor alone is asked of the question.
     """
     if new.norm == old.norm:
         return "same normalised query"
@@ -186,6 +205,9 @@ def duplicate_reason(new: Signature, old: Signature, cosine: float, rule: DedupR
         return f"query cosine {cosine:.2f}"
     if cosine < rule.support_cosine - rule.strong_relief:
         return None
+    both = both_sides_agree(new, old)
+    if both:
+        return f"query cosine {cosine:.2f}, {both}"
     agrees = failure_agrees(new, old)
     if agrees is None:
         return None
@@ -216,6 +238,7 @@ def doc_vector(chunk_vectors: Mapping[str, np.ndarray], sig: Signature) -> np.nd
 __all__ = [
     "DedupRule",
     "Signature",
+    "both_sides_agree",
     "doc_vector",
     "duplicate_reason",
     "failure_agrees",
