@@ -156,6 +156,7 @@ def _repeats(mine: dict[str, Trace], where: dict[str, dict], judged: dict[str, s
     mixed = [g for g in multi if len({judged.get(t) for t in members[g]}) > 1]
     one = [g for g in multi if len({where[t]["id"] for t in members[g]}) == 1]
     return {
+        "distinct": len(members),
         "groups": len(multi),
         "mixed_cause": len(mixed),
         "collapsed": len(one),
@@ -248,6 +249,10 @@ def score(out: dict[str, Any], covered: set[str], split: str) -> dict[str, Any]:
         **grp,
         "categories_per_100_candidates": _ratio(100 * grp["categories"], len(qids_in)),
         "candidates_per_flagged": _ratio(len(qids_in), len(mine)),
+        # one candidate per planted failure: the lowest candidates per flagged trace the traffic
+        # allows without putting two questions under one candidate
+        "distinct_failures": rep["distinct"],
+        "candidates_per_flagged_floor": _ratio(rep["distinct"], len(mine)),
         "uncategorised_share": _ratio(grp["uncategorised_candidates"], len(qids_in)),
         "left_out_announced": _ratio(nov["left_out_called_new"], nov["left_out_articles_ge3"]),
     }
@@ -263,7 +268,7 @@ SUMMED = (
     "left_out_articles_ge3", "left_out_called_new", "left_out_mixed_cause",
     "left_out_mixed_called_new", "covered_candidates", "covered_new", "categories",
     "categorised_candidates", "uncategorised_candidates", "candidates_off_their_category_article",
-    "failing_articles",
+    "failing_articles", "distinct_failures",
 )  # fmt: skip
 
 
@@ -281,6 +286,7 @@ def pooled(runs: list[dict[str, Any]], split: str) -> dict[str, Any]:
         "categories_per_100_candidates": _ratio(100 * tot["categories"], tot["candidates"]),
         "categories_per_failing_article": _ratio(tot["categories"], tot["failing_articles"]),
         "candidates_per_flagged": _ratio(tot["candidates"], tot["flagged_traces"]),
+        "candidates_per_flagged_floor": _ratio(tot["distinct_failures"], tot["flagged_traces"]),
         "uncategorised_share": _ratio(tot["uncategorised_candidates"], tot["candidates"]),
         "left_out_announced": _ratio(tot["left_out_called_new"], tot["left_out_articles_ge3"]),
         # the largest category of any one seed's split, as a share of that split's candidates
@@ -315,7 +321,7 @@ def table(s: dict[str, Any]) -> str:
             f"{s['candidates_off_their_category_article']} / {s['categorised_candidates']}",
             f"  candidates holding two XQuAD questions        {s['candidates_with_two_questions']}",
             f"  candidates per flagged trace                  {s['candidates_per_flagged']}"
-            "   goal <= 0.6",
+            f"   goal <= 0.6 (one per failure: {s['candidates_per_flagged_floor']})",
             f"  largest category (share of candidates)        {s['largest_category_share']}"
             "   goal <= 0.40",
             f"  uncategorised share                           {s['uncategorised_share']}"

@@ -101,8 +101,7 @@ def _find_duplicate(
     same = by_norm.get(p.signature.norm)
     if same is not None:
         return same, 1.0, "same normalised query"
-    floor = rule.support_cosine - rule.strong_relief
-    for row, old, cos in index.nearest(p.vector, SHORTLIST, floor):
+    for row, old, cos in index.nearest(p.vector, SHORTLIST, rule.floor):
         why = duplicate_reason(p.signature, old, cos, rule)
         if why:
             return row, cos, why

@@ -17,7 +17,11 @@ questions about one passage are two cases even when they fail on the same chunk.
      ``support_cosine - strong_relief``. Both constants are fitted leave-one-source-out on
      re-wordings written by different people against other questions on the same document
      (bench/paraphrase.py: XQuAD translations, CoQAR, CANARD and CAsT rewrites): a different
-     question about the same passage misses the same chunk too, so the question must decide.
+     question about the same passage misses the same chunk too, so the question must decide;
+   - both sides agree (the same missed chunk or exactly the same chunks, *and* the same
+     unsupported value): the questions need only be about the same subject, cosine
+     ``both_sides_floor``. Another question on the passage misses the same chunk, but it does
+     not also make up the same value.
 
 The root cause is not part of the rule: the judges may name one failure's repeats differently
 (a paraphrase read as ``retrieval``, its translation as ``no_answer_expected``), and a golden
@@ -45,6 +49,10 @@ CHUNK_OVERLAP = 0.5  # Jaccard of two chunk-id sets that counts as "the same chu
 # 0.60 of its re-wordings (CoQAR), the worst merges 0.20 of its other questions (CANARD))
 STRONG_SCORE = 1.975
 SHARE_WEIGHT = 2.25
+# both sides of the failure agreeing asks only that the questions be about the same subject:
+# questions about different documents reach a cosine of 0.4 at most 1.7 % of the time in each
+# source of bench/paraphrase.py (CoQAR the worst), while 0 to 8 % of re-wordings fall under it
+BOTH_SIDES_FLOOR = 0.4
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,12 @@ class DedupRule:
     strong_relief: float = 0.15
     strong_score: float = STRONG_SCORE
     share_weight: float = SHARE_WEIGHT
+    both_sides_floor: float = BOTH_SIDES_FLOOR
+
+    @property
+    def floor(self) -> float:
+        """The lowest query cosine at which any path may merge."""
+        return min(self.support_cosine - self.strong_relief, self.both_sides_floor)
 
 
 @dataclass(frozen=True)
@@ -197,17 +211,17 @@ def duplicate_reason(new: Signature, old: Signature, cosine: float, rule: DedupR
     off the cosine) when its cosine and key terms together reach ``rule.strong_score``: a
     translation with typos still names the same things, another question on the same passage
     names other things. When both sides of the failure agree (:func:`both_sides_agree`) the
-    cosine floor alone is asked of the question.
+    questions need only be about the same subject (cosine ``rule.both_sides_floor``).
     """
     if new.norm == old.norm:
         return "same normalised query"
     if cosine >= rule.near_duplicate_cosine:
         return f"query cosine {cosine:.2f}"
-    if cosine < rule.support_cosine - rule.strong_relief:
-        return None
-    both = both_sides_agree(new, old)
+    both = both_sides_agree(new, old) if cosine >= rule.both_sides_floor else None
     if both:
         return f"query cosine {cosine:.2f}, {both}"
+    if cosine < rule.support_cosine - rule.strong_relief:
+        return None
     agrees = failure_agrees(new, old)
     if agrees is None:
         return None
