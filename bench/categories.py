@@ -1,7 +1,7 @@
 """Failure categories benchmark: do repeats collapse, is an uncovered topic called new, and do
 categories come at the size a reviewer thinks in?
 
-Usage: ``.venv/bin/python bench/categories.py [--data DIR] [--seed N]``
+Usage: ``.venv/bin/python bench/categories.py [--data DIR] [--seeds 13,14] [--replay DIR]``
 -> prints a table, writes ``bench/results/categories.json``.
 
 Traffic is bench/e2e_traffic.py's (XQuAD, not text we wrote; articles are the topics), thinned
@@ -330,9 +330,18 @@ def table(s: dict[str, Any]) -> str:
     )
 
 
-def one(data: Path, seed: int, keep: Path | None) -> dict[str, Any]:
-    """Plan, run and score one seed's traffic."""
+def one(data: Path, seed: int, keep: Path | None, replay: Path | None = None) -> dict[str, Any]:
+    """Plan, run and score one seed's traffic (``replay``: growth alone on a kept job run, see
+    ``growth_replay.py``; the run is made and kept there the first time)."""
     traces, golden, covered = plan(data, seed)
+    if replay is not None:
+        from growth_replay import keep_run, regrow
+
+        kept = replay / f"seed{seed}"
+        if not (kept / "flagged.pkl").exists():
+            keep_run(traces, golden, covered, kept, _cli)
+        out, covered = regrow(kept, _cli)
+        return _result(seed, out, golden, covered, replayed=True)
     with tempfile.TemporaryDirectory() as tmp:
         out = run(traces, golden, Path(tmp))
         if keep:  # the store and the plan, for looking into a run afterwards
@@ -344,9 +353,16 @@ def one(data: Path, seed: int, keep: Path | None) -> dict[str, Any]:
             (keep / f"seed{seed}.plan.json").write_text(
                 json.dumps({"sent": sent, "covered": sorted(covered)})
             )
+    return _result(seed, out, golden, covered, replayed=False)
+
+
+def _result(
+    seed: int, out: dict[str, Any], golden: list[dict[str, Any]], covered: set[str], replayed: bool
+) -> dict[str, Any]:
     golden_report = out["report"].get("golden") or {}
     return {
         "seed": seed,
+        "replayed": replayed,
         "traces": len(out["sent"]),
         "golden_cases": len(golden),
         "covered_articles": len(covered),
@@ -366,10 +382,17 @@ def main() -> None:
     ap.add_argument("--seeds", default="13,14,15", help="Traffic plans, comma-separated.")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "categories.json")
     ap.add_argument("--keep", type=Path, default=None, help="Keep each seed's store in DIR.")
+    ap.add_argument(
+        "--replay",
+        type=Path,
+        default=None,
+        help="Keep each seed's job run in DIR/seedN (made the first time) and re-run golden"
+        " growth alone on it (growth_replay.py).",
+    )
     args = ap.parse_args()
     if not (args.data / "xquad_en").exists():
         raise SystemExit(f"{args.data}/xquad_en: not found (XQuAD dev splits are needed)")
-    runs = [one(args.data, int(seed), args.keep) for seed in args.seeds.split(",")]
+    runs = [one(args.data, int(seed), args.keep, args.replay) for seed in args.seeds.split(",")]
     for r in runs:
         print(f"== seed {r['seed']}: {r['traces']} traces, job {r['job_seconds']} s")
         for split in ("tune", "heldout"):

@@ -1,7 +1,7 @@
 """Failure categories on a second, fresh deployment: conversations nobody here wrote, asked again
 by other people in their own words.
 
-Usage: ``.venv/bin/python bench/categories_fresh.py [--data DIR] [--seeds 21]``
+Usage: ``.venv/bin/python bench/categories_fresh.py [--data DIR] [--seeds 21] [--replay DIR]``
 -> prints a table, writes ``bench/results/categories_fresh.json``; the page
 ``docs/benchmarks/categories.md`` quotes it beside ``bench/categories.py``'s figures.
 
@@ -43,8 +43,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from categories import run, score, table  # noqa: E402
+from categories import _cli, run, score, table  # noqa: E402
 from e2e_traffic import ABSTAIN, DATA, Trace, _shape  # noqa: E402
+from growth_replay import keep_run, regrow  # noqa: E402
 
 SOURCES = ("coqar/train.jsonl", "canard/train.jsonl")
 TOPICS = {"coqar": 24, "canard": 16}  # conversations per source (seeded sample)
@@ -88,6 +89,50 @@ def _say(answer: str) -> str:
     return f"{text[:1].upper()}{text[1:]}." if len(text.split()) > 3 else f"The answer is {text}."
 
 
+class _Topic:
+    """One conversation's chunks and the traces built on them."""
+
+    def __init__(self, conv: str, rows: list[dict[str, Any]], rng: random.Random) -> None:
+        self.conv, self.rng = conv, rng
+        self.cid = {id(r): f"{conv}#{r['turn']}" for r in rows}
+        self.chunks = {self.cid[id(r)]: r["evidence"] for r in rows}
+
+    def others(self, me: str, k: int) -> list[str]:
+        pool = [c for c in self.chunks if c != me]
+        return self.rng.sample(pool, min(k, len(pool)))
+
+    def trace(
+        self, r: dict[str, Any], kind: str, q: str, answer: str, ids: list[str], **meta: Any
+    ) -> Trace:
+        me = self.cid[id(r)]
+        return Trace(
+            f"{kind}:{me}:{meta.get('asking', 0)}", kind, EXPECT[kind], "fresh", self.conv, me,
+            q, answer, "en", "en", [{"id": c, "content": self.chunks[c]} for c in ids],
+            me if me in ids else None, meta,
+        )  # fmt: skip
+
+    def failing(self, r: dict[str, Any], kind: str, values: list[str]) -> list[Trace]:
+        """The askings of one failing turn: each of its people's rewrites asked (one to all of
+        them), failing the same way."""
+        rng, me = self.rng, self.cid[id(r)]
+        ids = self.others(me, 3) if kind == "retrieval_miss" else [me, *self.others(me, 2)]
+        rng.shuffle(ids)
+        ctx = " ".join(self.chunks[c] for c in ids) + " " + self.chunks[me]
+        answer = _failing_answer(kind, r, ids, me, self.chunks, ctx, values, rng)
+        if answer is None:
+            return []
+        out: list[Trace] = []
+        for a_i, q in enumerate(rng.sample(r["askings"], rng.randint(1, len(r["askings"])))):
+            said = rng.choice(ABSTAIN["en"]) if kind == "wrong_abstention" else answer
+            meta: dict[str, Any] = {"asking": a_i}
+            if out:
+                meta["repeat_of"] = out[0].trace_key
+            if kind == "retrieval_miss":
+                meta["missed"] = me
+            out.append(self.trace(r, kind, q, said, ids, **meta))
+        return out
+
+
 def plan(data: Path, seed: int) -> tuple[list[Trace], list[dict[str, Any]], set[str]]:
     """(traces to send, golden cases, covered topics), deterministic for ``seed``."""
     rng = random.Random(seed)
@@ -96,62 +141,33 @@ def plan(data: Path, seed: int) -> tuple[list[Trace], list[dict[str, Any]], set[
         (src, c) for src, n in TOPICS.items() for c in rng.sample(sorted(turns[src]), n)
     ]  # fmt: skip
     covered = {c for _, c in rng.sample(topics, round(len(topics) * COVERED_SHARE))}
-    values = [t["answer"].strip().rstrip(".") for ts in turns.values() for v in ts.values() for t in v]
+    values = [
+        t["answer"].strip().rstrip(".") for ts in turns.values() for v in ts.values() for t in v
+    ]
     traces: list[Trace] = []
     golden: list[dict[str, Any]] = []
     for n_topic, (src, conv) in enumerate(topics):
         rows = rng.sample(turns[src][conv], len(turns[src][conv]))
-        cid = {id(r): f"{conv}#{r['turn']}" for r in rows}
-        chunks = {cid[id(r)]: r["evidence"] for r in rows}
+        topic = _Topic(conv, rows, rng)
         fail = rows[: rng.randint(2, 6)]
         rest = rows[len(fail) :]
         clean, gold = rest[:CLEAN_PER_TOPIC], rest[CLEAN_PER_TOPIC:][:GOLDEN_PER_TOPIC]
         if conv in covered:
             golden += [
                 {
-                    "id": f"fresh-{cid[id(r)]}",
+                    "id": f"fresh-{topic.cid[id(r)]}",
                     "query": r["askings"][0],
-                    "relevant_chunks": {cid[id(r)]: 1},
+                    "relevant_chunks": {topic.cid[id(r)]: 1},
                     "reference_answer": r["answer"],
                 }
                 for r in gold
             ]
-
-        def others(me: str, k: int) -> list[str]:
-            pool = [c for c in chunks if c != me]
-            return rng.sample(pool, min(k, len(pool)))
-
-        def trace(r: dict[str, Any], kind: str, q: str, answer: str, ids: list[str], **meta: Any) -> Trace:
-            key = f"{kind}:{cid[id(r)]}:{meta.get('asking', 0)}"
-            gold_in = cid[id(r)] if cid[id(r)] in ids else None
-            return Trace(
-                key, kind, EXPECT[kind], "fresh", conv, cid[id(r)], q, answer, "en", "en",
-                [{"id": c, "content": chunks[c]} for c in ids], gold_in, meta,
-            )  # fmt: skip
-
         for r in clean:
-            ids = [cid[id(r)], *others(cid[id(r)], 2)]
+            ids = [topic.cid[id(r)], *topic.others(topic.cid[id(r)], 2)]
             rng.shuffle(ids)
-            traces.append(trace(r, "clean", r["askings"][0], _say(r["answer"]), ids))
+            traces.append(topic.trace(r, "clean", r["askings"][0], _say(r["answer"]), ids))
         for k, r in enumerate(fail):
-            kind = KINDS[(n_topic + k) % len(KINDS)]
-            me = cid[id(r)]
-            ids = others(me, 3) if kind == "retrieval_miss" else [me, *others(me, 2)]
-            rng.shuffle(ids)
-            ctx = " ".join(chunks[c] for c in ids) + " " + chunks[me]
-            answer = _failing_answer(kind, r, ids, me, chunks, ctx, values, rng)
-            if answer is None:
-                continue
-            askings = rng.sample(r["askings"], rng.randint(1, len(r["askings"])))
-            first = None
-            for a_i, q in enumerate(askings):
-                said = rng.choice(ABSTAIN["en"]) if kind == "wrong_abstention" else answer
-                meta: dict[str, Any] = {"asking": a_i, "repeat_of": first} if first else {"asking": a_i}
-                if kind == "retrieval_miss":
-                    meta["missed"] = me
-                t = trace(r, kind, q, said, ids, **meta)
-                first = first or t.trace_key
-                traces.append(t)
+            traces += topic.failing(r, KINDS[(n_topic + k) % len(KINDS)], values)
     return traces, golden, covered
 
 
@@ -186,21 +202,36 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--seeds", default="21", help="Traffic plans, comma-separated.")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "categories_fresh.json")
+    ap.add_argument(
+        "--replay",
+        type=Path,
+        default=None,
+        help="Keep each seed's job run in DIR/freshN (made the first time) and re-run golden"
+        " growth alone on it (growth_replay.py).",
+    )
     args = ap.parse_args()
     if not (args.data / "multiturn" / "coqar").exists():
         raise SystemExit(f"{args.data}/multiturn/coqar: not found (CoQAR and CANARD are needed)")
     runs = []
     for seed in (int(s) for s in args.seeds.split(",")):
         traces, golden, covered = plan(args.data, seed)
-        with tempfile.TemporaryDirectory() as tmp:
-            t0 = time.perf_counter()
-            out = run(traces, golden, Path(tmp))
+        t0 = time.perf_counter()
+        if args.replay is not None:  # growth alone on a kept job run (growth_replay.py)
+            kept = args.replay / f"fresh{seed}"
+            if not (kept / "flagged.pkl").exists():
+                keep_run(traces, golden, covered, kept, _cli)
+            out, covered = regrow(kept, _cli)
             res = score(out, covered, "fresh")
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = run(traces, golden, Path(tmp))
+                res = score(out, covered, "fresh")
         print(f"== seed {seed}: {len(traces)} traces, {len(golden)} golden cases")
         print(table(res))
         runs.append(
             {
                 "seed": seed,
+                "replayed": args.replay is not None,
                 "traces": len(traces),
                 "golden_cases": len(golden),
                 "topics": sum(TOPICS.values()),
