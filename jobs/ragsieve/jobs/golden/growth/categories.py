@@ -222,10 +222,10 @@ def _vectors(members: Sequence[Candidate]) -> list[np.ndarray]:
 def _owners(
     groups: Mapping[str, Sequence[Candidate]], reference: GoldenReference, threshold: float
 ) -> dict[str, list[int]]:
-    """Category → golden cases promoted from it, else those whose relevant chunks its failures
-    retrieved or missed (most often), else those whose nearest category (by centroid) it is,
-    above threshold. A case lies where its documents are: a neighbouring area may be nearer
-    in meaning (Genghis Khan beside the Yuan dynasty) without holding the case's pages."""
+    """Category → golden cases promoted from it, else those whose relevant chunks two or more of
+    its failures retrieved or missed (the nearest such category), else those whose nearest
+    category (by centroid) it is, above threshold. A case lies where its documents are: a
+    neighbouring area may be as near in meaning without holding the case's pages."""
     cats = [c for c, ms in groups.items() if any(topic_of(m) is not None for m in ms)]
     if not len(reference) or not cats:
         return {}
@@ -236,11 +236,12 @@ def _owners(
     docs = {c: Counter(d for m in groups[c] for d in _documents(m)) for c in cats}
     out: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(sims):
-        hits = [sum(docs[c][d] for d in relevant[i]) for c in cats]
-        j = max(range(len(cats)), key=lambda k: (hits[k], row[k]))
+        # one failure's chunk may be any page the retriever returned; two make it the area's
+        held = [sum(docs[c][d] for d in relevant[i]) >= 2 for c in cats]
+        j = max(range(len(cats)), key=lambda k: (held[k], row[k]))
         if origins[i] in groups:
             out[str(origins[i])].append(i)
-        elif hits[j] or row[j] >= threshold:
+        elif held[j] or row[j] >= threshold:
             out[cats[j]].append(i)
     return out
 
