@@ -1,5 +1,6 @@
 """Merging on the failure: both sides of a failure agreeing, every asking found again, a golden
-neighbour that is not the failure's own question does not split a repeat."""
+neighbour that is not the failure's own question does not split a repeat; a golden case lies in
+the area that retrieved its pages."""
 
 from __future__ import annotations
 
@@ -17,13 +18,16 @@ from ragsieve.evaluators.records import normalize_text
 from ragsieve.evaluators.tools.embeddings import DIM
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.growth.candidates import candidate_id
-from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.golden.growth.categories import summarize
+from ragsieve.jobs.golden.growth.reference import GoldenReference
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo, encode_vector
 from ragsieve.jobs.golden.growth.signature import (
     DedupRule,
     Signature,
     both_sides_agree,
     duplicate_reason,
 )
+from ragsieve.jobs.golden.growth.topics import unit
 from ragsieve.jobs.settings import GoldenSettings
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
@@ -159,3 +163,32 @@ def test_a_golden_neighbour_does_not_split_a_repeat(store: Store, tmp_path: Path
     ]
     report = grow(store, cases, GoldenSettings(path=str(path)), embed=_fixed_embed(vecs))
     assert report["merged_duplicates"] == 1 and report["covered_by_golden"] == 0
+
+
+def _area(cat: str, vectors: list[np.ndarray], chunks: list[list[str]]) -> list[Candidate]:
+    return [
+        Candidate(id=f"{cat}{i}", status="candidate", norm_query=f"{cat}{i}", category=cat,
+                  body={"query": f"question {cat}{i}", "topic": cat,
+                        "topic_embedding": encode_vector(v), "signature": {"chunks": c}})
+        for i, (v, c) in enumerate(zip(vectors, chunks, strict=True))
+    ]  # fmt: skip
+
+
+def test_a_golden_case_lies_in_the_area_that_retrieved_its_pages() -> None:
+    """A golden case about page p7 is nearer in meaning to area b's centre (0.57) than to area
+    a's (0.45), but two of a's failures retrieved p7: the case lies in a, and b (about other
+    pages) is new. With one failure of a retrieving p7 (any page a retriever returns may be
+    one), the case goes by meaning, as before: b is covered and a is new."""
+    e = np.eye(8, dtype=np.float32)
+    gold = unit(0.45 * e[0] + 0.85 * e[1] + 0.27 * e[2])
+    spread = [unit(e[1] + 1.9 * e[k]) for k in (3, 4, 5)]  # each 0.40 from the case
+    b = _area("b", spread, [["p4"], ["p5"], ["p6"]])
+    ref = GoldenReference(["g"], ["g"], ["g"], [None], gold[None, :], "test", relevant=[["p7"]])
+    a = _area("a", [e[0]] * 3, [["p7", "p1"], ["p7", "p2"], ["p3"]])
+    out = {s.id: s for s in summarize(a + b, ref, new_threshold=0.5)}
+    assert out["a"].golden_cases == 1 and not out["a"].new
+    assert out["b"].golden_cases == 0 and out["b"].new
+    once = _area("a", [e[0]] * 3, [["p7", "p1"], ["p2"], ["p3"]])
+    out = {s.id: s for s in summarize(once + b, ref, new_threshold=0.5)}
+    assert out["b"].golden_cases == 1 and not out["b"].new
+    assert out["a"].golden_cases == 0 and out["a"].new
