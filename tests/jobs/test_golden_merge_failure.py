@@ -143,6 +143,14 @@ def test_a_later_run_finds_a_candidate_through_a_wording_merged_earlier(tmp_path
     assert later["merged_duplicates"] == 1 and later["merges"][0]["into"] == row.id
     after = CandidateRepo(store).get(row.id)
     assert after is not None and after.body["askings"] == qs
+    # B asked again word for word: the same normalised query as one of the candidate's askings,
+    # kept once
+    again = grow(store, [flagged(qs[1], "retrieval", 4, chunks=own[qs[1]])], GoldenSettings(),
+                 embed=embed)  # fmt: skip
+    assert again["merges"] == [{"trace_id": f"{4:032x}", "into": row.id,
+                                "reason": "same normalised query"}]  # fmt: skip
+    last = CandidateRepo(store).get(row.id)
+    assert last is not None and [a["query"] for a in last.body["asking_index"]] == qs[1:]
 
 
 def test_a_golden_neighbour_does_not_split_a_repeat(store: Store, tmp_path: Path) -> None:

@@ -150,6 +150,9 @@ def match_candidates(
     """
     out = Changes()
     by_norm = {r.norm_query: r for r in rows}
+    for r in rows:  # a wording merged earlier is the same normalised query as its candidate's
+        for item in r.body.get("asking_index") or ():
+            by_norm.setdefault(normalize_text(str(item.get("query", ""))), r)
     seen = {t: r for r in rows for t in r.source_trace_ids}
     index = _Index(rows)
     for p in prepared:
@@ -164,7 +167,8 @@ def match_candidates(
         golden = gold_sim >= rule.near_duplicate_cosine and gold_sim > sim
         if target is not None and (not golden or target.status == "covered"):
             merge(target, p, sim, why)
-            if p.signature.norm != target.norm_query:
+            if p.signature.norm not in by_norm:  # a wording not seen before
+                by_norm[p.signature.norm] = target
                 remember_asking(target, p)
                 index.add(target, p.vector, p.signature)
             out.counts["merged_duplicates"] += 1
