@@ -108,18 +108,22 @@ def _find_duplicate(
     return None, 0.0, ""
 
 
-def remember_asking(row: Candidate, p: Prepared) -> None:
-    """Keep a merged wording's vector and failure on its candidate, so that later runs find the
-    candidate through it too (at most ``MAX_ASKINGS`` of them)."""
+def remember_asking(row: Candidate, p: Prepared) -> bool:
+    """Keep a merged wording's vector and failure on its candidate, so that later failures find
+    the candidate through it too (at most ``MAX_ASKINGS``); False when the candidate already
+    holds this wording failing this way."""
+    sig = p.signature.to_json()
+    if p.signature.norm == row.norm_query and sig == row.body.get("signature"):
+        return False
     kept = row.body.setdefault("asking_index", [])
+    if any(
+        normalize_text(str(k.get("query", ""))) == p.signature.norm and k.get("signature") == sig
+        for k in kept
+    ):
+        return False
     if len(kept) < MAX_ASKINGS:
-        kept.append(
-            {
-                "query": p.query,
-                "embedding": encode_vector(p.vector),
-                "signature": p.signature.to_json(),
-            }
-        )
+        kept.append({"query": p.query, "embedding": encode_vector(p.vector), "signature": sig})
+    return True
 
 
 def _golden_match(p: Prepared, reference: GoldenReference) -> tuple[int | None, float]:
@@ -167,9 +171,8 @@ def match_candidates(
         golden = gold_sim >= rule.near_duplicate_cosine and gold_sim > sim
         if target is not None and (not golden or target.status == "covered"):
             merge(target, p, sim, why)
-            if p.signature.norm not in by_norm:  # a wording not seen before
-                by_norm[p.signature.norm] = target
-                remember_asking(target, p)
+            by_norm.setdefault(p.signature.norm, target)
+            if remember_asking(target, p):  # a wording, or a failure of it, not seen before
                 index.add(target, p.vector, p.signature)
             out.counts["merged_duplicates"] += 1
             out.merges.append({"trace_id": trace, "into": target.id, "reason": why})
