@@ -261,6 +261,47 @@ def product_rates(ps: list[Pair], cos: np.ndarray, rule: DedupRule, strong: bool
     ]
 
 
+FLOORS = [round(x, 2) for x in np.arange(0.30, 0.601, 0.05)]
+UNRELATED_MAX = 0.02  # questions about different documents above the floor, in every source
+
+
+def both_sides_floor(ps: list[Pair], seed: int) -> dict[str, Any]:
+    """The cosine floor of the both-sides path (``signature.both_sides_agree``), chosen
+    leave-one-source-out: on the other sources, the lowest floor at which at most
+    ``UNRELATED_MAX`` of question pairs about different documents (each re-wording against a
+    question of another source) reach it in every source; the left-out source is then scored
+    (its unrelated pairs above the floor, its re-wordings above it). Only the question's subject
+    is asked here: both sides of the failure agreeing is what says the question is the same."""
+    rng = random.Random(seed)
+    pos = [p for p in ps if p.same]
+    texts = sorted({t for p in pos for t in (p.a, p.b)})
+    at = {t: i for i, t in enumerate(texts)}
+    vecs = embed(texts)
+    same_cos = np.array([float(vecs[at[p.a]] @ vecs[at[p.b]]) for p in pos])
+    other = [(p, rng.choice([q for q in pos if q.source != p.source])) for p in pos]
+    unrel = np.array([float(vecs[at[p.b]] @ vecs[at[q.a]]) for p, q in other])
+    src = np.array([p.source for p in pos])
+    sources = sorted(set(src.tolist()))
+
+    def ok(f: float, keep: np.ndarray) -> bool:
+        return all(float((unrel[keep & (src == x)] >= f).mean()) <= UNRELATED_MAX
+                   for x in sources if (keep & (src == x)).any())  # fmt: skip
+
+    loso = {}
+    for left in sources:
+        keep = src != left
+        f = next((f for f in FLOORS if ok(f, keep)), FLOORS[-1])
+        mine = src == left
+        loso[left] = {
+            "floor": f,
+            "unrelated_above": round(float((unrel[mine] >= f).mean()), 3),
+            "rewordings_above": round(float((same_cos[mine] >= f).mean()), 3),
+        }
+    every = next((f for f in FLOORS if ok(f, np.ones(len(pos), bool))), FLOORS[-1])
+    worst = max(loso, key=lambda x: loso[x]["unrelated_above"])
+    return {"loso": loso, "all_sources": every, "worst_left_out": {"source": worst, **loso[worst]}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
@@ -270,9 +311,19 @@ def main() -> None:
         "--windows", action="store_true", help="Also fit scores by answer window (slow)."
     )
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "paraphrase.json")
+    ap.add_argument(
+        "--floor", action="store_true", help="Only fit the both-sides cosine floor (fast)."
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
     ps = pairs(args.data, args.per_source, args.seed)
+    if args.floor:
+        floor = both_sides_floor(ps, args.seed)
+        print(json.dumps(floor, indent=1))
+        out = args.out.with_name("paraphrase_floor.json")
+        out.write_text(json.dumps({"benchmark": "paraphrase --floor", "pairs_per_source":
+                                   args.per_source, **floor}, indent=2) + "\n")  # fmt: skip
+        return
     cos, share, win = features(ps, args.windows)
     same = np.array([p.same for p in ps])
     src = np.array([p.source for p in ps])

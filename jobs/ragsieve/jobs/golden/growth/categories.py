@@ -18,7 +18,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from ragsieve.evaluators.judges.offline.text.text import language
 from ragsieve.evaluators.judges.offline.text.typos import misspelt_among
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden.growth.balance import BALANCE_FROM, MAX_SHARE, adopt, balanced
+from ragsieve.jobs.golden.growth.category_log import WHAT_GOES_WRONG, CategorySummary
 from ragsieve.jobs.golden.growth.reference import DOC_WEIGHT, GoldenReference
 from ragsieve.jobs.golden.growth.repo import Candidate, decode_vector
 from ragsieve.jobs.golden.growth.topics import (
@@ -41,15 +42,6 @@ from ragsieve.jobs.golden.growth.topics import (
 # of bench/categories.py, where the best silhouette fell near 0.5): a cut wider than 0.6 lets
 # average linkage join areas whose failures are barely related (cosine 0.4)
 MIN_CUT, MAX_CUT = 0.3, 0.6
-WHAT_GOES_WRONG = {  # a root cause as a reviewer reads it in a category's problem line
-    "retrieval": "the answer was not retrieved",
-    "generation": "the answer is not what the documents say",
-    "both": "neither retrieved nor answered right",
-    "no_answer_expected": "answered what the documents do not hold",
-    "abstained_wrongly": "refused although the documents answer it",
-    "ambiguous_query": "the question is unclear",
-    "undetermined": "failing, cause undetermined",
-}
 MIN_FAILURES = 2  # failures (as seen) a category groups: one failure is no category
 # an area is new unless most (more than half) of its failures are near a golden case: two of
 # four is no majority (tune half of bench/categories.py: three uncovered areas sat at exactly
@@ -134,66 +126,6 @@ def surface_terms(text: str) -> dict[str, str]:
 def terms(text: str) -> set[str]:
     """Folded content words of a query (see :func:`surface_terms`)."""
     return set(surface_terms(text))
-
-
-@dataclass
-class CategorySummary:
-    """What the report and ``golden status`` say about one category."""
-
-    id: str
-    root_cause: str | None
-    terms: list[str]
-    examples: list[str]
-    candidates: int
-    failures_seen: int
-    golden_cases: int
-    nearest_golden: float
-    new: bool
-    golden_category: str | None = None
-    statuses: dict[str, int] = field(default_factory=dict)
-    language: str = "unknown"
-    nearest_golden_id: str | None = None
-    topic: str | None = None
-    root_causes: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        """The most telling terms, joined: ``password / reset / contraseña``."""
-        return " / ".join(self.terms) if self.terms else self.id
-
-    @property
-    def problem(self) -> str:
-        """The topic area and what goes wrong there, for a reviewer:
-        ``passport / renew: the answer was not retrieved (3 of 4)``."""
-        total = sum(self.root_causes.values())
-        what = WHAT_GOES_WRONG.get(str(self.root_cause), str(self.root_cause))
-        top = self.root_causes.get(str(self.root_cause), 0)
-        return f"{self.name}: {what}" + (f" ({top} of {total})" if 0 < top < total else "")
-
-    def to_json(self) -> dict[str, object]:
-        """Stable JSON for reports and ``--json`` output."""
-        return {
-            "category": self.id,
-            "name": self.name,
-            "problem": self.problem,
-            "root_cause": self.root_cause,
-            "root_causes": self.root_causes,
-            "new": self.new,
-            "terms": self.terms,
-            "language": self.language,
-            "examples": self.examples,
-            "candidates": self.candidates,
-            "failures_seen": self.failures_seen,
-            "golden_cases": self.golden_cases,
-            "coverage": round(self.golden_cases / self.failures_seen, 3)
-            if self.failures_seen
-            else None,
-            "nearest_golden": round(self.nearest_golden, 3),
-            "nearest_golden_id": self.nearest_golden_id,
-            "golden_category": self.golden_category,
-            "topic": self.topic,
-            "statuses": self.statuses,
-        }
 
 
 def _majority_language(members: Sequence[Candidate]) -> str:
@@ -290,22 +222,33 @@ def _vectors(members: Sequence[Candidate]) -> list[np.ndarray]:
 def _owners(
     groups: Mapping[str, Sequence[Candidate]], reference: GoldenReference, threshold: float
 ) -> dict[str, list[int]]:
-    """Category → golden cases promoted from it, and those whose nearest category (by
-    centroid) it is, above threshold (a case without documents can fall below it)."""
+    """Category → golden cases promoted from it, else those whose relevant chunks two or more of
+    its failures retrieved or missed (the nearest such category), else those whose nearest
+    category (by centroid) it is, above threshold. A case lies where its documents are: a
+    neighbouring area may be as near in meaning without holding the case's pages."""
     cats = [c for c, ms in groups.items() if any(topic_of(m) is not None for m in ms)]
     if not len(reference) or not cats:
         return {}
     cents = np.vstack([unit(np.sum(_vectors(groups[c]), axis=0)) for c in cats])
     sims = reference.topics @ cents.T
     origins = reference.origins or [None] * len(reference)
+    relevant = reference.relevant or [[] for _ in range(len(reference))]
+    docs = {c: Counter(d for m in groups[c] for d in _documents(m)) for c in cats}
     out: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(sims):
-        j = int(np.argmax(row))
+        # one failure's chunk may be any page the retriever returned; two make it the area's
+        held = [sum(docs[c][d] for d in relevant[i]) >= 2 for c in cats]
+        j = max(range(len(cats)), key=lambda k: (held[k], row[k]))
         if origins[i] in groups:
             out[str(origins[i])].append(i)
-        elif row[j] >= threshold:
+        elif held[j] or row[j] >= threshold:
             out[cats[j]].append(i)
     return out
+
+
+def _documents(row: Candidate) -> set[str]:
+    sig = row.body.get("signature") or {}
+    return {str(c) for c in [*(sig.get("chunks") or ()), sig.get("missed")] if c}
 
 
 def summarize(
@@ -382,6 +325,7 @@ def _summary(
 
 __all__ = [
     "DOC_WEIGHT",
+    "WHAT_GOES_WRONG",
     "CategorySummary",
     "Coverage",
     "adopt",

@@ -1,5 +1,7 @@
-"""The category map's memory across runs: names, when a new category was announced, and every
-merge and split (tables ``categories`` and ``category_events``, written by golden growth only).
+"""What is said about a category (:class:`CategorySummary`: its name, its problem line, whether
+it is new) and the category map's memory across runs: names, when a new category was announced,
+and every merge and split (tables ``categories`` and ``category_events``, written by golden
+growth only).
 
 A new category is announced once: the run in which it first qualifies (new, with at least
 ``golden.new_category_min_cases`` failures) lists it; later runs do not, while ``golden status``
@@ -10,11 +12,81 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragsieve.collector.store import Store
-from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.topics import Event
+
+WHAT_GOES_WRONG = {  # a root cause as a reviewer reads it in a category's problem line
+    "retrieval": "the answer was not retrieved",
+    "generation": "the answer is not what the documents say",
+    "both": "neither retrieved nor answered right",
+    "no_answer_expected": "answered what the documents do not hold",
+    "abstained_wrongly": "refused although the documents answer it",
+    "ambiguous_query": "the question is unclear",
+    "undetermined": "failing, cause undetermined",
+}
+
+
+@dataclass
+class CategorySummary:
+    """What the report and ``golden status`` say about one category."""
+
+    id: str
+    root_cause: str | None
+    terms: list[str]
+    examples: list[str]
+    candidates: int
+    failures_seen: int
+    golden_cases: int
+    nearest_golden: float
+    new: bool
+    golden_category: str | None = None
+    statuses: dict[str, int] = field(default_factory=dict)
+    language: str = "unknown"
+    nearest_golden_id: str | None = None
+    topic: str | None = None
+    root_causes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The most telling terms, joined: ``password / reset / contraseña``."""
+        return " / ".join(self.terms) if self.terms else self.id
+
+    @property
+    def problem(self) -> str:
+        """The topic area and what goes wrong there, for a reviewer:
+        ``passport / renew: the answer was not retrieved (3 of 4)``."""
+        total = sum(self.root_causes.values())
+        what = WHAT_GOES_WRONG.get(str(self.root_cause), str(self.root_cause))
+        top = self.root_causes.get(str(self.root_cause), 0)
+        return f"{self.name}: {what}" + (f" ({top} of {total})" if 0 < top < total else "")
+
+    def to_json(self) -> dict[str, object]:
+        """Stable JSON for reports and ``--json`` output."""
+        return {
+            "category": self.id,
+            "name": self.name,
+            "problem": self.problem,
+            "root_cause": self.root_cause,
+            "root_causes": self.root_causes,
+            "new": self.new,
+            "terms": self.terms,
+            "language": self.language,
+            "examples": self.examples,
+            "candidates": self.candidates,
+            "failures_seen": self.failures_seen,
+            "golden_cases": self.golden_cases,
+            "coverage": round(self.golden_cases / self.failures_seen, 3)
+            if self.failures_seen
+            else None,
+            "nearest_golden": round(self.nearest_golden, 3),
+            "nearest_golden_id": self.nearest_golden_id,
+            "golden_category": self.golden_category,
+            "topic": self.topic,
+            "statuses": self.statuses,
+        }
 
 
 class CategoryLog:
@@ -96,4 +168,4 @@ def announcement_json(s: CategorySummary) -> dict[str, Any]:
     }
 
 
-__all__ = ["CategoryLog", "announcement_json"]
+__all__ = ["WHAT_GOES_WRONG", "CategoryLog", "CategorySummary", "announcement_json"]

@@ -15,13 +15,17 @@ from typing import Any
 
 import numpy as np
 
+from ragsieve.evaluators.records import normalize_text
 from ragsieve.evaluators.tools.embeddings import DIM
 from ragsieve.jobs.golden.growth.reference import GoldenReference
-from ragsieve.jobs.golden.growth.repo import Candidate, encode_vector
+from ragsieve.jobs.golden.growth.repo import Candidate, decode_vector, encode_vector
 from ragsieve.jobs.golden.growth.signature import DedupRule, Signature, duplicate_reason, from_body
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
-SHORTLIST = 5  # nearest candidates (any root cause) whose failure is compared in full
+# nearest askings (any root cause) above the cosine floor whose failure is compared in full: a
+# translation can lie behind several same-language questions of its article
+SHORTLIST = 20
+MAX_ASKINGS = 12  # merged wordings a candidate keeps a vector of (beside its founding query)
 
 
 @dataclass(frozen=True)
@@ -46,27 +50,48 @@ class Changes:
 
 
 class _Index:
-    """Unit vectors in a growable matrix: nearest neighbours by dot product, amortised appends."""
+    """Unit vectors in a growable matrix: nearest neighbours by dot product, amortised appends.
+
+    A candidate is indexed once per asking it holds (its founding query, then each wording
+    merged into it, in this run or an earlier one: ``body["asking_index"]``), so a repeat is
+    found through whichever of its askings is nearest.
+    """
 
     def __init__(self, rows: Sequence[Candidate]) -> None:
-        self.rows: list[Candidate] = []
+        self.rows: list[tuple[Candidate, Signature | None]] = []
         self._m = np.zeros((max(len(rows) * 2, 64), DIM), dtype=np.float32)
         for r in rows:
             if r.embedding is not None:
                 self.add(r, r.embedding)
+            for item in r.body.get("asking_index") or ():
+                vec = decode_vector(item.get("embedding"))
+                if vec is not None:
+                    norm = normalize_text(str(item.get("query", "")))
+                    self.add(r, vec, from_body(item, norm, r.root_cause))
 
-    def add(self, row: Candidate, vec: np.ndarray) -> None:
+    def add(self, row: Candidate, vec: np.ndarray, sig: Signature | None = None) -> None:
         if len(self.rows) == len(self._m):
             self._m = np.vstack([self._m, np.zeros_like(self._m)])
         self._m[len(self.rows)] = vec
-        self.rows.append(row)
+        self.rows.append((row, sig))
 
-    def nearest(self, vec: np.ndarray, k: int) -> list[tuple[Candidate, float]]:
+    def nearest(
+        self, vec: np.ndarray, k: int, floor: float
+    ) -> list[tuple[Candidate, Signature, float]]:
+        """Up to ``k`` askings at cosine ``floor`` or more, nearest first: (row, signature of
+        that asking, cosine)."""
         if not self.rows:
             return []
         sims = self._m[: len(self.rows)] @ vec
         top = np.argsort(-sims)[:k]
-        return [(self.rows[i], float(sims[i])) for i in top]
+        out = []
+        for i in top:
+            if float(sims[i]) < floor:
+                break
+            row, sig = self.rows[i]
+            own = sig or from_body(row.body, row.norm_query, row.root_cause)
+            out.append((row, own, float(sims[i])))
+        return out
 
 
 def _find_duplicate(
@@ -76,14 +101,29 @@ def _find_duplicate(
     same = by_norm.get(p.signature.norm)
     if same is not None:
         return same, 1.0, "same normalised query"
-    for row, cos in index.nearest(p.vector, SHORTLIST):
-        if cos < rule.support_cosine - rule.strong_relief:
-            break
-        old = from_body(row.body, row.norm_query, row.root_cause)
+    for row, old, cos in index.nearest(p.vector, SHORTLIST, rule.floor):
         why = duplicate_reason(p.signature, old, cos, rule)
         if why:
             return row, cos, why
     return None, 0.0, ""
+
+
+def remember_asking(row: Candidate, p: Prepared) -> bool:
+    """Keep a merged wording's vector and failure on its candidate, so that later failures find
+    the candidate through it too (at most ``MAX_ASKINGS``); False when the candidate already
+    holds this wording failing this way."""
+    sig = p.signature.to_json()
+    if p.signature.norm == row.norm_query and sig == row.body.get("signature"):
+        return False
+    kept = row.body.setdefault("asking_index", [])
+    if any(
+        normalize_text(str(k.get("query", ""))) == p.signature.norm and k.get("signature") == sig
+        for k in kept
+    ):
+        return False
+    if len(kept) < MAX_ASKINGS:
+        kept.append({"query": p.query, "embedding": encode_vector(p.vector), "signature": sig})
+    return True
 
 
 def _golden_match(p: Prepared, reference: GoldenReference) -> tuple[int | None, float]:
@@ -114,6 +154,9 @@ def match_candidates(
     """
     out = Changes()
     by_norm = {r.norm_query: r for r in rows}
+    for r in rows:  # a wording merged earlier is the same normalised query as its candidate's
+        for item in r.body.get("asking_index") or ():
+            by_norm.setdefault(normalize_text(str(item.get("query", ""))), r)
     seen = {t: r for r in rows for t in r.source_trace_ids}
     index = _Index(rows)
     for p in prepared:
@@ -124,8 +167,13 @@ def match_candidates(
             continue
         target, sim, why = _find_duplicate(p, by_norm, index, rule)
         gold_i, gold_sim = _golden_match(p, reference)
-        if target is not None and (sim >= gold_sim or target.status == "covered"):
+        # a golden case only outbids the repeat when it is the failure's own question
+        golden = gold_sim >= rule.near_duplicate_cosine and gold_sim > sim
+        if target is not None and (not golden or target.status == "covered"):
             merge(target, p, sim, why)
+            by_norm.setdefault(p.signature.norm, target)
+            if remember_asking(target, p):  # a wording, or a failure of it, not seen before
+                index.add(target, p.vector, p.signature)
             out.counts["merged_duplicates"] += 1
             out.merges.append({"trace_id": trace, "into": target.id, "reason": why})
         else:
@@ -165,4 +213,4 @@ def _open(
     )
 
 
-__all__ = ["Changes", "Prepared", "match_candidates"]
+__all__ = ["Changes", "Prepared", "match_candidates", "remember_asking"]

@@ -26,11 +26,12 @@ import numpy as np
 
 # words a category's name never takes (English and Spanish question words and fillers)
 NAME_STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for with from into about as is are was were be
-    been being do does did doing have has had i me my we our you your he she it its they them
-    their what which who whom this that these those am can could should would will shall may
-    might must not no nor so than too very just how why when where there here all any both each
-    few more most other some such only own same s t don now get got also please need needs
+    """a an the and or but if of to in on at by for with from into about as is are was were be been
+    being do does did doing have has had i me my we our you your he she it its they them their his
+    him her hers himself herself itself themselves what which who whom this that these those am can
+    could should would will shall may might must not no nor so than too very just how why when
+    where there here all any both each few more most other some such only own same s t don now get
+    got also please need needs
     want wants use using many much
     el la los las un una unos unas y o pero si de del al a en con por para sin sobre entre como
     que qué es son fue ser está están estar hay mi mis tu tus su sus nuestro nuestra yo tú él
