@@ -12,6 +12,10 @@ cause with a weight:
   ``generation`` (``answer_in_prompt``: the model had what it said and still got it wrong);
 - ``rival``: an observed chunk the retriever missed that answers the question at least as well
   as the prompt's best, though not clearly better (so the rule did not name it): ``retrieval``;
+- ``missed_attribute``: for a refusal blamed on a chunk of the prompt, an observed chunk the
+  retriever missed that answers clearly better and holds what the question asks that no chunk
+  of the prompt holds (the prompt was about the topic; the refusal was right for it):
+  ``retrieval``;
 - ``dropped``: a chunk the retriever returned that answers the question but did not reach the
   prompt (a reranker or a context budget dropped it): ``retrieval``;
 - ``golden``: the golden set's relevant chunks for the same question, none of which reached the
@@ -41,6 +45,7 @@ DEFAULT_WEIGHTS = MappingProxyType(
         "answer_in_prompt": 1.5,
         "rival": 0.6,
         "dropped": 1.5,
+        "missed_attribute": 1.5,
         "golden": 0.8,
         "review": 3.0,
         "margin": 0.5,
