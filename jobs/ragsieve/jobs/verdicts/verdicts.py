@@ -46,7 +46,7 @@ from ragsieve.jobs.verdicts.rootcause import Expectation
 
 # share of what a question asks (its weighted key terms) that a refusal's missed page must hold
 # and the prompt must lack for the refusal to read as the retriever's (``missed_attribute``)
-ATTRIBUTE_GAP = 0.25
+ATTRIBUTE_GAP = 0.15
 
 
 @dataclass
