@@ -156,21 +156,26 @@ def _read_dump(path: str, bench: str) -> list[Pair]:
 
 
 def main() -> None:
-    """``python bench/rootcause_figures.py SERVICE_DUMP XQUAD_DUMP [--out FILE]``: the pooled
+    """``python bench/rootcause_figures.py SERVICE_DUMP XQUAD_DUMP [--into FILE]``: the pooled
     leave-one-domain-out choice of the root-cause weights from both benches' dumps of every
     trace (``service.py --no-fit --dump F --dump-split all``, ``e2e.py --split all --dump F``);
     prints and writes aggregates only."""
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("service")
     ap.add_argument("xquad")
-    ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--into", default=None, help="A results file to hold it as root_cause_pooled_lodo."
+    )
     args = ap.parse_args()
     caught = _read_dump(args.service, "service") + _read_dump(args.xquad, "xquad")
     got = pooled_choice(caught, lambda t: t.domain)
     print(json.dumps(got, indent=1))
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(got, indent=2) + "\n")
+    if args.into:
+        with open(args.into, encoding="utf-8") as fh:
+            kept = json.load(fh)
+        kept["root_cause_pooled_lodo"] = got
+        with open(args.into, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
 
 
 __all__ = ["leave_one_domain_out", "pooled_choice", "recombined", "rule_alone", "stated"]

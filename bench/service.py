@@ -424,6 +424,18 @@ def readme_table(result: dict[str, Any]) -> str:
          " half (the review queue: two thirds the job's flags, a third audited passes)",
          fitted("review"), "lower"),
     ]  # fmt: skip
+    cf = (result.get("root_cause_fit") or {}).get("summary")
+    if cf:
+        rows.append((
+            f"root-cause errors on fresh traffic, each half under `judges fit` of {labels} labels"
+            " of the other half (the review queue; root causes recombined from the stored"
+            " evidence)",
+            f"{cf['not_right']['before']} → {cf['not_right']['after']} of"
+            f" {cf['flagged_failures']} flagged failures over {cf['fits']} fits (lower in"
+            f" {cf['fits_lower']}, higher in {cf['fits_higher']}); weights stored by"
+            f" {cf['weights_stored']} of {cf['fits']}",
+            "lower",
+        ))  # fmt: skip
     out = [
         "| measure (held-out topics, the job's decisions) | service desk | goal |",
         "|---|---|---|",
