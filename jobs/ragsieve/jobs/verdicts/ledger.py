@@ -54,7 +54,10 @@ DEFAULT_WEIGHTS = MappingProxyType(
 """Each piece's weight, and the lead the heaviest cause needs to be stated (``margin``).
 Chosen on the tune topics of ``bench/service.py`` and ``bench/e2e.py``; ``answer_in_prompt``
 is what every refit (:func:`fit_weights`) on the tuning half with one domain left out chose (six
-service domains, two XQuAD languages: 1.5, from 0.5). ``judges fit`` refits them from reviewed
+service domains, two XQuAD languages: 1.5, from 0.5). ``missed_attribute`` states
+``retrieval`` over the rule's ``abstained_wrongly`` by exactly the margin. Leave-one-domain-out
+over both benches' eight domains pooled (``bench/rootcause_figures.py``), no refit on the other
+seven tuning halves moves any weight or the margin. ``judges fit`` refits them from reviewed
 root causes."""
 
 
