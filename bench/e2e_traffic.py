@@ -25,6 +25,10 @@ Kinds (one trace each):
   states an invented value → ``retrieval``.
 - ``out_of_corpus``: the question's paragraph is in no trace; distractors retrieved; the answer
   states an invented value → ``no_answer_expected``.
+- ``miss_abstention`` (``build(miss_abstentions=True)``): a retrieval miss's chunks (paragraphs of
+  the same article that lack the answer), and the model correctly says it cannot tell: its
+  refusal is right for its prompt, the retriever missed the paragraph other traces retrieved →
+  ``retrieval`` (never ``abstained_wrongly``).
 
 Articles are split in two halves by their order in the corpus: ``tune`` (the first 24) and
 ``heldout`` (the last 24). Figures are reported on held-out articles only.
@@ -55,6 +59,8 @@ EXPECT = {
     "out_of_corpus": "no_answer_expected",
 }
 FAILURE_KINDS = tuple(k for k in EXPECT if k not in CLEAN_KINDS)
+# added after the kinds above, so the traffic they plant stays as it was
+EXPECT["miss_abstention"] = "retrieval"
 OUT_OF_CORPUS_SHARE = 0.12  # of paragraphs never shown in any trace
 
 ABSTAIN = {
@@ -232,8 +238,35 @@ def _shape(value: str) -> str:
     return "other"
 
 
-def build(data: Path = DATA, seed: int = 7) -> list[Trace]:
-    """Every planned trace, deterministic for ``seed``."""
+def refusals_after_miss(traces: list[Trace], seed: int) -> list[Trace]:
+    """For every retrieval miss, the same prompt answered with a (correct) refusal: the chunks
+    share the question's topic and lack its answer (``miss_abstention``, expected ``retrieval``).
+    Its own random stream, so the rest of the traffic is unchanged."""
+    rng = random.Random(f"miss-abstention:{seed}")
+    return [
+        Trace(
+            f"miss_abstention:{t.qid}",
+            "miss_abstention",
+            EXPECT["miss_abstention"],
+            t.split,
+            t.article,
+            t.qid,
+            t.question,
+            rng.choice(ABSTAIN[t.q_lang]),
+            t.q_lang,
+            t.c_lang,
+            t.chunks,
+            None,
+            dict(t.meta),
+        )
+        for t in traces
+        if t.kind == "retrieval_miss" and not t.meta.get("repeat")
+    ]
+
+
+def build(data: Path = DATA, seed: int = 7, miss_abstentions: bool = False) -> list[Trace]:
+    """Every planned trace, deterministic for ``seed`` (``miss_abstentions``: with the
+    ``miss_abstention`` kind added, :func:`refusals_after_miss`)."""
     rng = random.Random(seed)
     d = _load(data)
     corpus_en, corpus_es = d["en"]["corpus"], d["es"]["corpus"]
@@ -381,7 +414,7 @@ def build(data: Path = DATA, seed: int = 7) -> list[Trace]:
                 "es": "La respuesta es {a}.",
             }[lang].format(a=wrong)
             add(kind, q, invented, lang, lang, miss, False, missed=f"{gold}-{lang}")
-    return traces
+    return traces + (refusals_after_miss(traces, seed) if miss_abstentions else [])
 
 
 if __name__ == "__main__":  # a look at the traffic: one example per kind

@@ -10,7 +10,11 @@ stored with each verdict (``samples.body.pieces``): the worst left-out domain is
 
 from __future__ import annotations
 
+import argparse
+import json
+import statistics
 from collections.abc import Callable, Iterable
+from types import SimpleNamespace
 from typing import Any
 
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, UNDETERMINED, Piece, combine, fit_weights
@@ -93,4 +97,89 @@ def leave_one_domain_out(
     return out
 
 
-__all__ = ["leave_one_domain_out", "recombined", "rule_alone", "stated"]
+def pooled_choice(
+    caught: list[Pair], domain_of: Callable[[Any], str], tune: str = "tune", held: str = "heldout"
+) -> dict[str, Any]:
+    """The decision's weights chosen leave-one-domain-out over every bench's domains pooled.
+
+    For each domain, ``fit_weights`` on the tune traces of all the others (``lodo[d]``); the
+    chosen weights are each weight's median over those refits, so no domain's traces decide a
+    weight alone. Each domain's held-out traces are read under the refit that never saw that
+    domain (the left-out figure), under the current defaults and under the choice."""
+    domains = sorted({domain_of(t) for t, _ in caught})
+    refits: dict[str, dict[str, float]] = {}
+    for dom in domains:
+        train = [
+            (p, t.expect)
+            for t, d in caught
+            if t.split == tune and domain_of(t) != dom and (p := _pieces(d))
+        ]
+        refits[dom] = fit_weights(train)
+    names = list(DEFAULT_WEIGHTS)
+    chosen = {k: float(statistics.median(w[k] for w in refits.values())) for k in names}
+    per: dict[str, Any] = {}
+    for dom in domains:
+        test = [(t, d) for t, d in caught if t.split == held and domain_of(t) == dom]
+        if not test:
+            continue
+        per[dom] = {
+            "defaults": stated(test),
+            "left_out": stated(test, lambda p, w=refits[dom]: recombined(p[1], w)),
+            "chosen": stated(test, lambda p, w=chosen: recombined(p[1], w)),
+            "refit_moved": {k: v for k, v in refits[dom].items() if v != DEFAULT_WEIGHTS[k]},
+        }
+    worst = {
+        kind: {
+            k: min((v[kind][k] for v in per.values() if v[kind][k] is not None), default=None)
+            for k in ("stated_share", "stated_accuracy", "right_counting_undetermined_wrong")
+        }
+        for kind in ("defaults", "left_out", "chosen")
+    }
+    return {"chosen": chosen, "domains": per, "worst": worst}
+
+
+def _read_dump(path: str, bench: str) -> list[Pair]:
+    """Flagged planted failures (first askings) of a bench's ``--dump`` file."""
+    out: list[Pair] = []
+    for line in open(path, encoding="utf-8"):
+        row = json.loads(line)
+        meta = row.get("meta") or {}
+        if row["expect"] == "pass" or row.get("verdict") != "fail" or meta.get("repeat"):
+            continue
+        if bench == "xquad":
+            dom = f"xquad_{row['q_lang']}"
+        else:
+            dom = str(meta.get("domain") or "unknown")
+        t = SimpleNamespace(split=row["split"], expect=row["expect"], domain=dom)
+        out.append((t, row))
+    return out
+
+
+def main() -> None:
+    """``python bench/rootcause_figures.py SERVICE_DUMP XQUAD_DUMP [--into FILE]``: the pooled
+    leave-one-domain-out choice of the root-cause weights from both benches' dumps of every
+    trace (``service.py --no-fit --dump F --dump-split all``, ``e2e.py --split all --dump F``);
+    prints and writes aggregates only."""
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("service")
+    ap.add_argument("xquad")
+    ap.add_argument(
+        "--into", default=None, help="A results file to hold it as root_cause_pooled_lodo."
+    )
+    args = ap.parse_args()
+    caught = _read_dump(args.service, "service") + _read_dump(args.xquad, "xquad")
+    got = pooled_choice(caught, lambda t: t.domain)
+    print(json.dumps(got, indent=1))
+    if args.into:
+        with open(args.into, encoding="utf-8") as fh:
+            kept = json.load(fh)
+        kept["root_cause_pooled_lodo"] = got
+        with open(args.into, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
+
+
+__all__ = ["leave_one_domain_out", "pooled_choice", "recombined", "rule_alone", "stated"]
+
+
+if __name__ == "__main__":
+    main()

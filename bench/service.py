@@ -38,6 +38,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -51,11 +52,12 @@ sys.path.insert(0, str(ROOT))
 
 from e2e import run_pipeline, verdicts  # noqa: E402
 from e2e_traffic import DATA, EXPECT, Trace  # noqa: E402
-from fit import label_pool, one_size, store_copy, write_labels  # noqa: E402
-from rootcause_figures import leave_one_domain_out, rule_alone, stated  # noqa: E402
+from fit import label_pool, one_size, ragsieve, store_copy, write_labels  # noqa: E402
+from rootcause_figures import leave_one_domain_out, recombined, rule_alone, stated  # noqa: E402
 from service_traffic import build  # noqa: E402
 
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS  # noqa: E402
+from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS  # noqa: E402
 
 README = ROOT.parent / "docs" / "benchmarks" / "service.md"  # the page with its table
 OUT = ROOT / "results" / "service.json"
@@ -244,6 +246,99 @@ def _on_half(
     return out
 
 
+def cause_fit(
+    sent: dict[str, Trace],
+    db: Path,
+    work: Path,
+    labels: int,
+    seed: int,
+    decided: dict[str, dict[str, Any]],
+    split: str = "heldout",
+) -> list[dict[str, Any]]:
+    """Does a fit of ``labels`` reviewed labels lower root-cause errors on fresh traffic of the
+    same deployment? The held-out topics in two halves (:func:`_halves`); for each, a copy of the
+    store gets a review queue's labels on one half (two thirds on the job's flags: a planted
+    failure labelled fail with its planted root cause, a false flag labelled pass; a third on
+    passes), the real ``ragsieve judges fit --labels`` runs on it (storing what its own rule
+    stores), and the weights the job would then use are read from the copy by the job's own
+    reader (``verdicts.root_cause_weights``). The other half's flagged planted failures are the
+    fresh traffic: their root causes before, and recombined under those weights from the
+    evidence each verdict stored (the job's decision is that combination; a rerun of the job
+    would weigh the same pieces). Threshold changes the same fit may store are not applied
+    here (``thresholds_stored`` says when there were any)."""
+    from ragsieve.collector.store import open_store
+    from ragsieve.jobs.verdicts.verdicts import root_cause_weights
+
+    halves = _halves({t.article for t in sent.values() if t.split == split})
+    first = {tid: t for tid, t in sent.items() if not t.meta.get("repeat")}
+    out: list[dict[str, Any]] = []
+    for n, (a, b) in enumerate((halves, halves[::-1])):
+        rng = random.Random(f"cause-fit:{seed}:{n}")
+        pool = label_pool(first, a)
+        flagged = [p for p in pool if decided.get(p[0], MISSING)["verdict"] == "fail"]
+        passed = [p for p in pool if decided.get(p[0], MISSING)["verdict"] == "pass"]
+        k = min(round(labels * 2 / 3), len(flagged))
+        pick = rng.sample(flagged, k) + rng.sample(passed, min(labels - k, len(passed)))
+        path = work / f"cause_labels_{seed}_{n}.jsonl"
+        drawn = write_labels(pick, path)
+        copy = work / f"cause_{seed}_{n}.db"
+        shutil.copy(db, copy)
+        code, fit = ragsieve(["judges", "fit", "--labels", str(path)], f"sqlite:///{copy}", True)
+        store = open_store(f"sqlite:///{copy}", create=False)
+        try:
+            weights = root_cause_weights(store)
+        finally:
+            store.close()
+        copy.unlink(missing_ok=True)
+        fresh = [
+            (t, d)
+            for tid, t in first.items()
+            if t.article in b
+            and t.expect != "pass"
+            and (d := decided.get(tid, MISSING))["verdict"] == "fail"
+        ]
+        fitted = (fit.get("root_cause_weights") or {}) if isinstance(fit, dict) else {}
+        out.append(
+            {
+                "labels": drawn,
+                "fit_exit": code,
+                "refused": fit.get("error") if "agreement" not in fit else None,
+                "weights_stored": fitted.get("weights") is not None,
+                "why_not": fitted.get("why"),
+                "cv_loss": fitted.get("cv_loss"),
+                "thresholds_stored": bool(fit.get("worth_storing")),
+                "weights_moved": {k: v for k, v in weights.items() if v != DEFAULT_WEIGHTS[k]},
+                "before": stated(fresh),
+                "after": stated(fresh, lambda p, w=weights: recombined(p[1], w)),
+            }
+        )
+    return out
+
+
+def cause_fit_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over every fit of :func:`cause_fit`: root-cause errors (wrong stated causes, and wrong
+    counting ``undetermined``) on the fresh halves, before and after, and how many fits moved
+    the weights."""
+
+    def errors(r: dict[str, Any], when: str) -> tuple[int, int]:
+        x = r[when]
+        wrong_stated = x["stated"] - x["stated_right"]
+        return wrong_stated, x["flagged_failures"] - x["stated_right"]
+
+    before = [errors(r, "before") for r in rows]
+    after = [errors(r, "after") for r in rows]
+    return {
+        "fits": len(rows),
+        "weights_stored": sum(r["weights_stored"] for r in rows),
+        "thresholds_stored": sum(r["thresholds_stored"] for r in rows),
+        "wrong_stated": {"before": sum(b[0] for b in before), "after": sum(a[0] for a in after)},
+        "not_right": {"before": sum(b[1] for b in before), "after": sum(a[1] for a in after)},
+        "flagged_failures": sum(r["before"]["flagged_failures"] for r in rows),
+        "fits_lower": sum(a[1] < b[1] for b, a in zip(before, after, strict=True)),
+        "fits_higher": sum(a[1] > b[1] for b, a in zip(before, after, strict=True)),
+    }
+
+
 def draw_summary(rows: list[dict[str, Any]], after: str = "after") -> dict[str, Any]:
     """Over several label draws (two fits each, one per half): how often the fits lowered, kept or
     raised fresh false flags, and the median rates and recall before and after (a fit refused
@@ -329,6 +424,18 @@ def readme_table(result: dict[str, Any]) -> str:
          " half (the review queue: two thirds the job's flags, a third audited passes)",
          fitted("review"), "lower"),
     ]  # fmt: skip
+    cf = (result.get("root_cause_fit") or {}).get("summary")
+    if cf:
+        rows.append((
+            f"root-cause errors on fresh traffic, each half under `judges fit` of {labels} labels"
+            " of the other half (the review queue; root causes recombined from the stored"
+            " evidence)",
+            f"{cf['not_right']['before']} → {cf['not_right']['after']} of"
+            f" {cf['flagged_failures']} flagged failures over {cf['fits']} fits (lower in"
+            f" {cf['fits_lower']}, higher in {cf['fits_higher']}); weights stored by"
+            f" {cf['weights_stored']} of {cf['fits']}",
+            "lower",
+        ))  # fmt: skip
     out = [
         "| measure (held-out topics, the job's decisions) | service desk | goal |",
         "|---|---|---|",
@@ -401,6 +508,12 @@ def main() -> None:
     )
     ap.add_argument("--no-fit", action="store_true", help="Skip the fit (a quicker look).")
     ap.add_argument(
+        "--cause-fit",
+        action="store_true",
+        help="Measure a fit of --labels root-cause labels on fresh traffic (cause_fit), one per"
+        " half for each of --draws seeds; with --no-fit this is all the fitting done.",
+    )
+    ap.add_argument(
         "--draws", type=int, default=5, help="Label draws per kind (seeds --seed, --seed + 1, ...)."
     )
     ap.add_argument(
@@ -410,6 +523,13 @@ def main() -> None:
     )
     ap.add_argument(
         "--dump", type=Path, default=None, help="Write the verdict of every tune trace here."
+    )
+    ap.add_argument(
+        "--dump-split",
+        default="tune",
+        choices=("tune", "all"),
+        help="'all': --dump writes the held-out traces too (for rootcause_figures.py's pooled"
+        " leave-one-domain-out choice, which reads the held-out half only in aggregate).",
     )
     ap.add_argument(
         "--thresholds",
@@ -456,6 +576,9 @@ def main() -> None:
             draws["review"].append(
                 _fit(sent, db, work, args.labels, seed, review_queue(decided), f"q{seed}", w)
             )
+        causes: list[dict[str, Any]] = []
+        for seed in range(args.seed, args.seed + args.draws) if args.cause_fit else []:
+            causes += cause_fit(sent, db, work, args.labels, seed, decided)
     results = {s: score(sent, decided, s) for s in ("heldout", "tune")}
     for s in ("tune",) if args.fit_within_tune else ("tune", "heldout"):
         print(table(results[s]))
@@ -465,10 +588,13 @@ def main() -> None:
     if args.dump:
         with args.dump.open("w", encoding="utf-8") as fh:
             for tid, t in sent.items():
-                if t.split != "tune":
+                if t.split != "tune" and args.dump_split == "tune":
                     continue  # the held-out half is read only in aggregate
                 row = {"trace_id": tid, **t.__dict__, **decided.get(tid, MISSING)}
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    cause_fits = {"summary": cause_fit_summary(causes), "fits": causes} if causes else None
+    if cause_fits:
+        print("root-cause fit on fresh traffic:", json.dumps(cause_fits["summary"], indent=1))
     if not draws["random"]:
         if args.results_only and args.out.exists():  # the fits' verdicts do not move with this
             kept = json.loads(args.out.read_text(encoding="utf-8"))
@@ -478,6 +604,8 @@ def main() -> None:
                 job_seconds=report.get("_job_seconds"),
                 results_only_rerun=True,  # the fit draws are from the last full run
             )
+            if cause_fits:
+                kept["root_cause_fit"] = cause_fits
             args.out.write_text(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
         return
     summary = {kind: draw_summary(rows) for kind, rows in draws.items()}
@@ -516,6 +644,7 @@ def main() -> None:
         "fit_draws": summary,
         "fit_draws_as_stored": by_rule,
         "draws": draws,
+        **({"root_cause_fit": cause_fits} if cause_fits else {}),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")

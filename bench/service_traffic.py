@@ -36,7 +36,15 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from e2e_traffic import ABSTAIN, DATA, EXPECT, FAILURE_KINDS, Trace, paraphrased
+from e2e_traffic import (
+    ABSTAIN,
+    DATA,
+    EXPECT,
+    FAILURE_KINDS,
+    Trace,
+    paraphrased,
+    refusals_after_miss,
+)
 
 DOC2DIAL = Path("multiturn") / "doc2dial" / "dev.jsonl"
 MEMERAG = Path("realrag") / "memerag_en_es" / "dev.jsonl"
@@ -162,8 +170,10 @@ def _domain(it: _Item) -> str:
     return f"wikipedia_{it.lang}"
 
 
-def build(data: Path = DATA, seed: int = 26) -> list[Trace]:
-    """Every planned trace, deterministic for ``seed``."""
+def build(data: Path = DATA, seed: int = 26, miss_abstentions: bool = True) -> list[Trace]:
+    """Every planned trace, deterministic for ``seed``; ``miss_abstentions``: each retrieval
+    miss also answered with a correct refusal (``miss_abstention``, expected ``retrieval``; added
+    after the rest, so the rest is unchanged)."""
     rng = random.Random(seed)
     service = _doc2dial(data)
     # English questions the service pages do not cover: MEMERAG's, asked of the service desk
@@ -235,6 +245,8 @@ def build(data: Path = DATA, seed: int = 26) -> list[Trace]:
             add(it, kind, answer, distractors(it, 3), False, missed=_pid(it.gold))
     planted = [t for t in traces if t.expect != "pass"]
     traces += [paraphrased(t, rng) for t in planted]
+    if miss_abstentions:  # after the rest: their own random stream, the rest unchanged
+        traces += refusals_after_miss(traces, seed)
     return traces
 
 

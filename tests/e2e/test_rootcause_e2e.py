@@ -161,3 +161,26 @@ def test_evidence_that_does_not_decide_reads_undetermined_and_a_review_decides_i
     assert cause == "retrieval" and "a reviewer named retrieval for this failure" in evidence
     (pieces, said, _), *_ = labelled_pieces(col.store, store_labels(col.store))
     assert said == "retrieval" and {p.name for p in pieces} >= {"rule", "rival"}
+
+
+def test_a_refusal_after_a_retrieval_miss_is_the_retrievers(start_collector: Any) -> None:
+    # "I don't know" with only the rate-limit chunks in the prompt (the Starter plan's topic),
+    # while the price chunk other traces retrieved holds what was asked ("monthly" price): the
+    # refusal was right for its prompt; the retriever missed the page
+    col = start_collector(run_settler=False)
+    turns: list[tuple[str, list[Doc], str]] = [
+        ("How much does the Starter plan cost each month?",
+         [("prices#starter", STARTER_PRICE, True), ("prices#pro", PRO_PRICE, True)],
+         "The Starter plan costs $49 per month."),
+        ("What is the monthly price of the Starter plan?",
+         [("plans#starter", STARTER_LIMIT, True), ("plans#pro", PRO_LIMIT, True)],
+         "I'm sorry, but the provided documents don't contain that information."),
+    ]  # fmt: skip
+    verdict, cause, body = _decided(col, turns)[turns[1][0]]
+    assert (verdict, cause) == ("fail", "retrieval"), body["evidence"]
+    names = [p["name"] for p in body["pieces"]]
+    assert names[0] == "rule" and "missed_attribute" in names
+    assert "prices#starter" in body["evidence"] and "'monthly'" in body["evidence"]
+    # review offers the page that holds the answer, never the prompt's rate-limit chunks
+    chunks, _ = evidence_chunks({**body, "root_cause": cause})
+    assert chunks == {"prices#starter": 1}

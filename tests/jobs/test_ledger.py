@@ -173,3 +173,23 @@ def test_reviewed_root_causes_move_the_weights() -> None:
     assert {combine(p, w).label for p, _ in labelled[6:]} == {"generation"}
     # labels it could not change leave the defaults as they are
     assert fit_weights([([GEN], "generation")]) == dict(DEFAULT_WEIGHTS)
+
+
+def test_a_refusals_missed_page_counts_only_when_it_holds_what_the_prompt_lacks() -> None:
+    from ragsieve.jobs.verdicts.corpus import CorpusHit
+    from ragsieve.jobs.verdicts.verdicts import missed_attribute
+
+    q = "What is the monthly price of the Starter plan?"
+    limits = [
+        "The Starter plan allows 120 requests per minute.",
+        "The Pro plan allows 600 requests per minute.",
+    ]
+    it = make_interaction(query=q, context=limits, answer="I don't know.")
+    price = "The Starter plan costs $49 per month, billed monthly."
+    (piece,) = missed_attribute(q, it, CorpusHit("prices#starter", 0.94, 3, price))
+    assert (piece.name, piece.cause) == ("missed_attribute", "retrieval")
+    assert "prices#starter" in piece.line and "'monthly'" in piece.line
+    # a page that says what the prompt says (pages overlap) does not blame the retriever
+    same = "Starter plan: 120 requests per minute, billed yearly."
+    assert missed_attribute(q, it, CorpusHit("plans#copy", 0.9, 2, same)) == ()
+    assert missed_attribute(q, it, None) == ()

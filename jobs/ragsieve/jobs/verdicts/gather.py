@@ -151,11 +151,13 @@ def dropped(
     it: RagInteraction, question: str, threshold: float, context_best: float
 ) -> tuple[Piece, ...]:
     """A chunk the retriever returned that answers the question (at least as well as the
-    prompt's best) but did not reach the prompt."""
+    prompt's best) but did not reach the prompt. Scored with the prompt's chunks, as the context
+    judge scores a trace's chunks: a term every chunk shares is the topic for all of them."""
     cut = [d for d in it.documents if d.in_prompt is False and d.content]
     if not cut or not question.strip():
         return ()
-    scored = chunk_evidence(question, [d.content or "" for d in cut])
+    shown = [d.content or "" for d in it.context if d.content]
+    scored = chunk_evidence(question, [*shown, *(d.content or "" for d in cut)])[len(shown) :]
     best = max(zip(cut, scored, strict=True), key=lambda p: p[1].score)
     doc, ev = best
     if ev.score < threshold or ev.score < context_best:

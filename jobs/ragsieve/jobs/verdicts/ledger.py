@@ -12,6 +12,10 @@ cause with a weight:
   ``generation`` (``answer_in_prompt``: the model had what it said and still got it wrong);
 - ``rival``: an observed chunk the retriever missed that answers the question at least as well
   as the prompt's best, though not clearly better (so the rule did not name it): ``retrieval``;
+- ``missed_attribute``: for a refusal blamed on a chunk of the prompt, an observed chunk the
+  retriever missed that answers clearly better and holds what the question asks that no chunk
+  of the prompt holds (the prompt was about the topic; the refusal was right for it):
+  ``retrieval``;
 - ``dropped``: a chunk the retriever returned that answers the question but did not reach the
   prompt (a reranker or a context budget dropped it): ``retrieval``;
 - ``golden``: the golden set's relevant chunks for the same question, none of which reached the
@@ -41,6 +45,7 @@ DEFAULT_WEIGHTS = MappingProxyType(
         "answer_in_prompt": 1.5,
         "rival": 0.6,
         "dropped": 1.5,
+        "missed_attribute": 1.5,
         "golden": 0.8,
         "review": 3.0,
         "margin": 0.5,
@@ -49,7 +54,10 @@ DEFAULT_WEIGHTS = MappingProxyType(
 """Each piece's weight, and the lead the heaviest cause needs to be stated (``margin``).
 Chosen on the tune topics of ``bench/service.py`` and ``bench/e2e.py``; ``answer_in_prompt``
 is what every refit (:func:`fit_weights`) on the tuning half with one domain left out chose (six
-service domains, two XQuAD languages: 1.5, from 0.5). ``judges fit`` refits them from reviewed
+service domains, two XQuAD languages: 1.5, from 0.5). ``missed_attribute`` states
+``retrieval`` over the rule's ``abstained_wrongly`` by exactly the margin. Leave-one-domain-out
+over both benches' eight domains pooled (``bench/rootcause_figures.py``), no refit on the other
+seven tuning halves moves any weight or the margin. ``judges fit`` refits them from reviewed
 root causes."""
 
 

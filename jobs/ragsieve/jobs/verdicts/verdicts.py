@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from ragsieve.collector.store import Store
+from ragsieve.evaluators.judges.offline.context import asked_gap
 from ragsieve.evaluators.judges.offline.conversation import judged_question
 from ragsieve.evaluators.judges.offline.faithfulness import FaithfulnessJudge
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
@@ -42,6 +43,10 @@ from ragsieve.jobs.verdicts.gather import (
 )
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, Piece
 from ragsieve.jobs.verdicts.rootcause import Expectation
+
+# share of what a question asks (its weighted key terms) that a refusal's missed page must hold
+# and the prompt must lack for the refusal to read as the retriever's (``missed_attribute``)
+ATTRIBUTE_GAP = 0.15
 
 
 @dataclass
@@ -114,12 +119,19 @@ def decide_all(
             expected, category = golden.lookup(it.query or "")
             verdict = decide(it, results, thresholds, expected=expected)
         rival: CorpusHit | None = None
+        refused: tuple[Piece, ...] = ()
         if corpus is not None and (it.query or "").strip():
-            found, rival = _search(corpus, searched, it, verdict, thresholds)
+            found, rival, refused = _search(corpus, searched, it, verdict, thresholds)
             if found is not None:
                 verdict = decide(it, results, thresholds, expected=expected, corpus=found)
         verdict, pieces = _weighed(
-            it, results, thresholds, verdict, (expected, found), (corpus, golden, rival, reviewed)
+            it,
+            results,
+            thresholds,
+            verdict,
+            (expected, found),
+            (corpus, golden, rival, reviewed),
+            refused,
         )
         missing = tuple(sorted(set(versions) - done.get(p.trace_id, set())))
         out.append(Decision(p, it, results, verdict, category, missing))
@@ -142,13 +154,14 @@ def _weighed(
     verdict: Verdict,
     known: tuple[Expectation, CorpusAnswer | None],
     sources: tuple[ObservedCorpus | None, GoldenIndex | None, CorpusHit | None, Reviewed],
+    found_pieces: tuple[Piece, ...] = (),
 ) -> tuple[Verdict, tuple[Piece, ...]]:
     """A failure decided again with the evidence beyond the judges (:mod:`gather`), weighed
     with the rule's; a pass, or a failure with no such evidence, stays as it was."""
     if verdict.outcome != "fail":
         return verdict, ()
     corpus, golden, rival, reviewed = sources
-    pieces = _pieces(it, results, verdict, corpus, thresholds, golden, rival)
+    pieces = found_pieces + _pieces(it, results, verdict, corpus, thresholds, golden, rival)
     pieces += review_piece(it, reviewed.causes)
     if not pieces:
         return verdict, ()
@@ -184,17 +197,21 @@ def _search(
     it: RagInteraction,
     verdict: Verdict,
     thresholds: dict[str, float],
-) -> tuple[CorpusAnswer | None, CorpusHit | None]:
+) -> tuple[CorpusAnswer | None, CorpusHit | None, tuple[Piece, ...]]:
     """Ask the observed corpus for the chunk the retriever missed: when nothing relevant reached
     the prompt, one that answers the question; when an answer is unfaithful to relevant chunks,
     one that answers the question better and holds what the answer says (``None``: not asked).
-    Second: a chunk that answers as well as the prompt without deciding it (evidence only). A
-    refusal blamed on a relevant chunk in the prompt is not searched: on the service bench's
-    tuning half, a chunk elsewhere scored clearly better than the prompt's for 9 of 33 wrong
-    abstentions whose prompt held the answer (pages overlap), so it would not decide them."""
+    Second: a chunk that answers as well as the prompt without deciding it (evidence only).
+    Third, for a refusal blamed on a relevant chunk in the prompt: a chunk elsewhere that
+    answers clearly better and holds what the question asks that no chunk of the prompt holds
+    (:func:`missed_attribute`): the prompt was about the topic, the refusal was right for it,
+    and the retriever missed the page. (A better-scoring chunk alone does not say so: pages
+    overlap, and on the service bench's tuning half one scored clearly better than the prompt's
+    for 9 of 33 wrong abstentions whose prompt held the answer.)"""
     source = needs_source(verdict)
-    if not (needs_corpus(verdict) or source):
-        return None, None
+    refusal = verdict.root_cause == "abstained_wrongly" and not needs_corpus(verdict)
+    if not (needs_corpus(verdict) or source or refusal):
+        return None, None, ()
     ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
     exclude = {d.id for d in it.documents}
     lead = VOUCHED_LEAD if verdict.rescued else 0.0
@@ -207,9 +224,33 @@ def _search(
         )
         holds = partial(judge.holds_answer, it)
     got = corpus.search(asked.text, exclude, ctx_threshold, lead, typed, holds)
+    if refusal:
+        return None, None, missed_attribute(asked.text, it, got.hit)
     if source and got.hit is None:
-        return None, got.rival  # the answer holds nowhere better: the rule stays as it was
-    return CorpusAnswer(got.hit, searched), got.rival
+        return None, got.rival, ()  # the answer holds nowhere better: the rule stays as it was
+    return CorpusAnswer(got.hit, searched), got.rival, ()
+
+
+def missed_attribute(question: str, it: RagInteraction, hit: CorpusHit | None) -> tuple[Piece, ...]:
+    """A refusal's missed page (``retrieval``): ``hit`` answers clearly better than the prompt
+    and holds at least ``ATTRIBUTE_GAP`` of what the question asks (weighted) that no chunk of
+    the prompt holds in any form."""
+    if hit is None:
+        return ()
+    prompt = [d.content or "" for d in it.context if d.content]
+    gap, words = asked_gap(question, prompt, hit.window)
+    if gap < ATTRIBUTE_GAP:
+        return ()
+    shown = ", ".join(f"'{w}'" for w in words[:3])
+    return (
+        Piece(
+            "missed_attribute",
+            "retrieval",
+            f"the observed chunk {hit.chunk_id} answers the question (score {hit.score:.2f}) and"
+            f" holds {shown}, which no chunk of the prompt holds: the prompt was about the"
+            f" topic, the refusal was right for it: '{hit.window[:120]}'",
+        ),
+    )
 
 
 def _pieces(

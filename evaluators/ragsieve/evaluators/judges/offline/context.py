@@ -20,7 +20,13 @@ from ragsieve.evaluators.judges.offline.text.question import (
 )
 from ragsieve.evaluators.judges.offline.text.spelling import misspells
 from ragsieve.evaluators.judges.offline.text.terms import NO_MATCH, Match, TermIndex, key, tokens
-from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, language, rarity, sentences
+from ragsieve.evaluators.judges.offline.text.text import (
+    STOPWORDS,
+    fold,
+    language,
+    rarity,
+    sentences,
+)
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.evaluators.tools.embeddings import embed
@@ -42,6 +48,9 @@ NAME_TRANSLATION_MIN = 0.8  # strength a name's translated match needs to count 
 # holds near ("alternatives" / "substitutes"): only this sure, and worth less than the word itself
 NEAR_WORD_MIN = 0.75
 NEAR_WORD_SHARE = 0.8
+# a question term the window's second sentence names again: the paragraph's topic, worth this
+# share of its weight the second time
+REPEAT_CREDIT = 0.0
 
 
 DEFAULT_WEIGHTS = MappingProxyType({"terms": 0.7, "type": 0.3, "lexical": 0.55, "meaning": 0.45})
@@ -85,7 +94,7 @@ def question_terms(question: str) -> dict[str, tuple[str, float]]:
     out: dict[str, tuple[str, float]] = {}
     names = _name_keys(question)
     for t in tokens(without_preamble(question)):
-        if t in STOPWORDS or len(t) < 2 or t in _QUESTION_WORDS:
+        if t in STOPWORDS or (len(t) < 2 and not t.isdigit()) or t in _QUESTION_WORDS:
             continue
         if key(t) not in names and misspells(t, _FUNCTION):
             continue  # "shold", "waht": a function word misspelt names nothing either
@@ -130,6 +139,67 @@ _QUESTION_WORDS = frozenset(
 )
 _FUNCTION = STOPWORDS | _QUESTION_WORDS
 
+# A yes/no question about a number ("Can my 14-year-old ride?", "¿Puede usarla mi hija de 14
+# años?") is answered by the rule or limit the chunk states for that quantity ("Riders must be
+# at least 16 years old"), which holds another number than the question's.
+LIMIT_STRENGTH = 0.9  # the question's number, answered by a stated limit of the same unit
+LIMIT_GAP_WORDS = 3  # words a limit may hold between its word and its number ("between
+# midnight and 6 am")
+_LIMIT = (
+    r"at\s+least|at\s+most|up\s+to|no\s+more\s+than|no\s+less\s+than|more\s+than|less\s+than"
+    r"|fewer\s+than|older\s+than|younger\s+than|over|under|above|below|minimum|maximum|min|max"
+    r"|between|from|until|till|before|after|within|exceed\w*|al\s+menos|como\s+m[ií]nimo"
+    r"|como\s+m[aá]ximo|hasta|m[aá]s\s+de|menos\s+de|mayor(?:es)?\s+de|menor(?:es)?\s+de"
+    r"|m[ií]nimo|m[aá]ximo|entre|desde|antes\s+de|despu[eé]s\s+de|dentro\s+de|supera\w*"
+)
+_LIMITED_NUMBER = re.compile(
+    rf"(?i)\b(?:{_LIMIT})\b(?:\W+[^\W\d_]+){{0,{LIMIT_GAP_WORDS}}}\W+(\d+(?:[.,]\d+)?)"
+    r"[\s-]*([^\W\d_]+)?"
+)
+_NUMBER_UNIT = re.compile(r"(\d+(?:[.,]\d+)?)[\s-]*([^\W\d_]+)?")
+_WH_WORDS = frozenset(
+    "what which who whom whose when where why how que cual cuales quien quienes cuando donde"
+    " como cuanto cuanta cuantos cuantas".split()
+)
+
+
+def yes_no(question: str) -> bool:
+    """The question asks yes or no: no question word among its first three words."""
+    return not any(w in _WH_WORDS for w in tokens(without_preamble(question))[:3])
+
+
+def _unit_of(text: str, number: str) -> str | None:
+    """The key of the word that follows ``number`` in ``text`` ("14-year-old" → year)."""
+    for m in _NUMBER_UNIT.finditer(fold(text)):
+        if m.group(1).replace(",", "") == number:
+            return key(m.group(2)) if m.group(2) else None
+    return None
+
+
+def _limits(sents: list[str], unit: str | None) -> frozenset[int]:
+    """Sentences that state a limit ("at least 16 years", "hasta 45 minutos") on ``unit``."""
+    out = set()
+    for i, s in enumerate(sents):
+        for m in _LIMITED_NUMBER.finditer(fold(s)):
+            if unit is None or (m.group(2) and key(m.group(2)) == unit):
+                out.add(i)
+    return frozenset(out)
+
+
+def _limit_matches(
+    question: str, terms: dict[str, tuple[str, float]], sents: list[str], found: dict[str, Match]
+) -> dict[str, Match]:
+    """``found`` with each number of a yes/no question that the chunk does not hold credited
+    where the chunk states a limit of the same unit: the rule answers the question."""
+    out = dict(found)
+    for k, (word, _) in terms.items():
+        if not word[:1].isdigit() or out[k].strength > 0:
+            continue
+        where = _limits(sents, _unit_of(question, word))
+        if where:
+            out[k] = Match(LIMIT_STRENGTH, where, "limit", sents[min(where)][:40])
+    return out
+
 
 def _best_window(
     sents: list[str],
@@ -138,16 +208,25 @@ def _best_window(
     kind: str | None,
     question: str,
 ) -> _Window:
-    """The two adjacent sentences holding most of the question's (weighted) key terms."""
+    """The two adjacent sentences holding most of the question's (weighted) key terms, each term
+    counted once however many of the two sentences name it (a paragraph about the question's
+    subject names it in every sentence: that is its topic, not what the question asks)."""
     total = sum(weights.values()) or 1.0
     per_sent = [0.0] * len(sents)
+    held: list[set[str]] = [set() for _ in sents]
     for k, w in weights.items():
         m = found[k]
         for i in m.sentences:
             per_sent[i] += w * m.strength
+            held[i].add(k)
     best_cov, best_i = 0.0, 0
     for i in range(len(sents)):
-        window = per_sent[i] + (per_sent[i + 1] if i + 1 < len(sents) else 0.0)
+        window = per_sent[i]
+        if i + 1 < len(sents):
+            window += sum(
+                weights[k] * found[k].strength * (1.0 if k not in held[i] else REPEAT_CREDIT)
+                for k in held[i + 1]
+            )
         both = min(1.0, window / total)
         if both > best_cov:
             best_cov, best_i = both, i
@@ -200,11 +279,11 @@ def chunk_evidence(
     others = [qlang != "unknown" and language(c) not in ("unknown", qlang) for c in chunks]
     found: list[dict[str, Match]] = []
     names = _name_keys(question)
+    limits = yes_no(question) and any(w[:1].isdigit() for w, _ in terms.values())
     for sents, other in zip(split, others, strict=True):
         index = TermIndex(sents, cross_lingual=other)
-        found.append(
-            {k: _find(index, word, k in names, near_words) for k, (word, _) in terms.items()}
-        )
+        got = {k: _find(index, word, k in names, near_words) for k, (word, _) in terms.items()}
+        found.append(_limit_matches(question, terms, sents, got) if limits else got)
     term_weights = _discriminative(terms, found)
     windows = [
         _best_window(sents, found[n], term_weights, kind, question) for n, sents in enumerate(split)
@@ -227,6 +306,43 @@ def chunk_evidence(
             )
         )
     return out
+
+
+def asked_gap(question: str, prompt: Sequence[str], other: str) -> tuple[float, tuple[str, ...]]:
+    """What ``other`` holds of the question that no chunk of ``prompt`` holds: the weighted
+    share of the question's key terms (and those words) that ``other`` names as written or
+    misspelt while no prompt chunk names them in any form (misspelt, translated, a near word).
+
+    A chunk about the question's topic shares its names with the page that answers; what it
+    lacks is the asked attribute ("unlocked ... at 1 am" where the prompt's chunk is about the
+    same bikes' rental). A large gap says the prompt was about the topic, the other chunk about
+    what was asked."""
+    terms = question_terms(question)
+    total = sum(w for _, w in terms.values())
+    if not total:
+        return 0.0, ()
+    names = _name_keys(question)
+    qlang = language(question)
+    indexes = [
+        TermIndex(
+            sentences(c) or [c],
+            cross_lingual=qlang != "unknown" and language(c) not in ("unknown", qlang),
+        )
+        for c in prompt
+    ]
+    theirs = TermIndex(sentences(other) or [other])
+    gap, missing = 0.0, []
+    for k, (word, w) in terms.items():
+        if theirs.find(word, transposed=True, indel=k not in names).strength < FOUND_AS_WRITTEN:
+            continue
+        if any(_find(ix, word, k in names).strength > 0 for ix in indexes):
+            continue
+        gap += w
+        missing.append(word)
+    return gap / total, tuple(missing)
+
+
+FOUND_AS_WRITTEN = 0.9  # a word found exactly (1) or misspelt (0.9), not translated or near
 
 
 def graded_score(
@@ -324,7 +440,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
-            f"offline-17:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
+            f"offline-18:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
