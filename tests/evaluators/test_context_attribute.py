@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.evaluators.judges.offline.context import (
-    asked_gap,
-    chunk_evidence,
-    question_terms,
-    yes_no,
-)
+from ragsieve.evaluators.judges.offline.context import asked_gap, chunk_evidence, question_terms
+from ragsieve.evaluators.judges.offline.text.asked import yes_no
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 
 THRESHOLD = DEFAULT_THRESHOLDS["context_relevance"]

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.evaluators.judges.offline import context
-from ragsieve.evaluators.judges.offline.context import (
-    NEAR_WORD_MIN,
-    chunk_evidence,
-    question_terms,
-)
+from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
+from ragsieve.evaluators.judges.offline.text import asked
+from ragsieve.evaluators.judges.offline.text.asked import NEAR_WORD_MIN
 from ragsieve.evaluators.judges.offline.text.question import expected_type, without_preamble
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex
 from ragsieve.evaluators.judges.offline.text.text import sentences
@@ -138,7 +135,7 @@ def test_a_question_word_the_chunk_writes_in_other_words_is_found_at_a_discount(
     found = TermIndex(sentences(chunk)).find("alternatives", translate=True)
     assert found.found.startswith("substit") and found.strength >= NEAR_WORD_MIN
     [near] = chunk_evidence(question, [chunk])
-    monkeypatch.setattr(context, "NEAR_WORD_SHARE", 0.0)
+    monkeypatch.setattr(asked, "NEAR_WORD_SHARE", 0.0)
     [exact_only] = chunk_evidence(question, [chunk])
     assert near.terms > exact_only.terms and near.score > exact_only.score
 

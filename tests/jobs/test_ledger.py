@@ -177,7 +177,7 @@ def test_reviewed_root_causes_move_the_weights() -> None:
 
 def test_a_refusals_missed_page_counts_only_when_it_holds_what_the_prompt_lacks() -> None:
     from ragsieve.jobs.verdicts.corpus import CorpusHit
-    from ragsieve.jobs.verdicts.verdicts import missed_attribute
+    from ragsieve.jobs.verdicts.gather import missed_attribute
 
     q = "What is the monthly price of the Starter plan?"
     limits = [

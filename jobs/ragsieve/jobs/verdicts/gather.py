@@ -27,12 +27,15 @@ from typing import Any
 import numpy as np
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
+from ragsieve.evaluators.judges.offline.context import asked_gap, chunk_evidence, question_terms
+from ragsieve.evaluators.judges.offline.conversation import judged_question
 from ragsieve.evaluators.judges.offline.text.terms import key, tokens
 from ragsieve.evaluators.judges.offline.text.text import sentences
-from ragsieve.evaluators.records import RagInteraction
+from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
+from ragsieve.evaluators.records import EvalResult, RagInteraction
+from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.verdicts.corpus import CorpusHit, ObservedCorpus, holds_question
-from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN
+from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN, Verdict
 from ragsieve.jobs.verdicts.ledger import UNDETERMINED, Piece
 
 SOURCE_MIN = 0.7  # share of the answer's own (weighted) words a chunk must hold to be its source
@@ -278,14 +281,73 @@ def context_best(results: Sequence[Any]) -> float:
     return 0.0
 
 
+# share of what a question asks (its weighted key terms) that a refusal's missed page must hold
+# and the prompt must lack for the refusal to read as the retriever's (``missed_attribute``)
+ATTRIBUTE_GAP = 0.15
+
+
+def missed_attribute(question: str, it: RagInteraction, hit: CorpusHit | None) -> tuple[Piece, ...]:
+    """A refusal's missed page (``retrieval``): ``hit`` answers clearly better than the prompt
+    and holds at least ``ATTRIBUTE_GAP`` of what the question asks (weighted) that no chunk of
+    the prompt holds in any form."""
+    if hit is None:
+        return ()
+    prompt = [d.content or "" for d in it.context if d.content]
+    gap, words = asked_gap(question, prompt, hit.window)
+    if gap < ATTRIBUTE_GAP:
+        return ()
+    shown = ", ".join(f"'{w}'" for w in words[:3])
+    return (
+        Piece(
+            "missed_attribute",
+            "retrieval",
+            f"the observed chunk {hit.chunk_id} answers the question (score {hit.score:.2f}) and"
+            f" holds {shown}, which no chunk of the prompt holds: the prompt was about the"
+            f" topic, the refusal was right for it: '{hit.window[:120]}'",
+        ),
+    )
+
+
+def failure_pieces(
+    it: RagInteraction,
+    results: list[EvalResult],
+    verdict: Verdict,
+    corpus: ObservedCorpus | None,
+    thresholds: dict[str, float],
+    golden: GoldenIndex | None,
+    rival: CorpusHit | None,
+) -> tuple[Piece, ...]:
+    """The evidence beyond the judges a failure's root cause weighs (:mod:`gather`); none for
+    a retrieval failure the rule already pinned on a missed chunk."""
+    if verdict.missed_chunk is not None and verdict.root_cause == "retrieval":
+        return ()
+    ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
+    best = context_best(results)
+    seen = f" vs {rival.best_seen:.2f} in the prompt" if rival and rival.best_seen else ""
+    return gather(
+        it,
+        judged_question(it).text,
+        corpus,
+        ctx_threshold,
+        best,
+        golden,
+        rival_piece(rival, seen),
+        verdict.root_cause,
+        verdict.abstained,
+    )
+
+
 __all__ = [
+    "ATTRIBUTE_GAP",
     "answer_source",
     "answer_terms",
     "context_best",
     "dropped",
+    "failure_pieces",
     "gather",
     "golden_chunks",
     "held",
+    "missed_attribute",
     "question_key",
     "review_piece",
     "reviewed_causes",

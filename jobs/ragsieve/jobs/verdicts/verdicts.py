@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from functools import partial
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.judges.offline.context import asked_gap
 from ragsieve.evaluators.judges.offline.conversation import judged_question
 from ragsieve.evaluators.judges.offline.faithfulness import FaithfulnessJudge
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
@@ -35,18 +34,13 @@ from ragsieve.jobs.verdicts.flagging import (
     needs_source,
 )
 from ragsieve.jobs.verdicts.gather import (
-    context_best,
-    gather,
+    failure_pieces,
+    missed_attribute,
     review_piece,
     reviewed_causes,
-    rival_piece,
 )
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, Piece
 from ragsieve.jobs.verdicts.rootcause import Expectation
-
-# share of what a question asks (its weighted key terms) that a refusal's missed page must hold
-# and the prompt must lack for the refusal to read as the retriever's (``missed_attribute``)
-ATTRIBUTE_GAP = 0.15
 
 
 @dataclass
@@ -106,11 +100,7 @@ def decide_all(
         it = records.get(p.trace_id)
         if it is None:
             continue
-        results = [
-            r
-            for r in stored.get(p.trace_id, [])
-            if versions.get(r.evaluator) == r.judge_version or r.evaluator not in versions
-        ]
+        results = _current(stored.get(p.trace_id, []), versions)
         verdict = decide(it, results, thresholds)
         category = "uncategorized"
         expected: Expectation = None
@@ -139,12 +129,26 @@ def decide_all(
         corpora.append(found)
         weighed.append(pieces)
     _agree_rewordings(out, expects, corpora, thresholds, (weighed, reviewed.weights))
+    _hold_partial(out)
+    return out
+
+
+def _current(results: Sequence[EvalResult], versions: Mapping[str, str]) -> list[EvalResult]:
+    """A trace's results from each judge's current version (or from judges not configured)."""
+    return [
+        r
+        for r in results
+        if versions.get(r.evaluator) == r.judge_version or r.evaluator not in versions
+    ]
+
+
+def _hold_partial(out: list[Decision]) -> None:
+    """Only a failure is safe to keep before every judge has answered: any other verdict with a
+    judge still missing stays ``unjudged`` for a later run."""
     for d in out:
         if d.missing and d.verdict.outcome != "fail":
-            # Only a failure is safe to keep before every judge has answered.
             why = f"partial: no usable result yet from {', '.join(d.missing)}"
             d.verdict = Verdict("unjudged", evidence=why, abstained=d.verdict.abstained)
-    return out
 
 
 def _weighed(
@@ -161,7 +165,7 @@ def _weighed(
     if verdict.outcome != "fail":
         return verdict, ()
     corpus, golden, rival, reviewed = sources
-    pieces = found_pieces + _pieces(it, results, verdict, corpus, thresholds, golden, rival)
+    pieces = found_pieces + failure_pieces(it, results, verdict, corpus, thresholds, golden, rival)
     pieces += review_piece(it, reviewed.causes)
     if not pieces:
         return verdict, ()
@@ -229,57 +233,6 @@ def _search(
     if source and got.hit is None:
         return None, got.rival, ()  # the answer holds nowhere better: the rule stays as it was
     return CorpusAnswer(got.hit, searched), got.rival, ()
-
-
-def missed_attribute(question: str, it: RagInteraction, hit: CorpusHit | None) -> tuple[Piece, ...]:
-    """A refusal's missed page (``retrieval``): ``hit`` answers clearly better than the prompt
-    and holds at least ``ATTRIBUTE_GAP`` of what the question asks (weighted) that no chunk of
-    the prompt holds in any form."""
-    if hit is None:
-        return ()
-    prompt = [d.content or "" for d in it.context if d.content]
-    gap, words = asked_gap(question, prompt, hit.window)
-    if gap < ATTRIBUTE_GAP:
-        return ()
-    shown = ", ".join(f"'{w}'" for w in words[:3])
-    return (
-        Piece(
-            "missed_attribute",
-            "retrieval",
-            f"the observed chunk {hit.chunk_id} answers the question (score {hit.score:.2f}) and"
-            f" holds {shown}, which no chunk of the prompt holds: the prompt was about the"
-            f" topic, the refusal was right for it: '{hit.window[:120]}'",
-        ),
-    )
-
-
-def _pieces(
-    it: RagInteraction,
-    results: list[EvalResult],
-    verdict: Verdict,
-    corpus: ObservedCorpus | None,
-    thresholds: dict[str, float],
-    golden: GoldenIndex | None,
-    rival: CorpusHit | None,
-) -> tuple[Piece, ...]:
-    """The evidence beyond the judges a failure's root cause weighs (:mod:`gather`); none for
-    a retrieval failure the rule already pinned on a missed chunk."""
-    if verdict.missed_chunk is not None and verdict.root_cause == "retrieval":
-        return ()
-    ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
-    best = context_best(results)
-    seen = f" vs {rival.best_seen:.2f} in the prompt" if rival and rival.best_seen else ""
-    return gather(
-        it,
-        judged_question(it).text,
-        corpus,
-        ctx_threshold,
-        best,
-        golden,
-        rival_piece(rival, seen),
-        verdict.root_cause,
-        verdict.abstained,
-    )
 
 
 def _agree_rewordings(

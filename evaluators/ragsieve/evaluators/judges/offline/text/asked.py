@@ -1,0 +1,133 @@
+"""What a question asks, read from its words: its key terms (rarity-weighted, question and
+function words left out), its names, and for a yes/no question about a number the limits a
+text states that answer it. Context relevance and the root cause's corpus search share them."""
+
+from __future__ import annotations
+
+import re
+
+from ragsieve.evaluators.judges.offline.text.question import without_preamble
+from ragsieve.evaluators.judges.offline.text.spelling import misspells
+from ragsieve.evaluators.judges.offline.text.terms import NO_MATCH, Match, TermIndex, key, tokens
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, rarity
+
+# a name ("Tonkin", "Tennessee") is written alike in both languages or translated word for word;
+# the encoder's nearest word of another language ("Poopó", "secuoya") is a neighbour, not the name
+NAME_TRANSLATION_MIN = 0.8  # strength a name's translated match needs to count at all
+# a question word the chunk writes with another word of the same language that the encoder
+# holds near ("alternatives" / "substitutes"): only this sure, and worth less than the word itself
+NEAR_WORD_MIN = 0.75
+NEAR_WORD_SHARE = 0.8
+
+_QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how que cual cuales quien quienes cuando donde"
+    " como cuanto cuanta cuantos cuantas por"
+    # how people ask at a service desk: the verbs carry the asking, not what is asked about
+    " need needs bring do does did can could will would should get hay hace hacer falta pasa"
+    " pasan tengo tiene tienen puedo puede pueden necesito necesita necesitan quiero saber"
+    " llevar traer darse debo".split()
+)
+_FUNCTION = STOPWORDS | _QUESTION_WORDS
+
+
+def question_terms(question: str) -> dict[str, tuple[str, float]]:
+    """key -> (a word of the question, rarity weight) for the question's content words (a
+    lead-in such as "Quick question:" or "Quisiera saber:" asks, it names nothing)."""
+    out: dict[str, tuple[str, float]] = {}
+    names = name_keys(question)
+    for t in tokens(without_preamble(question)):
+        if t in STOPWORDS or (len(t) < 2 and not t.isdigit()) or t in _QUESTION_WORDS:
+            continue
+        if key(t) not in names and misspells(t, _FUNCTION):
+            continue  # "shold", "waht": a function word misspelt names nothing either
+        w = 2.5 if t[0].isdigit() else rarity(t)
+        if key(t) not in out or out[key(t)][1] < w:
+            out[key(t)] = (t, w)
+    return out
+
+
+def name_keys(question: str) -> set[str]:
+    """Keys of the question's names: capitalised words after its first word."""
+    words = re.findall(r"[^\W\d_][\w'-]*", question)
+    return {key(t) for w in words[1:] if w[:1].isupper() for t in tokens(w)}
+
+
+# A yes/no question about a number ("Can my 14-year-old ride?", "¿Puede usarla mi hija de 14
+# años?") is answered by the rule or limit the chunk states for that quantity ("Riders must be
+# at least 16 years old"), which holds another number than the question's.
+LIMIT_STRENGTH = 0.9  # the question's number, answered by a stated limit of the same unit
+LIMIT_GAP_WORDS = 3  # words a limit may hold between its word and its number ("between
+# midnight and 6 am")
+_LIMIT = (
+    r"at\s+least|at\s+most|up\s+to|no\s+more\s+than|no\s+less\s+than|more\s+than|less\s+than"
+    r"|fewer\s+than|older\s+than|younger\s+than|over|under|above|below|minimum|maximum|min|max"
+    r"|between|from|until|till|before|after|within|exceed\w*|al\s+menos|como\s+m[ií]nimo"
+    r"|como\s+m[aá]ximo|hasta|m[aá]s\s+de|menos\s+de|mayor(?:es)?\s+de|menor(?:es)?\s+de"
+    r"|m[ií]nimo|m[aá]ximo|entre|desde|antes\s+de|despu[eé]s\s+de|dentro\s+de|supera\w*"
+)
+_LIMITED_NUMBER = re.compile(
+    rf"(?i)\b(?:{_LIMIT})\b(?:\W+[^\W\d_]+){{0,{LIMIT_GAP_WORDS}}}\W+(\d+(?:[.,]\d+)?)"
+    r"[\s-]*([^\W\d_]+)?"
+)
+_NUMBER_UNIT = re.compile(r"(\d+(?:[.,]\d+)?)[\s-]*([^\W\d_]+)?")
+_WH_WORDS = frozenset(
+    "what which who whom whose when where why how que cual cuales quien quienes cuando donde"
+    " como cuanto cuanta cuantos cuantas".split()
+)
+
+
+def yes_no(question: str) -> bool:
+    """The question asks yes or no: no question word among its first three words."""
+    return not any(w in _WH_WORDS for w in tokens(without_preamble(question))[:3])
+
+
+def _unit_of(text: str, number: str) -> str | None:
+    """The key of the word that follows ``number`` in ``text`` ("14-year-old" → year)."""
+    for m in _NUMBER_UNIT.finditer(fold(text)):
+        if m.group(1).replace(",", "") == number:
+            return key(m.group(2)) if m.group(2) else None
+    return None
+
+
+def _limits(sents: list[str], unit: str | None) -> frozenset[int]:
+    """Sentences that state a limit ("at least 16 years", "hasta 45 minutos") on ``unit``."""
+    out = set()
+    for i, s in enumerate(sents):
+        for m in _LIMITED_NUMBER.finditer(fold(s)):
+            if unit is None or (m.group(2) and key(m.group(2)) == unit):
+                out.add(i)
+    return frozenset(out)
+
+
+def limit_matches(
+    question: str, terms: dict[str, tuple[str, float]], sents: list[str], found: dict[str, Match]
+) -> dict[str, Match]:
+    """``found`` with each number of a yes/no question that the chunk does not hold credited
+    where the chunk states a limit of the same unit: the rule answers the question."""
+    out = dict(found)
+    for k, (word, _) in terms.items():
+        if not word[:1].isdigit() or out[k].strength > 0:
+            continue
+        where = _limits(sents, _unit_of(question, word))
+        if where:
+            out[k] = Match(LIMIT_STRENGTH, where, "limit", sents[min(where)][:40])
+    return out
+
+
+def find_term(index: TermIndex, word: str, name: bool, near_words: bool = True) -> Match:
+    """``index.find(word)``; a name's translated match counts only when it is near certain; a
+    word (not a name) found nowhere may be found as a near word of the chunk's own language."""
+    m = index.find(word, transposed=True, indel=not name)  # a person's question: "Heniz"
+    if name and m.via == "translation" and m.strength < NAME_TRANSLATION_MIN:
+        return NO_MATCH
+    if name and not m.strength:  # "Chinese" where the chunk writes "China"
+        return index.find_kin(word)
+    if near_words and not m.strength and not name and not index.cross_lingual:
+        # a word the chunk writes in other words the encoder holds near-certain ("alternatives"
+        # for "substitutes", "philanthropy" for "generous"): found, at a discount
+        near = index.find(word, translate=True)
+        if near.strength >= NEAR_WORD_MIN:
+            return Match(
+                round(near.strength * NEAR_WORD_SHARE, 4), near.sentences, "near", near.found
+            )
+    return m
