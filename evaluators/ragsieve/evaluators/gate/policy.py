@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.gate.experiments import ConfigValue
-from ragsieve.evaluators.golden.runs import paused_gc
+from ragsieve.evaluators.golden.runs import LazyJson, paused_gc
 from ragsieve.evaluators.golden.sets import first_error
 from ragsieve.evaluators.metrics import parse_metric
 from ragsieve.evaluators.records import GoldenRole
@@ -128,7 +128,7 @@ _PER_QUERY_PARTS: dict[str, msgspec.json.Decoder[Any]] = {
 }
 
 
-class PerQuery(Mapping[str, dict[str, float]]):
+class PerQuery(LazyJson[dict[str, float]]):
     """A results file's ``per_query``: query id → metric → value, each row checked when the
     file is read and kept as its JSON text, decoded (in C) when read.
 
@@ -139,19 +139,7 @@ class PerQuery(Mapping[str, dict[str, float]]):
     def __init__(self, rows: Mapping[str, msgspec.Raw]) -> None:
         for raw in rows.values():
             _ROW.decode(raw)  # a value that is not a number is refused now, not when gated
-        self._raw = rows
-
-    def __getitem__(self, qid: str) -> dict[str, float]:
-        return _ROW.decode(self._raw[qid])
-
-    def __contains__(self, qid: object) -> bool:
-        return qid in self._raw
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._raw)
-
-    def __len__(self) -> int:
-        return len(self._raw)
+        super().__init__(rows, _ROW)
 
 
 def load_results(path: str | Path) -> EvalResults:

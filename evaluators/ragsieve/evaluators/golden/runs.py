@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
@@ -63,6 +63,7 @@ class _RawRunLine(msgspec.Struct):
 
 _RAW_LINE = msgspec.json.Decoder(_RawRunLine)
 _IDS = msgspec.json.Decoder(list[str])
+_T = TypeVar("_T")
 _SCORES = msgspec.json.Decoder(list[float] | None)
 
 
@@ -83,7 +84,29 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-class RunFile(Mapping[str, list[str]]):
+class LazyJson(Mapping[str, _T]):
+    """``key → value``, each value kept as its JSON text and decoded (in C) by ``decoder`` when
+    read; each read returns a new object. Large files stay as their bytes, not as millions of
+    Python objects (:class:`RunFile`, ``gate.policy.PerQuery``)."""
+
+    def __init__(self, raw: Mapping[str, msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> None:
+        self._raw = raw
+        self._decoder = decoder
+
+    def __getitem__(self, key: str) -> _T:
+        return self._decoder.decode(self._raw[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+class RunFile(LazyJson[list[str]]):
     """A checked run file: ``query id → chunk ids in rank order``, in file order.
 
     Each ranking is kept as its JSON text and decoded (in C) when read: 100,000 rankings of 100
@@ -92,19 +115,7 @@ class RunFile(Mapping[str, list[str]]):
     """
 
     def __init__(self, rankings: Mapping[str, msgspec.Raw]) -> None:
-        self._raw = dict(rankings)
-
-    def __getitem__(self, qid: str) -> list[str]:
-        return _IDS.decode(self._raw[qid])
-
-    def __contains__(self, qid: object) -> bool:
-        return qid in self._raw
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._raw)
-
-    def __len__(self) -> int:
-        return len(self._raw)
+        super().__init__(dict(rankings), _IDS)
 
 
 def load_run(path: str | Path) -> Mapping[str, list[str]]:
