@@ -22,13 +22,16 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from settle_scale import extract  # noqa: E402  (the baseline tree, as the settle bench takes it)
+
 OUT = ROOT / "bench" / "results" / "gate_memory.json"
 SIZES = (20_000, 50_000, 200_000)
 WORDS = ("invoice", "seat", "refund", "SSO", "export", "webhook", "quota", "region", "audit")
@@ -112,15 +115,6 @@ def one_side(files: dict[str, Path], folder: Path, src: Path | None) -> dict[str
     side["gate"] = gate
     side["results_mib"] = round((folder / "base.json").stat().st_size / 2**20, 1)
     return side
-
-
-def extract(rev: str, into: Path) -> Path:
-    """The source tree at ``rev`` (``git archive``), for the baseline."""
-    archive = into / "src.tar"
-    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), rev], check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into / "src", filter="data")
-    return into / "src"
 
 
 def main() -> None:
