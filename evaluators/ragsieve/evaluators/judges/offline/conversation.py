@@ -263,10 +263,17 @@ def _anaphoric(folded: str) -> bool:
     return bool(said & _ANAPHORS or _THERE.search(folded))
 
 
+def names_its_subject(typed: str) -> bool:
+    """No anaphor and no elliptic opening ("And if I'm late?", "¿Y eso?"): what the turn asks
+    about, it names in its own words ("Is there a yearly option?"), however few."""
+    folded = fold(typed)
+    return not (_anaphoric(folded) or _ELLIPTIC_START.match(folded))
+
+
 def _elliptical(typed: str, kind: TurnKind) -> bool:
     """A turn that does not stand alone: not a question, an anaphor or an elliptic opening,
     or too few content words to name its subject."""
-    if kind != "question" or _anaphoric(fold(typed)) or _ELLIPTIC_START.match(fold(typed)):
+    if kind != "question" or not names_its_subject(typed):
         return True
     return len(content_words(typed)) < SELF_CONTAINED_WORDS
 
@@ -384,14 +391,6 @@ def best_reading(asked: JudgedQuestion, judge: Callable[[str], list[T]]) -> list
 
 
 __all__ = [
-    "best_reading",
-    "JudgedQuestion",
-    "QuestionSource",
-    "TurnKind",
-    "app_rewrite",
-    "carried_words",
-    "goes_on",
-    "open_topic",
-    "judged_question",
-    "turn_kind",
-]
+    "best_reading", "JudgedQuestion", "QuestionSource", "TurnKind", "app_rewrite", "carried_words",
+    "goes_on", "names_its_subject", "open_topic", "judged_question", "turn_kind",
+]  # fmt: skip

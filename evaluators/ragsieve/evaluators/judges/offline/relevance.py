@@ -23,13 +23,18 @@ from ragsieve.evaluators.judges.offline.conversation import (
     JudgedQuestion,
     in_user_voice,
     judged_question,
+    names_its_subject,
 )
 from ragsieve.evaluators.judges.offline.sources import (
     HEADING_SHARE,
     HEADING_TYPED,
+    OFF_CONVERSATION_SCORE,
     WRONG_SOURCE_SCORE,
     continues_last_reply,
+    fits_turn,
     heading_match,
+    leaves_conversation,
+    source_sentences,
     source_titles,
     term_coverage,
     wrong_source,
@@ -63,10 +68,14 @@ MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
 MEANING_FLOOR = 0.05  # question-answer cosine at or below this: about something else
 MEANING_SPAN = 0.25  # ... and at floor + span: clearly about the question
 MISSING_TYPE_FACTOR = 0.7
+ABOUT_ELSE = 0.3  # addressed below this: the answer is about something else than the question
 GOES_ON_ADDRESSED = 0.6  # a reply going on from the last reply's passage addresses a follow-up
 MEANING_SHARE = 0.7  # closeness in meaning alone (the same topic) is not a full answer
 SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
 SHORT_TYPED_ADDRESSED = 0.6
+RESTATED_SHARE = 0.9  # an answer restating a passage sentence addresses what that sentence does
+RESTATED_MIN = 0.5  # ... when the sentence holds most of the question's key terms
+OWN_TERM_RARITY = 1.0  # a follow-up's word this rare names what it asks (as in carried_words)
 
 
 # "what ...?" / "which ...?" (anywhere: "In what century ...?") asked for no particular type: a
@@ -147,16 +156,34 @@ def _addressed(question: str, answer: str, sents: list[str]) -> tuple[float, flo
     return coverage, cosine, max(coverage, MEANING_SHARE * meaning)
 
 
+def _own_terms(typed: str) -> list[str]:
+    """The words a follow-up names what it asks by (as rare as a carried word must be): an
+    answer that touches none of them does not answer it through the words carried over."""
+    return [w for w, weight in question_terms(typed).values() if weight >= OWN_TERM_RARITY]
+
+
 def evidence(
-    question: str, answer: str, sents: list[str], asks: bool = True, titles: Sequence[str] = ()
+    question: str,
+    answer: str,
+    sents: list[str],
+    asks: bool = True,
+    titles: Sequence[str] = (),
+    restates: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The evidence the score combines (each in [0, 1]) and what it was read from; a turn that
     ``asks`` nothing (a statement, thanks) expects no particular type of answer. ``titles``: the
-    sections of the retrieved chunks the answer was taken from (:func:`source_titles`), which
-    can show what it answers."""
+    sections of the retrieved chunks the answer was taken from (:func:`source_titles`), and
+    ``restates``: the passage sentences it restates (:func:`source_sentences`); both can show
+    what it answers in the passage's words where the answer leaves them out."""
     coverage, cosine, addressed = _addressed(question, answer, sents)
     heading, title = heading_match(question, titles)
     addressed = max(addressed, HEADING_SHARE * heading)
+    if restates:  # "Press the red button." restates "Damage is reported with the red button."
+        # in the question's terms only: a passage sentence on the same topic is near in meaning
+        index = TermIndex(list(restates), cross_lingual=language(question) != language(answer))
+        said = term_coverage(question_terms(question), index)
+        if said >= RESTATED_MIN:  # a word in common is not what the passage sentence is about
+            addressed = max(addressed, RESTATED_SHARE * said)
     terms = question_terms(question)
     new = [t for s in sents for t in content_words(s) if key(t) not in terms]
     kind = expected_type(question) if asks else None
@@ -205,7 +232,7 @@ def combine(
 
 def _notes(ev: Mapping[str, Any]) -> list[str]:
     notes = []
-    if ev["addressed"] < 0.3:
+    if ev["addressed"] < ABOUT_ELSE:
         notes.append("the answer is about something else than the question")
     if ev["heading"]:
         notes.append(f"taken from the section {ev['title'][:80]!r}, which matches the question")
@@ -217,59 +244,6 @@ def _notes(ev: Mapping[str, Any]) -> list[str]:
     if ev["specificity"] < 0.3:
         notes.append("the answer is generic (few specific names, numbers or terms)")
     return notes
-
-
-ACKNOWLEDGED = 0.9  # any reply that does not decline fits "ok" / "thanks!"
-FIT_FLOOR = 0.3  # share of a reply's words from the conversation and context: fits nothing
-FIT_SPAN = 0.4  # ... and at floor + span, fits the statement fully
-OFF_CONVERSATION_WORDS = 3  # content words a reply needs before its words can show it off topic
-OFF_CONVERSATION_SCORE = 0.3  # at most this for a reply that leaves the conversation
-
-
-def shared_with_conversation(
-    asked: JudgedQuestion, answer: str, context: list[str]
-) -> tuple[float, int] | None:
-    """``(share, words)``: the share of the reply's content words (weighed by rarity) that the
-    turn, the last turns or the retrieved context hold, and how many content words it has;
-    None when it has none ("Sure.")."""
-    said = [asked.typed, *(m.content for m in asked.last_turns), *context]
-    pool = {key(w) for text in said for w in content_words(text)}
-    words = {key(w): w for w in content_words(answer)}
-    if not words:
-        return None
-    total = sum(rarity(w) for w in words.values())
-    return sum(rarity(w) for k, w in words.items() if k in pool) / total, len(words)
-
-
-def fits_turn(
-    asked: JudgedQuestion, answer: str, context: list[str], score: float, abstained: bool
-) -> float:
-    """A reply to a turn that asks nothing fits it unless it declines or leaves the
-    conversation: to an acknowledgement anything else fits; to a statement, a reply whose
-    words (weighed by rarity) come from the turn, the last turns or the retrieved context."""
-    if abstained:
-        return score
-    if asked.kind == "acknowledgement":
-        return max(score, ACKNOWLEDGED)
-    shared = shared_with_conversation(asked, answer, context)
-    if shared is None:
-        return max(score, ACKNOWLEDGED)  # "Sure." / "Of course!"
-    on_topic = float(np.clip((shared[0] - FIT_FLOOR) / FIT_SPAN, 0.0, 1.0))
-    return max(score, on_topic)
-
-
-def leaves_conversation(asked: JudgedQuestion, answer: str, context: list[str]) -> bool:
-    """A reply to a follow-up question that shares (almost) none of its words with the
-    question, the last turns or the passages, in their language: it belongs to another
-    conversation, however fluent ("Schools must provide the information." to a question about
-    VA health care). Short replies ("Yes, you can.") carry too little to tell."""
-    if not asked.last_turns or not context:
-        return False
-    lang = language(answer)
-    if lang == "unknown" or lang != language(" ".join([asked.text, *context])):
-        return False
-    shared = shared_with_conversation(asked, answer, context)
-    return shared is not None and shared[1] >= OFF_CONVERSATION_WORDS and shared[0] < FIT_FLOOR
 
 
 def _limits(
@@ -305,6 +279,34 @@ def _limits(
     )
 
 
+def _read(
+    asked: JudgedQuestion,
+    answer: str,
+    sents: list[str],
+    context: list[str],
+    abstained: bool,
+    meta: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The evidence of each reading of the turn that may count (noted in ``meta``): carried
+    words are a guess at what a follow-up leaves out, so the better reading counts, unless the
+    follow-up names what it asks ("Is there a yearly option?") and the answer is about
+    something else than that."""
+    readings = [asked.text, asked.typed] if asked.source == "resolved" else [asked.text]
+    # the same for every reading of the question
+    titles, restates = source_titles(sents, context), source_sentences(sents, context)
+    judged = [evidence(q, answer, sents, asked.is_question, titles, restates) for q in readings]
+    leans = asked.follows_up and asked.source in ("resolved", "typed")
+    own = _own_terms(asked.typed) if leans and names_its_subject(asked.typed) else []
+    if own and judged[-1]["addressed"] < ABOUT_ELSE:  # the last reading is the typed turn
+        meta["unanswered_own_terms"] = own
+        return judged[-1:]
+    if not abstained and continues_last_reply(asked, answer, context):
+        # the follow-up asks about what the last reply's passage is on, and it goes on there
+        meta["goes_on_from_last_reply"] = True
+        return [{**ev, "addressed": max(ev["addressed"], GOES_ON_ADDRESSED)} for ev in judged]
+    return judged
+
+
 class AnswerRelevanceJudge(OfflineJudge):
     """Does the answer address what was asked? (deterministic heuristic, no LLM)
 
@@ -327,8 +329,6 @@ class AnswerRelevanceJudge(OfflineJudge):
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning
         question, answer = asked.text, interaction.answer or ""
-        # carried words are a guess at what a follow-up leaves out: the better reading counts
-        readings = [question, asked.typed] if asked.source == "resolved" else [question]
         if not question.strip() or not answer.strip():
             return self.result(
                 interaction, "skipped", None, "no question" if not question.strip() else "no answer"
@@ -340,12 +340,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         sents = [s for s in sentences(answer) if s not in parsed.suspicious] or [answer]
         chunks = chunk_texts(interaction)
         context = [c for _, _, c in chunks]
-        titles = source_titles(sents, context)  # the same for every reading of the question
-        judged = [evidence(q, answer, sents, asked.is_question, titles) for q in readings]
-        if not parsed.abstained and continues_last_reply(asked, answer, context):
-            # the follow-up asks about what the last reply's passage is on, and it goes on there
-            judged = [{**ev, "addressed": max(ev["addressed"], GOES_ON_ADDRESSED)} for ev in judged]
-            meta["goes_on_from_last_reply"] = True
+        judged = _read(asked, answer, sents, context, parsed.abstained, meta)
         # a reply that only asks a question in the user's voice (a page's heading copied out:
         # "Am I eligible for ...?") answers nothing, like a refusal
         echoes = all(s.rstrip().endswith("?") and in_user_voice(s) for s in sents)
@@ -370,6 +365,9 @@ class AnswerRelevanceJudge(OfflineJudge):
         if self.calibration:
             meta["calibration"] = self.calibration
         notes = [*(_notes(ev) if asked.is_question else []), *said]
+        if meta.get("unanswered_own_terms"):
+            own = ", ".join(meta["unanswered_own_terms"])
+            notes.append(f"nothing on {own}, which the turn asks about")
         if meta.get("goes_on_from_last_reply"):
             notes.append("a follow-up answered from the passage the last reply came from")
         label = "relevant" if score >= self.threshold else "irrelevant"

@@ -17,7 +17,12 @@ import numpy as np
 from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
 from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES, JudgedQuestion
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
-from ragsieve.evaluators.judges.offline.text.text import content_words, language, sentences
+from ragsieve.evaluators.judges.offline.text.text import (
+    content_words,
+    language,
+    rarity,
+    sentences,
+)
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.tools.embeddings import embed
 
@@ -25,6 +30,7 @@ from ragsieve.evaluators.tools.embeddings import embed
 # an answer taken from a section whose title matches the question addresses it, in the page's
 # words rather than the question's
 SOURCE_SHARE = 0.6  # share of an answer sentence's words one chunk sentence holds: its source
+_CLAUSE = re.compile(r"(?<=[,;:])\s+|\s+(?=\((?!\d))")  # where a sentence's clauses part
 HEADING_MAX_WORDS = 10  # an unpunctuated line this short titles what follows (a question: 20)
 HEADING_MIN = 0.5  # a title that matches the question less than this says nothing
 HEADING_SHARE = 0.9  # a matching title is nearly as good as the answer restating the question
@@ -43,20 +49,47 @@ def _is_heading(sent: str) -> bool:
     return n <= HEADING_MAX_WORDS and sent[:1].isupper() and not _ENDS_CLAUSE.search(sent)
 
 
-def source_titles(sents: list[str], context: Sequence[str]) -> list[str]:
-    """The titles of the chunk sections the answer's sentences were taken from: for each answer
-    sentence, a chunk sentence holding most of its words, then the nearest title above it."""
+def _source_lines(sents: list[str], context: Sequence[str]) -> list[tuple[list[str], int]]:
+    """``(chunk sentences, position)`` of every chunk sentence that holds most of the words of
+    one of the answer's sentences (those of two content words or more): where it was taken from."""
     answer_keys = [ks for s in sents if len(ks := {key(w) for w in content_words(s)}) >= 2]
-    found: list[str] = []
+    found: list[tuple[list[str], int]] = []
     for chunk in context:
         lines = sentences(chunk)
         keys = [{key(w) for w in content_words(line)} for line in lines]
-        for i, have in enumerate(keys):
-            if not any(len(ks & have) >= SOURCE_SHARE * len(ks) for ks in answer_keys):
-                continue
-            title = next((lines[j] for j in range(i - 1, -1, -1) if _is_heading(lines[j])), None)
-            if title is not None and title not in found:
-                found.append(title)
+        found += [
+            (lines, i)
+            for i, have in enumerate(keys)
+            if any(len(ks & have) >= SOURCE_SHARE * len(ks) for ks in answer_keys)
+        ]
+    return found
+
+
+def source_titles(sents: list[str], context: Sequence[str]) -> list[str]:
+    """The titles of the chunk sections the answer's sentences were taken from: for each answer
+    sentence, a chunk sentence holding most of its words, then the nearest title above it."""
+    found: list[str] = []
+    for lines, i in _source_lines(sents, context):
+        title = next((lines[j] for j in range(i - 1, -1, -1) if _is_heading(lines[j])), None)
+        if title is not None and title not in found:
+            found.append(title)
+    return found
+
+
+def source_sentences(sents: list[str], context: Sequence[str]) -> list[str]:
+    """The passage clauses the answer's sentences restate, in the passage's own words: "Press the
+    red button on the dock." restates "Damage to a bike is reported with the red button on the
+    dock.", which says what the instruction is for. Only the clauses of that sentence from the
+    first to the last holding the answer's words count: a clause it did not draw on ("..., and
+    the annual pass costs 60 euros") says nothing of what the answer is about."""
+    words = {key(w) for s in sents for w in content_words(s)}
+    found: list[str] = []
+    for lines, i in _source_lines(sents, context):
+        parts = _CLAUSE.split(lines[i])
+        drawn = [j for j, part in enumerate(parts) if words & {key(w) for w in content_words(part)}]
+        span = " ".join(parts[drawn[0] : drawn[-1] + 1]) if drawn else lines[i]
+        if span not in found:
+            found.append(span)
     return found
 
 
@@ -156,12 +189,72 @@ def continues_last_reply(asked: JudgedQuestion, answer: str, context: list[str])
     )
 
 
+# what a reply to a turn that asks nothing fits, and a reply that leaves the conversation: its
+# words (weighed by rarity) come from the turn, the last turns and the passages, or do not
+ACKNOWLEDGED = 0.9  # any reply that does not decline fits "ok" / "thanks!"
+FIT_FLOOR = 0.3  # share of a reply's words from the conversation and context: fits nothing
+FIT_SPAN = 0.4  # ... and at floor + span, fits the statement fully
+OFF_CONVERSATION_WORDS = 3  # content words a reply needs before its words can show it off topic
+OFF_CONVERSATION_SCORE = 0.3  # at most this for a reply that leaves the conversation
+
+
+def shared_with_conversation(
+    asked: JudgedQuestion, answer: str, context: list[str]
+) -> tuple[float, int] | None:
+    """``(share, words)``: the share of the reply's content words (weighed by rarity) that the
+    turn, the last turns or the retrieved context hold, and how many content words it has;
+    None when it has none ("Sure.")."""
+    said = [asked.typed, *(m.content for m in asked.last_turns), *context]
+    pool = {key(w) for text in said for w in content_words(text)}
+    words = {key(w): w for w in content_words(answer)}
+    if not words:
+        return None
+    total = sum(rarity(w) for w in words.values())
+    return sum(rarity(w) for k, w in words.items() if k in pool) / total, len(words)
+
+
+def fits_turn(
+    asked: JudgedQuestion, answer: str, context: list[str], score: float, abstained: bool
+) -> float:
+    """A reply to a turn that asks nothing fits it unless it declines or leaves the
+    conversation: to an acknowledgement anything else fits; to a statement, a reply whose
+    words (weighed by rarity) come from the turn, the last turns or the retrieved context."""
+    if abstained:
+        return score
+    if asked.kind == "acknowledgement":
+        return max(score, ACKNOWLEDGED)
+    shared = shared_with_conversation(asked, answer, context)
+    if shared is None:
+        return max(score, ACKNOWLEDGED)  # "Sure." / "Of course!"
+    on_topic = float(np.clip((shared[0] - FIT_FLOOR) / FIT_SPAN, 0.0, 1.0))
+    return max(score, on_topic)
+
+
+def leaves_conversation(asked: JudgedQuestion, answer: str, context: list[str]) -> bool:
+    """A reply to a follow-up question that shares (almost) none of its words with the
+    question, the last turns or the passages, in their language: it belongs to another
+    conversation, however fluent ("Schools must provide the information." to a question about
+    VA health care). Short replies ("Yes, you can.") carry too little to tell."""
+    if not asked.last_turns or not context:
+        return False
+    lang = language(answer)
+    if lang == "unknown" or lang != language(" ".join([asked.text, *context])):
+        return False
+    shared = shared_with_conversation(asked, answer, context)
+    return shared is not None and shared[1] >= OFF_CONVERSATION_WORDS and shared[0] < FIT_FLOOR
+
+
 __all__ = [
+    "OFF_CONVERSATION_SCORE",
+    "fits_turn",
+    "leaves_conversation",
+    "shared_with_conversation",
     "HEADING_SHARE",
     "HEADING_TYPED",
     "WRONG_SOURCE_SCORE",
     "continues_last_reply",
     "heading_match",
+    "source_sentences",
     "source_titles",
     "term_coverage",
     "wrong_source",

@@ -1,0 +1,64 @@
+"""Answer relevance read through the passages: an instruction that restates a passage sentence
+answers what that sentence is about, and a follow-up's own words are not stood in for by the
+words carried over from earlier turns."""
+
+from __future__ import annotations
+
+from ragsieve.evaluators.judges import get_judge
+from ragsieve.evaluators.judges.offline.sources import source_sentences
+from ragsieve.evaluators.records import Message
+from ragsieve.evaluators.testing import make_interaction
+
+HOLD = "A hold on a library book is cancelled by tapping the cross beside the title in your account."
+CARD = "Library cards are renewed at the front desk with a recent utility bill."
+TAP = "Tap the cross beside the title in your account."
+
+
+async def _relevance(question: str, answer: str, context: tuple[str, ...], **kw):
+    it = make_interaction(query=question, context=context, answer=answer, **kw)
+    [r] = await get_judge("answer_relevance").evaluate(it)
+    return r
+
+
+async def test_an_instruction_restating_the_passage_that_answers_is_relevant() -> None:
+    with_passage = await _relevance("How do I cancel a hold on a book?", TAP, (HOLD, CARD))
+    alone = await _relevance("How do I cancel a hold on a book?", TAP, ())
+    assert with_passage.label == "relevant"
+    assert alone.label == "irrelevant"  # the same words, with nothing to say what they are for
+
+
+async def test_a_restated_passage_sharing_one_word_with_the_question_does_not_answer_it() -> None:
+    r = await _relevance("How do I renew my library card?", TAP, (HOLD, CARD))
+    assert r.label == "irrelevant"
+
+
+def test_only_the_clauses_the_answer_drew_on_are_its_source() -> None:
+    two = "Damage is reported at the front desk, and the yearly pass costs 60 euros."
+    assert source_sentences(["The yearly pass costs 60 euros."], [two]) == [
+        "and the yearly pass costs 60 euros."
+    ]
+    assert source_sentences([TAP], [CARD]) == []
+
+
+FERRY = (
+    Message(role="user", content="How long does the island ferry crossing take?"),
+    Message(role="assistant", content="The crossing takes about 40 minutes."),
+)
+PAGES = (
+    "The island ferry crossing takes about 40 minutes; bicycles travel free on the lower deck.",
+    "A monthly ferry card costs 35 euros and covers unlimited crossings.",
+)
+
+
+async def test_a_follow_up_naming_its_own_subject_is_not_answered_by_the_carried_topic() -> None:
+    off = await _relevance(
+        "Is there a season ticket?", "Bicycles travel free on the lower deck.", PAGES,
+        chat_history=FERRY,
+    )  # fmt: skip
+    on = await _relevance(
+        "And what about bikes?", "Bicycles travel free on the lower deck.", PAGES,
+        chat_history=FERRY,
+    )  # fmt: skip
+    assert off.metadata["question_source"] == on.metadata["question_source"] == "resolved"
+    assert off.label == "irrelevant" and off.metadata["unanswered_own_terms"]
+    assert on.label == "relevant" and "unanswered_own_terms" not in on.metadata
