@@ -42,6 +42,9 @@ from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, entities, la
 from ragsieve.evaluators.records import RagInteraction, normalize_text
 
 _TAG = re.compile(r"\[[A-Z_]+\]")
+# a yes/no answer's particle, capitalised mid-answer ("I think Yes"): one bit two different
+# yes/no questions share by chance, not a made-up value that names this failure
+_ANSWER_WORDS = frozenset({"yes", "no", "si", "sí"})
 CHUNK_OVERLAP = 0.5  # Jaccard of two chunk-id sets that counts as "the same chunks"
 # The merge constants below are fitted only on licence-clean questions (RAGTruth QA, HaluEval QA,
 # MTRAG: MIT, MIT, Apache-2.0) by bench/paraphrase_clean.py. Those sets hold no re-wordings by
@@ -120,7 +123,7 @@ def unsupported_values(answer: str | None, context: Iterable[str], query: str) -
     answer = _TAG.sub(" ", answer)  # a redaction tag ([EMAIL]) is not a value
     ctx = " ".join(context)
     nums = all_values(answer) - all_values(ctx) - all_values(query)
-    names = entities(answer) - entities(ctx) - entities(query)
+    names = entities(answer) - entities(ctx) - entities(query) - _ANSWER_WORDS
     low = ctx.lower()
     return frozenset(nums | {n for n in names if n not in low})
 
