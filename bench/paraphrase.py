@@ -3,6 +3,11 @@
 Usage: ``.venv/bin/python bench/paraphrase.py [--data DIR] [--per-source N]``
 -> prints a table, writes ``bench/results/paraphrase.json``.
 
+These sets' licences (CC BY-SA, or none stated) do not let a number fitted on them ship: the
+shipped merge constants are chosen on licence-clean questions by ``bench/paraphrase_clean.py``,
+which measures its rule on this module's pairs. The fits here are kept as a comparison (what
+the re-wordings themselves would choose), not as the product's constants.
+
 Pairs are re-wordings written by different people, against hard negatives (another question on
 the same document or in the same conversation):
 

@@ -250,6 +250,22 @@ def test_unsupported_values_ignore_redaction_tags_and_what_the_context_holds() -
     assert unsupported_values(None, ["x"], "q") == frozenset()
 
 
+def test_a_yes_or_no_is_not_a_made_up_value() -> None:
+    """Two different yes/no questions answered "The answer is Yes." share no made-up value: a
+    capitalised answer particle is one bit, not a name; a name beside it still counts."""
+    ctx = ["The wolves chased Jack Brown across the valley."]
+    assert unsupported_values("The answer is Yes.", ctx, "Was the wolf killed?") == frozenset()
+    assert unsupported_values("I think No.", ctx, "Was the moon bright?") == frozenset()
+    found = unsupported_values("The answer is Yes, in Attra.", ctx, "Was he killed?")
+    assert found == frozenset({"attra"})
+    a = Signature("a", "a", "generation", frozenset({"c1", "c2"}), None, frozenset(), "en")
+    yes = unsupported_values("The answer is Yes.", ctx, "Was the moon bright?")
+    assert failure_agrees(a, a.__class__(**{**a.__dict__, "values": yes})) == (
+        "same 2 chunks",
+        True,
+    )
+
+
 SECURITY = (
     "doc_9#1",
     "Two-factor authentication works with authenticator apps and hardware security keys, but"

@@ -31,7 +31,7 @@ from ragsieve.jobs.golden.growth.topics import unit
 from ragsieve.jobs.settings import GoldenSettings
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
-IBI = [  # the issue's pair: one wrong discount, asked by two people (query cosine 0.41)
+IBI = [  # the issue's pair: one wrong discount, asked by two people
     "¿Hay descuento por domiciliar el IBI?",
     "¿Qué bonificación tiene domiciliar el recibo de la contribución?",
 ]
@@ -61,9 +61,11 @@ def test_both_sides_of_the_failure_must_agree() -> None:
     )
     rule = DedupRule()
     a, b = _sig({"a", "b"}, values=("7",)), _sig({"a", "b"}, values=("7",))
-    assert duplicate_reason(a, dataclasses.replace(b, norm="other"), 0.41, rule) is not None
+    floor = rule.both_sides_floor
+    assert floor < rule.support_cosine - rule.strong_relief  # only both sides merge down there
+    assert duplicate_reason(a, dataclasses.replace(b, norm="other"), floor + 0.01, rule)
     # questions about different subjects stay apart whatever their failures share
-    assert duplicate_reason(a, dataclasses.replace(b, norm="other"), 0.3, rule) is None
+    assert duplicate_reason(a, dataclasses.replace(b, norm="other"), floor - 0.01, rule) is None
 
 
 def _answered(case: FlaggedCase, answer: str) -> FlaggedCase:
@@ -78,13 +80,23 @@ def _ibi(query: str, n: int, answer: str) -> FlaggedCase:
 
 def test_a_rewording_with_the_same_wrong_value_is_one_candidate(store: Store) -> None:
     """The issue's IBI pair: other words, the same chunks, the same made-up 7 %; a third person
-    asking when the IBI is paid (closer in words, another made-up value) is another case."""
+    asking when the IBI is paid (another made-up value, further away) is another case. The
+    vectors put the pair just over the shipped both-sides floor and the third just under it
+    (the encoder puts the issue's own pair at 0.41, under the licence-clean floor of 0.475)."""
+    floor = DedupRule().both_sides_floor
+    e0, e1, e2 = np.eye(DIM, dtype=np.float32)[:3]
+    third = "¿Cuándo se paga el IBI?"
+    vecs = {
+        IBI[0]: e0,
+        IBI[1]: (floor + 0.02) * e0 + np.sqrt(1 - (floor + 0.02) ** 2) * e1,
+        third: (floor - 0.02) * e0 + np.sqrt(1 - (floor - 0.02) ** 2) * e2,
+    }
     cases = [
         _ibi(IBI[0], 1, "Sí, domiciliar el recibo da un 7 % de descuento."),
         _ibi(IBI[1], 2, "La bonificación por domiciliar el recibo es del 7 %."),
-        _ibi("¿Cuándo se paga el IBI?", 3, "El IBI se paga el 15 de abril."),
+        _ibi(third, 3, "El IBI se paga el 15 de abril."),
     ]
-    report = grow(store, cases, GoldenSettings())
+    report = grow(store, cases, GoldenSettings(), embed=_fixed_embed(vecs))
     assert report["new_candidates"] == 2 and report["merged_duplicates"] == 1
     row = CandidateRepo(store).get(candidate_id(normalize_text(IBI[0])))
     assert row is not None and row.body["askings"] == IBI

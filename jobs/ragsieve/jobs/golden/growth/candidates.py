@@ -34,7 +34,12 @@ from ragsieve.jobs.golden.growth.reference import (
     load_reference,
 )
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
-from ragsieve.jobs.golden.growth.signature import DedupRule, doc_vector, from_interaction
+from ragsieve.jobs.golden.growth.signature import (
+    TERM_SHARE,
+    DedupRule,
+    doc_vector,
+    from_interaction,
+)
 from ragsieve.jobs.golden.growth.topics import Event, topic_vector
 from ragsieve.jobs.sampling.golden_cache import cache_dir
 from ragsieve.jobs.settings import GoldenSettings, Settings
@@ -46,7 +51,6 @@ MAX_CHUNK_CHARS = 800
 MAX_HISTORY_TURNS = 12  # earlier messages a follow-up's candidate keeps (the latest ones)
 MAX_TURN_CHARS = 2000
 CHUNK_HEAD = 600  # the part of a chunk the encoder reads (as the observed corpus does)
-TERM_SHARE = 0.5  # key-term agreement a supported repeat needs (tuned, bench/categories.py)
 # query·documents cosine below which a failure's documents stop counting for its topic, and
 # from which they count in full (bench/categories.py tune half: 5 % of XQuAD failures fall
 # under 0.12; an out-of-corpus question and what it retrieved, about 0.05)
