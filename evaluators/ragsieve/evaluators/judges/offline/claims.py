@@ -68,7 +68,11 @@ _ATTRIBUTION = re.compile(
     rf"{_SOURCE} )?that\b[,:]?"
     # a hedge or someone else's voice before the statement: "It appears that X", "It is clear
     # that X", "Some suggest that X", "others indicate that X"
-    r"|it (?:appears|seems|is clear|is evident|is likely) that\b,?"
+    r"|it (?:appears|seems|is clear|is evident|is likely)(?: from (?:the |these )?"
+    rf"{_SOURCE})? that\b,?"
+    # the reader's inference from the sources: "we can see that X", "it can be inferred that X"
+    r"|(?:we|one|you) can (?:see|understand|infer|conclude|say|tell) that\b,?"
+    r"|it can be (?:seen|understood|inferred|concluded|said) that\b,?"
     r"|(?:some|others|some people|some experts|many) (?:suggest|indicate|say|believe|claim"
     r"|argue|note)s? (?:that\b)?,?"
     rf"|(?:the |these |this |some |other |both |all )?{_SOURCE} (?:also |primarily |mainly )?"
@@ -134,8 +138,17 @@ def find_injections(text: str) -> list[str]:
     return [s for s in sentences(text) if _INJECTION.search(s)]
 
 
+_PARTICLE = re.compile(r"^\W*(?:no|yes|s[ií])\s*,\s*", re.IGNORECASE)
+
+
 def strip_attribution(sentence: str) -> str:
-    """``sentence`` without a lead-in that only cites the source ("According to the text, ")."""
+    """``sentence`` without a lead-in that only cites the source ("According to the text, ");
+    a reply's leading "No," / "Yes," stays ("No, based on the passages, it does not ..." ->
+    "No, it does not ...")."""
+    particle = _PARTICLE.match(sentence)
+    if particle and _ATTRIBUTION.match(sentence[particle.end() :]):
+        rest = strip_attribution(sentence[particle.end() :])
+        return sentence[: particle.end()] + rest[:1].lower() + rest[1:]
     for _ in range(2):
         rest = _ATTRIBUTION.sub("", sentence, count=1)
         if rest == sentence or not rest.strip():

@@ -307,10 +307,11 @@ def _checks(
     """Values, names and negation: each problem found lowers ``support`` and is named."""
     problems: list[str] = []
     listed = _listed_count(claim)
+    own = set(_OWN_ITEM.findall(claim))
     missing_nums = sorted(
         raw
         for raw, vals in f.values.items()
-        if not vals & (ctx.values | f.q_values) and vals != {str(listed)}
+        if not vals & (ctx.values | f.q_values) and vals != {str(listed)} and raw not in own
     )
     if missing_nums:
         problems.append(f"{', '.join(missing_nums)} is not in the context")
@@ -336,6 +337,10 @@ def _checks(
     return support, problems, missing_nums, missing_ents
 
 
+# "Option 1 or Option 2", "see step 3": the answer pointing at its own list items
+_OWN_ITEM = re.compile(
+    r"\b(?:options?|steps?|items?|points?|methods?|opci[oó]n|paso)\s+(\d{1,2})\b", re.I
+)
 _LIST_AFTER_COLON = re.compile(r":\s*([^:]+?)\s*[.;]?\s*$")
 
 

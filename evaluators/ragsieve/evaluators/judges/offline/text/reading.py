@@ -140,7 +140,9 @@ _SOURCE_REF = re.compile(
 )
 _SOURCE_REF_INNER = re.compile(
     r",?\s*\(?(?:according to|as (?:stated|mentioned|noted) in|per|in|from|según)"
-    r" (?:the )?(?:passage|pasaje|source|document|documento)\s*\d+\)?(?=[\s.,;:]|$)",
+    r" (?:the )?(?:passage|pasaje|source|document|documento)\s*\d+\)?(?=[\s.,;:]|$)"
+    r"|,?\s*\(?as (?:described|explained|shown|outlined|discussed|suggested|listed|given)"
+    r" (?:in|by) (?:the )?(?:passage|pasaje|source|document|documento)s?\s*\d+\)?(?=[\s.,;:]|$)",
     re.IGNORECASE,
 )
 _ANSWER_LEAD = re.compile(
@@ -151,7 +153,8 @@ _ANSWER_LEAD = re.compile(
 )
 # advice to look elsewhere: courtesy, not a claim about the world
 _ADVICE = re.compile(
-    r"^(?:it(?: is|'s) (?:always )?(?:recommended|advisable|best|a good idea) to |(?:i |we )?"
+    r"^(?:it(?: is|'s| would be| may be| might be) (?:always )?(?:recommended|advisable|best"
+    r"|a good idea|wise) to |(?:i |we )?"
     r"(?:would )?(?:recommend|suggest|advise) (?:you )?)(?:to )?(?:consult|seek|contact|check"
     r"|speak|talk|refer|ask|look)\w*\b|^(?:please )?(?:consult|contact) (?:a|an|your) \w+"
     r"|^(?:se recomienda|recomiendo|te recomiendo|le recomiendo) (?:consultar|contactar|acudir)"
@@ -183,6 +186,7 @@ _MARKER = re.compile(
     r"|specifically|importantly|in addition|in other words|for example|for instance|note"
     r"|therefore|thus|hence|so|overall|in summary|in short|in conclusion|to summarize"
     r"|to sum up|as a result|consequently|in general|generally|basically|essentially"
+    r"|on the other hand|in contrast|by contrast|in fact|indeed|instead|meanwhile|as such"
     r"|adem[aá]s|tambi[eé]n|luego|despu[eé]s|finalmente|por [uú]ltimo|sin embargo"
     r"|por (?:lo )?tanto|por consiguiente|en resumen|en conclusi[oó]n|en primer lugar"
     r"|en segundo lugar|por ejemplo|es decir|asimismo|as[ií] que|en general)\s*[,:]\s*",

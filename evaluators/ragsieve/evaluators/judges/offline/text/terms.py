@@ -123,9 +123,11 @@ _AMBIGUOUS_NUMBER_WORDS = frozenset(
     {"first", "primero", "primera", "primer", "second", "segundo", "segunda"}
     | {"third", "tercero", "tercera", "tercer", "once", "mil"}
 )
-# digits with group separators (comma, dot, space, thin space) and an optional decimal part
+# digits with group separators (comma, dot, space, thin space) and an optional decimal part;
+# "24/7" and "24x7" say all day, every day: the 24 hours a day a context writes, not a 7
 _NUM = re.compile(
-    r"(?<![\w.,])\d{1,3}(?:[ \u00a0\u202f.,]\d{3})+(?:[.,]\d+)?(?![\w])|\d+(?:[.,]\d+)?"
+    r"(?<![\w.,])\d{1,3}(?:[ \u00a0\u202f.,]\d{3})+(?:[.,]\d+)?(?![\w])"
+    r"|(?<!\d)(?<!(?<!\d)24/)(?<!(?<!\d)24x)(?<!(?<!\d)24/7/)\d+(?:[.,]\d+)?"
 )
 
 
