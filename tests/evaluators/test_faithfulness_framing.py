@@ -96,3 +96,34 @@ def test_a_name_chained_from_two_the_sources_write_is_in_one_piece() -> None:
     assert broken_spans(chained, sources) == []
     merged = broken_spans("You can reach the IBM Enablement team.", sources)
     assert [b.span for b in merged] == ["IBM Enablement"]
+
+
+def test_a_short_second_year_and_a_decade_are_read_as_years() -> None:
+    assert number_values("the Great Sejm of 1788–92")["92"] == {"92", "1792"}
+    assert number_values("scores of 21-14") == {"21": {"21"}, "14": {"14"}}
+    assert number_values("dates back to the 1940s") == {"1940s": {"1940s"}}
+
+
+async def test_a_decade_is_supported_by_its_years_and_a_year_is_not_by_another() -> None:
+    context = ("The 1946 Willys Jeep Station Wagon was launched a year before the 1947 truck.",)
+    q = "When was the SUV invented?"
+    ok = await faithfulness("The wagon-type SUV dates back to the 1940s.", context, q)
+    assert "is not in the context" not in reasons(ok), ok.explanation
+    slip = await faithfulness("The Willys Jeep Station Wagon was launched in 1949.", context, q)
+    assert "1949 is not in the context" in reasons(slip)
+    sejm = ("The constitution was adopted by the Four-Year Sejm (Great Sejm) of 1788–92.",)
+    ranged = await faithfulness("The Great Sejm sat from 1788 to 1792.", sejm, "When?")
+    assert "1792 is not in the context" not in reasons(ranged), ranged.explanation
+
+
+def test_sentences_about_the_passages_and_pointers_to_them_are_not_claims() -> None:
+    parsed = parse_answer(
+        "The first passage discusses how to bake chicken, but does not mention frying."
+        ' The answer to the question "Can I fry it?" is: No, frying is not covered.'
+        " If you encounter any issues, you can refer to the passages for more guidance."
+        " The Taff Vale Railway was not specifically mentioned in the given passages."
+    )
+    said = " ".join(parsed.claims).lower()
+    assert "No, frying is not covered." in parsed.claims
+    assert not any(w in said for w in ("passage", "mention", "refer", "answer to"))
+    assert len(parsed.abstentions) == 1

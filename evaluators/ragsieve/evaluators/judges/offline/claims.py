@@ -16,13 +16,15 @@ _ABSTAIN = re.compile(
     r"i (?:do not|don't|dont) (?:have|know|possess|see|find)"
     r"|i(?: am|'m) (?:not sure|unable|not able|not aware|sorry)"
     r"|(?:^|i (?:was |am )?)unable to (?:answer|determine|find|provide|say)"
+    r"|(?:an |the |a )?answer (?:cannot|can't|can not|could not) be (?:\w+ )?(?:provided|given"
+    r"|determined|found)"
     r"|i (?:cannot|can't|can not|could not|couldn't|was unable to|am unable to)"
     r" (?:find|answer|provide|determine|say|tell|confirm|give|locate|know)"
     # "there is no information": what the sources lack ("there is no data limit" is a claim)
     r"|(?:there is|there's) no (?:information|mention|data|record)s?"
     r"(?=\s*(?:$|[.,;:!?]|about|on|of|regarding|concerning|for|in|available|to|that|which))"
-    r"|(?:is|are|was|were) not (?:mentioned|provided|specified|stated|available|given|included)"
-    r" in the (?:\w+ )?"
+    r"|(?:is|are|was|were) not (?:specifically |explicitly |directly |clearly )?(?:mentioned"
+    r"|provided|specified|stated|available|given|included) in the (?:\w+ )?"
     + _SRC
     + r"|"
     + _SRC
@@ -78,7 +80,8 @@ _ATTRIBUTION = re.compile(
     rf"|(?:the |these |this |some |other |both |all )?{_SOURCE} (?:also |primarily |mainly )?"
     r"(?:says?|states?|indicates?|mentions?|notes?|shows?"
     r"|explains?|reports?|suggests?)(?: that)?\b[,:]?"
-    r"|(?:the )?(?:short |final |correct )?answer (?:is|would be)\b:?"
+    r"|(?:the |my )?(?:short |final |correct |direct )?answer(?: to (?:the|your|this) question"
+    r"(?: \"[^\"]*\"| '[^']*')?)? (?:is|would be)\b:?"
     r"|(?:seg[uú]n|de acuerdo con|con base en) (?:el |la |los |las |este |esta |estos )?"
     rf"{_SOURCE}\b[,:]?"
     rf"|(?:el |la |los |las )?{_SOURCE}"
