@@ -127,3 +127,25 @@ def test_sentences_about_the_passages_and_pointers_to_them_are_not_claims() -> N
     assert "No, frying is not covered." in parsed.claims
     assert not any(w in said for w in ("passage", "mention", "refer", "answer to"))
     assert len(parsed.abstentions) == 1
+
+
+def test_courtesy_in_a_chat_reply_is_not_a_claim_and_its_facts_stay() -> None:
+    parsed = parse_answer(
+        "Sure, no problem. Oh, that's too bad. I'm sorry to have to inform you that this"
+        " disqualifies you for federal student aid. Unfortunately, the office is closed on Sundays."
+    )
+    assert parsed.claims == [
+        "This disqualifies you for federal student aid.",
+        "The office is closed on Sundays.",
+    ]
+    assert parse_answer("No problem is too small for us.").claims == [
+        "No problem is too small for us."
+    ]
+
+
+async def test_a_replys_sure_answers_the_question_and_is_no_word_to_find() -> None:
+    context = ("Veterans can register their small business with VA and get support for it.",)
+    q = "Can I register my business with VA?"
+    r = await faithfulness("Sure, you can register your business with VA.", context, q)
+    assert r.label == "faithful", r.explanation
+    assert "sure" not in reasons(r).lower()

@@ -120,10 +120,14 @@ def _value_sentences(sents: list[str]) -> dict[str, frozenset[int]]:
     return {v: frozenset(ix) for v, ix in where.items()}
 
 
-# "No, riders must be at least 16." answers the question with its first word; the clause after
-# it is what the reply states. "si no, se cobran 450 euros" / "if not, ..." is a condition
-# ("otherwise"), not a denial of the clause it leads.
-_ANSWER_PARTICLE = re.compile(r"^\W*(?:no|nope|yes|yeah|s[ií])\s*[,.;:!\u2014\u2013-]\s*", re.I)
+# "No, riders must be at least 16." answers the question with its first word ("Sure,", "That's
+# correct," likewise); the clause after it is what the reply states. "si no, se cobran 450
+# euros" / "if not, ..." is a condition ("otherwise"), not a denial of the clause it leads.
+_ANSWER_PARTICLE = re.compile(
+    r"^\W*(?:no|nope|yes|yeah|s[ií]|sure|ok|okay|alright|of course|certainly|absolutely"
+    r"|that'?s (?:correct|right))\s*[,.;:!\u2014\u2013-]\s*",
+    re.I,
+)
 _OTHERWISE = re.compile(r"\b(?:if not|si no|or else|de lo contrario|en caso contrario)\b", re.I)
 
 
