@@ -16,13 +16,15 @@ _ABSTAIN = re.compile(
     r"i (?:do not|don't|dont) (?:have|know|possess|see|find)"
     r"|i(?: am|'m) (?:not sure|unable|not able|not aware|sorry)"
     r"|(?:^|i (?:was |am )?)unable to (?:answer|determine|find|provide|say)"
+    r"|(?:an |the |a )?answer (?:cannot|can't|can not|could not) be (?:\w+ )?(?:provided|given"
+    r"|determined|found)"
     r"|i (?:cannot|can't|can not|could not|couldn't|was unable to|am unable to)"
     r" (?:find|answer|provide|determine|say|tell|confirm|give|locate|know)"
     # "there is no information": what the sources lack ("there is no data limit" is a claim)
     r"|(?:there is|there's) no (?:information|mention|data|record)s?"
     r"(?=\s*(?:$|[.,;:!?]|about|on|of|regarding|concerning|for|in|available|to|that|which))"
-    r"|(?:is|are|was|were) not (?:mentioned|provided|specified|stated|available|given|included)"
-    r" in the (?:\w+ )?"
+    r"|(?:is|are|was|were) not (?:specifically |explicitly |directly |clearly )?(?:mentioned"
+    r"|provided|specified|stated|available|given|included) in the (?:\w+ )?"
     + _SRC
     + r"|"
     + _SRC
@@ -68,13 +70,21 @@ _ATTRIBUTION = re.compile(
     rf"{_SOURCE} )?that\b[,:]?"
     # a hedge or someone else's voice before the statement: "It appears that X", "It is clear
     # that X", "Some suggest that X", "others indicate that X"
-    r"|it (?:appears|seems|is clear|is evident|is likely) that\b,?"
+    r"|it (?:appears|seems|is clear|is evident|is likely)(?: from (?:the |these )?"
+    rf"{_SOURCE})? that\b,?"
+    # courtesy before the statement: "I'm sorry to have to inform you that X"
+    r"|(?:i'?m|i am|we'?re|we are) (?:sorry|afraid|happy|glad|pleased) to (?:have to )?"
+    r"(?:inform you|tell you|say|let you know|report)(?: that)?\b,?"
+    # the reader's inference from the sources: "we can see that X", "it can be inferred that X"
+    r"|(?:we|one|you) can (?:see|understand|infer|conclude|say|tell) that\b,?"
+    r"|it can be (?:seen|understood|inferred|concluded|said) that\b,?"
     r"|(?:some|others|some people|some experts|many) (?:suggest|indicate|say|believe|claim"
     r"|argue|note)s? (?:that\b)?,?"
     rf"|(?:the |these |this |some |other |both |all )?{_SOURCE} (?:also |primarily |mainly )?"
     r"(?:says?|states?|indicates?|mentions?|notes?|shows?"
     r"|explains?|reports?|suggests?)(?: that)?\b[,:]?"
-    r"|(?:the )?(?:short |final |correct )?answer (?:is|would be)\b:?"
+    r"|(?:the |my )?(?:short |final |correct |direct )?answer(?: to (?:the|your|this) question"
+    r"(?: \"[^\"]*\"| '[^']*')?)? (?:is|would be)\b:?"
     r"|(?:seg[uú]n|de acuerdo con|con base en) (?:el |la |los |las |este |esta |estos )?"
     rf"{_SOURCE}\b[,:]?"
     rf"|(?:el |la |los |las )?{_SOURCE}"
@@ -134,8 +144,17 @@ def find_injections(text: str) -> list[str]:
     return [s for s in sentences(text) if _INJECTION.search(s)]
 
 
+_PARTICLE = re.compile(r"^\W*(?:no|yes|s[ií])\s*,\s*", re.IGNORECASE)
+
+
 def strip_attribution(sentence: str) -> str:
-    """``sentence`` without a lead-in that only cites the source ("According to the text, ")."""
+    """``sentence`` without a lead-in that only cites the source ("According to the text, ");
+    a reply's leading "No," / "Yes," stays ("No, based on the passages, it does not ..." ->
+    "No, it does not ...")."""
+    particle = _PARTICLE.match(sentence)
+    if particle and _ATTRIBUTION.match(sentence[particle.end() :]):
+        rest = strip_attribution(sentence[particle.end() :])
+        return sentence[: particle.end()] + rest[:1].lower() + rest[1:]
     for _ in range(2):
         rest = _ATTRIBUTION.sub("", sentence, count=1)
         if rest == sentence or not rest.strip():

@@ -24,6 +24,7 @@ from ragsieve.evaluators.judges.offline.text.terms import (
     Match,
     TermIndex,
     all_values,
+    decades,
     key,
     number_values,
     tokens,
@@ -100,25 +101,33 @@ def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
         sent_chunk=[cid for cid, _ in pairs],
         sent_neg=[_negated(s) for s in sents],
         index=TermIndex(sents, cross_lingual=translate),
-        values=set().union(*(all_values(c) for _, c in chunks)),
+        values=_with_decades(set().union(*(all_values(c) for _, c in chunks))),
         value_sents=_value_sentences(sents),
         lang=language(" ".join(c for _, c in chunks)),
         acronyms=acronyms(" ".join(c for _, c in chunks)),
     )
 
 
+def _with_decades(values: set[str]) -> set[str]:
+    return values | decades(values)
+
+
 def _value_sentences(sents: list[str]) -> dict[str, frozenset[int]]:
     where: dict[str, set[int]] = {}
     for i, sent in enumerate(sents):
-        for value in all_values(sent):
+        for value in _with_decades(all_values(sent)):
             where.setdefault(value, set()).add(i)
     return {v: frozenset(ix) for v, ix in where.items()}
 
 
-# "No, riders must be at least 16." answers the question with its first word; the clause after
-# it is what the reply states. "si no, se cobran 450 euros" / "if not, ..." is a condition
-# ("otherwise"), not a denial of the clause it leads.
-_ANSWER_PARTICLE = re.compile(r"^\W*(?:no|nope|yes|yeah|s[ií])\s*[,.;:!\u2014\u2013-]\s*", re.I)
+# "No, riders must be at least 16." answers the question with its first word ("Sure,", "That's
+# correct," likewise); the clause after it is what the reply states. "si no, se cobran 450
+# euros" / "if not, ..." is a condition ("otherwise"), not a denial of the clause it leads.
+_ANSWER_PARTICLE = re.compile(
+    r"^\W*(?:no|nope|yes|yeah|s[ií]|sure|ok|okay|alright|of course|certainly|absolutely"
+    r"|that'?s (?:correct|right))\s*[,.;:!\u2014\u2013-]\s*",
+    re.I,
+)
 _OTHERWISE = re.compile(r"\b(?:if not|si no|or else|de lo contrario|en caso contrario)\b", re.I)
 
 
@@ -135,7 +144,9 @@ def _by_value(token: str, ctx: Context) -> Match | None:
 
 def _claim_terms(claim: str, q_keys: set[str]) -> list[str]:
     """The claim's content words that the question did not already say (numbers are compared
-    by value, not as words: "40 000" is one number, not the words "40" and "000")."""
+    by value, not as words: "40 000" is one number, not the words "40" and "000"); a leading
+    "No," / "Yes," answers the question and is no word to find."""
+    claim = _ANSWER_PARTICLE.sub("", claim)
     words_ = [
         t
         for t in tokens(claim)
@@ -185,10 +196,12 @@ def _coverage(toks: list[str], ctx: Context) -> tuple[float, float, int, float, 
 
 
 _CODE = re.compile(r"`[^`]*`")
-# the closed class of vague quantifiers: they say "some", not how many
+# the closed class of vague quantifiers and approximators: they say "some" or "about", not
+# how many (the number they qualify is still checked)
 VAGUE = frozenset(
     "various several numerous multiple many certain diverse variety plenty countless"
-    " varios varias diversos diversas numerosos numerosas multiples".split()
+    " varios varias diversos diversas numerosos numerosas multiples"
+    " around estimated approximate alrededor aproximadamente aproximado aproximada".split()
 )
 
 
@@ -206,8 +219,10 @@ def _optional(word: str) -> bool:
 def _optional_keys(claim: str) -> set[str]:
     """Keys of the words a claim need not support: an instruction's verb ("Ensure ..."),
     inline example code and placeholders (`mydatabase`, `SELECT`), vague quantifiers and
-    manner adverbs; a negation is never optional."""
+    manner adverbs, the answer pointing at its own items ("Option 2"); a negation is never
+    optional."""
     out = {key(t) for span in _CODE.findall(claim) for t in tokens(span)}
+    out |= {key(t) for m in _OWN_ITEM.finditer(claim) for t in tokens(m.group())}
     out |= {key(t) for t in tokens(claim) if _optional(t)}
     verb = advice_verb(claim)
     return out | ({key(verb)} if verb else set())
@@ -227,7 +242,8 @@ def claim_verdict(
     restates = not toks or {key(t) for t in toks} <= YES | NO
     if restates:  # only the question's words: the claim is the question's proposition
         toks = [t for t in _claim_terms(claim, set()) if t not in YES | NO and needed(t)]
-    values = number_values(claim)
+    own = set(_OWN_ITEM.findall(claim))  # "Option 2": the answer's own item, not a value
+    values = {raw: v for raw, v in number_values(claim).items() if raw not in own}
     if not toks and not values:
         return {
             "claim": said,
@@ -336,6 +352,10 @@ def _checks(
     return support, problems, missing_nums, missing_ents
 
 
+# "Option 1 or Option 2", "see step 3": the answer pointing at its own list items
+_OWN_ITEM = re.compile(
+    r"\b(?:options?|steps?|items?|points?|methods?|opci[oó]n|paso)\s+(\d{1,2})\b", re.I
+)
 _LIST_AFTER_COLON = re.compile(r":\s*([^:]+?)\s*[.;]?\s*$")
 
 
@@ -345,7 +365,9 @@ def _listed_count(claim: str) -> int | None:
     m = _LIST_AFTER_COLON.search(claim)
     if m is None:
         return None
-    items = [p for p in re.split(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", m.group(1)) if p]
+    items = [
+        p for p in re.split(r",\s*(?:(?:and|or|y|o)\s+)?|\s+(?:and|or|y|e|o|u)\s+", m.group(1)) if p
+    ]
     return len(items) if len(items) >= 2 else None
 
 

@@ -39,6 +39,7 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)")  # a fenced block of example code opens 
 # the step; what follows it is the statement (not "8:30", not "https://")
 _LABEL = re.compile(r"^\s*([^\W\d_][^:.!?;]{0,60}?)(?<!\d)\s*:\s+(?=\S)")
 _LABEL_WORDS = 6
+_OWN_LABEL = re.compile(r"(?:method|option|step|way|approach|m[eé]todo|opci[oó]n|paso)\s*\d", re.I)
 # "2. After the FROM keyword, ...": a list number inside a paragraph opens its sentence
 _INLINE_ITEM = re.compile(r"^\(?\d{1,2}[.)]\s+(?=[A-Z\"'`(])")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -56,6 +57,8 @@ _SELF = (
     r"(?:passages?|pasajes?|context|contexto|documents?|documentos?|sources?|fuentes?|texts?"
     r"|textos?|excerpts?|articles?|art[ií]culos?|information provided|informaci[oó]n proporcionada)"
 )
+# "the first passage", "the other document": which source, not what it states
+_ORDINAL = r"(?:first|second|third|fourth|fifth|last|final|other|primer|segundo|tercer|[uú]ltimo)"
 _META = re.compile(
     r"^(?:"
     # courtesy and offers
@@ -67,6 +70,10 @@ _META = re.compile(
     r"|(?:sure|certainly|of course|absolutely|okay|ok|great question|good question|claro"
     r"|por supuesto|(?:i'm |i am |we're |we are )?sorry|lo siento|disculpa|disculpe|perd[oó]n)"
     r"\s*[!.,]?\s*$"
+    # a reply made only of courtesy: "Sure, no problem.", "Hello.", "Oh, that's too bad."
+    r"|(?:(?:sure|certainly|of course|absolutely|okay|ok|alright|all right|hello|hi|hey|great"
+    r"|thanks|thank you|no problem|got it|understood|i see|oh|well|(?:that's|that is) too bad"
+    r"|(?:i'm |i am )?sorry to hear (?:that|this))[\s!.,]*)+$"
     r"|(?:sure|certainly|of course|absolutely|okay|ok|claro|por supuesto)[!.,]?\s+"
     r"(?:here|i can|i'd|i will|let me|aqu[ií])\b"
     r"|here(?:'s| is| are)\b.{0,80}\b(?:answer|summary|steps?|list|overview|how|what|ways?"
@@ -92,13 +99,15 @@ _META = re.compile(
 _HEDGE = re.compile(
     r"(?:^(?:however,? |but |unfortunately,? |sin embargo,? )?"
     r"(?:the |these |this |both |any |el |la |los |las |este |esta |estos )?"
-    rf"(?:(?:given|provided|above|retrieved) )?(?:{_SELF}|question|pregunta)(?: \d+)?"
+    rf"(?:(?:given|provided|above|retrieved|{_ORDINAL}) )?(?:{_SELF}|question|pregunta)(?: \d+)?"
     r"(?: (?:provided|given|above|proporcionad[oa]s?|dad[oa]s?))? (?:do|does|did) not"
     r" (?:\w+ )?(?:provide|mention|state|specify|say|indicate|include|contain|give|address"
     r"|cover|offer|explain|describe|discuss|list|answer)\b"
     rf"|^(?:none|neither) of the {_SELF}\b.{{0,30}}\b(?:mention|state|specif|say|indicate|provide"
     r"|contain|give|address|explain|describe)"
     r"|^(?:there is|there's|there are) no (?:\w+ )?(?:information|mention|details?|data)\b"
+    # "..., but does not mention frying": a source's clause whose subject the split cut off
+    r"|^(?:but )?(?:does|do|did) not (?:\w+ )?(?:mention|state|specify|say|address|discuss)\b"
     rf"|^no (?:se )?(?:menciona|especifica|indica|proporciona|dice|detalla)\b.{{0,120}}\b{_SELF}"
     rf"|^(?:los |las |el |la )?{_SELF}(?: \w+)? no (?:menciona|especifica|indica|proporciona"
     r"|dice|incluye|contiene|detalla)n?\b"
@@ -131,16 +140,24 @@ _HEDGE = re.compile(
 # comes from is not part of what it states (and "2" is no value to find in the context)
 _SOURCE_REF = re.compile(
     r"^(?:in |from |per |según (?:el |la )?|de acuerdo con (?:el |la )?|according to )?"
-    r"(?:passage|pasaje|source|fuente|document|documento|doc|context|contexto)\s*(?:#\s*)?\d+"
+    r"(?:(?:passage|pasaje|source|fuente|document|documento|doc|context|contexto)\s*(?:#\s*)?\d+"
+    rf"|(?:the |el |la )?{_ORDINAL} (?:passage|pasaje|source|fuente|document|documento))"
     r"(?:\s*(?:,|and|y|&)\s*\d+)*(?:\s*\([^)]*\))?\s*(?:also |further |then )?"
     r"(?:states?|says?|explains?|mentions?|reiterates?|notes?|suggests?|adds?|provides?"
+    r"|discuss(?:es)?|lists?|highlights?|covers?|talks? about"
     r"|indicates?|describes?|recommends?|confirms?|dice|indica|menciona|explica|afirma|señala)?"
     r"(?: that| que)?\s*[:,]?\s*",
     re.IGNORECASE,
 )
 _SOURCE_REF_INNER = re.compile(
     r",?\s*\(?(?:according to|as (?:stated|mentioned|noted) in|per|in|from|según)"
-    r" (?:the )?(?:passage|pasaje|source|document|documento)\s*\d+\)?(?=[\s.,;:]|$)",
+    r" (?:the )?(?:passage|pasaje|source|document|documento)\s*\d+\)?(?=[\s.,;:]|$)"
+    r"|,?\s*\(?as (?:described|explained|shown|outlined|discussed|suggested|listed|given)"
+    r" (?:in|by) (?:the )?(?:passage|pasaje|source|document|documento)s?\s*\d+\)?(?=[\s.,;:]|$)"
+    # ", as stated in the provided document,": where it comes from, inside the sentence
+    r"|(?<=,)\s*(?:as (?:stated|mentioned|noted|described|explained|shown) in|according to)"
+    r" (?:the )?(?:provided |given |above )?(?:documents?|passages?|context|text|sources?"
+    r"|articles?)\s*,",
     re.IGNORECASE,
 )
 _ANSWER_LEAD = re.compile(
@@ -151,11 +168,14 @@ _ANSWER_LEAD = re.compile(
 )
 # advice to look elsewhere: courtesy, not a claim about the world
 _ADVICE = re.compile(
-    r"^(?:it(?: is|'s) (?:always )?(?:recommended|advisable|best|a good idea) to |(?:i |we )?"
+    r"^(?:it(?: is|'s| would be| may be| might be) (?:always )?(?:recommended|advisable|best"
+    r"|a good idea|wise) to |(?:i |we )?"
     r"(?:would )?(?:recommend|suggest|advise) (?:you )?)(?:to )?(?:consult|seek|contact|check"
     r"|speak|talk|refer|ask|look)\w*\b|^(?:please )?(?:consult|contact) (?:a|an|your) \w+"
     r"|^(?:se recomienda|recomiendo|te recomiendo|le recomiendo) (?:consultar|contactar|acudir)"
     r"|^for (?:more|further|additional) (?:details|information|assistance|help|guidance)\b"
+    r"|\byou (?:can|may|might|could|should) (?:also )?(?:refer to|consult|check|see|read)"
+    r" (?:the )?(?:provided |given |above )?(?:passages?|documents?|sources?|context|texts?)\b"
     r"|\b(?:consult|contact|speak|talk)(?:ing)? (?:to |with )?(?:a |an |your )?[\w ]{0,30}?"
     r" (?:is|are|would be|may be) (?:advisable|recommended|a good idea|wise|best)\b"
     # the answer's own steps wishing the reader well: "These steps should help you address
@@ -182,7 +202,9 @@ _MARKER = re.compile(
     r"|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|fifth(?:ly)?|however|alternatively|similarly"
     r"|specifically|importantly|in addition|in other words|for example|for instance|note"
     r"|therefore|thus|hence|so|overall|in summary|in short|in conclusion|to summarize"
+    r"|unfortunately|fortunately|luckily|sadly"
     r"|to sum up|as a result|consequently|in general|generally|basically|essentially"
+    r"|on the other hand|in contrast|by contrast|in fact|indeed|instead|meanwhile|as such"
     r"|adem[aá]s|tambi[eé]n|luego|despu[eé]s|finalmente|por [uú]ltimo|sin embargo"
     r"|por (?:lo )?tanto|por consiguiente|en resumen|en conclusi[oó]n|en primer lugar"
     r"|en segundo lugar|por ejemplo|es decir|asimismo|as[ií] que|en general)\s*[,:]\s*",
@@ -261,7 +283,8 @@ def _is_heading(line: str, raw: str) -> bool:
 def _label(line: str, raw: str, item: bool) -> tuple[str, str]:
     """``(label, rest)`` of a list item or bold line "Label: rest", else ``("", line)``."""
     m = _LABEL.match(line)
-    if m is None or not (item or raw.lstrip().startswith(("**", "__"))):
+    named = m is not None and _OWN_LABEL.match(m.group(1)) is not None  # "Method 1 (Manual):"
+    if m is None or not (item or named or raw.lstrip().startswith(("**", "__"))):
         return "", line
     if len(m.group(1).split()) > _LABEL_WORDS or not any(c.isalpha() for c in line[m.end() :]):
         return "", line

@@ -89,22 +89,19 @@ def _closest(span: list[str], source: str) -> str | None:
     return text[found.start() : found.end()]
 
 
-def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
-    """Names of ``answer`` (two or more words) not written contiguously in any of ``sources``.
+class _Written:
+    """The sources as one stream of folded words, asked whether they write a name."""
 
-    A shorter alias is fine when the sources use it ("Tim McIlrath" inside
-    'Timothy James "Tim" McIlrath'); a merged or shortened name that the sources never
-    write ("Amy Johnson" for "Amy Jo Johnson") is reported with the closest source span.
-    """
-    streams = [words(s) for s in sources]
-    joined = "".join(f" {' '.join(s)} " for s in streams)
-    vocab = {w for s in streams for w in s}
+    def __init__(self, sources: list[str]) -> None:
+        streams = [words(s) for s in sources]
+        self.joined = "".join(f" {' '.join(s)} " for s in streams)
+        self.vocab = {w for s in streams for w in s}
 
-    def written(toks: list[str]) -> bool:  # "FIFA Women" in "FIFA Women's World Cup"
+    def whole(self, toks: list[str]) -> bool:  # "FIFA Women" in "FIFA Women's World Cup"
         said = " ".join(toks)
-        return len(toks) < 2 or f" {said} " in joined or f" {said} s " in joined
+        return len(toks) < 2 or f" {said} " in self.joined or f" {said} s " in self.joined
 
-    def abbreviated(toks: list[str]) -> bool:
+    def abbreviated(self, toks: list[str]) -> bool:
         """The sources write some of the name's words as their initials ("NYS Department of
         Financial Services" for "New York State Department of Financial Services")."""
         for i in range(len(toks) - 1):
@@ -112,34 +109,54 @@ def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
                 if j - i == len(toks):
                     continue  # an acronym for the whole name is the word-level checks' business
                 short = "".join(t[0] for t in toks[i:j])
-                if f" {' '.join([*toks[:i], short, *toks[j:]])} " in joined:
+                if f" {' '.join([*toks[:i], short, *toks[j:]])} " in self.joined:
                     return True
         return False
 
-    def listed(toks: list[str]) -> bool:
+    def listed(self, toks: list[str]) -> bool:
         """Names joined by a conjunction, each written in the sources ("Douban y WeChat")."""
         cuts = [i for i, t in enumerate(toks) if t in _CONJUNCTIONS]
         parts = [toks[a + 1 : b] for a, b in zip([-1, *cuts], [*cuts, len(toks)], strict=True)]
-        return bool(cuts) and all(parts) and all(written(p) for p in parts)
+        return bool(cuts) and all(parts) and all(self.whole(p) for p in parts)
 
+    def chained(self, toks: list[str]) -> bool:
+        """Two names the sources write, overlapping in a word: "IBM Cloud Trust and
+        Enablement" from "IBM Cloud" and "Cloud Trust and Enablement"."""
+        return any(
+            self.whole(toks[:j]) and self.whole(toks[i:])
+            for j in range(2, len(toks))
+            for i in range(1, j)
+            if len(toks) - i >= 2 and toks[i] not in _JOINERS
+        )
+
+
+def broken_spans(answer: str, sources: list[str]) -> list[BrokenSpan]:
+    """Names of ``answer`` (two or more words) not written contiguously in any of ``sources``.
+
+    A shorter alias is fine when the sources use it ("Tim McIlrath" inside
+    'Timothy James "Tim" McIlrath'), and so is a name chained from two the sources write
+    ("IBM Cloud" + "Cloud Trust"); a merged or shortened name that the sources never write
+    ("Amy Johnson" for "Amy Jo Johnson") is reported with the closest source span.
+    """
+    src = _Written(sources)
     out: list[BrokenSpan] = []
     for span, opens_sentence in _spans(answer):
         if all(w.isupper() for w in span.split() if len(w) > 1):
             continue  # "SQL SELECT", "STORED AS": keywords and acronyms, not a person's name
         toks = words(span)
-        if written(toks) or (opens_sentence and written(toks[1:])):
+        if src.whole(toks) or (opens_sentence and src.whole(toks[1:])):
             continue
         rest = toks[1:]
         while rest and (rest[0] in _JOINERS or rest[0] in STOPWORDS):
             rest = rest[1:]
-        if opens_sentence and written(rest):
+        if opens_sentence and src.whole(rest):
             continue  # "Use the Set Limit option": the sentence's verb, then the name
-        if listed(toks) or abbreviated(toks):  # "Douban y WeChat", "NYS Department of ..."
-            continue
-        if not all(t in vocab for t in toks):
+        if src.listed(toks) or src.abbreviated(toks) or src.chained(toks):
+            continue  # "Douban y WeChat", "NYS Department of ...", "IBM Cloud Trust"
+        if not all(t in src.vocab for t in toks):
             continue  # an unknown word is reported by the word-level checks already
         closest = next((c for s in sources if (c := _closest(toks, s))), None)
-        if closest and joined.count(f" {toks[-1]} ") > joined.count(
+        if closest and src.joined.count(f" {toks[-1]} ") > src.joined.count(
             f" {' '.join(words(closest))} "
         ):
             continue  # the sources also use the surname alone: "James Murdoch" is an alias

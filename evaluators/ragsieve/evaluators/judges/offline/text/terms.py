@@ -123,9 +123,11 @@ _AMBIGUOUS_NUMBER_WORDS = frozenset(
     {"first", "primero", "primera", "primer", "second", "segundo", "segunda"}
     | {"third", "tercero", "tercera", "tercer", "once", "mil"}
 )
-# digits with group separators (comma, dot, space, thin space) and an optional decimal part
+# digits with group separators (comma, dot, space, thin space) and an optional decimal part;
+# "24/7" and "24x7" say all day, every day: the 24 hours a day a context writes, not a 7
 _NUM = re.compile(
-    r"(?<![\w.,])\d{1,3}(?:[ \u00a0\u202f.,]\d{3})+(?:[.,]\d+)?(?![\w])|\d+(?:[.,]\d+)?"
+    r"(?<![\w.,])\d{1,3}(?:[ \u00a0\u202f.,]\d{3})+(?:[.,]\d+)?(?![\w])"
+    r"|(?<!\d)(?<!(?<!\d)24/)(?<!(?<!\d)24x)(?<!(?<!\d)24/7/)\d+(?:[.,]\d+)?"
 )
 
 
@@ -172,6 +174,7 @@ def number_values(text: str) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for m in _NUM.finditer(text):
         out[m.group().strip()] = _values(m.group().strip())
+    _years(text, out)
     for w in words(text):
         if w in _NUMBER_WORDS and w not in _AMBIGUOUS_NUMBER_WORDS:
             out[w] = {str(_NUMBER_WORDS[w])}
@@ -179,6 +182,29 @@ def number_values(text: str) -> dict[str, set[str]]:
         if part in _NUMBER_WORDS:
             out[part] = {str(_NUMBER_WORDS[part])}
     return out
+
+
+# "1788–92": the second year written short; "the 1940s": a decade, not the year 1940
+_YEAR_RANGE = re.compile(r"(?<![\d.,])(1[5-9]|20)(\d\d)\s*[–-]\s*(\d\d)(?![\d.,]?\d)")
+_DECADE = re.compile(r"(?<![\d.,])((?:1[5-9]|20)\d0)['’]?s\b")
+_YEAR = re.compile(r"(?:1[5-9]|20)\d\d")
+
+
+def _years(text: str, out: dict[str, set[str]]) -> None:
+    """A short second year of a range means its century's year; a decade is read whole."""
+    for m in _YEAR_RANGE.finditer(text):
+        if int(m.group(3)) > int(m.group(2)):
+            out.setdefault(m.group(3), set()).add(m.group(1) + m.group(3))
+    for m in _DECADE.finditer(text):
+        out[m.group()] = {m.group(1) + "s"}
+        if not re.search(rf"(?<![\d.,]){m.group(1)}(?![\d'’s])", text):
+            out.pop(m.group(1), None)
+
+
+def decades(values: set[str]) -> set[str]:
+    """The decade of every year among ``values`` ("1946" -> "1940s"): a context that gives a
+    year supports a claim of its decade (not the other way round)."""
+    return {v[:3] + "0s" for v in values if _YEAR.fullmatch(v)}
 
 
 def all_values(text: str) -> set[str]:
@@ -361,6 +387,7 @@ __all__ = [
     "NUMBER_PATTERN",
     "TermIndex",
     "all_values",
+    "decades",
     "key",
     "number_values",
     "tokens",
