@@ -91,11 +91,19 @@ async def test_the_answer_pointing_at_its_own_options_is_no_value_to_find() -> N
 
 
 def test_a_name_chained_from_two_the_sources_write_is_in_one_piece() -> None:
-    sources = ["IBM Cloud was unable to process it. Contact the Cloud Trust and Enablement team."]
-    chained = "You can reach the IBM Cloud Trust and Enablement team."
+    sources = ["Bay Area Rapid Transit runs late. The Rapid Transit District board sets fares."]
+    chained = "The Bay Area Rapid Transit District board sets the fares."
     assert broken_spans(chained, sources) == []
-    merged = broken_spans("You can reach the IBM Enablement team.", sources)
-    assert [b.span for b in merged] == ["IBM Enablement"]
+    merged = broken_spans("The Bay Area District board sets the fares.", sources)
+    assert [b.span for b in merged] == ["Bay Area District"]
+
+
+def test_two_names_sharing_one_word_are_not_one_name() -> None:
+    # the wrong entity issue 44 asks to catch: "Jack Brown" and "Brown University" are two
+    sources = ["Jack Brown studied at Harvard. Brown University is in Providence."]
+    assert [b.span for b in broken_spans("He studied at Jack Brown University.", sources)] == [
+        "Jack Brown University"
+    ]
 
 
 def test_a_short_second_year_and_a_decade_are_read_as_years() -> None:
@@ -131,13 +139,15 @@ def test_sentences_about_the_passages_and_pointers_to_them_are_not_claims() -> N
 
 def test_courtesy_in_a_chat_reply_is_not_a_claim_and_its_facts_stay() -> None:
     parsed = parse_answer(
-        "Sure, no problem. Oh, that's too bad. I'm sorry to have to inform you that this"
-        " disqualifies you for federal student aid. Unfortunately, the office is closed on Sundays."
+        "Sure, no problem. Oh, that's too bad. I'm sorry to have to inform you that the"
+        " permit has expired. Unfortunately, the office is closed on Sundays."
     )
-    assert parsed.claims == [
-        "This disqualifies you for federal student aid.",
-        "The office is closed on Sundays.",
-    ]
+    assert parsed.claims == ["The permit has expired.", "The office is closed on Sundays."]
+    spanish = parse_answer(
+        "Claro, sin problema. Lamento informarle que el permiso ha caducado. De hecho, la"
+        " oficina cierra los domingos."
+    )
+    assert spanish.claims == ["El permiso ha caducado.", "La oficina cierra los domingos."]
     assert parse_answer("No problem is too small for us.").claims == [
         "No problem is too small for us."
     ]
@@ -149,3 +159,35 @@ async def test_a_replys_sure_answers_the_question_and_is_no_word_to_find() -> No
     r = await faithfulness("Sure, you can register your business with VA.", context, q)
     assert r.label == "faithful", r.explanation
     assert "sure" not in reasons(r).lower()
+    contexto = ("Los veteranos pueden registrar su pequeña empresa en la VA y recibir apoyo.",)
+    for reply in ("Claro, puede registrar su empresa en la VA.", "Así es, puede registrarla."):
+        r = await faithfulness(reply, contexto, "¿Puedo registrar mi empresa en la VA?")
+        assert r.label == "faithful", r.explanation
+
+
+def test_all_day_is_only_the_exact_token_and_dates_and_sizes_keep_their_numbers() -> None:
+    assert set(number_values("abrió el 24/7/2023")) == {"24", "7", "2023"}
+    assert set(number_values("a 24x36 poster and the 24/70 rule")) == {"24", "36", "70"}
+
+
+async def test_framing_words_never_hide_a_value_of_the_same_sentence() -> None:
+    context = ("The office is open until 8 pm. Items can be returned within 14 days.",)
+    for answer, slip in [
+        ("The office is open until 9 pm, and you can see the documents at the desk.", "9"),
+        ("You can return items 60 days after purchase.", "60"),
+        ("Option 2 lets you return items within 60 days.", "60"),
+    ]:
+        r = await faithfulness(answer, context, "When?")
+        assert f"{slip} is not in the context" in reasons(r), (answer, r.explanation)
+
+
+def test_what_only_looks_like_framing_stays_a_claim() -> None:
+    kept = parse_answer(
+        "The final document must be signed by both parties. An answer cannot be given until"
+        " the committee meets on 5 May."
+    )
+    assert kept.claims == [
+        "The final document must be signed by both parties.",
+        "An answer cannot be given until the committee meets on 5 May.",
+    ]
+    assert kept.abstentions == []

@@ -14,10 +14,11 @@ _SRC_ES = r"(?:contexto|documentos?|textos?|fuentes?|informaci[oó]n|datos|art[i
 _ABSTAIN = re.compile(
     r"\b("
     r"i (?:do not|don't|dont) (?:have|know|possess|see|find)"
-    r"|i(?: am|'m) (?:not sure|unable|not able|not aware|sorry)"
+    r"|i(?: am|'m) (?:not sure|unable|not able|not aware"
+    r"|sorry(?! to (?:have to )?(?:inform|tell|say|let you know|report)))"  # ... courtesy
     r"|(?:^|i (?:was |am )?)unable to (?:answer|determine|find|provide|say)"
     r"|(?:an |the |a )?answer (?:cannot|can't|can not|could not) be (?:\w+ )?(?:provided|given"
-    r"|determined|found)"
+    r"|determined|found)(?=\s*(?:$|[.,;:!?]|(?:based on|from|with|without|using|here)\b))"
     r"|i (?:cannot|can't|can not|could not|couldn't|was unable to|am unable to)"
     r" (?:find|answer|provide|determine|say|tell|confirm|give|locate|know)"
     # "there is no information": what the sources lack ("there is no data limit" is a claim)
@@ -75,9 +76,13 @@ _ATTRIBUTION = re.compile(
     # courtesy before the statement: "I'm sorry to have to inform you that X"
     r"|(?:i'?m|i am|we'?re|we are) (?:sorry|afraid|happy|glad|pleased) to (?:have to )?"
     r"(?:inform you|tell you|say|let you know|report)(?: that)?\b,?"
+    r"|(?:lamento|siento|me alegra|me complace) (?:tener que )?(?:informarle|informarte|decirle"
+    r"|decirte|comunicarle|comunicarte)(?: que)?\b,?"
     # the reader's inference from the sources: "we can see that X", "it can be inferred that X"
     r"|(?:we|one|you) can (?:see|understand|infer|conclude|say|tell) that\b,?"
     r"|it can be (?:seen|understood|inferred|concluded|said) that\b,?"
+    r"|(?:podemos|puedes|puede|se puede|se podr[ií]a) (?:ver|entender|inferir|concluir|deducir"
+    r"|decir) que\b,?"
     r"|(?:some|others|some people|some experts|many) (?:suggest|indicate|say|believe|claim"
     r"|argue|note)s? (?:that\b)?,?"
     rf"|(?:the |these |this |some |other |both |all )?{_SOURCE} (?:also |primarily |mainly )?"

@@ -125,7 +125,8 @@ def _value_sentences(sents: list[str]) -> dict[str, frozenset[int]]:
 # euros" / "if not, ..." is a condition ("otherwise"), not a denial of the clause it leads.
 _ANSWER_PARTICLE = re.compile(
     r"^\W*(?:no|nope|yes|yeah|s[ií]|sure|ok|okay|alright|of course|certainly|absolutely"
-    r"|that'?s (?:correct|right))\s*[,.;:!\u2014\u2013-]\s*",
+    r"|that'?s (?:correct|right)|claro|vale|por supuesto|desde luego|as[ií] es|(?:eso )?es"
+    r" correcto|correcto|exacto|efectivamente)\s*[,.;:!\u2014\u2013-]\s*",
     re.I,
 )
 _OTHERWISE = re.compile(r"\b(?:if not|si no|or else|de lo contrario|en caso contrario)\b", re.I)
@@ -242,8 +243,8 @@ def claim_verdict(
     restates = not toks or {key(t) for t in toks} <= YES | NO
     if restates:  # only the question's words: the claim is the question's proposition
         toks = [t for t in _claim_terms(claim, set()) if t not in YES | NO and needed(t)]
-    own = set(_OWN_ITEM.findall(claim))  # "Option 2": the answer's own item, not a value
-    values = {raw: v for raw, v in number_values(claim).items() if raw not in own}
+    # "Option 2": the answer's own item, not a value (that span only: its other numbers count)
+    values = number_values(_OWN_ITEM.sub(" ", claim))
     if not toks and not values:
         return {
             "claim": said,
@@ -354,7 +355,7 @@ def _checks(
 
 # "Option 1 or Option 2", "see step 3": the answer pointing at its own list items
 _OWN_ITEM = re.compile(
-    r"\b(?:options?|steps?|items?|points?|methods?|opci[oó]n|paso)\s+(\d{1,2})\b", re.I
+    r"\b(?:options?|steps?|methods?|opci[oó]n|opciones|pasos?|m[eé]todos?)\s+(\d{1,2})\b", re.I
 )
 _LIST_AFTER_COLON = re.compile(r":\s*([^:]+?)\s*[.;]?\s*$")
 

@@ -73,7 +73,9 @@ _META = re.compile(
     # a reply made only of courtesy: "Sure, no problem.", "Hello.", "Oh, that's too bad."
     r"|(?:(?:sure|certainly|of course|absolutely|okay|ok|alright|all right|hello|hi|hey|great"
     r"|thanks|thank you|no problem|got it|understood|i see|oh|well|(?:that's|that is) too bad"
-    r"|(?:i'm |i am )?sorry to hear (?:that|this))[\s!.,]*)+$"
+    r"|(?:i'm |i am )?sorry to hear (?:that|this)|claro|vale|hola|buenas|gracias|de nada|perfecto"
+    r"|entendido|sin problema|por supuesto|vaya|qu[eé] pena|(?:lo )?siento (?:mucho )?"
+    r"(?:o[ií]r|escuchar) (?:eso|esto))[\s!.,]*)+$"
     r"|(?:sure|certainly|of course|absolutely|okay|ok|claro|por supuesto)[!.,]?\s+"
     r"(?:here|i can|i'd|i will|let me|aqu[ií])\b"
     r"|here(?:'s| is| are)\b.{0,80}\b(?:answer|summary|steps?|list|overview|how|what|ways?"
@@ -138,14 +140,19 @@ _HEDGE = re.compile(
 )
 # "Passage 2 states that ...", "Passage 3:", "According to passage 1, ...": where a statement
 # comes from is not part of what it states (and "2" is no value to find in the context)
+_REPORTS = (
+    r"(?:states?|says?|explains?|mentions?|reiterates?|notes?|suggests?|adds?|provides?"
+    r"|discuss(?:es)?|lists?|highlights?|covers?|talks? about"
+    r"|indicates?|describes?|recommends?|confirms?|dice|indica|menciona|explica|afirma|señala)"
+)
 _SOURCE_REF = re.compile(
     r"^(?:in |from |per |según (?:el |la )?|de acuerdo con (?:el |la )?|according to )?"
     r"(?:(?:passage|pasaje|source|fuente|document|documento|doc|context|contexto)\s*(?:#\s*)?\d+"
-    rf"|(?:the |el |la )?{_ORDINAL} (?:passage|pasaje|source|fuente|document|documento))"
     r"(?:\s*(?:,|and|y|&)\s*\d+)*(?:\s*\([^)]*\))?\s*(?:also |further |then )?"
-    r"(?:states?|says?|explains?|mentions?|reiterates?|notes?|suggests?|adds?|provides?"
-    r"|discuss(?:es)?|lists?|highlights?|covers?|talks? about"
-    r"|indicates?|describes?|recommends?|confirms?|dice|indica|menciona|explica|afirma|señala)?"
+    rf"{_REPORTS}?"
+    # "the first passage states ...", "The other source:", but not "The final document must be"
+    rf"|(?:the |el |la )?{_ORDINAL} (?:passage|pasaje|source|fuente|document|documento)"
+    rf"(?:\s*\([^)]*\))?\s*(?:(?:also |further |then )?{_REPORTS}|(?=:)))"
     r"(?: that| que)?\s*[:,]?\s*",
     re.IGNORECASE,
 )
@@ -174,8 +181,10 @@ _ADVICE = re.compile(
     r"|speak|talk|refer|ask|look)\w*\b|^(?:please )?(?:consult|contact) (?:a|an|your) \w+"
     r"|^(?:se recomienda|recomiendo|te recomiendo|le recomiendo) (?:consultar|contactar|acudir)"
     r"|^for (?:more|further|additional) (?:details|information|assistance|help|guidance)\b"
-    r"|\byou (?:can|may|might|could|should) (?:also )?(?:refer to|consult|check|see|read)"
-    r" (?:the )?(?:provided |given |above )?(?:passages?|documents?|sources?|context|texts?)\b"
+    r"|^(?:(?:also|alternatively|for (?:more|further) (?:details|information)|if [^,]{1,60}),? )?"
+    r"you (?:can|may|might|could|should) (?:also )?(?:refer to|consult|check|see|read) (?:the )?"
+    r"(?:(?:provided|given|above) (?:passages?|documents?|sources?|texts?)|passages?|context)"
+    r"(?: for (?:more|further|additional) (?:details|information|guidance|help))?\s*[.!]?\s*$"
     r"|\b(?:consult|contact|speak|talk)(?:ing)? (?:to |with )?(?:a |an |your )?[\w ]{0,30}?"
     r" (?:is|are|would be|may be) (?:advisable|recommended|a good idea|wise|best)\b"
     # the answer's own steps wishing the reader well: "These steps should help you address
@@ -207,7 +216,9 @@ _MARKER = re.compile(
     r"|on the other hand|in contrast|by contrast|in fact|indeed|instead|meanwhile|as such"
     r"|adem[aá]s|tambi[eé]n|luego|despu[eé]s|finalmente|por [uú]ltimo|sin embargo"
     r"|por (?:lo )?tanto|por consiguiente|en resumen|en conclusi[oó]n|en primer lugar"
-    r"|en segundo lugar|por ejemplo|es decir|asimismo|as[ií] que|en general)\s*[,:]\s*",
+    r"|en segundo lugar|por ejemplo|es decir|asimismo|as[ií] que|en general|de hecho"
+    r"|por otro lado|en cambio|por el contrario|en realidad|lamentablemente|desafortunadamente"
+    r"|afortunadamente|por desgracia|por suerte)\s*[,:]\s*",
     re.IGNORECASE,
 )
 

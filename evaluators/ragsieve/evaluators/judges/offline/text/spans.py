@@ -120,12 +120,13 @@ class _Written:
         return bool(cuts) and all(parts) and all(self.whole(p) for p in parts)
 
     def chained(self, toks: list[str]) -> bool:
-        """Two names the sources write, overlapping in a word: "IBM Cloud Trust and
-        Enablement" from "IBM Cloud" and "Cloud Trust and Enablement"."""
+        """Two names the sources write, overlapping in two words or more: "Bay Area Rapid
+        Transit District" from "Bay Area Rapid Transit" and "Rapid Transit District". One shared
+        word is not enough: "Jack Brown University" is not "Jack Brown" and "Brown University"."""
         return any(
             self.whole(toks[:j]) and self.whole(toks[i:])
-            for j in range(2, len(toks))
-            for i in range(1, j)
+            for j in range(3, len(toks))
+            for i in range(1, j - 1)
             if len(toks) - i >= 2 and toks[i] not in _JOINERS
         )
 

@@ -124,10 +124,12 @@ _AMBIGUOUS_NUMBER_WORDS = frozenset(
     | {"third", "tercero", "tercera", "tercer", "once", "mil"}
 )
 # digits with group separators (comma, dot, space, thin space) and an optional decimal part;
-# "24/7" and "24x7" say all day, every day: the 24 hours a day a context writes, not a 7
+# "24/7", "24x7" and "24/7/365" say all day, every day: the 24 hours a day a context writes, not
+# a 7 (only those exact tokens: "24/7/2023" is a date, "24x36" a size)
+_ALL_DAY = r"(?<=(?<!\d)24/)7(?![\d/])|(?<=(?<!\d)24/)7(?=/365(?!\d))|(?<=(?<!\d)24/7/)365(?!\d)"
 _NUM = re.compile(
     r"(?<![\w.,])\d{1,3}(?:[ \u00a0\u202f.,]\d{3})+(?:[.,]\d+)?(?![\w])"
-    r"|(?<!\d)(?<!(?<!\d)24/)(?<!(?<!\d)24x)(?<!(?<!\d)24/7/)\d+(?:[.,]\d+)?"
+    rf"|(?<!\d)(?!{_ALL_DAY}|(?<=(?<!\d)24x)7(?!\d))\d+(?:[.,]\d+)?"
 )
 
 
