@@ -9,7 +9,9 @@ from ragsieve.evaluators.judges.offline.sources import source_sentences
 from ragsieve.evaluators.records import Message
 from ragsieve.evaluators.testing import make_interaction
 
-HOLD = "A hold on a library book is cancelled by tapping the cross beside the title in your account."
+HOLD = (
+    "A hold on a library book is cancelled by tapping the cross beside the title in your account."
+)
 CARD = "Library cards are renewed at the front desk with a recent utility bill."
 TAP = "Tap the cross beside the title in your account."
 
