@@ -64,3 +64,15 @@ async def test_a_follow_up_naming_its_own_subject_is_not_answered_by_the_carried
     assert off.metadata["question_source"] == on.metadata["question_source"] == "resolved"
     assert off.label == "irrelevant" and off.metadata["unanswered_own_terms"]
     assert on.label == "relevant" and "unanswered_own_terms" not in on.metadata
+
+
+async def test_a_passing_answer_in_other_words_is_not_said_to_be_about_something_else() -> None:
+    pages = ("Una tarjeta mensual del ferry cuesta 35 euros y cubre travesías ilimitadas.",)
+    r = await _relevance(
+        "¿Hay abono de temporada?",
+        "Sí: una tarjeta mensual del ferry cuesta 35 euros y cubre travesías ilimitadas.",
+        pages,
+        chat_history=FERRY,
+    )
+    assert r.label == "relevant"
+    assert "something else" not in r.explanation and "nothing on" not in r.explanation

@@ -230,9 +230,10 @@ def combine(
     return float(score)
 
 
-def _notes(ev: Mapping[str, Any]) -> list[str]:
+def _notes(ev: Mapping[str, Any], passed: bool = False) -> list[str]:
+    """What held the score down; a passing answer is not said to be about something else."""
     notes = []
-    if ev["addressed"] < ABOUT_ELSE:
+    if ev["addressed"] < ABOUT_ELSE and not passed:
         notes.append("the answer is about something else than the question")
     if ev["heading"]:
         notes.append(f"taken from the section {ev['title'][:80]!r}, which matches the question")
@@ -364,13 +365,13 @@ class AnswerRelevanceJudge(OfflineJudge):
             meta["section_title"] = ev["title"]
         if self.calibration:
             meta["calibration"] = self.calibration
-        notes = [*(_notes(ev) if asked.is_question else []), *said]
-        if meta.get("unanswered_own_terms"):
+        label = "relevant" if score >= self.threshold else "irrelevant"
+        notes = [*(_notes(ev, label == "relevant") if asked.is_question else []), *said]
+        if meta.get("unanswered_own_terms") and label == "irrelevant":
             own = ", ".join(meta["unanswered_own_terms"])
             notes.append(f"nothing on {own}, which the turn asks about")
         if meta.get("goes_on_from_last_reply"):
             notes.append("a follow-up answered from the passage the last reply came from")
-        label = "relevant" if score >= self.threshold else "irrelevant"
         explanation = f"covers {ev['coverage']:.0%} of the question's key terms" + (
             "; " + "; ".join(notes) if notes else ""
         )
