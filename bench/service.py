@@ -550,6 +550,7 @@ def main() -> None:
         help="With --no-fit: rewrite the results of --out (verdicts, root causes), keep its fits.",
     )
     ap.add_argument("--readme", action="store_true", help="Rewrite the README table only.")
+    ap.add_argument("--keep-db", type=Path, default=None, help="Copy the job's store here.")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     custom = args.thresholds or args.false_flag_cost != 1.0
@@ -569,6 +570,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sent, report, db = run_pipeline(traces, Path(tmp))
         decided = verdicts(db)
+        if args.keep_db:
+            shutil.copyfile(db, args.keep_db)
         draws: dict[str, list[dict[str, Any]]] = {"random": [], "review": []}
         w, work = args.fit_within_tune, Path(tmp)
         for seed in [] if args.no_fit else range(args.seed, args.seed + args.draws):

@@ -193,3 +193,24 @@ def test_a_refusals_missed_page_counts_only_when_it_holds_what_the_prompt_lacks(
     same = "Starter plan: 120 requests per minute, billed yearly."
     assert missed_attribute(q, it, CorpusHit("plans#copy", 0.9, 2, same)) == ()
     assert missed_attribute(q, it, None) == ()
+    # a page on another subject that words the asked attribute like the question keeps none of
+    # what the prompt holds of it (the Starter plan): it is not the page the retriever missed
+    news = "The monthly newsletter lists each price change."
+    assert missed_attribute(q, it, CorpusHit("news#monthly", 0.9, 2, news)) == ()
+
+
+def test_a_follow_ups_carried_words_are_not_what_it_asks() -> None:
+    # "Which restrictions apply?" after a turn about the conditional license: the carried words
+    # name the earlier subject, which the prompt's chunk words otherwise ("junior license"); the
+    # turn asks for the restrictions, and the prompt holds them
+    from ragsieve.jobs.verdicts.corpus import CorpusHit
+    from ragsieve.jobs.verdicts.gather import missed_attribute
+
+    typed = "Which restrictions apply?"
+    resolved = f"{typed} (conditional license)"
+    junior = "Restrictions apply to the junior license: no driving between 9 pm and 5 am."
+    it = make_interaction(query=typed, context=[junior], answer="I don't know.")
+    page = "Restrictions apply to the conditional license: no driving between 9 pm and 5 am."
+    hit = CorpusHit("dmv#conditional", 0.9, 2, page)
+    assert missed_attribute(resolved, it, hit)  # read with the carried words, it would blame
+    assert missed_attribute(resolved, it, hit, typed) == ()

@@ -13,9 +13,9 @@ cause with a weight:
 - ``rival``: an observed chunk the retriever missed that answers the question at least as well
   as the prompt's best, though not clearly better (so the rule did not name it): ``retrieval``;
 - ``missed_attribute``: for a refusal blamed on a chunk of the prompt, an observed chunk the
-  retriever missed that answers clearly better and holds what the question asks that no chunk
-  of the prompt holds (the prompt was about the topic; the refusal was right for it):
-  ``retrieval``;
+  retriever missed that answers clearly better, holds what the question (as typed) asks that no
+  chunk of the prompt holds, and holds what the prompt names of it too (the prompt was about the
+  topic; the refusal was right for it): ``retrieval``;
 - ``dropped``: a chunk the retriever returned that answers the question but did not reach the
   prompt (a reranker or a context budget dropped it): ``retrieval``;
 - ``golden``: the golden set's relevant chunks for the same question, none of which reached the
