@@ -209,9 +209,10 @@ def _search(
     Third, for a refusal blamed on a relevant chunk in the prompt: a chunk elsewhere that
     answers clearly better, holds what the turn asks (as typed) that no chunk of the prompt
     holds and what the prompt names of it (:func:`missed_attribute`): the prompt was about the
-    topic, the refusal was right for it, and the retriever missed the page. (A better-scoring chunk alone does not say so: pages
-    overlap, and on the service bench's tuning half one scored clearly better than the prompt's
-    for 9 of 33 wrong abstentions whose prompt held the answer.)"""
+    topic, the refusal was right for it, and the retriever missed the page. (A better-scoring
+    chunk alone does not say so: pages overlap, and on the service bench's tuning half one
+    scored clearly better than the prompt's for 9 of 33 wrong abstentions whose prompt held
+    the answer.)"""
     source = needs_source(verdict)
     refusal = verdict.root_cause == "abstained_wrongly" and not needs_corpus(verdict)
     if not (needs_corpus(verdict) or source or refusal):
