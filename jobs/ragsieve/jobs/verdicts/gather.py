@@ -36,7 +36,7 @@ from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.verdicts.corpus import CorpusHit, ObservedCorpus, holds_question
-from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN, Verdict
+from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN, Verdict, near_answers
 from ragsieve.jobs.verdicts.ledger import UNDETERMINED, Piece
 
 SOURCE_MIN = 0.7  # share of the answer's own (weighted) words a chunk must hold to be its source
@@ -318,6 +318,33 @@ def missed_attribute(
     )
 
 
+def near_context(
+    results: Sequence[EvalResult], verdict: Verdict, threshold: float
+) -> tuple[Piece, ...]:
+    """An answer off the question while a chunk that nearly answers it reached the prompt
+    (``generation``, against the rule's ``no_answer_expected``): within ``NEAR_MARGIN`` of the
+    context threshold and close to the question in meaning (:func:`flagging.near_answers`, as
+    an abstention's "nearly"). "Nothing answers this" explains an answer made up for the
+    question; an answer about something else, beside a chunk that nearly answers, says the
+    model did not use what it was given."""
+    if verdict.root_cause != "no_answer_expected" or "answer_relevance" not in (
+        verdict.failed_metrics
+    ):
+        return ()
+    ctx = next((r for r in results if r.evaluator == "context_relevance"), None)
+    near = near_answers(ctx, threshold)
+    if ctx is None or not near:
+        return ()
+    return (
+        Piece(
+            "near_context",
+            "generation",
+            f"{near[0]} nearly answers the question (within {NEAR_MARGIN} of the context"
+            f" threshold {threshold:g}, close in meaning) and the answer is off the question",
+        ),
+    )
+
+
 def failure_pieces(
     it: RagInteraction,
     results: list[EvalResult],
@@ -334,7 +361,7 @@ def failure_pieces(
     ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
     best = context_best(results)
     seen = f" vs {rival.best_seen:.2f} in the prompt" if rival and rival.best_seen else ""
-    return gather(
+    return near_context(results, verdict, ctx_threshold) + gather(
         it,
         judged_question(it).text,
         corpus,
@@ -359,6 +386,7 @@ __all__ = [
     "golden_chunks",
     "held",
     "missed_attribute",
+    "near_context",
     "question_key",
     "review_piece",
     "reviewed_causes",
