@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from e2e import RAGSIEVE, collect, verdicts  # noqa: E402
 from e2e_traffic import ABSTAIN, DATA  # noqa: E402
 from readme_tables import render  # noqa: E402
+from rootcause_figures import stated  # noqa: E402
 
 from ragsieve.collector.instrument import (  # noqa: E402
     instrument,
@@ -261,6 +262,7 @@ def score(sent: dict[str, Turn], decided: dict[str, dict[str, Any]], split: str)
                 "root_cause_right": _rate(
                     sum(d["root_cause"] == t.expect for t, d in caught), len(caught)
                 ),
+                "root_cause_stated": stated(caught),
                 "per_kind": {
                     k: {
                         "n": len(of[k]),

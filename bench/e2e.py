@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -321,6 +322,7 @@ def main() -> None:
         "--dump", type=Path, default=None, help="Write the verdict of every trace of --split here."
     )
     ap.add_argument("--demo-queries", type=int, default=300, help="Demo size (0: no demo run).")
+    ap.add_argument("--keep-db", type=Path, default=None, help="Copy the job's store here.")
     ap.add_argument(
         "--ci-slice", action="store_true", help="Print the CI slice as JSON; write nothing."
     )
@@ -334,6 +336,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sent, report, db = run_pipeline(traces, Path(tmp))
         decided = verdicts(db)
+        if args.keep_db:
+            shutil.copyfile(db, args.keep_db)
         demo = run_demo(Path(tmp), args.demo_queries) if args.demo_queries else None
     results = {s: score(sent, decided, s) for s in ("heldout", "tune")}
     print(table(results[args.split] if args.split != "all" else score(sent, decided, "all")))

@@ -20,6 +20,8 @@ from typing import Any
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, UNDETERMINED, Piece, combine, fit_weights
 
 Pair = tuple[Any, dict[str, Any]]  # (planted trace, the job's decision)
+# bench/conversations.py's planted kinds (its dump names the kind, not the expectation)
+CONVERSATION_EXPECT = {"other_conversation": "generation", "refusal": "abstained_wrongly"}
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -144,30 +146,38 @@ def _read_dump(path: str, bench: str) -> list[Pair]:
     for line in open(path, encoding="utf-8"):
         row = json.loads(line)
         meta = row.get("meta") or {}
-        if row["expect"] == "pass" or row.get("verdict") != "fail" or meta.get("repeat"):
+        expect = row.get("expect") or CONVERSATION_EXPECT.get(row.get("kind", ""), "pass")
+        if expect == "pass" or row.get("verdict") != "fail" or meta.get("repeat"):
             continue
         if bench == "xquad":
             dom = f"xquad_{row['q_lang']}"
+        elif bench == "conversations":
+            dom = f"conversations_{row['source']}"
         else:
             dom = str(meta.get("domain") or "unknown")
-        t = SimpleNamespace(split=row["split"], expect=row["expect"], domain=dom)
+        t = SimpleNamespace(split=row["split"], expect=expect, domain=dom)
         out.append((t, row))
     return out
 
 
 def main() -> None:
-    """``python bench/rootcause_figures.py SERVICE_DUMP XQUAD_DUMP [--into FILE]``: the pooled
-    leave-one-domain-out choice of the root-cause weights from both benches' dumps of every
-    trace (``service.py --no-fit --dump F --dump-split all``, ``e2e.py --split all --dump F``);
-    prints and writes aggregates only."""
+    """``python bench/rootcause_figures.py SERVICE_DUMP XQUAD_DUMP [--conversations TUNE HELD]
+    [--into FILE]``: the pooled leave-one-domain-out choice of the root-cause weights from the
+    benches' dumps of every trace (``service.py --no-fit --dump F --dump-split all``,
+    ``e2e.py --split all --dump F``, ``conversations.py --split tune --dump F`` and
+    ``--split heldout``: its three sources are three more domains); prints and writes
+    aggregates only."""
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("service")
     ap.add_argument("xquad")
+    ap.add_argument("--conversations", nargs="*", default=[], help="Conversations dumps.")
     ap.add_argument(
         "--into", default=None, help="A results file to hold it as root_cause_pooled_lodo."
     )
     args = ap.parse_args()
     caught = _read_dump(args.service, "service") + _read_dump(args.xquad, "xquad")
+    for path in args.conversations:
+        caught += _read_dump(path, "conversations")
     got = pooled_choice(caught, lambda t: t.domain)
     print(json.dumps(got, indent=1))
     if args.into:

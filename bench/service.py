@@ -1,6 +1,7 @@
 """Service-desk benchmark: bilingual (es/en) traffic from a domain nobody here wrote, via the job.
 
-Usage: ``.venv/bin/python bench/service.py [--data DIR] [--labels 60]``
+Usage: ``.venv/bin/python bench/service.py [--data DIR] [--labels 60]`` (``--licence-clean
+--no-fit --out F``: the root cause on licence-clean traffic, never fitted on it)
 -> prints a table, writes ``bench/results/service.json``; ``--readme`` rewrites the table
 between the ``<!-- service-table -->`` markers of README.md. ``--thresholds
 faithfulness=0.9`` starts the job and every fit from a deployment's own ``jobs.thresholds``
@@ -54,7 +55,7 @@ from e2e import run_pipeline, verdicts  # noqa: E402
 from e2e_traffic import DATA, EXPECT, Trace  # noqa: E402
 from fit import label_pool, one_size, ragsieve, store_copy, write_labels  # noqa: E402
 from rootcause_figures import leave_one_domain_out, recombined, rule_alone, stated  # noqa: E402
-from service_traffic import build  # noqa: E402
+from service_traffic import build, build_licence_clean  # noqa: E402
 
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS  # noqa: E402
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS  # noqa: E402
@@ -550,9 +551,18 @@ def main() -> None:
         help="With --no-fit: rewrite the results of --out (verdicts, root causes), keep its fits.",
     )
     ap.add_argument("--readme", action="store_true", help="Rewrite the README table only.")
+    ap.add_argument(
+        "--licence-clean",
+        action="store_true",
+        help="Plant the same kinds in licence-clean text only (MTRAG, RAGTruth: five domains);"
+        " needs --out.",
+    )
+    ap.add_argument("--keep-db", type=Path, default=None, help="Copy the job's store here.")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     custom = args.thresholds or args.false_flag_cost != 1.0
+    if args.licence_clean and args.out == OUT:
+        ap.error("--licence-clean writes elsewhere: give --out")
     if custom and args.out == OUT and not args.fit_within_tune:
         ap.error(
             "--thresholds and --false-flag-cost write elsewhere: give --out (the default results"
@@ -565,10 +575,12 @@ def main() -> None:
         write_readme(json.loads(args.out.read_text(encoding="utf-8")))
         return
     t0 = time.perf_counter()
-    traces = build(args.data, args.traffic_seed)
+    traces = (build_licence_clean if args.licence_clean else build)(args.data, args.traffic_seed)
     with tempfile.TemporaryDirectory() as tmp:
         sent, report, db = run_pipeline(traces, Path(tmp))
         decided = verdicts(db)
+        if args.keep_db:
+            shutil.copyfile(db, args.keep_db)
         draws: dict[str, list[dict[str, Any]]] = {"random": [], "review": []}
         w, work = args.fit_within_tune, Path(tmp)
         for seed in [] if args.no_fit else range(args.seed, args.seed + args.draws):
@@ -607,6 +619,17 @@ def main() -> None:
             if cause_fits:
                 kept["root_cause_fit"] = cause_fits
             args.out.write_text(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
+        elif args.licence_clean:  # the root cause measured never fitted: no threshold fit
+            clean = {
+                "benchmark": "service_licence_clean",
+                "judge": "offline heuristic (deterministic, no LLM), default settings",
+                "data": "MTRAG dev (four collections) + RAGTruth QA dev (MS MARCO), licence-clean;"
+                " the service bench's kinds, topics split tune / heldout",
+                "job_seconds": report.get("_job_seconds"),
+                "results": results,
+                "root_cause_leave_one_domain_out": by_domain,
+            }
+            args.out.write_text(json.dumps(clean, indent=2, ensure_ascii=False) + "\n")
         return
     summary = {kind: draw_summary(rows) for kind, rows in draws.items()}
     by_rule = {kind: draw_summary(rows, "after_rule") for kind, rows in draws.items()}

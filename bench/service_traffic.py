@@ -25,6 +25,11 @@ off_topic, wrong_abstention, retrieval_miss; a hidden topic, one no trace ever r
 correct_abstention and out_of_corpus). Each planted failure also comes back once paraphrased (the
 same failure asked another way, ``repeat_of``), to see whether one failure keeps one root cause.
 Topics are split by a hash into ``tune`` and ``heldout`` halves.
+
+``build_licence_clean`` plants the same kinds in licence-clean text only (the data README: numbers
+fitted from it may ship): MTRAG's questions that stand alone, one domain per collection (IBM Cloud
+docs, FiQA finance, ClapNQ Wikipedia, US government pages), and RAGTruth's MS MARCO web queries,
+each with a faithful answer a real model or a person wrote from its passages.
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ from e2e_traffic import (
 
 DOC2DIAL = Path("multiturn") / "doc2dial" / "dev.jsonl"
 MEMERAG = Path("realrag") / "memerag_en_es" / "dev.jsonl"
+# licence-clean text (the data README: numbers fitted from these may ship)
+MTRAG = Path("realrag") / "mtrag" / "dev.jsonl"
+RAGTRUTH = Path("realrag") / "ragtruth_qa" / "dev.jsonl"
 HIDDEN_SHARE = 0.22  # topics no trace retrieves (correct abstentions and out-of-corpus answers)
 OFF_DOMAIN_SHARE = 0.6  # of MEMERAG's English questions, asked of the (English) service desk
 MAX_PER_TOPIC = 3  # Doc2Dial questions kept per service page
@@ -144,6 +152,32 @@ def _memerag(data: Path, lang: str = "es") -> list[_Item]:
     return list(out.values())
 
 
+def _answered(path: Path, source: str) -> list[_Item]:
+    """Licence-clean items: each question that stands alone (of MTRAG's conversations: five
+    words or more, no pronoun pointing back; RAGTruth's web queries: three words or more) with
+    a faithful answer a real model or a person wrote
+    from its passages; the gold passage shares most words with the answer, the others are the
+    passages retrieved with it. The domain is MTRAG's collection (IBM Cloud docs, FiQA finance,
+    ClapNQ Wikipedia, US government pages) or RAGTruth's MS MARCO web passages."""
+    out: dict[str, _Item] = {}
+    for r in map(json.loads, path.open(encoding="utf-8")):
+        q = " ".join(r["question"].split())
+        if r["label_faithful"] is not True or not r["contexts"] or q in out:
+            continue
+        if source == "mtrag" and (len(q.split()) < 5 or _BACK_REFERENCE.search(q)):
+            continue  # a follow-up sent without its conversation
+        if len(q.split()) < 3:
+            continue
+        words = _words(r["answer"])
+        gold = max(r["contexts"], key=lambda c: len(words & _words(c)))
+        collection = str((r["meta"].get("extra") or {}).get("collection") or "")
+        pool = f"{source}_{collection.split('-')[2]}" if collection else source
+        qid = f"{source}:{hashlib.sha256(q.encode()).hexdigest()[:10]}"
+        others = [c for c in r["contexts"] if c != gold]
+        out[q] = _Item(qid, qid, "en", q, r["answer"].strip(), gold, others, pool)
+    return list(out.values())
+
+
 def _changed(answer: str, question: str, context: str, values: list[str],
              rng: random.Random) -> tuple[str, str] | None:  # fmt: skip
     """The answer with one of its values (a number, else a name) replaced by another value of
@@ -165,7 +199,7 @@ def _changed(answer: str, question: str, context: str, values: list[str],
 def _domain(it: _Item) -> str:
     """The trace's domain for leave-one-domain-out figures: the Doc2Dial service (dmv, ssa,
     va, studentaid), Spanish Wikipedia, or English Wikipedia asked of a service desk."""
-    if it.qid.startswith("doc2dial"):
+    if it.qid.startswith(("doc2dial", "mtrag", "ragtruth")):
         return it.pool
     return f"wikipedia_{it.lang}"
 
@@ -174,7 +208,6 @@ def build(data: Path = DATA, seed: int = 26, miss_abstentions: bool = True) -> l
     """Every planned trace, deterministic for ``seed``; ``miss_abstentions``: each retrieval
     miss also answered with a correct refusal (``miss_abstention``, expected ``retrieval``; added
     after the rest, so the rest is unchanged)."""
-    rng = random.Random(seed)
     service = _doc2dial(data)
     # English questions the service pages do not cover: MEMERAG's, asked of the service desk
     domains = sorted({it.pool for it in service})
@@ -185,6 +218,20 @@ def build(data: Path = DATA, seed: int = 26, miss_abstentions: bool = True) -> l
     items = service + spanish + offdomain
     hidden = {it.topic for it in spanish if _h(it.topic, "hidden") < HIDDEN_SHARE}
     hidden |= {it.topic for it in offdomain}
+    return _plant(items, hidden, seed, miss_abstentions)
+
+
+def build_licence_clean(data: Path = DATA, seed: int = 26) -> list[Trace]:
+    """The same kinds planted in licence-clean text only (MTRAG's four collections and
+    RAGTruth's MS MARCO passages: five domains), a share of each domain's questions hidden
+    (correct abstentions and out-of-corpus answers)."""
+    items = _answered(data / MTRAG, "mtrag") + _answered(data / RAGTRUTH, "ragtruth")
+    hidden = {it.topic for it in items if _h(it.topic, "hidden") < HIDDEN_SHARE}
+    return _plant(items, hidden, seed, True)
+
+
+def _plant(items: list[_Item], hidden: set[str], seed: int, miss_abstentions: bool) -> list[Trace]:
+    rng = random.Random(seed)
     split = {it.topic: ("tune" if _h(it.topic, "split") < 0.5 else "heldout") for it in items}
     shown = {p for it in items if it.topic not in hidden for p in [it.gold, *it.retrieved]}
     never = {p for it in items if it.topic in hidden for p in [it.gold, *it.retrieved]} - shown

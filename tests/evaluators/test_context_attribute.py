@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.evaluators.judges.offline.context import asked_gap, chunk_evidence, question_terms
-from ragsieve.evaluators.judges.offline.text.asked import yes_no
+from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
+from ragsieve.evaluators.judges.offline.text.asked import asked_gap, yes_no
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 
 THRESHOLD = DEFAULT_THRESHOLDS["context_relevance"]
@@ -71,8 +71,11 @@ def test_what_a_missed_page_holds_that_the_prompt_lacks() -> None:
         "The Starter plan allows 120 requests per minute.",
         "The Pro plan allows 600 requests per minute.",
     ]
-    gap, words = asked_gap(q, prompt, "The Starter plan costs $49 per month, billed monthly.")
-    assert gap > 0.25 and words == ("monthly",)
+    price = asked_gap(q, prompt, "The Starter plan costs $49 per month, billed monthly.")
+    assert price.share > 0.25 and price.words == ("monthly",) and price.kept == 1.0
     # a page that says what the prompt already says adds nothing the prompt lacks
-    same, none = asked_gap(q, prompt, "Starter plan: 120 requests per minute, billed yearly.")
-    assert same == 0.0 and none == ()
+    same = asked_gap(q, prompt, "Starter plan: 120 requests per minute, billed yearly.")
+    assert same.share == 0.0 and same.words == ()
+    # a page on another subject worded like the question keeps none of the prompt's topic
+    other = asked_gap(q, prompt, "The monthly newsletter lists each price change.")
+    assert "monthly" in other.words and other.kept == 0.0

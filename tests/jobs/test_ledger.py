@@ -193,3 +193,62 @@ def test_a_refusals_missed_page_counts_only_when_it_holds_what_the_prompt_lacks(
     same = "Starter plan: 120 requests per minute, billed yearly."
     assert missed_attribute(q, it, CorpusHit("plans#copy", 0.9, 2, same)) == ()
     assert missed_attribute(q, it, None) == ()
+    # a page on another subject that words the asked attribute like the question keeps none of
+    # what the prompt holds of it (the Starter plan): it is not the page the retriever missed
+    news = "The monthly newsletter lists each price change."
+    assert missed_attribute(q, it, CorpusHit("news#monthly", 0.9, 2, news)) == ()
+
+
+def test_a_follow_ups_carried_words_are_not_what_it_asks() -> None:
+    # "Which restrictions apply?" after a turn about the conditional license: the carried words
+    # name the earlier subject, which the prompt's chunk words otherwise ("junior license"); the
+    # turn asks for the restrictions, and the prompt holds them
+    from ragsieve.jobs.verdicts.corpus import CorpusHit
+    from ragsieve.jobs.verdicts.gather import missed_attribute
+
+    typed = "Which restrictions apply?"
+    resolved = f"{typed} (conditional license)"
+    junior = "Restrictions apply to the junior license: no driving between 9 pm and 5 am."
+    it = make_interaction(query=typed, context=[junior], answer="I don't know.")
+    page = "Restrictions apply to the conditional license: no driving between 9 pm and 5 am."
+    hit = CorpusHit("dmv#conditional", 0.9, 2, page)
+    assert missed_attribute(resolved, it, hit)  # read with the carried words, it would blame
+    assert missed_attribute(resolved, it, hit, typed) == ()
+
+
+def _ctx(score: float, cosine: float) -> EvalResult:
+    return EvalResult(
+        trace_id="t",
+        span_id="s",
+        evaluator="context_relevance",
+        label="irrelevant",
+        score=score,
+        metadata={"chunks": [{"id": "plans#starter", "score": score, "cosine": cosine}]},
+    )
+
+
+def test_an_off_question_answer_beside_a_chunk_that_nearly_answers_is_the_models() -> None:
+    # the rule says nothing answers (no chunk reached the context threshold); a chunk within the
+    # near margin, close in meaning, reached the prompt and the answer is about something else
+    from ragsieve.jobs.verdicts.flagging import Verdict
+    from ragsieve.jobs.verdicts.gather import near_context
+
+    off = Verdict(
+        "fail",
+        ("answer_relevance", "context_relevance", "faithfulness"),
+        "no_answer_expected",
+    )
+    (piece,) = near_context([_ctx(0.52, 0.45)], off, 0.6)
+    assert (piece.name, piece.cause) == ("near_context", "generation")
+    assert "plans#starter" in piece.line
+    rule = Piece("rule", "no_answer_expected", "none of 1 chunk(s) in the prompt was relevant")
+    assert combine([rule, piece]).label == "generation"
+    # an answer made up for the question is what "nothing answers this" explains
+    on = Verdict("fail", ("context_relevance", "faithfulness"), "no_answer_expected")
+    assert near_context([_ctx(0.52, 0.45)], on, 0.6) == ()
+    # a chunk far below the threshold, or far in meaning, does not nearly answer
+    assert near_context([_ctx(0.3, 0.45)], off, 0.6) == ()
+    assert near_context([_ctx(0.52, 0.1)], off, 0.6) == ()
+    # another cause of the rule is left as it is
+    gen = Verdict("fail", ("answer_relevance",), "generation")
+    assert near_context([_ctx(0.52, 0.45)], gen, 0.6) == ()

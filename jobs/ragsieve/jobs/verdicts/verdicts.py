@@ -207,11 +207,12 @@ def _search(
     one that answers the question better and holds what the answer says (``None``: not asked).
     Second: a chunk that answers as well as the prompt without deciding it (evidence only).
     Third, for a refusal blamed on a relevant chunk in the prompt: a chunk elsewhere that
-    answers clearly better and holds what the question asks that no chunk of the prompt holds
-    (:func:`missed_attribute`): the prompt was about the topic, the refusal was right for it,
-    and the retriever missed the page. (A better-scoring chunk alone does not say so: pages
-    overlap, and on the service bench's tuning half one scored clearly better than the prompt's
-    for 9 of 33 wrong abstentions whose prompt held the answer.)"""
+    answers clearly better, holds what the turn asks (as typed) that no chunk of the prompt
+    holds and what the prompt names of it (:func:`missed_attribute`): the prompt was about the
+    topic, the refusal was right for it, and the retriever missed the page. (A better-scoring
+    chunk alone does not say so: pages overlap, and on the service bench's tuning half one
+    scored clearly better than the prompt's for 9 of 33 wrong abstentions whose prompt held
+    the answer.)"""
     source = needs_source(verdict)
     refusal = verdict.root_cause == "abstained_wrongly" and not needs_corpus(verdict)
     if not (needs_corpus(verdict) or source or refusal):
@@ -229,7 +230,7 @@ def _search(
         holds = partial(judge.holds_answer, it)
     got = corpus.search(asked.text, exclude, ctx_threshold, lead, typed, holds)
     if refusal:
-        return None, None, missed_attribute(asked.text, it, got.hit)
+        return None, None, missed_attribute(asked.text, it, got.hit, typed)
     if source and got.hit is None:
         return None, got.rival, ()  # the answer holds nowhere better: the rule stays as it was
     return CorpusAnswer(got.hit, searched), got.rival, ()

@@ -189,43 +189,6 @@ def chunk_evidence(
     return out
 
 
-def asked_gap(question: str, prompt: Sequence[str], other: str) -> tuple[float, tuple[str, ...]]:
-    """What ``other`` holds of the question that no chunk of ``prompt`` holds: the weighted
-    share of the question's key terms (and those words) that ``other`` names as written or
-    misspelt while no prompt chunk names them in any form (misspelt, translated, a near word).
-
-    A chunk about the question's topic shares its names with the page that answers; what it
-    lacks is the asked attribute ("unlocked ... at 1 am" where the prompt's chunk is about the
-    same bikes' rental). A large gap says the prompt was about the topic, the other chunk about
-    what was asked."""
-    terms = question_terms(question)
-    total = sum(w for _, w in terms.values())
-    if not total:
-        return 0.0, ()
-    names = name_keys(question)
-    qlang = language(question)
-    indexes = [
-        TermIndex(
-            sentences(c) or [c],
-            cross_lingual=qlang != "unknown" and language(c) not in ("unknown", qlang),
-        )
-        for c in prompt
-    ]
-    theirs = TermIndex(sentences(other) or [other])
-    gap, missing = 0.0, []
-    for k, (word, w) in terms.items():
-        if theirs.find(word, transposed=True, indel=k not in names).strength < FOUND_AS_WRITTEN:
-            continue
-        if any(find_term(ix, word, k in names).strength > 0 for ix in indexes):
-            continue
-        gap += w
-        missing.append(word)
-    return gap / total, tuple(missing)
-
-
-FOUND_AS_WRITTEN = 0.9  # a word found exactly (1) or misspelt (0.9), not translated or near
-
-
 def graded_score(
     terms: float,
     typed: bool | None,

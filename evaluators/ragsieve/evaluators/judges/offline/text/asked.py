@@ -1,15 +1,24 @@
 """What a question asks, read from its words: its key terms (rarity-weighted, question and
-function words left out), its names, and for a yes/no question about a number the limits a
-text states that answer it. Context relevance and the root cause's corpus search share them."""
+function words left out), its names, for a yes/no question about a number the limits a text
+states that answer it, and what another text holds of it that a prompt lacks (:func:`asked_gap`).
+Context relevance and the root cause's corpus search share them."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ragsieve.evaluators.judges.offline.text.question import without_preamble
 from ragsieve.evaluators.judges.offline.text.spelling import misspells
 from ragsieve.evaluators.judges.offline.text.terms import NO_MATCH, Match, TermIndex, key, tokens
-from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, rarity
+from ragsieve.evaluators.judges.offline.text.text import (
+    STOPWORDS,
+    fold,
+    language,
+    rarity,
+    sentences,
+)
 
 # a name ("Tonkin", "Tennessee") is written alike in both languages or translated word for word;
 # the encoder's nearest word of another language ("Poopó", "secuoya") is a neighbour, not the name
@@ -131,3 +140,56 @@ def find_term(index: TermIndex, word: str, name: bool, near_words: bool = True) 
                 round(near.strength * NEAR_WORD_SHARE, 4), near.sentences, "near", near.found
             )
     return m
+
+
+FOUND_AS_WRITTEN = 0.9  # a word found exactly (1) or misspelt (0.9), not translated or near
+
+
+@dataclass(frozen=True, slots=True)
+class AskedGap:
+    """What another text holds of a question that no chunk of a prompt holds."""
+
+    share: float  # weighted share of the question's key terms it names that the prompt lacks
+    words: tuple[str, ...]  # ... those words
+    kept: float  # weighted share of the terms the prompt names as written that it holds too
+    # (1 when the prompt names none)
+
+
+def asked_gap(question: str, prompt: Sequence[str], other: str) -> AskedGap:
+    """What ``other`` holds of the question that no chunk of ``prompt`` holds: the weighted
+    share of the question's key terms (and those words) that ``other`` names as written or
+    misspelt while no prompt chunk names them in any form (misspelt, translated, a near word);
+    and how much of what the prompt names of the question as written or misspelt ``other``
+    holds too, in any form (``kept``).
+
+    A chunk about the question's topic shares its names with the page that answers; what it
+    lacks is the asked attribute ("unlocked ... at 1 am" where the prompt's chunk is about the
+    same bikes' rental). A large gap with everything the prompt holds kept says the prompt was
+    about the topic and the other chunk about the same topic and what was asked; a gap with the
+    prompt's terms lost says only that the other chunk words another subject the same way."""
+    terms = question_terms(question)
+    total = sum(w for _, w in terms.values())
+    if not total:
+        return AskedGap(0.0, (), 1.0)
+    names = name_keys(question)
+    qlang = language(question)
+    indexes = [
+        TermIndex(
+            sentences(c) or [c],
+            cross_lingual=qlang != "unknown" and language(c) not in ("unknown", qlang),
+        )
+        for c in prompt
+    ]
+    theirs = TermIndex(sentences(other) or [other])
+    gap, missing, held, kept = 0.0, [], 0.0, 0.0
+    for k, (word, w) in terms.items():
+        strength = max((find_term(ix, word, k in names).strength for ix in indexes), default=0.0)
+        if strength >= FOUND_AS_WRITTEN:  # the prompt's topic: what it names as the question does
+            held += w
+            kept += w if find_term(theirs, word, k in names).strength > 0 else 0.0
+        elif strength > 0:
+            continue  # held in other words (a near word, a translation): neither topic nor gap
+        elif theirs.find(word, transposed=True, indel=k not in names).strength >= FOUND_AS_WRITTEN:
+            gap += w
+            missing.append(word)
+    return AskedGap(gap / total, tuple(missing), kept / held if held else 1.0)
