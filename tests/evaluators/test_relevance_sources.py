@@ -5,6 +5,7 @@ words carried over from earlier turns."""
 from __future__ import annotations
 
 from ragsieve.evaluators.judges import get_judge
+from ragsieve.evaluators.judges.offline.conversation import carried_words
 from ragsieve.evaluators.judges.offline.sources import source_sentences
 from ragsieve.evaluators.records import Message
 from ragsieve.evaluators.testing import make_interaction
@@ -76,3 +77,10 @@ async def test_a_passing_answer_in_other_words_is_not_said_to_be_about_something
     )
     assert r.label == "relevant"
     assert "something else" not in r.explanation and "nothing on" not in r.explanation
+
+
+def test_how_a_turn_asks_is_never_carried_over_to_the_next() -> None:
+    carried = carried_words(
+        "And on Saturdays?", ["Please tell me anything about the ferry timetable"]
+    )
+    assert set(carried) == {"ferry", "timetable"}

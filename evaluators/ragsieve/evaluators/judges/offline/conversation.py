@@ -9,11 +9,9 @@ what it leaves out carried over from the last user turns and, for a reply that i
 ("Yes, I do."), from the question the assistant's last turn asked; ``typed``, the turn as typed.
 It also says what kind of turn it is (:func:`turn_kind`): a ``question`` (or a request: "tell
 me about ..."), a ``statement`` ("Don't do that, I'll get insurance") or an ``acknowledgement``
-("ok", "thanks!", "vale, gracias"). A turn that asks nothing new (those, and "tell me more") is
-answered from the passages of the conversation's open question, so the context judge also reads
-that (:attr:`JudgedQuestion.topic`, :meth:`JudgedQuestion.readings`).
-Each judge's evidence records what was judged (:meth:`JudgedQuestion.evidence`).
-"""
+("ok", "thanks!", "vale, gracias"). A turn that asks nothing new (those, "tell me more") is
+answered from the passages of the open question, which the context judge also reads
+(``JudgedQuestion.topic``); each judge's evidence records what was judged (``evidence()``)."""
 
 from __future__ import annotations
 
@@ -86,6 +84,12 @@ _ACK_WORDS = frozenset(
     all thats""".split()
 )
 _FILLER = STOPWORDS | {"help", "info", "information", "ayuda", "informacion", "agradezco"}
+# how a turn asks, not what about: never carried over ("(topics guide services please tell)")
+_ASKING = frozenset(
+    """tell know like please anything something want need wondering wonder ask question questions
+    details learn find show explain give help info information dime saber quiero necesito favor
+    algo gustaria pregunta preguntar ayuda informacion agradezco""".split()
+)
 _ANAPHORS = frozenset(
     """it its it's they them their theirs this that these those he she him her his one
     ones such same lo la los las le les eso esto ese esa esos esas ello ellos ellas allí alli
@@ -249,7 +253,7 @@ def carried_words(typed: str, earlier: list[str]) -> list[str]:
         names = {fold(e) for e in entities(" x " + turn)}
         for w in content_words(turn):
             k = key(w)
-            if k in have or k in out or w in _ACK_WORDS or len(w) < 3:
+            if k in have or k in out or w in _ACK_WORDS or w in _ASKING or len(w) < 3:
                 continue
             if w in names or rarity(w) >= 1.0 or len(out) < 2:
                 out[k] = w
