@@ -528,7 +528,8 @@ def test_a_few_failures_are_not_balanced() -> None:
     one area near it (a category of three is what a reviewer of three failures expects)."""
     basis = np.eye(8, dtype=np.float32)
     pair = [basis[0], unit(basis[0] + 0.1 * basis[1])]
-    lone = unit(basis[0] + 2.0 * basis[2])  # cosine 0.45 with the pair: within the widest cut
+    near = 1 - MAX_CUT + 0.05  # the lone failure's cosine with the pair: within the widest cut
+    lone = unit(basis[0] + np.sqrt(1 / near**2 - 1) * basis[2])
     vectors = np.vstack([*pair, lone])
     assert len(set(cluster(vectors, min_cut=MIN_CUT, max_cut=MAX_CUT).tolist())) == 2
     assert topic_groups(vectors, [1, 1, 1]) == [[0, 1, 2]]
