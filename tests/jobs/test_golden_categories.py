@@ -29,7 +29,12 @@ from ragsieve.jobs.golden.growth.categories import (
 from ragsieve.jobs.golden.growth.category_log import CategoryLog
 from ragsieve.jobs.golden.growth.reference import DOC_WEIGHT, GoldenReference, load_reference
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo, encode_vector
-from ragsieve.jobs.golden.growth.signature import Signature, failure_agrees, unsupported_values
+from ragsieve.jobs.golden.growth.signature import (
+    Signature,
+    both_sides_agree,
+    failure_agrees,
+    unsupported_values,
+)
 from ragsieve.jobs.golden.growth.topics import carry_ids, cluster, topic_vector, unit
 from ragsieve.jobs.settings import GoldenSettings
 
@@ -259,11 +264,11 @@ def test_a_yes_or_no_is_not_a_made_up_value() -> None:
     found = unsupported_values("The answer is Yes, in Attra.", ctx, "Was he killed?")
     assert found == frozenset({"attra"})
     a = Signature("a", "a", "generation", frozenset({"c1", "c2"}), None, frozenset(), "en")
-    yes = unsupported_values("The answer is Yes.", ctx, "Was the moon bright?")
-    assert failure_agrees(a, a.__class__(**{**a.__dict__, "values": yes})) == (
-        "same 2 chunks",
-        True,
-    )
+    wolf = dataclasses.replace(a, values=unsupported_values("The answer is Yes.", ctx, "Was it?"))
+    moon = dataclasses.replace(a, values=unsupported_values("I think Yes.", ctx, "Was the moon?"))
+    assert both_sides_agree(wolf, moon) is None  # one chunk side, no shared made-up value
+    attra = dataclasses.replace(a, values=found)
+    assert both_sides_agree(attra, attra) == "same 2 chunks and same wrong value 'attra'"
 
 
 SECURITY = (

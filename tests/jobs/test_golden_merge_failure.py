@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pytest
 from golden_plant import flagged
 
 from ragsieve.collector.store import Store, open_store
 from ragsieve.evaluators.records import normalize_text
-from ragsieve.evaluators.tools.embeddings import DIM
+from ragsieve.evaluators.tools.embeddings import DIM, embed
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.growth.candidates import candidate_id
 from ragsieve.jobs.golden.growth.categories import summarize
@@ -76,6 +77,36 @@ def _answered(case: FlaggedCase, answer: str) -> FlaggedCase:
 
 def _ibi(query: str, n: int, answer: str) -> FlaggedCase:
     return _answered(flagged(query, "generation", n, chunks=IBI_CHUNKS), answer)
+
+
+def test_strong_failure_evidence_is_never_asked_more_than_weak() -> None:
+    rule = DedupRule()
+    q = dict(root_cause="generation", missed=None, values=frozenset(), lang="en")
+    a = Signature("How long is the ride?", "a", chunks=frozenset({"c1", "c2", "c3"}), **q)
+    other = "What does the card cost?"  # no key term in common: the cosine alone decides
+    same = Signature(other, "b", chunks=frozenset({"c1", "c2", "c3"}), **q)  # exactly: strong
+    mostly = Signature(other, "b", chunks=frozenset({"c1", "c2", "c4"}), **q)  # mostly: weak
+    for cosine in (rule.support_cosine, (rule.support_cosine + rule.strong_score) / 2):
+        assert duplicate_reason(a, mostly, cosine, rule) is not None
+        assert duplicate_reason(a, same, cosine, rule) is not None
+    below = rule.support_cosine - 0.01
+    assert duplicate_reason(a, mostly, below, rule) is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the real encoder puts the issue's IBI pair at cosine 0.41, under the both-sides floor"
+    " of 0.475 chosen on licence-clean questions (bench/paraphrase_clean.py): this re-wording is"
+    " not merged today",
+)
+def test_the_issues_own_ibi_pair_is_one_failure_with_the_real_encoder() -> None:
+    first, second = embed(IBI)
+    ids = frozenset(c for c, _ in IBI_CHUNKS)
+    sig = [
+        Signature(q, normalize_text(q), "generation", ids, None, frozenset({"7"}), "es")
+        for q in IBI
+    ]
+    assert duplicate_reason(sig[1], sig[0], float(first @ second), DedupRule()) is not None
 
 
 def test_a_rewording_with_the_same_wrong_value_is_one_candidate(store: Store) -> None:

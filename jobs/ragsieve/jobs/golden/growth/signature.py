@@ -9,12 +9,13 @@ questions about one passage are two cases even when they fail on the same chunk.
 2. otherwise either the query cosine (the multilingual encoder) reaches
    ``near_duplicate_cosine`` (the same question asked another way or in another language), or
    the failure agrees *and* the question does:
-   - weak agreement (mostly the same chunks): cosine ``support_cosine`` and key terms (their
-     share found in the other query, typos forgiven, translations found when the two are in
-     different languages) ``term_share``;
+   - weak agreement (mostly the same chunks): cosine ``support_cosine`` and a share
+     ``term_share`` of key terms found in the other query (typos forgiven, translations found
+     across languages; 0 as shipped: the cosine alone decides, see the constants below);
    - strong agreement (the same missed chunk, the same unsupported value, exactly the same
-     chunks): ``cosine + share_weight * key terms >= strong_score``, above a cosine floor of
-     ``support_cosine - strong_relief``, with ``strong_score`` chosen on licence-clean questions
+     chunks): what weak agreement takes, or ``cosine + share_weight * key terms >=
+     strong_score`` above a cosine floor of ``support_cosine - strong_relief``, with
+     ``strong_score`` chosen on licence-clean questions
      (see the constants below): a different question about the same passage misses the same
      chunk too, so the question must decide;
    - both sides agree (the same missed chunk or exactly the same chunks, *and* the same
@@ -247,12 +248,10 @@ def duplicate_reason(new: Signature, old: Signature, cosine: float, rule: DedupR
     if agrees is None:
         return None
     failure, strong = agrees
-    if not strong and cosine < rule.support_cosine:
-        return None
     share = term_share(new, old)
-    if strong and cosine + rule.share_weight * share < rule.strong_score:
-        return None
-    if not strong and share < rule.term_share:
+    # strong evidence is never asked more than weak evidence is
+    weak_ok = cosine >= rule.support_cosine and share >= rule.term_share
+    if not (weak_ok or (strong and cosine + rule.share_weight * share >= rule.strong_score)):
         return None
     how = "translation" if new.lang != old.lang and "unknown" not in (new.lang, old.lang) else ""
     parts = [f"query cosine {cosine:.2f}", f"key terms {share:.2f}", failure]
