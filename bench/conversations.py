@@ -409,7 +409,8 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-    README.write_text(render(README.read_text("utf-8"), MARK, readme_table(payload)), "utf-8")
+    if args.out == ROOT / "results" / "conversations.json":  # the page shows the committed run
+        README.write_text(render(README.read_text("utf-8"), MARK, readme_table(payload)), "utf-8")
 
 
 def run(turns: list[Turn], workdir: Path) -> tuple[dict[str, Turn], dict[str, Any], Path]:
