@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.judges.offline.conversation import carried_words
-from ragsieve.evaluators.judges.offline.sources import source_sentences
+from ragsieve.evaluators.judges.offline.sources import answer_sources
 from ragsieve.evaluators.records import Message
 from ragsieve.evaluators.testing import make_interaction
 
@@ -37,10 +37,10 @@ async def test_a_restated_passage_sharing_one_word_with_the_question_does_not_an
 
 def test_only_the_clauses_the_answer_drew_on_are_its_source() -> None:
     two = "Damage is reported at the front desk, and the yearly pass costs 60 euros."
-    assert source_sentences(["The yearly pass costs 60 euros."], [two]) == [
+    assert answer_sources(["The yearly pass costs 60 euros."], [two])[1] == [
         "and the yearly pass costs 60 euros."
     ]
-    assert source_sentences([TAP], [CARD]) == []
+    assert answer_sources([TAP], [CARD])[1] == []
 
 
 FERRY = (

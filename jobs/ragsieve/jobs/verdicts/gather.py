@@ -333,7 +333,7 @@ def near_context(
         return ()
     ctx = next((r for r in results if r.evaluator == "context_relevance"), None)
     near = near_answers(ctx, threshold)
-    if ctx is None or not near:
+    if not near:  # (no context result: none)
         return ()
     return (
         Piece(

@@ -85,10 +85,10 @@ _ACK_WORDS = frozenset(
 )
 _FILLER = STOPWORDS | {"help", "info", "information", "ayuda", "informacion", "agradezco"}
 # how a turn asks, not what about: never carried over ("(topics guide services please tell)")
-_ASKING = frozenset(
+_ASKING = _FILLER | frozenset(
     """tell know like please anything something want need wondering wonder ask question questions
-    details learn find show explain give help info information dime saber quiero necesito favor
-    algo gustaria pregunta preguntar ayuda informacion agradezco""".split()
+    details learn find show explain give dime saber quiero necesito favor algo gustaria pregunta
+    preguntar""".split()
 )
 _ANAPHORS = frozenset(
     """it its it's they them their theirs this that these those he she him her his one

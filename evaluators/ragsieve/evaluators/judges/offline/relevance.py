@@ -30,12 +30,11 @@ from ragsieve.evaluators.judges.offline.sources import (
     HEADING_TYPED,
     OFF_CONVERSATION_SCORE,
     WRONG_SOURCE_SCORE,
+    answer_sources,
     continues_last_reply,
     fits_turn,
     heading_match,
     leaves_conversation,
-    source_sentences,
-    source_titles,
     term_coverage,
     wrong_source,
 )
@@ -172,19 +171,19 @@ def evidence(
 ) -> dict[str, Any]:
     """The evidence the score combines (each in [0, 1]) and what it was read from; a turn that
     ``asks`` nothing (a statement, thanks) expects no particular type of answer. ``titles``: the
-    sections of the retrieved chunks the answer was taken from (:func:`source_titles`), and
-    ``restates``: the passage sentences it restates (:func:`source_sentences`); both can show
+    sections of the retrieved chunks the answer was taken from, and ``restates``: the passage
+    clauses it restates (both :func:`answer_sources`); both can show
     what it answers in the passage's words where the answer leaves them out."""
     coverage, cosine, addressed = _addressed(question, answer, sents)
     heading, title = heading_match(question, titles)
     addressed = max(addressed, HEADING_SHARE * heading)
+    terms = question_terms(question)
     if restates:  # "Press the red button." restates "Damage is reported with the red button."
         # in the question's terms only: a passage sentence on the same topic is near in meaning
         index = TermIndex(list(restates), cross_lingual=language(question) != language(answer))
-        said = term_coverage(question_terms(question), index)
+        said = term_coverage(terms, index)
         if said >= RESTATED_MIN:  # a word in common is not what the passage sentence is about
             addressed = max(addressed, RESTATED_SHARE * said)
-    terms = question_terms(question)
     new = [t for s in sents for t in content_words(s) if key(t) not in terms]
     kind = expected_type(question) if asks else None
     type_ok = 1.0 if kind is None else float(answers_type(answer, kind))
@@ -294,7 +293,7 @@ def _read(
     something else than that."""
     readings = [asked.text, asked.typed] if asked.source == "resolved" else [asked.text]
     # the same for every reading of the question
-    titles, restates = source_titles(sents, context), source_sentences(sents, context)
+    titles, restates = answer_sources(sents, context)
     judged = [evidence(q, answer, sents, asked.is_question, titles, restates) for q in readings]
     leans = asked.follows_up and asked.source in ("resolved", "typed")
     own = _own_terms(asked.typed) if leans and names_its_subject(asked.typed) else []

@@ -65,32 +65,27 @@ def _source_lines(sents: list[str], context: Sequence[str]) -> list[tuple[list[s
     return found
 
 
-def source_titles(sents: list[str], context: Sequence[str]) -> list[str]:
-    """The titles of the chunk sections the answer's sentences were taken from: for each answer
-    sentence, a chunk sentence holding most of its words, then the nearest title above it."""
-    found: list[str] = []
+def answer_sources(sents: list[str], context: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(titles, restated)``, from the chunk sentences the answer's sentences were taken from
+    (each holding most of one answer sentence's words): the titles of their sections (the
+    nearest title above each), and the clauses of them the answer restates, in the passage's
+    own words: "Press the red button on the dock." restates "Damage to a bike is reported with
+    the red button on the dock.", which says what the instruction is for. Only the clauses from
+    the first to the last holding the answer's words count: a clause it did not draw on ("...,
+    and the annual pass costs 60 euros") says nothing of what the answer is about."""
+    words = {key(w) for s in sents for w in content_words(s)}
+    titles: list[str] = []
+    restated: list[str] = []
     for lines, i in _source_lines(sents, context):
         title = next((lines[j] for j in range(i - 1, -1, -1) if _is_heading(lines[j])), None)
-        if title is not None and title not in found:
-            found.append(title)
-    return found
-
-
-def source_sentences(sents: list[str], context: Sequence[str]) -> list[str]:
-    """The passage clauses the answer's sentences restate, in the passage's own words: "Press the
-    red button on the dock." restates "Damage to a bike is reported with the red button on the
-    dock.", which says what the instruction is for. Only the clauses of that sentence from the
-    first to the last holding the answer's words count: a clause it did not draw on ("..., and
-    the annual pass costs 60 euros") says nothing of what the answer is about."""
-    words = {key(w) for s in sents for w in content_words(s)}
-    found: list[str] = []
-    for lines, i in _source_lines(sents, context):
+        if title is not None and title not in titles:
+            titles.append(title)
         parts = _CLAUSE.split(lines[i])
         drawn = [j for j, part in enumerate(parts) if words & {key(w) for w in content_words(part)}]
         span = " ".join(parts[drawn[0] : drawn[-1] + 1]) if drawn else lines[i]
-        if span not in found:
-            found.append(span)
-    return found
+        if span not in restated:
+            restated.append(span)
+    return titles, restated
 
 
 def term_coverage(terms: Mapping[str, tuple[str, float]], index: TermIndex) -> float:
@@ -103,7 +98,7 @@ def term_coverage(terms: Mapping[str, tuple[str, float]], index: TermIndex) -> f
 
 def heading_match(question: str, titles: Sequence[str]) -> tuple[float, str]:
     """``(match, title)``: how well the best of ``titles`` (the sections the answer comes from,
-    :func:`source_titles`) matches the question, in key terms or in meaning; 0 below
+    :func:`answer_sources`) matches the question, in key terms or in meaning; 0 below
     ``HEADING_MIN``."""
     terms = question_terms(question)
     if not titles or not terms:
@@ -245,6 +240,7 @@ def leaves_conversation(asked: JudgedQuestion, answer: str, context: list[str]) 
 
 
 __all__ = [
+    "answer_sources",
     "OFF_CONVERSATION_SCORE",
     "fits_turn",
     "leaves_conversation",
@@ -254,8 +250,6 @@ __all__ = [
     "WRONG_SOURCE_SCORE",
     "continues_last_reply",
     "heading_match",
-    "source_sentences",
-    "source_titles",
     "term_coverage",
     "wrong_source",
 ]

@@ -34,12 +34,7 @@ from ragsieve.jobs.golden.growth.reference import (
     load_reference,
 )
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
-from ragsieve.jobs.golden.growth.signature import (
-    TERM_SHARE,
-    DedupRule,
-    doc_vector,
-    from_interaction,
-)
+from ragsieve.jobs.golden.growth.signature import DedupRule, doc_vector, from_interaction
 from ragsieve.jobs.golden.growth.topics import Event, topic_vector
 from ragsieve.jobs.sampling.golden_cache import cache_dir
 from ragsieve.jobs.settings import GoldenSettings, Settings
@@ -223,7 +218,7 @@ def golden_settings(settings: Settings | GoldenSettings) -> GoldenSettings:
 
 def dedup_rule(cfg: GoldenSettings) -> DedupRule:
     """The duplicate rule the settings describe."""
-    return DedupRule(cfg.near_duplicate_cosine, cfg.support_cosine, TERM_SHARE)
+    return DedupRule(cfg.near_duplicate_cosine, cfg.support_cosine)
 
 
 def prepare(
