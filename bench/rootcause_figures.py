@@ -11,6 +11,7 @@ stored with each verdict (``samples.body.pieces``): the worst left-out domain is
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 from collections.abc import Callable, Iterable
@@ -140,6 +141,75 @@ def pooled_choice(
     return {"chosen": chosen, "domains": per, "worst": worst}
 
 
+CLOSE_BANDS = ("close_over_band", "close_under_band", "close_near_band", "close_lead_band")
+BAND_GRID = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15)  # up to rootcause.CLOSE_REACH
+NO_CLOSE = {**DEFAULT_WEIGHTS, **dict.fromkeys(CLOSE_BANDS, 0.0)}  # every close call off
+
+
+def _loss(rows: list[tuple[list[Piece], str]], weights: dict[str, float]) -> float:
+    """``fit_weights``' loss: a wrong stated cause 1, an undetermined one 0.5."""
+    said = [(combine(p, weights).label, y) for p, y in rows]
+    return sum(0.0 if s == y else 0.5 if s == UNDETERMINED else 1.0 for s, y in said)
+
+
+def _best_bands(rows: list[tuple[list[Piece], str]]) -> dict[str, float]:
+    """The close-call bands (every combination of ``BAND_GRID``) with the lowest loss on
+    ``rows``; among equals the narrowest (fewest causes left undetermined)."""
+    scored = [
+        (
+            _loss(rows, {**DEFAULT_WEIGHTS, **dict(zip(CLOSE_BANDS, combo, strict=True))}),
+            sum(combo),
+            combo,
+        )
+        for combo in itertools.product(BAND_GRID, repeat=len(CLOSE_BANDS))
+    ]
+    return dict(zip(CLOSE_BANDS, min(scored)[2], strict=True))
+
+
+def close_band_choice(caught: list[Pair], domain_of: Callable[[Any], str]) -> dict[str, Any]:
+    """The close-call bands chosen leave-one-domain-out on the tune split only.
+
+    ``caught``: flagged planted failures from a run whose pieces hold every close call within
+    ``rootcause.CLOSE_REACH`` (the stored ``distance`` says how near). For each domain, the
+    bands with the lowest loss on the other domains' tune traces, read on that domain's tune
+    traces (the left-out figure; the held-out split is never read to choose); the chosen bands
+    are each band's median over the folds."""
+    tune = [(t, d) for t, d in caught if t.split == "tune" and _pieces(d)]
+    domains = sorted({domain_of(t) for t, _ in tune})
+    folds: dict[str, Any] = {}
+    for dom in domains:
+        train = [(_pieces(d) or [], t.expect) for t, d in tune if domain_of(t) != dom]
+        bands = _best_bands(train)
+        test = [(t, d) for t, d in tune if domain_of(t) == dom]
+        w = {**DEFAULT_WEIGHTS, **bands}
+        folds[dom] = {
+            "bands": bands,
+            "left_out_tune": stated(test, lambda p, w=w: recombined(p[1], w)),
+            "left_out_tune_bands_0": stated(test, lambda p: recombined(p[1], NO_CLOSE)),
+        }
+    chosen = {
+        k: float(statistics.median(f["bands"][k] for f in folds.values())) for k in CLOSE_BANDS
+    }
+    worst = {
+        k: min(
+            (f["left_out_tune"][k] for f in folds.values() if f["left_out_tune"][k] is not None),
+            default=None,
+        )
+        for k in ("stated_share", "stated_accuracy", "right_counting_undetermined_wrong")
+    }
+    return {"chosen": chosen, "folds": folds, "worst_left_out": worst}
+
+
+def band_trade(caught: list[Pair], bands: dict[str, float], split: str) -> dict[str, Any]:
+    """Root-cause figures of ``split`` with every close call off and with ``bands``."""
+    rows = [(t, d) for t, d in caught if t.split == split]
+    on = {**DEFAULT_WEIGHTS, **bands}
+    return {
+        "bands_0": stated(rows, lambda p: recombined(p[1], NO_CLOSE)),
+        "chosen": stated(rows, lambda p: recombined(p[1], on)),
+    }
+
+
 def _read_dump(path: str, bench: str) -> list[Pair]:
     """Flagged planted failures (first askings) of a bench's ``--dump`` file."""
     out: list[Pair] = []
@@ -174,7 +244,17 @@ def main() -> None:
     ap.add_argument(
         "--into", default=None, help="A results file to hold it as root_cause_pooled_lodo."
     )
+    ap.add_argument(
+        "--close-bands",
+        action="store_true",
+        help="Choose the close-call bands instead, leave-one-domain-out on the first dump's tune"
+        " split (service.py --licence-clean ... --dump F --dump-split all), and show what they"
+        " trade on every dump's tune and held-out splits; --into keeps it as close_bands.",
+    )
     args = ap.parse_args()
+    if args.close_bands:
+        _close_bands_main(args)
+        return
     caught = _read_dump(args.service, "service") + _read_dump(args.xquad, "xquad")
     for path in args.conversations:
         caught += _read_dump(path, "conversations")
@@ -188,7 +268,35 @@ def main() -> None:
             fh.write(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
 
 
-__all__ = ["leave_one_domain_out", "pooled_choice", "recombined", "rule_alone", "stated"]
+def _close_bands_main(args: argparse.Namespace) -> None:
+    clean = _read_dump(args.service, "service")
+    got = close_band_choice(clean, lambda t: t.domain)
+    trade: dict[str, Any] = {}
+    for name, path, bench in [
+        ("licence_clean", args.service, "service"),
+        ("xquad", args.xquad, "xquad"),
+        *((f"conversations_{i}", p, "conversations") for i, p in enumerate(args.conversations)),
+    ]:
+        rows = _read_dump(path, bench)
+        trade[name] = {s: band_trade(rows, got["chosen"], s) for s in ("tune", "heldout")}
+    got["trade"] = trade
+    print(json.dumps(got, indent=1))
+    if args.into:
+        with open(args.into, encoding="utf-8") as fh:
+            kept = json.load(fh)
+        kept["close_bands"] = got
+        with open(args.into, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
+
+
+__all__ = [
+    "close_band_choice",
+    "leave_one_domain_out",
+    "pooled_choice",
+    "recombined",
+    "rule_alone",
+    "stated",
+]
 
 
 if __name__ == "__main__":

@@ -136,7 +136,11 @@ def test_evidence_that_does_not_decide_reads_undetermined_and_a_review_decides_i
     assert (verdict, cause) == ("fail", "undetermined"), body["evidence"]
     assert [c.split(":")[0] for c in body["competing"]] == ["generation", "retrieval"]
     assert "billing#starter" in body["competing"][0] and "prices#starter" in body["competing"][1]
-    assert [p["name"] for p in body["pieces"]] == ["rule", "rival"]
+    weighed = [p["name"] for p in body["pieces"] if not p["name"].startswith("close_")]
+    assert weighed == ["rule", "rival"]
+    # the rule's close call (billing#starter a little over the context threshold) is recorded
+    # with its distance; outside its band it weighs nothing
+    assert all(0 <= p["distance"] < 0.15 for p in body["pieces"] if p["name"].startswith("close_"))
     assert report["flagged_by_root_cause"] == {"undetermined": 1}  # the run's own count
     # `results list --json` carries the flag and the root cause; the report counts it
     res = CliRunner().invoke(
@@ -184,3 +188,37 @@ def test_a_refusal_after_a_retrieval_miss_is_the_retrievers(start_collector: Any
     # review offers the page that holds the answer, never the prompt's rate-limit chunks
     chunks, _ = evidence_chunks({**body, "root_cause": cause})
     assert chunks == {"prices#starter": 1}
+
+
+def test_the_review_screen_asks_on_undetermined_with_both_lines_and_judges_fit_reads_it(
+    start_collector: Any,
+) -> None:
+    # the same undetermined failure as above, answered on the review screen this time
+    col = start_collector(run_settler=False)
+    turns: list[tuple[str, list[Doc], str]] = [
+        ("How much does the Starter plan cost each month?",
+         [("prices#starter", STARTER_PRICE, True), ("prices#pro", PRO_PRICE, True)],
+         "The Starter plan costs $49 per month."),
+        ("What is the monthly price of the Starter plan?",
+         [("billing#starter", BILLING, True), ("plans#pro", PRO_LIMIT, True)],
+         "The Starter plan is $29 per month."),
+    ]  # fmt: skip
+    decided, _ = _run(col, turns)
+    _, cause, body = decided[turns[1][0]]
+    assert cause == "undetermined", body["evidence"]
+    res = CliRunner().invoke(
+        cli,
+        ["golden", "review", "--store", col.store.url, "--reviewer", "ana"],
+        input="a\nretrieval\ny\nq\n",
+    )
+    assert res.exit_code == 0, res.output
+    screen = res.output
+    assert "ROOT CAUSE UNDETERMINED" in screen
+    for line in body["competing"]:  # both lines, each on its own
+        assert f"    {line}" in screen
+    assert "root cause: retrieval (the job said undetermined)" in screen
+    # the answer is a label `judges fit` learns from, with the pieces the job weighed
+    labels = [x for x in store_labels(col.store) if x.root_cause == "retrieval"]
+    assert len(labels) == 1
+    (pieces, said, _), *_ = labelled_pieces(col.store, labels)
+    assert said == "retrieval" and {p.name for p in pieces} >= {"rule", "rival"}

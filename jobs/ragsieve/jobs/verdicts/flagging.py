@@ -42,9 +42,16 @@ from ragsieve.evaluators.judges.offline.claims import is_abstention as declines
 from ragsieve.evaluators.judges.offline.conversation import GROUNDED_ASK, turn_kind
 from ragsieve.evaluators.judges.offline.text.text import sentences
 from ragsieve.evaluators.records import EvalResult, RagInteraction
-from ragsieve.jobs.verdicts.corpus import CorpusHit
+from ragsieve.jobs.verdicts.corpus import HIT_LEAD, VOUCHED_LEAD, CorpusHit
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, Piece
-from ragsieve.jobs.verdicts.rootcause import Expectation, RootCause, Signals, assign
+from ragsieve.jobs.verdicts.rootcause import (
+    Edge,
+    Expectation,
+    RootCause,
+    Signals,
+    assign,
+    edges_of,
+)
 from ragsieve.jobs.verdicts.steps import step_note
 
 NEAR_MARGIN = 0.15  # below the context threshold, a chunk an abstention is still checked against
@@ -181,6 +188,7 @@ class _Reading:
     missed: CorpusHit | None  # what the observed corpus found for this question
     rescued: bool
     near: bool = False  # an abstention's relevant chunks only nearly reached the threshold
+    edges: tuple[Edge, ...] = ()  # the scores that decided the rule's branches, and how near
 
     @property
     def failed(self) -> tuple[str, ...]:
@@ -260,9 +268,19 @@ def _read(
         near = near_answers(ctx, thresholds.get("context_relevance"))
         if near:
             ctx_rel, rel_ids = True, near
-    return _Reading(
-        decided, faith, ans, ctx_rel, rel_ids, n_chunks, abstained, missed, rescued, bool(near)
+    res = by_metric.get("context_relevance")
+    edges = edges_of(
+        res.metadata.get("chunks") or () if res is not None else (),
+        thresholds.get("context_relevance"),
+        ctx_rel,
+        vouched=bool(backing),
+        near_margin=NEAR_MARGIN if near else None,
+        missed=(missed, VOUCHED_LEAD if rescued else HIT_LEAD) if missed is not None else None,
     )
+    return _Reading(
+        decided, faith, ans, ctx_rel, rel_ids, n_chunks, abstained, missed, rescued, bool(near),
+        edges,
+    )  # fmt: skip
 
 
 def _abstention_verdict(
@@ -344,6 +362,7 @@ def _fail_verdict(
         missed_holds_answer=holds,
         pieces=weighed[0],
         weights=weighed[1],
+        edges=rd.edges,
     )
     cause: RootCause = assign(signals)
     return Verdict(

@@ -23,7 +23,13 @@ cause with a weight:
   prompt (a reranker or a context budget dropped it): ``retrieval``;
 - ``golden``: the golden set's relevant chunks for the same question, none of which reached the
   prompt: ``retrieval``; one of which did: against ``retrieval``;
-- ``review``: a reviewer's corrected root cause for the same failure (the same question).
+- ``review``: a reviewer's corrected root cause for the same failure (the same question);
+- ``close_over`` / ``close_under`` / ``close_near`` / ``close_lead``: the rule's own branch
+  hung on a score near its threshold (:func:`rootcause.close_calls`: the best chunk just over
+  the context threshold, the prompt's best just under it, an abstention's chunk just over the
+  near margin, a missed chunk's lead just over the lead a miss needs): the cause the other
+  branch gives, with both lines. It counts only inside its band (``close_*_band``: how near
+  the threshold the score sat, the piece's ``distance``).
 
 Each cause's weight is summed. The heaviest is stated when it leads the next by ``margin``;
 otherwise the root cause is ``undetermined`` and carries the two competing lines ("retrieval:
@@ -52,6 +58,14 @@ DEFAULT_WEIGHTS = MappingProxyType(
         "near_context": 1.5,
         "golden": 0.8,
         "review": 3.0,
+        "close_over": 1.0,
+        "close_under": 1.0,
+        "close_near": 1.0,
+        "close_lead": 1.0,
+        "close_over_band": 0.0,
+        "close_under_band": 0.0,
+        "close_near_band": 0.0,
+        "close_lead_band": 0.0,
         "margin": 0.5,
     }
 )
@@ -65,8 +79,20 @@ seven tuning halves moves any weight or the margin. ``near_context`` is the medi
 refits leaving one source out of eleven (six service domains, XQuAD in English and in Spanish,
 Doc2Dial, INSCIT and TREC CAsT conversations; tuning halves, :func:`fit_weights`'s grid and
 loss on the pieces the job stored): 1.5 in ten folds, 0.75 without INSCIT. None of these
-sets' licences lets fitted numbers ship (the data README): every weight here awaits a refit on
-licence-clean traffic. ``judges fit`` refits them from reviewed root causes."""
+sets' licences lets fitted numbers ship (the data README): every weight above awaits a refit
+on licence-clean traffic. ``judges fit`` refits them from reviewed root causes.
+
+The close calls (``close_*``) weigh 1.0 by a stated principle, not a fit: inside its band the
+score that chose the rule's branch is as likely on either side, so the other branch's cause
+weighs what the rule's does and the rest of the evidence decides (alone, a tie: ``undetermined``
+with both lines). Their bands (``close_*_band``) were chosen on licence-clean traffic only
+(``bench/rootcause_figures.py --close-bands`` on ``service.py --licence-clean``: MTRAG's four
+collections and RAGTruth, tune topics, leave one domain out, :func:`fit_weights`' loss): the
+folds chose 0.04 for ``close_over`` (three of four; 0 without RAGTruth) and 0 for the others,
+but in no fold did 0.04 change the left-out domain's figure, so the narrowest band the
+left-out domains support as well is kept: 0 (worst left-out domain MTRAG FiQA, 3 of 4 right
+either way). Close calls are recorded within ``rootcause.CLOSE_REACH`` and stored with the
+verdict whatever the band; ``judges fit`` widens a band when reviewed root causes say so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,17 +102,23 @@ class Piece:
     name: str
     cause: str
     line: str
+    distance: float | None = None  # a close call: how far its score sat from the threshold
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> dict[str, str | float]:
         """The JSON form stored with the verdict (and read back by ``judges fit``)."""
-        return {"name": self.name, "cause": self.cause, "line": self.line}
+        out: dict[str, str | float] = {"name": self.name, "cause": self.cause, "line": self.line}
+        if self.distance is not None:
+            out["distance"] = self.distance
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> Piece | None:
         """A piece read back from a stored verdict (None when malformed)."""
         name, cause, line = d.get("name"), d.get("cause"), d.get("line")
+        dist = d.get("distance")
+        far = float(dist) if isinstance(dist, (int, float)) else None
         if isinstance(name, str) and isinstance(cause, str) and isinstance(line, str):
-            return cls(name, cause, line)
+            return cls(name, cause, line, far)
         return None
 
 
@@ -101,11 +133,20 @@ class Decision:
     pieces: tuple[Piece, ...] = field(default_factory=tuple)
 
 
+def weight(p: Piece, weights: Mapping[str, float]) -> float:
+    """What ``p`` weighs: its name's weight; nothing for a close call outside its band
+    (``<name>_band``: how near its threshold the score must sit), or a piece without a weight."""
+    band = weights.get(f"{p.name}_band")
+    if band is not None and (p.distance is None or p.distance >= band):
+        return 0.0
+    return float(weights.get(p.name, 0.0))
+
+
 def tally(pieces: Sequence[Piece], weights: Mapping[str, float]) -> dict[str, float]:
     """Each cause's summed weight (a piece without a weight counts nothing)."""
     out: dict[str, float] = {}
     for p in pieces:
-        out[p.cause] = out.get(p.cause, 0.0) + float(weights.get(p.name, 0.0))
+        out[p.cause] = out.get(p.cause, 0.0) + weight(p, weights)
     return out
 
 
@@ -117,7 +158,7 @@ def combine(pieces: Sequence[Piece], weights: Mapping[str, float] = DEFAULT_WEIG
     if not pieces:
         raise ValueError("no evidence to combine")
     rule = pieces[0]
-    if len(pieces) == 1:
+    if not any(weight(p, weights) for p in pieces[1:]):
         return Decision(rule.cause, rule.line, (), tuple(pieces))
     totals = tally(pieces, weights)
     ranked = sorted(totals, key=lambda c: (-totals[c], c != rule.cause))
@@ -125,7 +166,7 @@ def combine(pieces: Sequence[Piece], weights: Mapping[str, float] = DEFAULT_WEIG
     second = ranked[1] if len(ranked) > 1 else None
     lead = totals[top] - (totals[second] if second is not None else 0.0)
     if second is None or lead >= float(weights.get("margin", DEFAULT_WEIGHTS["margin"])) - 1e-9:
-        lines = [p.line for p in pieces if p.cause == top]
+        lines = [p.line for p in pieces if p.cause == top and (p is rule or weight(p, weights))]
         return Decision(top, "; ".join(dict.fromkeys(lines)), (), tuple(pieces))
     competing = tuple(f"{c}: {_strongest(pieces, c, weights).line}" for c in (top, second))
     return Decision(UNDETERMINED, "; ".join(competing), competing, tuple(pieces))
@@ -133,7 +174,12 @@ def combine(pieces: Sequence[Piece], weights: Mapping[str, float] = DEFAULT_WEIG
 
 def _strongest(pieces: Sequence[Piece], cause: str, weights: Mapping[str, float]) -> Piece:
     mine = [p for p in pieces if p.cause == cause]
-    return max(mine, key=lambda p: float(weights.get(p.name, 0.0)))
+    return max(mine, key=lambda p: weight(p, weights))
+
+
+BAND_GRID = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15)
+"""The close-call bands a fit tries (up to ``rootcause.CLOSE_REACH``, how near a recorded close
+call can sit)."""
 
 
 def fit_weights(
@@ -146,9 +192,9 @@ def fit_weights(
 
     ``examples``: each labelled failure's pieces and the cause a reviewer gave it. The loss is
     wrong stated causes plus half an undetermined one (an honest "could be either" is better
-    than a wrong answer, not as good as the right one); coordinate descent over ``grid``, the
-    rule's weight held at 1 as the scale. A weight moves only when it lowers the loss: with no
-    label it could change, the start stands.
+    than a wrong answer, not as good as the right one); coordinate descent over ``grid`` (the
+    close-call bands over :data:`BAND_GRID`), the rule's weight held at 1 as the scale. A weight
+    moves only when it lowers the loss: with no label it could change, the start stands.
     """
     w = dict(start)
     names = [k for k in w if k != "rule"]
@@ -164,7 +210,7 @@ def fit_weights(
     for _ in range(rounds):
         moved = False
         for name in names:
-            for value in grid:
+            for value in BAND_GRID if name.endswith("_band") else grid:
                 if value == w[name]:
                     continue
                 cand = {**w, name: value}
@@ -177,6 +223,7 @@ def fit_weights(
 
 
 __all__ = [
+    "BAND_GRID",
     "DEFAULT_WEIGHTS",
     "UNDETERMINED",
     "Decision",
@@ -184,4 +231,5 @@ __all__ = [
     "combine",
     "fit_weights",
     "tally",
+    "weight",
 ]

@@ -36,15 +36,18 @@ The rule's cause is one piece of evidence (:mod:`ledger`): what else the trace a
 (where the answer's words sit, a chunk that answers as well though the retriever missed it, one
 the prompt dropped, the golden set's relevant chunks, a reviewer's correction) is weighed with
 it, and when the causes do not decide, the root cause is ``undetermined`` with the two competing
-lines.
+lines. So are the rule's own close calls (:func:`close_calls`): where a score within
+``CLOSE_REACH`` of its threshold chose the branch (context relevance, an abstention's near
+margin, a missed chunk's "clearly better" lead), the cause the other branch gives is a piece
+with both lines and the distance; the ledger counts it inside its band.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol
 
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, UNDETERMINED, Piece, combine
 
@@ -60,6 +63,25 @@ ROOT_CAUSES = (
 MIN_QUERY_WORDS = 3
 Expectation = Literal["answerable", "no_answer"] | None
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# how near its threshold a score that chose a branch must sit for the other branch to be recorded
+# (``close_*`` pieces); whether a recorded one counts is the ledger's band (``close_*_band``). The
+# widest "near" the product uses: an abstention's near margin (``flagging.NEAR_MARGIN``)
+CLOSE_REACH = 0.15
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A score that decided one of the rule's branches, and how far it sat from its threshold.
+
+    ``kind``: ``over`` (context relevant: the best chunk over the context threshold), ``under``
+    (not relevant: the prompt's best chunk under it), ``near`` (an abstention's chunk over the
+    near margin) or ``lead`` (the missed chunk's lead over the prompt's best, over the lead a
+    miss needs)."""
+
+    kind: Literal["over", "under", "near", "lead"]
+    distance: float
+    line: str
+    chunk: str = ""  # the chunk whose score it is
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +106,7 @@ class Signals:
     missed_holds_answer: bool = False  # the missed chunk holds what the unfaithful answer says
     pieces: tuple[Piece, ...] = ()  # evidence beyond the judges' (:mod:`ledger`)
     weights: Mapping[str, float] | None = None  # how the pieces weigh (None: the defaults)
+    edges: tuple[Edge, ...] = ()  # the scores that decided the rule's branches (close calls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +125,53 @@ def query_words(query: str | None) -> int:
 
 
 def assign(s: Signals) -> RootCause:
-    """The documented rule's cause, weighed with the other evidence (``s.pieces``)."""
+    """The documented rule's cause, weighed with its own close calls and the other evidence
+    (``s.pieces``)."""
     base = rule(s)
-    if not s.pieces:
+    pieces = (*close_calls(s, base), *s.pieces)
+    if not pieces:
         return RootCause(base.label, base.evidence, (), (Piece("rule", base.label, base.evidence),))
-    got = combine(
-        [Piece("rule", base.label, base.evidence), *s.pieces], s.weights or DEFAULT_WEIGHTS
-    )
+    got = combine([Piece("rule", base.label, base.evidence), *pieces], s.weights or DEFAULT_WEIGHTS)
     return RootCause(got.label, got.evidence, got.competing, got.pieces)
+
+
+def close_calls(s: Signals, base: RootCause, reach: float = CLOSE_REACH) -> tuple[Piece, ...]:
+    """The causes the rule's other branches give where a score within ``reach`` of its
+    threshold chose the branch (``close_<kind>``, :class:`Edge`), each with the score's line,
+    its distance and the other branch's line; the ledger counts one inside its band
+    (``close_<kind>_band`` in :data:`ledger.DEFAULT_WEIGHTS`). A branch whose other side is no
+    failure at all (a refusal with nothing relevant and nothing that answers is a correct
+    abstention) gives none; nor does a prompt chunk under the threshold that ``near_context``
+    already weighs, nor the context's score when a missed chunk that answers clearly better
+    pinned the failure on the retriever (its lead is the edge then)."""
+    near_weighed = any(p.name == "near_context" for p in s.pieces)
+    # a missed chunk that answers clearly better than every prompt chunk decided the branch:
+    # its lead (the ``lead`` edge) is the score it hung on, not the prompt's best chunk's
+    pinned = base.label == "retrieval" and s.missed_chunk is not None
+    out: list[Piece] = []
+    for e in s.edges:
+        if e.distance >= reach or (near_weighed and e.kind == "under"):
+            continue
+        if pinned and e.kind in ("over", "under", "near"):
+            continue
+        flipped = _flip(s, e)
+        other = rule(flipped) if flipped is not None else base
+        if other.label != base.label:
+            line = f"{e.line}; the other side: {other.evidence}"
+            out.append(Piece(f"close_{e.kind}", other.label, line, round(e.distance, 4)))
+    return tuple(out)
+
+
+def _flip(s: Signals, e: Edge) -> Signals | None:
+    """``s`` with the branch ``e`` decided taken the other way (None: the other way passes)."""
+    could = s.missed_chunk is not None or s.expected == "answerable"
+    if e.kind == "lead":
+        return replace(s, missed_chunk=None, missed_holds_answer=False)
+    if s.context_relevant:  # over the threshold (or the near margin): read it as under
+        if s.abstained and not could:
+            return None  # a refusal with nothing relevant and nothing that answers passes
+        return replace(s, context_relevant=False, relevant_chunks=(), near_only=False)
+    return replace(s, context_relevant=True, relevant_chunks=(e.chunk,) if e.chunk else ())
 
 
 def rule(s: Signals) -> RootCause:
@@ -163,13 +225,77 @@ def rule(s: Signals) -> RootCause:
     return RootCause("retrieval", "only the retrieval metrics failed")
 
 
+class _Hit(Protocol):
+    @property
+    def chunk_id(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def best_seen(self) -> float | None: ...
+
+
+def edges_of(
+    chunks: Sequence[Mapping[str, object]],
+    threshold: float | None,
+    relevant: bool | None,
+    *,
+    vouched: bool = False,
+    near_margin: float | None = None,
+    missed: tuple[_Hit, float] | None = None,
+) -> tuple[Edge, ...]:
+    """The scores that decided the rule's branches, each with how near its threshold it sat.
+
+    Context (the judge's per-chunk ``chunks``): for relevant context the best chunk's score over
+    ``threshold`` (over the near floor, ``threshold - near_margin``, when only a near chunk made
+    an abstention's context relevant), else the prompt's best chunk's score under it; none when
+    a faithful, on-question answer ``vouched`` for the chunks (the answer decided, not a score)
+    or the scores are unknown. ``missed``: the corpus's missed chunk and the lead it needed
+    over the prompt's best chunk ("clearly better"), and its lead over that."""
+    out: list[Edge] = []
+    scored = [
+        (str(c.get("id")), float(v))
+        for c in chunks
+        if isinstance(v := c.get("score"), (int, float))
+    ]
+    if threshold is not None and relevant is not None and not (vouched and relevant) and scored:
+        cid, best = max(scored, key=lambda p: p[1])
+        floor = threshold - near_margin if near_margin is not None and relevant else threshold
+        far = abs(best - floor)
+        if floor != threshold:
+            line = f"{cid} scores {best:.2f}, {far:.2f} over an abstention's near margin"
+            out.append(Edge("near", far, f"{line} {floor:.2f}", cid))
+        elif relevant:
+            line = f"{cid} scores {best:.2f}, {far:.2f} over the context threshold {threshold:g}"
+            out.append(Edge("over", far, line, cid))
+        else:
+            line = f"the prompt's best chunk {cid} scores {best:.2f}, {far:.2f} under the context"
+            out.append(Edge("under", far, f"{line} threshold {threshold:g}", cid))
+    if missed is not None:
+        hit, needed = missed
+        lead = hit.score - (hit.best_seen or 0.0)
+        out.append(
+            Edge(
+                "lead",
+                abs(lead - needed),
+                f"the missed chunk {hit.chunk_id} answers {lead:.2f} better than the prompt's"
+                f" best, {lead - needed:.2f} over the {needed:g} a miss needs",
+                hit.chunk_id,
+            )
+        )
+    return tuple(out)
+
+
 __all__ = [
+    "CLOSE_REACH",
     "MIN_QUERY_WORDS",
     "ROOT_CAUSES",
     "UNDETERMINED",
+    "Edge",
     "RootCause",
     "Signals",
     "assign",
+    "close_calls",
+    "edges_of",
     "query_words",
     "rule",
 ]

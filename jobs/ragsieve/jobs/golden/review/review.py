@@ -19,6 +19,7 @@ import click
 
 from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.review import suggest
 from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
 from ragsieve.jobs.golden.review.keys import choose, confirm
 from ragsieve.jobs.golden.review.suggest import REVIEW_CAUSES, asks_root_cause, evidence_chunks
@@ -113,8 +114,7 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
         lines.append(f"  {j.get('evaluator')}: {j.get('label')} (score {score})")
         if j.get("explanation"):
             lines.append(wrap.fill(str(j["explanation"])))
-    if b.get("evidence"):
-        lines.append(f"  evidence: {b['evidence']}")
+    lines += suggest.evidence_lines(c.root_cause, b)
     lines += [
         "",
         "REFERENCE (yours)",

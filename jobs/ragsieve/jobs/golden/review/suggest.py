@@ -90,4 +90,14 @@ def asks_root_cause(root_cause: str | None, body: Mapping[str, Any]) -> bool:
     return root_cause == UNDETERMINED and not given
 
 
-__all__ = ["REVIEW_CAUSES", "asks_root_cause", "evidence_chunks"]
+def evidence_lines(root_cause: str | None, body: Mapping[str, Any]) -> list[str]:
+    """The screen's evidence: for a root cause left ``undetermined`` and not yet answered, the
+    two competing lines one under the other (the reviewer's answer decides); else the line."""
+    competing = (body.get("metadata") or {}).get("competing") or []
+    if asks_root_cause(root_cause, body) and competing:
+        head = "  ROOT CAUSE UNDETERMINED: the evidence argues both ways; your answer decides"
+        return [head, *(f"    {line}" for line in competing)]
+    return [f"  evidence: {body['evidence']}"] if body.get("evidence") else []
+
+
+__all__ = ["REVIEW_CAUSES", "asks_root_cause", "evidence_chunks", "evidence_lines"]
