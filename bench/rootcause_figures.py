@@ -172,24 +172,31 @@ def close_band_choice(caught: list[Pair], domain_of: Callable[[Any], str]) -> di
     ``caught``: flagged planted failures from a run whose pieces hold every close call within
     ``rootcause.CLOSE_REACH`` (the stored ``distance`` says how near). For each domain, the
     bands with the lowest loss on the other domains' tune traces, read on that domain's tune
-    traces (the left-out figure; the held-out split is never read to choose); the chosen bands
-    are each band's median over the folds."""
+    traces (the left-out figure; the held-out split is never read to choose). ``median``: each
+    band's median over the folds; ``chosen``: the median when the folds' bands lower the
+    left-out loss summed over the folds, else no band at all (bands that never help a domain
+    they were not chosen on are not kept)."""
     tune = [(t, d) for t, d in caught if t.split == "tune" and _pieces(d)]
     domains = sorted({domain_of(t) for t, _ in tune})
     folds: dict[str, Any] = {}
+    left_out = {"bands": 0.0, "no_band": 0.0}
     for dom in domains:
         train = [(_pieces(d) or [], t.expect) for t, d in tune if domain_of(t) != dom]
         bands = _best_bands(train)
         test = [(t, d) for t, d in tune if domain_of(t) == dom]
         w = {**DEFAULT_WEIGHTS, **bands}
+        rows = [(_pieces(d) or [], t.expect) for t, d in test]
+        left_out["bands"] += _loss(rows, w)
+        left_out["no_band"] += _loss(rows, NO_CLOSE)
         folds[dom] = {
             "bands": bands,
             "left_out_tune": stated(test, lambda p, w=w: recombined(p[1], w)),
-            "left_out_tune_bands_0": stated(test, lambda p: recombined(p[1], NO_CLOSE)),
+            "left_out_tune_no_band": stated(test, lambda p: recombined(p[1], NO_CLOSE)),
         }
-    chosen = {
+    median = {
         k: float(statistics.median(f["bands"][k] for f in folds.values())) for k in CLOSE_BANDS
     }
+    helps = left_out["bands"] < left_out["no_band"] - 1e-9
     worst = {
         k: min(
             (f["left_out_tune"][k] for f in folds.values() if f["left_out_tune"][k] is not None),
@@ -197,16 +204,23 @@ def close_band_choice(caught: list[Pair], domain_of: Callable[[Any], str]) -> di
         )
         for k in ("stated_share", "stated_accuracy", "right_counting_undetermined_wrong")
     }
-    return {"chosen": chosen, "folds": folds, "worst_left_out": worst}
-
-
-def band_trade(caught: list[Pair], bands: dict[str, float], split: str) -> dict[str, Any]:
-    """Root-cause figures of ``split`` with every close call off and with ``bands``."""
-    rows = [(t, d) for t, d in caught if t.split == split]
-    on = {**DEFAULT_WEIGHTS, **bands}
     return {
-        "bands_0": stated(rows, lambda p: recombined(p[1], NO_CLOSE)),
-        "chosen": stated(rows, lambda p: recombined(p[1], on)),
+        "median": median,
+        "chosen": median if helps else dict.fromkeys(CLOSE_BANDS, 0.0),
+        "left_out_loss": left_out,
+        "folds": folds,
+        "worst_left_out": worst,
+    }
+
+
+def band_trade(
+    caught: list[Pair], bands: dict[str, dict[str, float]], split: str
+) -> dict[str, Any]:
+    """Root-cause figures of ``split`` under each set of ``bands`` (name -> bands)."""
+    rows = [(t, d) for t, d in caught if t.split == split]
+    return {
+        name: stated(rows, lambda p, w={**DEFAULT_WEIGHTS, **b}: recombined(p[1], w))
+        for name, b in bands.items()
     }
 
 
@@ -249,7 +263,12 @@ def main() -> None:
         action="store_true",
         help="Choose the close-call bands instead, leave-one-domain-out on the first dump's tune"
         " split (service.py --licence-clean ... --dump F --dump-split all), and show what they"
-        " trade on every dump's tune and held-out splits; --into keeps it as close_bands.",
+        " trade on every dump's tune and held-out splits; --into writes it there.",
+    )
+    ap.add_argument(
+        "--service-bench",
+        default=None,
+        help="With --close-bands: the service bench's dump (Doc2Dial + MEMERAG), traded too.",
     )
     args = ap.parse_args()
     if args.close_bands:
@@ -271,22 +290,32 @@ def main() -> None:
 def _close_bands_main(args: argparse.Namespace) -> None:
     clean = _read_dump(args.service, "service")
     got = close_band_choice(clean, lambda t: t.domain)
+    shipped = {k: float(DEFAULT_WEIGHTS[k]) for k in CLOSE_BANDS}
+    sets = {"no_band": dict.fromkeys(CLOSE_BANDS, 0.0), "fold_median": got["median"],
+            "shipped": shipped}  # fmt: skip
     trade: dict[str, Any] = {}
     for name, path, bench in [
         ("licence_clean", args.service, "service"),
+        *((("service", args.service_bench, "service"),) if args.service_bench else ()),
         ("xquad", args.xquad, "xquad"),
         *((f"conversations_{i}", p, "conversations") for i, p in enumerate(args.conversations)),
     ]:
         rows = _read_dump(path, bench)
-        trade[name] = {s: band_trade(rows, got["chosen"], s) for s in ("tune", "heldout")}
-    got["trade"] = trade
+        trade[name] = {s: band_trade(rows, sets, s) for s in ("tune", "heldout")}
+    got = {
+        "benchmark": "close_bands",
+        "how": "service.py --licence-clean --no-fit --dump F --dump-split all; e2e.py --split all"
+        " --demo-queries 0 --dump F; conversations.py --split tune|heldout --no-write --dump F;"
+        " service.py --no-fit --results-only --dump F --dump-split all; rootcause_figures.py"
+        " LICENCE_CLEAN XQUAD --conversations TUNE HELD --service-bench F --close-bands",
+        "shipped": shipped,
+        **got,
+        "trade": trade,
+    }
     print(json.dumps(got, indent=1))
-    if args.into:
-        with open(args.into, encoding="utf-8") as fh:
-            kept = json.load(fh)
-        kept["close_bands"] = got
+    if args.into:  # a results file of its own
         with open(args.into, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
+            fh.write(json.dumps(got, indent=2, ensure_ascii=False) + "\n")
 
 
 __all__ = [
