@@ -43,6 +43,28 @@ def test_only_the_clauses_the_answer_drew_on_are_its_source() -> None:
     assert answer_sources([TAP], [CARD])[1] == []
 
 
+def test_the_words_the_question_gave_do_not_show_where_an_answer_was_taken_from() -> None:
+    peak = "Mount Kell is a 2,121-metre summit located in Liberty County, Montana."
+    moved = ["Mount Kell is located in New Zealand."]  # only the question's words are shared
+    kept = ["Mount Kell is located in Liberty County."]
+    asked = ["Where is Mount Kell located and what is its elevation?"]
+    assert answer_sources(moved, [peak], asked)[1] == []
+    assert answer_sources(moved, [peak])[1] != []  # without the question its words would count
+    assert answer_sources(kept, [peak], asked)[1] != []
+
+
+async def test_an_answer_placing_the_subject_elsewhere_is_not_credited_with_the_passage() -> None:
+    peak = "Mount Kell is a 2,121-metre-elevation summit located in Liberty County, Montana."
+    question = "Where is Mount Kell located and what is its elevation?"
+    elsewhere = await _relevance(question, "Mount Kell is located in New Zealand.", (peak,))
+    there = await _relevance(
+        question, "Mount Kell is located in Liberty County, Montana, at 2,121 metres.", (peak,)
+    )
+    # the passage's "elevation" is lent to the answer taken from it, not to the one placing the
+    # mountain elsewhere (with it lent, the two scored within 0.01)
+    assert there.score - elsewhere.score > 0.05
+
+
 FERRY = (
     Message(role="user", content="How long does the island ferry crossing take?"),
     Message(role="assistant", content="The crossing takes about 40 minutes."),

@@ -293,7 +293,7 @@ def _read(
     something else than that."""
     readings = [asked.text, asked.typed] if asked.source == "resolved" else [asked.text]
     # the same for every reading of the question
-    titles, restates = answer_sources(sents, context)
+    titles, restates = answer_sources(sents, context, readings)
     judged = [evidence(q, answer, sents, asked.is_question, titles, restates) for q in readings]
     leans = asked.follows_up and asked.source in ("resolved", "typed")
     own = _own_terms(asked.typed) if leans and names_its_subject(asked.typed) else []

@@ -49,9 +49,15 @@ def _is_heading(sent: str) -> bool:
     return n <= HEADING_MAX_WORDS and sent[:1].isupper() and not _ENDS_CLAUSE.search(sent)
 
 
-def _source_lines(sents: list[str], context: Sequence[str]) -> list[tuple[list[str], int]]:
+def _source_lines(
+    sents: list[str], context: Sequence[str], asked: frozenset[str]
+) -> list[tuple[list[str], int]]:
     """``(chunk sentences, position)`` of every chunk sentence that holds most of the words of
-    one of the answer's sentences (those of two content words or more): where it was taken from."""
+    one of the answer's sentences (those of two content words or more): where it was taken from.
+    Most of the words the question did not give (``asked``, as keys) must be there too: any
+    sentence on the topic holds the question's, so "Mount Brown is located in New Zealand." was
+    not taken from "Mount Brown is a 6,958-foot mountain summit located in Liberty County,
+    Montana." for its "Mount Brown" and "located"."""
     answer_keys = [ks for s in sents if len(ks := {key(w) for w in content_words(s)}) >= 2]
     found: list[tuple[list[str], int]] = []
     for chunk in context:
@@ -60,23 +66,32 @@ def _source_lines(sents: list[str], context: Sequence[str]) -> list[tuple[list[s
         found += [
             (lines, i)
             for i, have in enumerate(keys)
-            if any(len(ks & have) >= SOURCE_SHARE * len(ks) for ks in answer_keys)
+            if any(_holds(ks, have) and _holds(ks - asked, have) for ks in answer_keys)
         ]
     return found
 
 
-def answer_sources(sents: list[str], context: Sequence[str]) -> tuple[list[str], list[str]]:
+def _holds(words: set[str], have: set[str]) -> bool:
+    """``have`` holds most of ``words`` (none: nothing to hold)."""
+    return bool(words) and len(words & have) >= SOURCE_SHARE * len(words)
+
+
+def answer_sources(
+    sents: list[str], context: Sequence[str], asked: Sequence[str] = ()
+) -> tuple[list[str], list[str]]:
     """``(titles, restated)``, from the chunk sentences the answer's sentences were taken from
     (each holding most of one answer sentence's words): the titles of their sections (the
     nearest title above each), and the clauses of them the answer restates, in the passage's
     own words: "Press the red button on the dock." restates "Damage to a bike is reported with
     the red button on the dock.", which says what the instruction is for. Only the clauses from
     the first to the last holding the answer's words count: a clause it did not draw on ("...,
-    and the annual pass costs 60 euros") says nothing of what the answer is about."""
+    and the annual pass costs 60 euros") says nothing of what the answer is about. ``asked``:
+    the readings of the question, whose words show no source."""
     words = {key(w) for s in sents for w in content_words(s)}
+    given = frozenset(key(w) for q in asked for w in content_words(q))
     titles: list[str] = []
     restated: list[str] = []
-    for lines, i in _source_lines(sents, context):
+    for lines, i in _source_lines(sents, context, given):
         title = next((lines[j] for j in range(i - 1, -1, -1) if _is_heading(lines[j])), None)
         if title is not None and title not in titles:
             titles.append(title)
