@@ -176,8 +176,8 @@ def test_reviewed_root_causes_move_the_weights() -> None:
 
 
 def test_a_refusals_missed_page_counts_only_when_it_holds_what_the_prompt_lacks() -> None:
+    from ragsieve.jobs.verdicts.branches import missed_attribute
     from ragsieve.jobs.verdicts.corpus import CorpusHit
-    from ragsieve.jobs.verdicts.gather import missed_attribute
 
     q = "What is the monthly price of the Starter plan?"
     limits = [
@@ -203,8 +203,8 @@ def test_a_follow_ups_carried_words_are_not_what_it_asks() -> None:
     # "Which restrictions apply?" after a turn about the conditional license: the carried words
     # name the earlier subject, which the prompt's chunk words otherwise ("junior license"); the
     # turn asks for the restrictions, and the prompt holds them
+    from ragsieve.jobs.verdicts.branches import missed_attribute
     from ragsieve.jobs.verdicts.corpus import CorpusHit
-    from ragsieve.jobs.verdicts.gather import missed_attribute
 
     typed = "Which restrictions apply?"
     resolved = f"{typed} (conditional license)"
@@ -230,8 +230,8 @@ def _ctx(score: float, cosine: float) -> EvalResult:
 def test_an_off_question_answer_beside_a_chunk_that_nearly_answers_is_the_models() -> None:
     # the rule says nothing answers (no chunk reached the context threshold); a chunk within the
     # near margin, close in meaning, reached the prompt and the answer is about something else
+    from ragsieve.jobs.verdicts.branches import near_context
     from ragsieve.jobs.verdicts.flagging import Verdict
-    from ragsieve.jobs.verdicts.gather import near_context
 
     off = Verdict(
         "fail",

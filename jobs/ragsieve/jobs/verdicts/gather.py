@@ -29,14 +29,14 @@ import numpy as np
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
 from ragsieve.evaluators.judges.offline.conversation import judged_question
-from ragsieve.evaluators.judges.offline.text.asked import asked_gap
 from ragsieve.evaluators.judges.offline.text.terms import key, tokens
 from ragsieve.evaluators.judges.offline.text.text import sentences
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.sampling.golden_index import GoldenIndex
+from ragsieve.jobs.verdicts.branches import near_context
 from ragsieve.jobs.verdicts.corpus import CorpusHit, ObservedCorpus, holds_question
-from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN, Verdict, near_answers
+from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN, Verdict
 from ragsieve.jobs.verdicts.ledger import UNDETERMINED, Piece
 
 SOURCE_MIN = 0.7  # share of the answer's own (weighted) words a chunk must hold to be its source
@@ -282,69 +282,6 @@ def context_best(results: Sequence[Any]) -> float:
     return 0.0
 
 
-# share of what a question asks (its weighted key terms) that a refusal's missed page must hold
-# and the prompt must lack for the refusal to read as the retriever's (``missed_attribute``)
-ATTRIBUTE_GAP = 0.15
-# share of what the prompt holds of the question (weighted) the missed page must hold too: it is
-# about the prompt's topic and holds more, not another subject worded like the question
-TOPIC_KEPT = 0.9
-
-
-def missed_attribute(
-    question: str, it: RagInteraction, hit: CorpusHit | None, typed: str | None = None
-) -> tuple[Piece, ...]:
-    """A refusal's missed page (``retrieval``): ``hit`` answers clearly better than the prompt,
-    holds at least ``ATTRIBUTE_GAP`` of what the question asks (weighted) that no chunk of the
-    prompt holds in any form, and everything the prompt holds of it (``TOPIC_KEPT``). For a
-    follow-up read with words carried from earlier turns, what is asked is the turn as
-    ``typed``: the carried words name the earlier subject (the topic), which the prompt's chunk
-    may word otherwise; they are not the attribute this turn asks for."""
-    if hit is None:
-        return ()
-    prompt = [d.content or "" for d in it.context if d.content]
-    gap = asked_gap(typed or question, prompt, hit.window)
-    if gap.share < ATTRIBUTE_GAP or gap.kept < TOPIC_KEPT - 1e-9:
-        return ()
-    shown = ", ".join(f"'{w}'" for w in gap.words[:3])
-    return (
-        Piece(
-            "missed_attribute",
-            "retrieval",
-            f"the observed chunk {hit.chunk_id} answers the question (score {hit.score:.2f}) and"
-            f" holds {shown}, which no chunk of the prompt holds, besides all the prompt holds"
-            f" of it: the prompt was about the topic, the refusal was right for it:"
-            f" '{hit.window[:120]}'",
-        ),
-    )
-
-
-def near_context(
-    results: Sequence[EvalResult], verdict: Verdict, threshold: float
-) -> tuple[Piece, ...]:
-    """An answer off the question while a chunk that nearly answers it reached the prompt
-    (``generation``, against the rule's ``no_answer_expected``): within ``NEAR_MARGIN`` of the
-    context threshold and close to the question in meaning (:func:`flagging.near_answers`, as
-    an abstention's "nearly"). "Nothing answers this" explains an answer made up for the
-    question; an answer about something else, beside a chunk that nearly answers, says the
-    model did not use what it was given."""
-    if verdict.root_cause != "no_answer_expected" or "answer_relevance" not in (
-        verdict.failed_metrics
-    ):
-        return ()
-    ctx = next((r for r in results if r.evaluator == "context_relevance"), None)
-    near = near_answers(ctx, threshold)
-    if not near:  # (no context result: none)
-        return ()
-    return (
-        Piece(
-            "near_context",
-            "generation",
-            f"{near[0]} nearly answers the question (within {NEAR_MARGIN} of the context"
-            f" threshold {threshold:g}, close in meaning) and the answer is off the question",
-        ),
-    )
-
-
 def failure_pieces(
     it: RagInteraction,
     results: list[EvalResult],
@@ -375,8 +312,6 @@ def failure_pieces(
 
 
 __all__ = [
-    "ATTRIBUTE_GAP",
-    "TOPIC_KEPT",
     "answer_source",
     "answer_terms",
     "context_best",
@@ -385,8 +320,6 @@ __all__ = [
     "gather",
     "golden_chunks",
     "held",
-    "missed_attribute",
-    "near_context",
     "question_key",
     "review_piece",
     "reviewed_causes",

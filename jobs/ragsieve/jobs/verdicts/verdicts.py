@@ -24,6 +24,7 @@ from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.sampling.sampling import Pick
 from ragsieve.jobs.sampling.strata import unit_hash
 from ragsieve.jobs.verdicts import rewordings
+from ragsieve.jobs.verdicts.branches import missed_attribute
 from ragsieve.jobs.verdicts.corpus import VOUCHED_LEAD, CorpusHit, ObservedCorpus
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 from ragsieve.jobs.verdicts.flagging import (
@@ -33,12 +34,7 @@ from ragsieve.jobs.verdicts.flagging import (
     needs_corpus,
     needs_source,
 )
-from ragsieve.jobs.verdicts.gather import (
-    failure_pieces,
-    missed_attribute,
-    review_piece,
-    reviewed_causes,
-)
+from ragsieve.jobs.verdicts.gather import failure_pieces, review_piece, reviewed_causes
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, Piece
 from ragsieve.jobs.verdicts.rootcause import Expectation
 

@@ -1,0 +1,90 @@
+"""Evidence that questions the rule's own branch on the context (:mod:`ledger`'s pieces).
+
+The rule (:mod:`rootcause`) reads the context judge's verdict as settled: relevant, the failure
+is the model's (a refusal ``abstained_wrongly``); not relevant, the retriever's or nothing's.
+What the trace and the observed corpus hold beside that verdict can argue for the other side:
+
+- ``missed_attribute``: for a refusal blamed on a chunk of the prompt, an observed chunk the
+  retriever missed that answers clearly better and holds what the question asks that the
+  prompt lacks (the prompt was about the topic; the refusal was right for it): ``retrieval``;
+- ``near_context``: for the rule's ``no_answer_expected``, a chunk of the prompt that nearly
+  answers while the answer is off the question: ``generation``;
+- ``near_refusal``: for a refusal blamed on a chunk that only *nearly* answers (under the
+  context threshold, within the near margin), an observed chunk the retriever missed that
+  answers the question outright, clearly better: ``retrieval``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragsieve.evaluators.judges.offline.text.asked import asked_gap
+from ragsieve.evaluators.records import EvalResult, RagInteraction
+from ragsieve.jobs.verdicts.corpus import CorpusHit
+from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN, Verdict, near_answers
+from ragsieve.jobs.verdicts.ledger import Piece
+
+# share of what a question asks (its weighted key terms) that a refusal's missed page must hold
+# and the prompt must lack for the refusal to read as the retriever's (``missed_attribute``)
+ATTRIBUTE_GAP = 0.15
+# share of what the prompt holds of the question (weighted) the missed page must hold too: it is
+# about the prompt's topic and holds more, not another subject worded like the question
+TOPIC_KEPT = 0.9
+
+
+def missed_attribute(
+    question: str, it: RagInteraction, hit: CorpusHit | None, typed: str | None = None
+) -> tuple[Piece, ...]:
+    """A refusal's missed page (``retrieval``): ``hit`` answers clearly better than the prompt,
+    holds at least ``ATTRIBUTE_GAP`` of what the question asks (weighted) that no chunk of the
+    prompt holds in any form, and everything the prompt holds of it (``TOPIC_KEPT``). For a
+    follow-up read with words carried from earlier turns, what is asked is the turn as
+    ``typed``: the carried words name the earlier subject (the topic), which the prompt's chunk
+    may word otherwise; they are not the attribute this turn asks for."""
+    if hit is None:
+        return ()
+    prompt = [d.content or "" for d in it.context if d.content]
+    gap = asked_gap(typed or question, prompt, hit.window)
+    if gap.share < ATTRIBUTE_GAP or gap.kept < TOPIC_KEPT - 1e-9:
+        return ()
+    shown = ", ".join(f"'{w}'" for w in gap.words[:3])
+    return (
+        Piece(
+            "missed_attribute",
+            "retrieval",
+            f"the observed chunk {hit.chunk_id} answers the question (score {hit.score:.2f}) and"
+            f" holds {shown}, which no chunk of the prompt holds, besides all the prompt holds"
+            f" of it: the prompt was about the topic, the refusal was right for it:"
+            f" '{hit.window[:120]}'",
+        ),
+    )
+
+
+def near_context(
+    results: Sequence[EvalResult], verdict: Verdict, threshold: float
+) -> tuple[Piece, ...]:
+    """An answer off the question while a chunk that nearly answers it reached the prompt
+    (``generation``, against the rule's ``no_answer_expected``): within ``NEAR_MARGIN`` of the
+    context threshold and close to the question in meaning (:func:`flagging.near_answers`, as
+    an abstention's "nearly"). "Nothing answers this" explains an answer made up for the
+    question; an answer about something else, beside a chunk that nearly answers, says the
+    model did not use what it was given."""
+    if verdict.root_cause != "no_answer_expected" or "answer_relevance" not in (
+        verdict.failed_metrics
+    ):
+        return ()
+    ctx = next((r for r in results if r.evaluator == "context_relevance"), None)
+    near = near_answers(ctx, threshold)
+    if not near:  # (no context result: none)
+        return ()
+    return (
+        Piece(
+            "near_context",
+            "generation",
+            f"{near[0]} nearly answers the question (within {NEAR_MARGIN} of the context"
+            f" threshold {threshold:g}, close in meaning) and the answer is off the question",
+        ),
+    )
+
+
+__all__ = ["ATTRIBUTE_GAP", "TOPIC_KEPT", "missed_attribute", "near_context"]
