@@ -252,3 +252,55 @@ def test_an_off_question_answer_beside_a_chunk_that_nearly_answers_is_the_models
     # another cause of the rule is left as it is
     gen = Verdict("fail", ("answer_relevance",), "generation")
     assert near_context([_ctx(0.52, 0.45)], gen, 0.6) == ()
+
+
+def test_a_missed_page_explains_an_answer_only_when_it_answers_the_question(corpus) -> None:
+    # "$49" sits only in the observed prices#starter: on the question, the model had it from a
+    # page the prompt lacked (answer_source), and a page that answers as well is a rival. An
+    # answer the answer-relevance judge failed as off the question came from neither page.
+    from ragsieve.jobs.verdicts.corpus import CorpusHit
+    from ragsieve.jobs.verdicts.flagging import Verdict
+    from ragsieve.jobs.verdicts.gather import failure_pieces
+
+    it = _trace(Q, "The Starter plan is $49 per month.", ("plans#starter", STARTER_LIMIT, True))
+    rival = CorpusHit("prices#starter", 0.7, 1, STARTER_PRICE, best_seen=0.65)
+
+    def names(*failed: str, abstained: bool = False) -> list[str]:
+        verdict = Verdict("fail", failed, "generation", "", abstained, context_relevant=True)
+        got = failure_pieces(it, [], verdict, corpus, {}, None, rival)
+        return [p.name for p in got]
+
+    assert names("faithfulness") == ["rival", "answer_source"]
+    assert names("answer_relevance", "faithfulness") == []
+    # a refusal fails answer relevance by saying nothing: the rival still argues it was there
+    assert names("answer_relevance", "faithfulness", abstained=True) == ["rival"]
+
+
+def test_a_refusal_blamed_on_a_chunk_that_only_nearly_answers_weighs_the_missed_one() -> None:
+    from ragsieve.jobs.verdicts.branches import near_refusal
+    from ragsieve.jobs.verdicts.corpus import CorpusHit
+
+    hit = CorpusHit("prices#starter", 0.82, 3, STARTER_PRICE, best_seen=0.5)
+    (piece,) = near_refusal(hit, best=0.52, threshold=0.6)
+    assert (piece.name, piece.cause) == ("near_refusal", "retrieval")
+    assert "0.52" in piece.line and "prices#starter" in piece.line
+    # the rule's "nearly" and the missed chunk's "outright" are one judge read both ways: a tie
+    rule = Piece("rule", "abstained_wrongly", "abstained although plans#starter was relevant")
+    got = combine([rule, piece])
+    assert got.label == UNDETERMINED and got.competing[1].startswith("retrieval: the prompt")
+    # a prompt chunk over the threshold answered: the refusal is the model's, nothing to weigh
+    assert near_refusal(hit, best=0.61, threshold=0.6) == ()
+    # a missed chunk that does not answer outright (under the threshold) says nothing either
+    assert near_refusal(CorpusHit("x", 0.58, 1, "w"), best=0.45, threshold=0.6) == ()
+    assert near_refusal(None, best=0.52, threshold=0.6) == ()
+
+
+def test_an_off_question_answer_the_prompt_holds_is_still_the_models(corpus) -> None:
+    from ragsieve.jobs.verdicts.flagging import Verdict
+    from ragsieve.jobs.verdicts.gather import failure_pieces
+
+    it = _trace(Q, STARTER_LIMIT, ("plans#starter", STARTER_LIMIT, True))
+    off = Verdict("fail", ("answer_relevance",), "generation", "", context_relevant=True)
+    assert [p.name for p in failure_pieces(it, [], off, corpus, {}, None, None)] == [
+        "answer_in_prompt"
+    ]

@@ -87,4 +87,24 @@ def near_context(
     )
 
 
-__all__ = ["ATTRIBUTE_GAP", "TOPIC_KEPT", "missed_attribute", "near_context"]
+def near_refusal(hit: CorpusHit | None, best: float, threshold: float) -> tuple[Piece, ...]:
+    """A refusal blamed on a chunk that only nearly answers (``best``, the prompt's best score,
+    under the context ``threshold``: the rule counted it within the near margin) while ``hit``, a
+    chunk the retriever missed, answers outright: over the threshold and clearly better than
+    the prompt's (the corpus search's hit). The rule's "nearly" and this line are two readings
+    of the same judge, one under its threshold and one over it: ``retrieval`` here, and the
+    ledger weighs the two alike (:data:`ledger.DEFAULT_WEIGHTS`)."""
+    if hit is None or best >= threshold or hit.score < threshold:
+        return ()
+    return (
+        Piece(
+            "near_refusal",
+            "retrieval",
+            f"the prompt's best chunk only nearly answers (score {best:.2f}, under the context"
+            f" threshold {threshold:g}); the observed chunk {hit.chunk_id}, which the retriever"
+            f" missed, answers it (score {hit.score:.2f}): '{hit.window[:120]}'",
+        ),
+    )
+
+
+__all__ = ["ATTRIBUTE_GAP", "TOPIC_KEPT", "missed_attribute", "near_context", "near_refusal"]

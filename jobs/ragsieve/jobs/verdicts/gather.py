@@ -292,13 +292,23 @@ def failure_pieces(
     rival: CorpusHit | None,
 ) -> tuple[Piece, ...]:
     """The evidence beyond the judges a failure's root cause weighs (:mod:`gather`); none for
-    a retrieval failure the rule already pinned on a missed chunk."""
+    a retrieval failure the rule already pinned on a missed chunk.
+
+    A page the retriever missed explains an answer only if the answer answers the question: "the
+    model had it from a page the prompt lacked" (``answer_source``) and "a page answers better
+    than the prompt" (``rival``) both say the right page would have given the right answer. An
+    answer off the question (its judge failed it) came from neither: the page that holds its
+    words is not one the question needed, and a better page would not have kept the model on
+    the question. Neither piece is weighed for it (a refusal says nothing whose source could be
+    looked up, but a chunk that answers as well still argues that it was there to be found);
+    the prompt holding what it says (``answer_in_prompt``) still argues it was the model's."""
     if verdict.missed_chunk is not None and verdict.root_cause == "retrieval":
         return ()
     ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
     best = context_best(results)
     seen = f" vs {rival.best_seen:.2f} in the prompt" if rival and rival.best_seen else ""
-    return near_context(results, verdict, ctx_threshold) + gather(
+    off = "answer_relevance" in verdict.failed_metrics and not verdict.abstained
+    got = near_context(results, verdict, ctx_threshold) + gather(
         it,
         judged_question(it).text,
         corpus,
@@ -309,6 +319,7 @@ def failure_pieces(
         verdict.root_cause,
         verdict.abstained,
     )
+    return tuple(p for p in got if not (off and p.name in ("answer_source", "rival")))
 
 
 __all__ = [

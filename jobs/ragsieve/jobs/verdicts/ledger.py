@@ -11,7 +11,9 @@ cause with a weight:
   answer from a page the retriever missed); the prompt's chunks holding it point at
   ``generation`` (``answer_in_prompt``: the model had what it said and still got it wrong);
 - ``rival``: an observed chunk the retriever missed that answers the question at least as well
-  as the prompt's best, though not clearly better (so the rule did not name it): ``retrieval``;
+  as the prompt's best, though not clearly better (so the rule did not name it): ``retrieval``.
+  Neither this nor ``answer_source`` is weighed for an answer off the question: a page explains
+  an answer only when the answer answers the question (:func:`gather.failure_pieces`);
 - ``missed_attribute``: for a refusal blamed on a chunk of the prompt, an observed chunk the
   retriever missed that answers clearly better, holds what the question (as typed) asks that no
   chunk of the prompt holds, and holds what the prompt names of it too (the prompt was about the
@@ -19,6 +21,9 @@ cause with a weight:
 - ``near_context``: for the rule's ``no_answer_expected``, a chunk of the prompt that nearly
   answers (within the abstention's near margin of the context threshold, close in meaning)
   while the answer is off the question: ``generation`` (the model did not use it);
+- ``near_refusal``: for a refusal blamed on a chunk of the prompt that only nearly answers
+  (under the context threshold, within the near margin), an observed chunk the retriever missed
+  that answers outright, clearly better: ``retrieval``;
 - ``dropped``: a chunk the retriever returned that answers the question but did not reach the
   prompt (a reranker or a context budget dropped it): ``retrieval``;
 - ``golden``: the golden set's relevant chunks for the same question, none of which reached the
@@ -56,6 +61,7 @@ DEFAULT_WEIGHTS = MappingProxyType(
         "dropped": 1.5,
         "missed_attribute": 1.5,
         "near_context": 1.5,
+        "near_refusal": 1.0,
         "golden": 0.8,
         "review": 3.0,
         "close_over": 1.0,
@@ -81,6 +87,12 @@ Doc2Dial, INSCIT and TREC CAsT conversations; tuning halves, :func:`fit_weights`
 loss on the pieces the job stored): 1.5 in ten folds, 0.75 without INSCIT. None of these
 sets' licences lets fitted numbers ship (the data README): every weight above awaits a refit
 on licence-clean traffic. ``judges fit`` refits them from reviewed root causes.
+
+``near_refusal`` weighs 1.0 by a stated principle, not a fit: the rule's "nearly" (the prompt's
+chunk under the context threshold, within the near margin) and a missed chunk over it are two
+readings of one judge, neither stronger; alone they tie, and the refusal's root cause is
+``undetermined`` with both lines. (A refusal's missed page that also holds what the prompt lacks
+is ``missed_attribute``, which decides.)
 
 The close calls (``close_*``) weigh 1.0 by a stated principle, not a fit: inside its band the
 score that chose the rule's branch is as likely on either side, so the other branch's cause

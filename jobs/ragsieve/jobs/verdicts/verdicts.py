@@ -24,7 +24,7 @@ from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.sampling.sampling import Pick
 from ragsieve.jobs.sampling.strata import unit_hash
 from ragsieve.jobs.verdicts import rewordings
-from ragsieve.jobs.verdicts.branches import missed_attribute
+from ragsieve.jobs.verdicts.branches import missed_attribute, near_refusal
 from ragsieve.jobs.verdicts.corpus import VOUCHED_LEAD, CorpusHit, ObservedCorpus
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 from ragsieve.jobs.verdicts.flagging import (
@@ -34,7 +34,12 @@ from ragsieve.jobs.verdicts.flagging import (
     needs_corpus,
     needs_source,
 )
-from ragsieve.jobs.verdicts.gather import failure_pieces, review_piece, reviewed_causes
+from ragsieve.jobs.verdicts.gather import (
+    context_best,
+    failure_pieces,
+    review_piece,
+    reviewed_causes,
+)
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, Piece
 from ragsieve.jobs.verdicts.rootcause import Expectation
 
@@ -107,7 +112,8 @@ def decide_all(
         rival: CorpusHit | None = None
         refused: tuple[Piece, ...] = ()
         if corpus is not None and (it.query or "").strip():
-            found, rival, refused = _search(corpus, searched, it, verdict, thresholds)
+            best = context_best(results)
+            found, rival, refused = _search(corpus, searched, it, verdict, thresholds, best)
             if found is not None:
                 verdict = decide(it, results, thresholds, expected=expected, corpus=found)
         verdict, pieces = _weighed(
@@ -197,6 +203,7 @@ def _search(
     it: RagInteraction,
     verdict: Verdict,
     thresholds: dict[str, float],
+    best: float = 0.0,
 ) -> tuple[CorpusAnswer | None, CorpusHit | None, tuple[Piece, ...]]:
     """Ask the observed corpus for the chunk the retriever missed: when nothing relevant reached
     the prompt, one that answers the question; when an answer is unfaithful to relevant chunks,
@@ -208,7 +215,8 @@ def _search(
     topic, the refusal was right for it, and the retriever missed the page. (A better-scoring
     chunk alone does not say so: pages overlap, and on the service bench's tuning half one
     scored clearly better than the prompt's for 9 of 33 wrong abstentions whose prompt held
-    the answer.)"""
+    the answer.) When the prompt's chunk only nearly answered (``best``, its score, under the
+    context threshold), a chunk that answers outright says so alone (:func:`near_refusal`)."""
     source = needs_source(verdict)
     refusal = verdict.root_cause == "abstained_wrongly" and not needs_corpus(verdict)
     if not (needs_corpus(verdict) or source or refusal):
@@ -226,7 +234,8 @@ def _search(
         holds = partial(judge.holds_answer, it)
     got = corpus.search(asked.text, exclude, ctx_threshold, lead, typed, holds)
     if refusal:
-        return None, None, missed_attribute(asked.text, it, got.hit, typed)
+        gap = missed_attribute(asked.text, it, got.hit, typed)
+        return None, None, gap or near_refusal(got.hit, best, ctx_threshold)
     if source and got.hit is None:
         return None, got.rival, ()  # the answer holds nowhere better: the rule stays as it was
     return CorpusAnswer(got.hit, searched), got.rival, ()
