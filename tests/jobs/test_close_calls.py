@@ -126,3 +126,24 @@ def test_reviewed_labels_move_a_close_calls_band_and_weight() -> None:
     w = fit_weights(labelled, OFF)
     assert 0.02 < w["close_over_band"] <= 0.12 and w["close_over"] > 1.0
     assert [combine(p, w).label for p, _ in labelled] == [y for _, y in labelled]
+
+
+def test_a_near_call_reads_the_chunk_that_made_the_refusal_wrong() -> None:
+    """The near margin is crossed by the chunk close in meaning (plans#starter, 0.47), not by
+    the best-scoring chunk (plans#pro, 0.58, about something else): the close call's distance
+    and line are that chunk's (the golden set says the question is answerable, so read under
+    the margin the refusal is a retrieval miss, not a pass)."""
+    it = make_interaction(query=Q, context=[STARTER_LIMIT, "The Pro plan costs $99."],
+                          answer="I don't know.")  # fmt: skip
+    base = {"trace_id": it.trace_id, "span_id": it.span_id, "judge_version": "v1"}
+    chunks = [{"id": "plans#pro", "score": 0.58, "cosine": 0.2},
+              {"id": "plans#starter", "score": 0.47, "cosine": 0.9}]  # fmt: skip
+    results = [
+        EvalResult(evaluator="faithfulness", label="abstained", score=1.0, **base),
+        EvalResult(evaluator="context_relevance", label="irrelevant", score=0.58, **base,
+                   metadata={"chunks": chunks}),
+    ]  # fmt: skip
+    thresholds = {"faithfulness": 0.65, "answer_relevance": 0.5, "context_relevance": 0.6}
+    v = decide(it, results, thresholds, expected="answerable", weights=BANDS)
+    near = [p for p in v.pieces if p.name == "close_near"]
+    assert near and near[0].distance == 0.02 and "plans#starter scores 0.47" in near[0].line

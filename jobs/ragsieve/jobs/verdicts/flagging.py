@@ -269,8 +269,9 @@ def _read(
         if near:
             ctx_rel, rel_ids = True, near
     res = by_metric.get("context_relevance")
-    edges = edges_of(
-        res.metadata.get("chunks") or () if res is not None else (),
+    scored = res.metadata.get("chunks") or () if res is not None else ()
+    edges = edges_of(  # a near call hangs on the near chunks' scores, not the best chunk's
+        [c for c in scored if not near or str(c.get("id")) in near],
         thresholds.get("context_relevance"),
         ctx_rel,
         vouched=bool(backing),
