@@ -209,10 +209,15 @@ def test_the_review_screen_asks_on_undetermined_with_both_lines_and_judges_fit_r
     res = CliRunner().invoke(
         cli,
         ["golden", "review", "--store", col.store.url, "--reviewer", "ana"],
-        input="a\nretrieval\ny\nq\n",
+        # Enter first (an undetermined cause is no default), then "retrieval": the question has
+        # an answer, so accepting it asks for its chunk (never a case that must abstain)
+        input="a\n\nretrieval\ne\nThe Starter plan costs $49 per month.\nprices#starter\na\nq\n",
     )
     assert res.exit_code == 0, res.output
     screen = res.output
+    assert "is not one of" not in screen  # the job's undetermined was never offered back
+    assert "the question has an answer; [e]dit names its chunk" in screen
+    assert "accept as a no-answer case" not in screen and "accepted " in screen
     assert "ROOT CAUSE UNDETERMINED" in screen
     for line in body["competing"]:  # both lines, each on its own
         assert f"    {line}" in screen

@@ -3,6 +3,7 @@
 At a terminal ``[a]ccept ... [q]uit`` acts on the key pressed, without Enter (a stray Enter or
 space is ignored; Ctrl-C and Ctrl-D stop the review as before). With input from a pipe or file,
 each answer is a line, as scripts and ``printf 'a\\nq\\n' | ragsieve golden review`` expect.
+Chunk lists are typed as ``c1, c7=3`` (:func:`parse_chunks`).
 """
 
 from __future__ import annotations
@@ -61,4 +62,30 @@ def confirm(text: str, *, default: bool = False) -> bool:
         click.echo("  press y or n")
 
 
-__all__ = ["at_terminal", "choose", "confirm"]
+def parse_chunks(text: str) -> dict[str, int]:
+    """``"c1, c7=3"`` → ``{"c1": 1, "c7": 3}`` (grade 1 unless given, 0..3)."""
+    out: dict[str, int] = {}
+    for part in text.replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        cid, sep, grade = part.partition("=")
+        if not cid.strip():
+            raise click.BadParameter(f"empty chunk id in {part!r}")
+        try:
+            value = int(grade) if sep else 1
+        except ValueError:
+            msg = f"grade of {cid.strip()!r} must be 0..3, got {grade!r}"
+            raise click.BadParameter(msg) from None
+        if not 0 <= value <= 3:
+            raise click.BadParameter(f"grade of {cid.strip()!r} must be 0..3, got {value}")
+        out[cid.strip()] = value
+    return out
+
+
+def format_chunks(chunks: dict[str, int]) -> str:
+    """Inverse of :func:`parse_chunks`."""
+    return ", ".join(cid if g == 1 else f"{cid}={g}" for cid, g in chunks.items())
+
+
+__all__ = ["at_terminal", "choose", "confirm", "format_chunks", "parse_chunks"]

@@ -21,10 +21,12 @@ from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.review import suggest
 from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
-from ragsieve.jobs.golden.review.keys import choose, confirm
+from ragsieve.jobs.golden.review.keys import choose, confirm, format_chunks, parse_chunks
 from ragsieve.jobs.golden.review.suggest import REVIEW_CAUSES, asks_root_cause, evidence_chunks
 
 REASONS = {"f": "false_alarm: the judge was wrong", "o": "out_of_scope", "d": "duplicate"}
+# causes that say the question has an answer: never accepted as a case that must abstain
+HAS_ANSWER = ("retrieval", "generation", "both", "abstained_wrongly")
 _WIDTH = 96
 
 
@@ -38,32 +40,6 @@ class ReviewReport:
     edited: list[str] = field(default_factory=list)
     audit_passes: list[str] = field(default_factory=list)
     audit_misses: list[str] = field(default_factory=list)
-
-
-def parse_chunks(text: str) -> dict[str, int]:
-    """``"c1, c7=3"`` → ``{"c1": 1, "c7": 3}`` (grade 1 unless given, 0..3)."""
-    out: dict[str, int] = {}
-    for part in text.replace(";", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        cid, sep, grade = part.partition("=")
-        if not cid.strip():
-            raise click.BadParameter(f"empty chunk id in {part!r}")
-        try:
-            value = int(grade) if sep else 1
-        except ValueError:
-            msg = f"grade of {cid.strip()!r} must be 0..3, got {grade!r}"
-            raise click.BadParameter(msg) from None
-        if not 0 <= value <= 3:
-            raise click.BadParameter(f"grade of {cid.strip()!r} must be 0..3, got {value}")
-        out[cid.strip()] = value
-    return out
-
-
-def format_chunks(chunks: dict[str, int]) -> str:
-    """Inverse of :func:`parse_chunks`."""
-    return ", ".join(cid if g == 1 else f"{cid}={g}" for cid, g in chunks.items())
 
 
 def _conversation(b: dict[str, Any], wrap: textwrap.TextWrapper) -> list[str]:
@@ -234,6 +210,10 @@ def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: Revi
     if action == "a":
         if asks_root_cause(c.root_cause, c.body):  # undetermined: the reviewer decides
             _correct_root_cause(repo, c)
+        cause = (c.body.get("review") or {}).get("root_cause") or c.root_cause
+        if not c.body.get("relevant_chunks") and cause in HAS_ANSWER:
+            click.echo(f"  root cause {cause}: the question has an answer; [e]dit names its chunk")
+            return _AGAIN
         if not c.body.get("relevant_chunks") and not confirm(
             "No relevant chunks: accept as a no-answer case (the system must abstain)?",
             default=False,
@@ -343,9 +323,9 @@ def _ask_root_cause(current: str | None) -> str | None:
     raw = click.prompt(
         f"Root cause ({', '.join(REVIEW_CAUSES)}; '-' for none)",
         type=click.Choice([*REVIEW_CAUSES, "-"]),
-        default=current or "-",
+        default=(current or "-") if current in (*REVIEW_CAUSES, None) else None,
         show_choices=False,
-    )
+    )  # an undetermined cause is no choice: the reviewer types one (or '-')
     return None if raw == "-" else raw
 
 
