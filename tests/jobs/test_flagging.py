@@ -174,14 +174,14 @@ def test_a_chunk_the_retriever_missed_makes_it_a_retrieval_failure() -> None:
     assert "kb-42" in v.evidence and "3 other trace" in v.evidence
     v = decide(IT, [*made_up, ctx(False)], TH, corpus=CorpusAnswer(None, 120))
     assert (v.root_cause, v.missed_chunk) == ("no_answer_expected", None)
-    assert "no chunk seen in 120 answers this" in v.evidence
+    assert "none of the 120 chunks seen in traffic answers this" in v.evidence
 
 
 def test_an_abstention_is_correct_only_when_nothing_seen_answers() -> None:
     abst = res("faithfulness", "abstained", None, abstained=True)
     low = res("answer_relevance", "irrelevant", 0.1)
     v = decide(IT, [abst, low, ctx(False)], TH, corpus=CorpusAnswer(None, 50))
-    assert v.outcome == "pass" and "no chunk seen in 50" in v.evidence
+    assert v.outcome == "pass" and "none of the 50 chunks seen" in v.evidence
     v = decide(IT, [abst, low, ctx(False)], TH, corpus=CorpusAnswer(HIT, 50))
     assert (v.outcome, v.root_cause) == ("fail", "retrieval") and "kb-42" in v.evidence
 

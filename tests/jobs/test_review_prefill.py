@@ -71,7 +71,10 @@ def test_evidence_names_the_chunks_to_prefill() -> None:
     assert evidence_chunks(wrongly)[0] == {"c100": 1}
     missed = {"missed_chunk": "kb#x", "evidence": "none of 1 chunk(s)...", "chunks": []}
     assert evidence_chunks(missed)[0] == {"kb#x": 1}
-    none = "none of 2 chunk(s) in the prompt was relevant; no chunk seen in 40 answers this"
+    none = (
+        "none of 2 chunk(s) in the prompt was relevant; "
+        "none of the 40 chunks seen in traffic answers this"
+    )
     nothing = {"evidence": none, "chunks": body["chunks"]}
     assert evidence_chunks(nothing) == ({}, "")
 

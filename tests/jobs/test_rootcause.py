@@ -129,4 +129,4 @@ def test_evidence_names_the_missed_chunk_or_how_much_was_searched() -> None:
     )
     assert missed.label == "retrieval" and "kb-9" in missed.evidence
     nothing = assign(Signals(query=Q, context_relevant=False, faithful=False, corpus_searched=40))
-    assert "no chunk seen in 40 answers this" in nothing.evidence
+    assert "none of the 40 chunks seen in traffic answers this" in nothing.evidence

@@ -293,7 +293,7 @@ def _abstention_verdict(
     if not rd.ctx_rel and expected != "answerable" and rd.missed is None:
         why = "correct abstention: no relevant context"
         if corpus is not None:
-            why += f"; no chunk seen in {corpus.searched} answers this"
+            why += f"; none of the {corpus.searched} chunks seen in traffic answers this"
         return Verdict("pass", evidence=why, abstained=True, context_relevant=False)
     return None
 

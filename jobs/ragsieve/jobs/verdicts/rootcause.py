@@ -15,8 +15,8 @@ history to resolve it; shortness alone never overrides what the other judges fou
    - a chunk of the observed corpus answers the question, or the golden set says it is
      answerable → ``retrieval``: the retriever missed it (the evidence names it, with its score
      and how many traces retrieved it before);
-   - otherwise → ``no_answer_expected``: nothing the system has seen answers this ("no chunk
-     seen in N answers this"), so it should have abstained instead of answering.
+   - otherwise → ``no_answer_expected``: nothing the system has seen answers this ("none of
+     the N chunks seen in traffic answers this"), so it should have abstained instead of answering.
 3. The answer is unfaithful (context relevant or unknown) → ``generation``, unless what it
    says holds in a chunk of the observed corpus that answers the question clearly better than
    every chunk in the prompt → ``retrieval``: the answer came from knowledge the prompt lacked,
@@ -194,7 +194,7 @@ def rule(s: Signals) -> RootCause:
         if could:
             return RootCause("retrieval", f"{none}; {missed}")
         seen = (
-            f"no chunk seen in {s.corpus_searched} answers this"
+            f"none of the {s.corpus_searched} chunks seen in traffic answers this"
             if s.corpus_searched is not None
             else "nothing shows the question was answerable"
         )
