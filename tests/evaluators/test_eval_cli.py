@@ -137,6 +137,16 @@ def test_eval_text_report_lists_categories_and_worst(files: dict[str, Path]) -> 
     assert "worst 3 by ndcg@3" in text and "got:      c5, *c1[2]" in text
 
 
+def test_a_golden_set_with_nothing_answerable_reports_no_figure(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    only_no_answer = _jsonl(tmp_path / "golden_v1.jsonl", [GOLDEN[3]])
+    res = _invoke(eval_command, ["--golden", only_no_answer, "--run", files["run"], "-k", "3"])
+    assert res.exit_code == 0, res.output
+    assert "0 scored, 1 no-answer (excluded)" in res.stdout
+    assert "no answerable case: n=0" in res.stdout and "0.0000" not in res.stdout
+
+
 def test_bm25_baseline_retriever_and_saved_run(
     files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -304,7 +304,10 @@ def render_text(report: EvalReport) -> str:
     lines = _head_lines(report)
     names = list(report.metrics)
     width = max((len(n) for n in names), default=6)
-    lines += [f"  {n:<{width}}  {report.metrics[n]:.4f}" for n in names]
+    if report.n_queries:
+        lines += [f"  {n:<{width}}  {report.metrics[n]:.4f}" for n in names]
+    else:  # nothing answerable to rank: no figure, rather than zeros that read as measured
+        lines += [f"  {n:<{width}}  -  (no answerable case: n=0)" for n in names]
     if len(report.by_category) > 1 or UNCATEGORIZED not in report.by_category:
         lines += _category_lines(report, names[:6])
     lines += _worst_lines(report)
