@@ -148,8 +148,19 @@ def test_evidence_that_does_not_decide_reads_undetermined_and_a_review_decides_i
     )
     rows = [json.loads(line) for line in res.output.splitlines()]
     assert {r["root_cause"] for r in rows} == {"undetermined"}
-    # the reviewer answers "retrieval": the next run states it, and `judges fit` reads it back
     tid = next(r["trace_id"] for r in rows)
+    # `results show` gives the verdict whole: both competing lines, the pieces, each judge
+    shown = CliRunner().invoke(cli, ["results", "show", tid[:8], "--store", col.store.url])
+    assert shown.exit_code == 0, shown.output
+    flat = " ".join(shown.output.split())  # the text is wrapped
+    assert "root cause: undetermined" in flat and "argues both ways" in flat
+    assert all(" ".join(c.split()) in flat for c in body["competing"])
+    assert "rival -> retrieval" in flat and "faithfulness unfaithful" in flat
+    doc = json.loads(
+        CliRunner().invoke(cli, ["results", "show", tid, "--store", col.store.url, "--json"]).output
+    )
+    assert doc["competing"] == body["competing"] and doc["pieces"] == body["pieces"]
+    # the reviewer answers "retrieval": the next run states it, and `judges fit` reads it back
     add_label(
         col.store, Label(tid, "fail", "review", None, "retrieval", "price chunk missed"), by="ana"
     )

@@ -51,3 +51,27 @@ def test_list_and_export(collector: Any, tmp_path: Path) -> None:
     res = invoke("results", "export", "--store", url, "--format", "jsonl")
     assert len(res.stdout.splitlines()) == 6
     assert invoke("results", "export", "--store", url, "--format", "parquet").exit_code == 2
+
+
+def test_show_gives_one_verdict_whole_and_a_one_line_error(collector: Any, capfd: Any) -> None:
+    good, bad = send(collector.traces_url, [KINDS["good"][0], KINDS["unfaithful"][0]])
+    wait_stored(collector.store, 2)
+    run_once(collector.store, settings(store=collector.store.url), take_all=True)
+    url = collector.store.url
+    doc = json.loads(invoke("results", "show", bad[:8], "--store", url, "--json").stdout)
+    assert (doc["verdict"], doc["root_cause"]) == ("fail", "generation")
+    assert doc["evidence"] and {j["evaluator"] for j in doc["judges"]} == {
+        "faithfulness", "answer_relevance", "context_relevance"
+    }  # fmt: skip
+    text = invoke("results", "show", good, "--store", url).stdout
+    assert f"trace {good}   verdict: pass" in text and "judges:" in text
+    # through the console entry point: one line on stderr, exit 2
+    from ragsieve.jobs.cli import main
+
+    capfd.readouterr()
+    try:
+        main(["results", "show", "0123456789ab", "--store", url])
+    except SystemExit as exc:
+        code = exc.code
+    err = capfd.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: no verdict for trace")

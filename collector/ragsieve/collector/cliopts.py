@@ -85,7 +85,11 @@ def exit_code_of(exc: BaseException) -> int:
     """
     if isinstance(exc, click.exceptions.Exit):
         return exc.exit_code
-    if isinstance(exc, click.ClickException):  # UsageError and BadParameter exit 2
+    if isinstance(exc, click.UsageError):  # and BadParameter: one line, exit 2
+        where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        click.echo(f"error: {exc.format_message()}{where}", err=True)
+        return exc.exit_code
+    if isinstance(exc, click.ClickException):
         exc.show()
         return exc.exit_code
     if isinstance(exc, click.exceptions.Abort | KeyboardInterrupt):

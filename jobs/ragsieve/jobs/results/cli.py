@@ -1,4 +1,5 @@
-"""``ragsieve results list|export``: the job's stored verdicts as JSON lines or Parquet."""
+"""``ragsieve results list|show|export``: the job's stored verdicts (one trace's whole with
+``show``) as text, JSON lines or Parquet."""
 
 from __future__ import annotations
 
@@ -84,6 +85,27 @@ def list_command(
         click.echo(f"{r['trace_id']}  {r['evaluator']:<18} {r['label']:<11} {score:>5}  {flag}")
 
 
+@results.command("show")
+@click.argument("trace_id")
+@store_option
+@json_option
+@click.pass_obj
+def show_command(obj: AppContext, trace_id: str, store: str | None, as_json: bool) -> None:
+    """One trace's verdict whole: root cause, its evidence (both lines of an undetermined one),
+    every piece weighed, and each judge's explanation.
+
+    TRACE_ID may be a unique prefix of at least 6 hex digits, as ``results list`` shows."""
+    from ragsieve.collector.cli import resolve_trace_id
+    from ragsieve.jobs.results.show import render, trace_verdict
+
+    with opened_store(obj, store) as (_, st):
+        tid = resolve_trace_id(st, trace_id)
+        doc = trace_verdict(st, tid)
+    if doc is None:
+        raise click.UsageError(f"no verdict for trace {trace_id}: no run of the job decided it")
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False) if as_json else render(doc))
+
+
 @results.command("export")
 @store_option
 @click.option(
@@ -155,4 +177,4 @@ def export_command(
         click.echo(f"exported {len(rows)} result(s) to {out}", err=True)
 
 
-__all__ = ["export_command", "list_command", "results"]
+__all__ = ["export_command", "list_command", "results", "show_command"]

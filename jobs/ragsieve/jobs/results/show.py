@@ -1,0 +1,86 @@
+"""One trace's verdict as the job decided it, whole: outcome, root cause, the evidence line (or
+the two competing lines of an ``undetermined``), every piece the decision weighed, and each
+judge's latest result with its explanation (``ragsieve results show``).
+
+``results list`` prints one row per judge; the root cause's evidence lives with the verdict in
+the ``samples`` row of the latest run that decided the trace, which this reads.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+from ragsieve.collector.store import Store
+from ragsieve.jobs.results.reviews import list_results
+
+_WIDTH = 100
+
+
+def trace_verdict(store: Store, trace_id: str) -> dict[str, Any] | None:
+    """The latest decided verdict of ``trace_id`` with its evidence and each judge's latest
+    result; None when no run decided it."""
+    rows = store.query(
+        "SELECT s.verdict, s.root_cause, s.run_id, s.body FROM samples s JOIN runs r"
+        " ON r.run_id = s.run_id WHERE s.trace_id = ? AND s.verdict IN ('pass', 'fail')"
+        " ORDER BY r.started_at DESC LIMIT 1",
+        (trace_id,),
+    )
+    if not rows:
+        return None
+    verdict, cause, run_id, body = rows[0]
+    data = json.loads(body or "{}")
+    latest: dict[str, dict[str, Any]] = {}
+    for r in list_results(store, trace_ids=[trace_id]):  # newest first
+        latest.setdefault(r["evaluator"], r)
+    rec = store.get_interaction(trace_id)
+    return {
+        "trace_id": trace_id,
+        "question": rec.query if rec is not None else None,
+        "answer": rec.answer if rec is not None else None,
+        "verdict": verdict,
+        "root_cause": cause,
+        "run_id": run_id,
+        "evidence": data.get("evidence") or "",
+        "competing": data.get("competing") or [],
+        "pieces": data.get("pieces") or [],
+        "failed_metrics": data.get("failed_metrics") or [],
+        "missed_chunk": data.get("missed_chunk"),
+        "judges": [
+            {k: r[k] for k in ("evaluator", "label", "score", "explanation", "judge_model")}
+            for r in sorted(latest.values(), key=lambda r: str(r["evaluator"]))
+        ],
+    }
+
+
+def render(doc: Mapping[str, Any]) -> str:
+    """The verdict as text: what was decided, why, and what each judge found."""
+    wrap = textwrap.TextWrapper(width=_WIDTH, initial_indent="    ", subsequent_indent="    ")
+    cause = f"   root cause: {doc['root_cause']}" if doc["root_cause"] else ""
+    lines = [f"trace {doc['trace_id']}   verdict: {doc['verdict']}{cause}   (run {doc['run_id']})"]
+    for name in ("question", "answer"):
+        if doc.get(name):
+            lines += [f"  {name}:", wrap.fill(str(doc[name])[:600])]
+    if doc["competing"]:  # undetermined: each line argues for the cause it names
+        lines.append("  undetermined, the evidence argues both ways:")
+        lines += [wrap.fill(str(c)) for c in doc["competing"]]
+    elif doc["evidence"]:
+        lines += ["  evidence:", wrap.fill(str(doc["evidence"]))]
+    if len(doc["pieces"]) > 1:
+        lines.append("  weighed:")
+        lines += [
+            wrap.fill(f"{p.get('name')} -> {p.get('cause')}: {p.get('line')}")
+            for p in doc["pieces"]
+        ]
+    lines.append("  judges:")
+    for j in doc["judges"]:
+        score = "-" if j["score"] is None else f"{j['score']:.2f}"
+        lines.append(f"    {j['evaluator']:<18} {j['label']:<12} {score:>5}  ({j['judge_model']})")
+        if j.get("explanation"):
+            lines.append(wrap.fill(str(j["explanation"])))
+    return "\n".join(lines)
+
+
+__all__ = ["render", "trace_verdict"]
