@@ -118,6 +118,15 @@ def test_review_in_a_terminal_then_promote(store: Store, tmp_path: Path) -> None
     # the golden case keeps the reviewer's root cause, and the job's beside it
     assert gs.cases[-1].metadata["root_cause"] == "no_answer_expected"
     assert gs.cases[-1].metadata["judged_root_cause"] == ports.root_cause != "no_answer_expected"
+    # so do the changelog and the candidate listing: the reviewed cause, not the job's
+    entry = Path(res["changelog"]).read_text(encoding="utf-8").split("By category:")[-1]
+    assert "(no_answer_expected" in entry and f"({ports.root_cause}" not in entry
+    listed = subprocess.run(
+        [str(exe), "golden", "candidates", "--status", "accepted", "--json"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    row = next(json.loads(x) for x in listed.splitlines() if json.loads(x)["id"] == ports.id)
+    assert (row["root_cause"], row["judged_root_cause"]) == ("no_answer_expected", ports.root_cause)
 
 
 def test_review_from_a_pipe_reads_one_answer_a_line(store: Store, tmp_path: Path) -> None:

@@ -35,7 +35,8 @@ def candidate_json(c: Candidate, summary: Any) -> dict[str, Any]:
         "audit": audit,
         "query": c.query,
         "status": c.status,
-        "root_cause": c.root_cause,
+        "root_cause": c.cause,  # as reviewed (the job's: judged_root_cause)
+        "judged_root_cause": c.root_cause,
         "root_causes": b.get("root_causes") or {},  # every merged failure's, counted
         "merged_because": b.get("merged_because") or {},  # source trace -> why it merged
         "askings": b.get("askings") or [c.query],  # every distinct wording merged here
@@ -104,7 +105,7 @@ def candidates_cmd(
                 new = "NEW " if s and s.new else ""
                 name = s.name if s else (c.category or "-")
                 click.echo(
-                    f"{c.id}  {c.status:<9} seen {c.seen:<4} {c.root_cause or '-':<12}"
+                    f"{c.id}  {c.status:<9} seen {c.seen:<4} {c.cause or '-':<12}"
                     f" {new}{clip(name, 30):<30}  {clip(c.query, 60)}"
                 )
 

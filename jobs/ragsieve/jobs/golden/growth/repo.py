@@ -77,6 +77,12 @@ class Candidate:
         return str(self.body.get("query", ""))
 
     @property
+    def cause(self) -> str | None:
+        """The root cause as reviewed: the reviewer's correction when there is one, else the
+        job's (``root_cause``, kept as the job said it)."""
+        return (self.body.get("review") or {}).get("root_cause") or self.root_cause
+
+    @property
     def source_trace_ids(self) -> list[str]:
         """Every flagged trace merged into this candidate, first one first."""
         return list(self.body.get("source_trace_ids", []))

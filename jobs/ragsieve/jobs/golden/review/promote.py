@@ -275,7 +275,7 @@ def _entry(
     for name, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         s = summaries.get(members[0][0].category or "")
         tag = ", NEW failure category" if s and s.new else ""
-        cause = members[0][0].root_cause or "no root cause"
+        cause = members[0][0].cause or "no root cause"
         ids = ", ".join(case.id for _, case in members)
         lines.append(f"- {name} ({cause}{tag}): {len(members)} — {ids}")
     if result.roles:
