@@ -191,6 +191,27 @@ def test_pull_applies_edits_and_decisions(grown: CandidateRepo, datasets: Any) -
     assert refund.body["review"]["reason"] == "out_of_scope"
 
 
+def test_pull_accepts_a_case_without_chunks_only_when_its_cause_has_no_answer(
+    grown: CandidateRepo, datasets: Any
+) -> None:
+    state, url = datasets
+    with PhoenixDatasets(url) as client:
+        ds = push(grown, client, "cands", {})["dataset_id"]
+        ex = state.datasets[ds]["examples"][candidate_id(normalize_text(PORTS_EN))]
+        assert ex["metadata"]["judged_root_cause"] == ex["metadata"]["root_cause"]
+        ex["output"] = {"reference_answer": None, "relevant_chunks": []}
+        ex["metadata"].update(decision="accept", reviewer="dana", root_cause="retrieval")
+        out = pull(grown, client, "cands")
+        assert (out["accepted"], out["needs_chunk"]) == (0, 1)  # a miss has an answer somewhere
+        c = grown.get(ex["id"])
+        assert c is not None and c.status == "candidate" and c.cause == "retrieval"
+        ex["metadata"].update(root_cause="no_answer_expected")  # the reviewer says it has none
+        out = pull(grown, client, "cands")
+        assert (out["accepted"], out["needs_chunk"]) == (1, 0)
+    c = grown.get(ex["id"])
+    assert c is not None and c.status == "accepted" and c.cause == "no_answer_expected"
+
+
 def test_unreachable_phoenix_is_a_clear_error(grown: CandidateRepo) -> None:
     with pytest.raises(ConfigError, match="phoenix.base_url"):
         PhoenixDatasets("")

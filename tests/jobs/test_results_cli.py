@@ -75,3 +75,16 @@ def test_show_gives_one_verdict_whole_and_a_one_line_error(collector: Any, capfd
         code = exc.code
     err = capfd.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: no verdict for trace")
+
+
+def test_a_bare_group_prints_its_help_not_an_error(capfd: Any) -> None:
+    from ragsieve.jobs.cli import main
+
+    for argv in ([], ["results"]):
+        try:
+            main(argv)
+        except SystemExit:
+            pass
+        out = capfd.readouterr()
+        text = out.out + out.err
+        assert "Usage: ragsieve" in text and "Commands:" in text and "error:" not in text

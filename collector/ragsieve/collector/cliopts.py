@@ -76,6 +76,10 @@ def clip(text: str | None, width: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
+# click >= 8.2 raises this for a group run without a subcommand; its message is the whole help
+_NO_ARGS: type[click.UsageError] | tuple[()] = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 def exit_code_of(exc: BaseException) -> int:
     """The exit code (and, printed on stderr, the one line) for an error a command raised.
 
@@ -84,6 +88,9 @@ def exit_code_of(exc: BaseException) -> int:
     its install). Anything else is a bug and is re-raised with its traceback.
     """
     if isinstance(exc, click.exceptions.Exit):
+        return exc.exit_code
+    if isinstance(exc, click.UsageError) and isinstance(exc, _NO_ARGS):  # a bare group: its help
+        exc.show()
         return exc.exit_code
     if isinstance(exc, click.UsageError):  # and BadParameter: one line, exit 2
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""

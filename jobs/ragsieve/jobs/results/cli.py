@@ -96,11 +96,11 @@ def show_command(obj: AppContext, trace_id: str, store: str | None, as_json: boo
 
     TRACE_ID may be a unique prefix of at least 6 hex digits, as ``results list`` shows."""
     from ragsieve.collector.cli import resolve_trace_id
-    from ragsieve.jobs.results.show import render, trace_verdict
+    from ragsieve.jobs.results.show import find_trace, render, trace_verdict
 
     with opened_store(obj, store) as (_, st):
         tid = resolve_trace_id(st, trace_id)
-        doc = trace_verdict(st, tid)
+        doc = trace_verdict(st, tid) or trace_verdict(st, find_trace(st, tid))
     if doc is None:
         raise click.UsageError(f"no verdict for trace {trace_id}: no run of the job decided it")
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False) if as_json else render(doc))

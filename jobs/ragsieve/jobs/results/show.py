@@ -19,22 +19,40 @@ from ragsieve.jobs.results.reviews import list_results
 _WIDTH = 100
 
 
+def find_trace(store: Store, given: str) -> str:
+    """The trace a prefix names among decided verdicts (retention may have purged its
+    interaction row while the verdict stays); ``given`` itself when none or several match."""
+    if len(given) >= 32:
+        return given
+    rows = store.query(
+        "SELECT DISTINCT trace_id FROM samples WHERE trace_id LIKE ? ORDER BY trace_id LIMIT 2",
+        (given.lower() + "%",),
+    )
+    return str(rows[0][0]) if len(rows) == 1 else given
+
+
 def trace_verdict(store: Store, trace_id: str) -> dict[str, Any] | None:
     """The latest decided verdict of ``trace_id`` with its evidence and each judge's latest
     result; None when no run decided it."""
     rows = store.query(
-        "SELECT s.verdict, s.root_cause, s.run_id, s.body FROM samples s JOIN runs r"
-        " ON r.run_id = s.run_id WHERE s.trace_id = ? AND s.verdict IN ('pass', 'fail')"
-        " ORDER BY r.started_at DESC LIMIT 1",
+        "SELECT s.verdict, s.root_cause, s.run_id, s.body, r.started_at FROM samples s"
+        " JOIN runs r ON r.run_id = s.run_id WHERE s.trace_id = ?"
+        " AND s.verdict IN ('pass', 'fail') ORDER BY r.started_at DESC LIMIT 1",
         (trace_id,),
     )
     if not rows:
         return None
-    verdict, cause, run_id, body = rows[0]
+    verdict, cause, run_id, body, started = rows[0]
     data = json.loads(body or "{}")
+    results = list_results(store, trace_ids=[trace_id])  # newest first
+    runs = {str(r["run_id"]) for r in results if r["run_id"]}
+    began = dict(
+        store.query_in("SELECT run_id, started_at FROM runs WHERE run_id IN ({ids})", list(runs))
+    )
     latest: dict[str, dict[str, Any]] = {}
-    for r in list_results(store, trace_ids=[trace_id]):  # newest first
-        latest.setdefault(r["evaluator"], r)
+    for r in results:  # the results that verdict read: none a later run wrote
+        if float(began.get(r["run_id"], started)) <= float(started):
+            latest.setdefault(r["evaluator"], r)
     rec = store.get_interaction(trace_id)
     return {
         "trace_id": trace_id,
@@ -77,10 +95,11 @@ def render(doc: Mapping[str, Any]) -> str:
     lines.append("  judges:")
     for j in doc["judges"]:
         score = "-" if j["score"] is None else f"{j['score']:.2f}"
-        lines.append(f"    {j['evaluator']:<18} {j['label']:<12} {score:>5}  ({j['judge_model']})")
+        model = f"  ({j['judge_model']})" if j.get("judge_model") else ""
+        lines.append(f"    {j['evaluator']:<18} {j['label']:<12} {score:>5}{model}")
         if j.get("explanation"):
             lines.append(wrap.fill(str(j["explanation"])))
     return "\n".join(lines)
 
 
-__all__ = ["render", "trace_verdict"]
+__all__ = ["find_trace", "render", "trace_verdict"]

@@ -100,7 +100,7 @@ def near_refusal(hit: CorpusHit | None, best: float, threshold: float) -> tuple[
         Piece(
             "near_refusal",
             "retrieval",
-            f"the prompt's best chunk only nearly answers (score {best:.2f}, under the context"
+            f"no chunk of the prompt answers outright (best score {best:.2f}, under the context"
             f" threshold {threshold:g}); the observed chunk {hit.chunk_id}, which the retriever"
             f" missed, answers it (score {hit.score:.2f}): '{hit.window[:120]}'",
         ),

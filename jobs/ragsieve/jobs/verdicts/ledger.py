@@ -93,10 +93,11 @@ chunk under the context threshold, within the near margin) and a missed chunk ov
 readings of one judge, neither stronger; alone they tie, and the refusal's root cause is
 ``undetermined`` with both lines. (A refusal's missed page that also holds what the prompt lacks
 is ``missed_attribute``, which decides.) Licence-clean traffic cannot choose it: it fires once on
-its tuning half (MTRAG govt, a refusal after a miss); refits leaving one of the four tuning
-domains out raise it to 1.5 in the three folds that see that trace, and the fold that leaves it
-out keeps 1.0, so no left-out domain gains from 1.5. On the other benches' tuning halves it
-fired four times, twice on a refusal whose prompt held the answer: 1.5 would state those wrong.
+its tuning half (MTRAG govt, a refusal after a miss) and never on a held-out trace, so the
+leave-one-domain-out refits (every fold sees that trace and raises it to 1.5) cannot test it on a
+domain they did not see, and no left-out domain's figure moves. On the other benches' tuning
+halves it fired four times, twice on a refusal whose prompt held the answer: 1.5 would state
+those wrong.
 
 The close calls (``close_*``) weigh 1.0 by a stated principle, not a fit: inside its band the
 score that chose the rule's branch is as likely on either side, so the other branch's cause

@@ -20,7 +20,7 @@ from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.review.keys import parse_chunks
 from ragsieve.jobs.golden.review.review import decide
-from ragsieve.jobs.golden.review.suggest import evidence_chunks
+from ragsieve.jobs.golden.review.suggest import REVIEW_CAUSES, acceptance_gap, evidence_chunks
 
 ACCEPT = {"accept", "accepted", "yes", "ok"}
 REJECT = {"reject", "rejected", "no"}
@@ -122,7 +122,8 @@ def _example(c: Candidate, summary: CategorySummary | None) -> dict[str, Any]:
             "category": c.category,
             "category_name": summary.name if summary else None,
             "new_category": bool(summary and summary.new),
-            "root_cause": c.root_cause,
+            "root_cause": c.cause,  # as reviewed; a reviewer may change it here
+            "judged_root_cause": c.root_cause,
             "seen": c.seen,
             "source_trace_ids": c.source_trace_ids,
             "answer": b.get("answer"),
@@ -201,6 +202,8 @@ def pull(repo: CandidateRepo, client: PhoenixDatasets, dataset: str) -> dict[str
         "unchanged": 0,
         "unknown": 0,
         "already_decided": 0,
+        "needs_root_cause": 0,  # accepted in Phoenix but undetermined, with no root cause named
+        "needs_chunk": 0,  # accepted with a root cause that says it has an answer, no chunk
     }
     for ex in client.examples(ds_id):
         meta = ex.get("metadata") or {}
@@ -224,17 +227,26 @@ def pull(repo: CandidateRepo, client: PhoenixDatasets, dataset: str) -> dict[str
             changed = True
         decision = str(meta.get("decision") or "").strip().lower()
         who = str(meta.get("reviewer") or "phoenix")
+        named = str(meta.get("root_cause") or "")
+        renamed = named in REVIEW_CAUSES and named != c.cause  # the reviewer's root cause
+        if renamed:
+            c.body.setdefault("review", {})["root_cause"] = named
         if decision in ACCEPT:
             if not changed and not c.body.get("relevant_chunks"):
                 # accepted as shown: the relevant chunks pushed were the evidence's pre-fill
                 c.body["relevant_chunks"] = _chunks(output.get("relevant_chunks"))
+            gap = acceptance_gap(c.root_cause, c.body)
+            if gap is not None:  # left open: a root cause, or the chunk that answers, is missing
+                counts[f"needs_{gap}"] += 1
+                repo.save([c])
+                continue
             decide(repo, c, "accepted", who, None, via="phoenix")
             counts["accepted"] += 1
         elif decision in REJECT:
             why = str(meta.get("reason") or "rejected in Phoenix")
             decide(repo, c, "rejected", who, why, via="phoenix")
             counts["rejected"] += 1
-        elif changed:
+        elif changed or renamed:
             repo.save([c])
         else:
             counts["unchanged"] += 1

@@ -22,11 +22,14 @@ from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.review import suggest
 from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
 from ragsieve.jobs.golden.review.keys import choose, confirm, format_chunks, parse_chunks
-from ragsieve.jobs.golden.review.suggest import REVIEW_CAUSES, asks_root_cause, evidence_chunks
+from ragsieve.jobs.golden.review.suggest import (
+    REVIEW_CAUSES,
+    acceptance_gap,
+    asks_root_cause,
+    evidence_chunks,
+)
 
 REASONS = {"f": "false_alarm: the judge was wrong", "o": "out_of_scope", "d": "duplicate"}
-# causes that say the question has an answer: never accepted as a case that must abstain
-HAS_ANSWER = ("retrieval", "generation", "both", "abstained_wrongly")
 _WIDTH = 96
 
 
@@ -210,9 +213,11 @@ def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: Revi
     if action == "a":
         if asks_root_cause(c.root_cause, c.body):  # undetermined: the reviewer decides
             _correct_root_cause(repo, c)
-        cause = (c.body.get("review") or {}).get("root_cause") or c.root_cause
-        if not c.body.get("relevant_chunks") and cause in HAS_ANSWER:
-            click.echo(f"  root cause {cause}: the question has an answer; [e]dit names its chunk")
+        if acceptance_gap(c.root_cause, c.body) == "chunk":
+            click.echo(
+                f"  root cause {c.cause}: the question has an answer; [e]dit names its chunk"
+                " (or [c]orrect the root cause if it has none)"
+            )
             return _AGAIN
         if not c.body.get("relevant_chunks") and not confirm(
             "No relevant chunks: accept as a no-answer case (the system must abstain)?",

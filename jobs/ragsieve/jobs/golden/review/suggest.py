@@ -83,6 +83,24 @@ def _cause(body: Mapping[str, Any]) -> str | None:
     return str(max(counts, key=lambda c: (counts[c], c))) if counts else None
 
 
+HAS_ANSWER = ("retrieval", "generation", "both", "abstained_wrongly")
+"""Root causes that say the question has an answer: such a case is never accepted without the
+chunk that holds it (a golden case without chunks is one the system must abstain on)."""
+
+
+def acceptance_gap(root_cause: str | None, body: Mapping[str, Any]) -> str | None:
+    """What a reviewer must give before a candidate can be accepted, or None: a root cause for
+    one the job left ``undetermined``, or the chunk that holds the answer for one whose root
+    cause (as reviewed) says the question has an answer. The terminal review asks for it; a
+    Phoenix pull leaves the candidate open and counts it."""
+    if asks_root_cause(root_cause, body):
+        return "root_cause"
+    cause = (body.get("review") or {}).get("root_cause") or root_cause
+    if not body.get("relevant_chunks") and cause in HAS_ANSWER:
+        return "chunk"
+    return None
+
+
 def asks_root_cause(root_cause: str | None, body: Mapping[str, Any]) -> bool:
     """True when the review must ask the reviewer for the root cause: the job left it
     ``undetermined`` and no reviewer has named one yet."""
