@@ -97,6 +97,13 @@ def test_new_category_detected_and_named_known_ones_not(grown) -> None:  # type:
     # one failure shares its topic with no other: no category, nothing announced about it
     assert _by_query(repo, "¿Cómo configuro el inicio de sesión único SAML?").category is None
     assert sums[new[0]["category"]].golden_cases == 0
+    # a reviewer's corrected cause counts for all the failures of its candidate
+    ports = _by_query(repo, PORTS_EN)
+    ports.body.setdefault("review", {})["root_cause"] = "no_answer_expected"
+    repo.save([ports])
+    corrected = _summaries(repo, v3)[new[0]["category"]]
+    assert corrected.root_causes.get("no_answer_expected", 0) >= ports.seen
+    assert corrected.root_causes.get("retrieval", 0) == 6 - ports.seen
 
 
 def test_rerunning_the_same_window_changes_nothing(store: Store, tmp_path: Path) -> None:

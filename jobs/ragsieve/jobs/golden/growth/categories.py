@@ -305,8 +305,10 @@ def _summary(
     labels = Counter(reference.categories[i] for i in owned if reference.categories[i])
     by_seen = sorted(members, key=lambda m: (-m.seen, m.created_at, m.id))
     causes: Counter[str] = Counter()
-    for m in members:
-        for cause, n in (m.body.get("root_causes") or {str(m.root_cause): m.seen}).items():
+    for m in members:  # a reviewer's corrected cause stands for all of its failures
+        reviewed = (m.body.get("review") or {}).get("root_cause")
+        tally = {reviewed: m.seen} if reviewed else m.body.get("root_causes")
+        for cause, n in (tally or {str(m.root_cause): m.seen}).items():
             causes[str(cause)] += int(n)
     return CategorySummary(
         id=cat,
