@@ -190,21 +190,25 @@ def _chunks(value: Any) -> dict[str, int]:
     return {}
 
 
+PULL_COUNTS = (
+    "edited",
+    "accepted",
+    "rejected",
+    "unchanged",
+    "unknown",
+    "already_decided",
+    "needs_root_cause",  # accepted in Phoenix but undetermined, with no root cause named
+    "needs_chunk",  # accepted with a root cause that says it has an answer, and no chunk
+)
+"""What ``golden pull`` counts."""
+
+
 def pull(repo: CandidateRepo, client: PhoenixDatasets, dataset: str) -> dict[str, Any]:
     """Apply reviewers' edits (output) and decisions (``metadata.decision``) from Phoenix."""
     ds_id = client.dataset_id(dataset)
     if ds_id is None:
         raise ConfigError(f"phoenix.dataset: no dataset named {dataset!r}; run `golden push` first")
-    counts = {
-        "edited": 0,
-        "accepted": 0,
-        "rejected": 0,
-        "unchanged": 0,
-        "unknown": 0,
-        "already_decided": 0,
-        "needs_root_cause": 0,  # accepted in Phoenix but undetermined, with no root cause named
-        "needs_chunk": 0,  # accepted with a root cause that says it has an answer, no chunk
-    }
+    counts = dict.fromkeys(PULL_COUNTS, 0)
     for ex in client.examples(ds_id):
         meta = ex.get("metadata") or {}
         c = repo.get(str(meta.get("candidate_id") or ex.get("id")))
