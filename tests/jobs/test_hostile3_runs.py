@@ -32,8 +32,16 @@ def _turns(n: int) -> list[Turn]:
     ]
 
 
+# a suite started in the background (`bash tests/run &`) ignores SIGINT and a child inherits that:
+# the job gets Python's own Ctrl-C handling back, as when a person runs it at a terminal
+_CTRL_C = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler);"
+    " sys.argv[0] = 'ragsieve'; runpy.run_module('ragsieve.jobs', run_name='__main__')"
+)
+
+
 def _job(url: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "ragsieve.jobs", "jobs", "run", "--store", url, "--since", "1h"]
+    cmd = [sys.executable, "-c", _CTRL_C, "jobs", "run", "--store", url, "--since", "1h"]
     cmd += ["--settle", "0", "--all", "--judge", "faithfulness", "--json"]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
