@@ -116,6 +116,19 @@ def test_a_chunk_the_prompt_dropped_is_named_with_its_rank(start_collector: Any)
 BILLING = "The Starter plan is billed monthly, and its price is charged on the first day."
 
 
+# the Starter plan's price asked twice: the second prompt holds only its billing chunk (judged
+# relevant) and the answer makes up "$29", while the price chunk the first trace retrieved
+# answers better: either the model invented it or the retriever missed the price
+UNDECIDED: list[tuple[str, list[Doc], str]] = [
+    ("How much does the Starter plan cost each month?",
+     [("prices#starter", STARTER_PRICE, True), ("prices#pro", PRO_PRICE, True)],
+     "The Starter plan costs $49 per month."),
+    ("What is the monthly price of the Starter plan?",
+     [("billing#starter", BILLING, True), ("plans#pro", PRO_LIMIT, True)],
+     "The Starter plan is $29 per month."),
+]  # fmt: skip
+
+
 def test_evidence_that_does_not_decide_reads_undetermined_and_a_review_decides_it(
     start_collector: Any,
 ) -> None:
@@ -123,14 +136,7 @@ def test_evidence_that_does_not_decide_reads_undetermined_and_a_review_decides_i
     # other traces retrieved answers better but does not hold the made-up "$29": either the
     # model invented it from a good enough prompt, or the retriever missed the price
     col = start_collector(run_settler=False)
-    turns: list[tuple[str, list[Doc], str]] = [
-        ("How much does the Starter plan cost each month?",
-         [("prices#starter", STARTER_PRICE, True), ("prices#pro", PRO_PRICE, True)],
-         "The Starter plan costs $49 per month."),
-        ("What is the monthly price of the Starter plan?",
-         [("billing#starter", BILLING, True), ("plans#pro", PRO_LIMIT, True)],
-         "The Starter plan is $29 per month."),
-    ]  # fmt: skip
+    turns = UNDECIDED
     decided, report = _run(col, turns)
     verdict, cause, body = decided[turns[1][0]]
     assert (verdict, cause) == ("fail", "undetermined"), body["evidence"]
@@ -206,14 +212,7 @@ def test_the_review_screen_asks_on_undetermined_with_both_lines_and_judges_fit_r
 ) -> None:
     # the same undetermined failure as above, answered on the review screen this time
     col = start_collector(run_settler=False)
-    turns: list[tuple[str, list[Doc], str]] = [
-        ("How much does the Starter plan cost each month?",
-         [("prices#starter", STARTER_PRICE, True), ("prices#pro", PRO_PRICE, True)],
-         "The Starter plan costs $49 per month."),
-        ("What is the monthly price of the Starter plan?",
-         [("billing#starter", BILLING, True), ("plans#pro", PRO_LIMIT, True)],
-         "The Starter plan is $29 per month."),
-    ]  # fmt: skip
+    turns = UNDECIDED
     decided, _ = _run(col, turns)
     _, cause, body = decided[turns[1][0]]
     assert cause == "undetermined", body["evidence"]

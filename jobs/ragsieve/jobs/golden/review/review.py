@@ -335,8 +335,7 @@ def _ask_root_cause(current: str | None) -> str | None:
 
 
 def _root_cause(c: Candidate) -> str | None:  # the reviewer's, with the job's beside it
-    given = (c.body.get("review") or {}).get("root_cause") or c.root_cause
-    return given if given == c.root_cause else f"{given} (the job said {c.root_cause})"
+    return c.cause if c.cause == c.root_cause else f"{c.cause} (the job said {c.root_cause})"
 
 
 def _correct_root_cause(repo: CandidateRepo, c: Candidate) -> None:
