@@ -100,7 +100,26 @@ def test_a_unique_trace_id_prefix_is_enough_and_an_ambiguous_one_is_refused(
     short = _ragsieve("interactions", "show", "abcde", "--store", two_traces, cwd=tmp_path)
     assert short.returncode == 2 and "a prefix of at least 6" in short.stderr
     none = _ragsieve("interactions", "show", "fedcba98", "--store", two_traces, cwd=tmp_path)
-    assert none.returncode == 1 and "no interaction with trace id fedcba98" in none.stderr
+    assert none.returncode == 2 and "no interaction with trace id fedcba98" in none.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("interactions", "list"),
+        ("results", "list"),
+        ("runs", "list"),
+        ("report", "--html", "r.html"),
+        ("jobs", "run"),
+    ],
+)
+def test_a_bad_since_is_refused_naming_the_flag(
+    command: tuple[str, ...], two_traces: str, tmp_path: Path
+) -> None:
+    out = _ragsieve(*command, "--since", "2x", "--store", two_traces, cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: Invalid value for '--since': duration '2x'")
+    assert len(out.stderr.strip().splitlines()) == 1
 
 
 def test_collector_help_names_both_transports(tmp_path: Path) -> None:

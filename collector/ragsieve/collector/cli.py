@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ragsieve.collector.cliopts import (
+    DURATION,
     SettingsSource,
     clip,
     json_option,
@@ -165,7 +166,9 @@ def interactions() -> None:
 
 @interactions.command("list")
 @store_option
-@click.option("--since", default=None, help="Only traces started in this window, e.g. 1h.")
+@click.option(
+    "--since", type=DURATION, default=None, help="Only traces started in this window, e.g. 1h."
+)
 @click.option("--limit", type=int, default=50, show_default=True)
 @json_option
 @click.pass_obj
@@ -273,8 +276,8 @@ def show_cmd(
     with opened_store(obj, store) as (_, st):
         if trace_id is not None:
             rec = st.get_interaction(resolve_trace_id(st, trace_id))
-            if rec is None:
-                raise click.ClickException(f"no interaction with trace id {trace_id}")
+            if rec is None:  # an id the user typed: bad input, like an unknown flag value
+                raise click.UsageError(f"no interaction with trace id {trace_id}")
             turns = session_turns(st, rec.session_id) if rec.session_id else []
             click.echo(json.dumps(interaction_json(rec), indent=2, ensure_ascii=False))
             if len(turns) > 1:  # on stderr, so stdout stays the one record
@@ -287,7 +290,7 @@ def show_cmd(
             return
         turns = session_turns(st, str(session_id))
         if not turns:
-            raise click.ClickException(f"no interaction in session {session_id}")
+            raise click.UsageError(f"no interaction in session {session_id}")
         rows = session_rows(turns, latest_verdicts(st, [t.trace_id for t in turns]))
     if as_json:
         doc = {"session_id": session_id, "turns": rows, "flagged": sum(r["flagged"] for r in rows)}

@@ -42,6 +42,25 @@ def json_option(fn: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(fn)
 
 
+class Duration(click.ParamType):
+    """A duration as people type it (``90s``, ``15m``, ``2h``, ``7d``), checked when parsed so a
+    bad one is refused naming its flag; the command gets the text as typed."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from ragsieve.collector.timeutil import parse_duration
+
+        try:
+            parse_duration(str(value))
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
+
+
+DURATION = Duration()
+
+
 @contextmanager
 def opened_store(
     obj: SettingsSource, store: str | None, *, create: bool = False, **flags: Any

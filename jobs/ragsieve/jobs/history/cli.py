@@ -6,7 +6,13 @@ import json
 
 import click
 
-from ragsieve.collector.cliopts import SettingsSource, json_option, opened_store, store_option
+from ragsieve.collector.cliopts import (
+    DURATION,
+    SettingsSource,
+    json_option,
+    opened_store,
+    store_option,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,7 +22,9 @@ def runs() -> None:
 
 @runs.command("list")
 @store_option
-@click.option("--since", default="7d", show_default=True, help="How far back, e.g. 24h, 7d.")
+@click.option(
+    "--since", type=DURATION, default="7d", show_default=True, help="How far back, e.g. 24h, 7d."
+)
 @json_option
 @click.pass_obj
 def list_command(obj: SettingsSource, store: str | None, since: str, as_json: bool) -> None:

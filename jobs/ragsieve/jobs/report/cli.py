@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ragsieve.collector.cliopts import SettingsSource, opened_store, store_option
+from ragsieve.collector.cliopts import DURATION, SettingsSource, opened_store, store_option
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.tools.files import new_temp_file
 
@@ -61,7 +61,9 @@ def write_report(
 
 @click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
 @store_option
-@click.option("--since", default=None, help="Run history covered, e.g. 14d (report.since).")
+@click.option(
+    "--since", type=DURATION, default=None, help="Run history covered, e.g. 14d (report.since)."
+)
 @click.option(
     "--html",
     "html_path",
@@ -75,11 +77,7 @@ def report_command(
 ) -> None:
     """Write the run history as one HTML file: failure rate with its interval per run, root
     causes, strata and attribute cells, new categories, judge agreement, cost, alerts."""
-    from ragsieve.collector.timeutil import parse_duration
-
-    with opened_store(obj, store) as (settings, st):
-        if since:  # a bad --since fails before any work (report.since was checked on load)
-            parse_duration(since)
+    with opened_store(obj, store) as (settings, st):  # --since was checked when parsed
         out = write_report(st, settings, html_path, since=since)
     click.echo(f"wrote {out['path']}: {out['runs']} runs, {out['bytes'] / 1e6:.2f} MB")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ragsieve.collector.cliopts import json_option, opened_store, store_option
+from ragsieve.collector.cliopts import DURATION, json_option, opened_store, store_option
 from ragsieve.jobs.cli import AppContext
 
 COLUMNS = (
@@ -61,7 +61,9 @@ def results() -> None:
 @results.command("list")
 @store_option
 @click.option("--flagged", is_flag=True, help="Only results of failing interactions.")
-@click.option("--since", default=None, help="Only results written in this window, e.g. 1h.")
+@click.option(
+    "--since", type=DURATION, default=None, help="Only results written in this window, e.g. 1h."
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
 @click.option("--session", default=None, help="Only results of this session's turns.")
 @json_option
@@ -118,7 +120,9 @@ def show_command(obj: AppContext, trace_id: str, store: str | None, as_json: boo
     help="Output file (jsonl default: stdout; parquet needs a file).",
 )
 @click.option("--flagged", is_flag=True, help="Only results of failing interactions.")
-@click.option("--since", default=None, help="Only results written in this window, e.g. 1h.")
+@click.option(
+    "--since", type=DURATION, default=None, help="Only results written in this window, e.g. 1h."
+)
 @click.option("--session", default=None, help="Only results of this session's turns.")
 @click.option("--dry-run", is_flag=True, help="Count the rows; write nothing.")
 @click.pass_obj

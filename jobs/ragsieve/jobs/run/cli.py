@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ragsieve.collector.cliopts import json_option, opened_store, store_option
+from ragsieve.collector.cliopts import DURATION, json_option, opened_store, store_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,7 +17,12 @@ def jobs() -> None:
 
 @jobs.command("run")
 @store_option
-@click.option("--since", default=None, help="Window looking back from now, e.g. 2h (jobs.since).")
+@click.option(
+    "--since",
+    type=DURATION,
+    default=None,
+    help="Window looking back from now, e.g. 2h (jobs.since).",
+)
 @click.option("--window", default=None, help="Explicit window START..END (ISO 8601, UTC).")
 @click.option("--judge", "judge_names", multiple=True, help="Metric to judge (repeatable).")
 @click.option("--budget-calls", type=click.IntRange(min=1), default=None, help="Most judge calls.")
