@@ -141,10 +141,18 @@ def test_a_golden_set_with_nothing_answerable_reports_no_figure(
     files: dict[str, Path], tmp_path: Path
 ) -> None:
     only_no_answer = _jsonl(tmp_path / "golden_v1.jsonl", [GOLDEN[3]])
-    res = _invoke(eval_command, ["--golden", only_no_answer, "--run", files["run"], "-k", "3"])
+    out = tmp_path / "n0.json"
+    args = ["--golden", only_no_answer, "--run", files["run"], "-k", "3", "--out", out]
+    res = _invoke(eval_command, args)
     assert res.exit_code == 0, res.output
     assert "0 scored, 1 no-answer (excluded)" in res.stdout
     assert "no answerable case: n=0" in res.stdout and "0.0000" not in res.stdout
+    assert "per category" not in res.stdout  # no category has a scored case
+    metrics = json.loads(out.read_text("utf-8"))["metrics"]
+    assert metrics and set(metrics.values()) == {None}  # no figure, not zeros
+    gated = _invoke(gate_command, ["--baseline", out, "--candidate", out])
+    assert gated.exit_code == 2
+    assert f"{out}: metrics: no figure: the run scored no answerable query (n=0)" in gated.stderr
 
 
 def test_bm25_baseline_retriever_and_saved_run(

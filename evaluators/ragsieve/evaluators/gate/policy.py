@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.gate.experiments import ConfigValue
@@ -117,6 +117,14 @@ class EvalResults(BaseModel):
     spread: dict[str, dict[str, float]] = Field(default_factory=dict)
     by_category: dict[str, dict[str, Any]] = Field(default_factory=dict)
     config: dict[str, ConfigValue] = Field(default_factory=dict)
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _measured(cls, value: Any) -> Any:
+        """A run that scored no answerable query writes ``null`` metrics: nothing to gate."""
+        if isinstance(value, dict) and value and all(v is None for v in value.values()):
+            raise ValueError("no figure: the run scored no answerable query (n=0); nothing to gate")
+        return value
 
 
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])

@@ -125,7 +125,8 @@ class EvalReport:
             "n_queries": self.n_queries,
             "n_no_answer": self.n_no_answer,
             "n_missing": self.n_missing,
-            "metrics": self.metrics,
+            # no answerable case scored: no figure (null), rather than zeros that read as measured
+            "metrics": self.metrics if self.n_queries else dict.fromkeys(self.metrics),
             "spread": self.spread,
             "by_category": self.by_category,
             "worst_by": self.worst_by,
@@ -308,7 +309,9 @@ def render_text(report: EvalReport) -> str:
         lines += [f"  {n:<{width}}  {report.metrics[n]:.4f}" for n in names]
     else:  # nothing answerable to rank: no figure, rather than zeros that read as measured
         lines += [f"  {n:<{width}}  -  (no answerable case: n=0)" for n in names]
-    if len(report.by_category) > 1 or UNCATEGORIZED not in report.by_category:
+    if report.by_category and (
+        len(report.by_category) > 1 or UNCATEGORIZED not in report.by_category
+    ):
         lines += _category_lines(report, names[:6])
     lines += _worst_lines(report)
     n_errors = max(report.n_retriever_errors, len(report.retriever_errors))
