@@ -11,6 +11,22 @@ from ragsieve.evaluators.quality.ppi import Labelled, Sampled, ppi_estimate, ppi
 from ragsieve.jobs.run.estimate import failure_rate
 
 
+def test_audits_of_uncertain_passes_do_not_stand_for_the_sure_ones() -> None:
+    # flagged: 1 of 3 real; the one audited pass is an uncertain one (all audited), a miss
+    labelled = [Labelled(True, f) for f in (True, False, False)]
+    labelled.append(Labelled(False, True, 1.0, "uncertain"))
+    shares = {"uncertain": 0.1, "random": 0.9}
+    assert ppi_failure_rate(0.3, 0.0004, labelled, pass_shares=shares) is None
+    # unstratified, that one miss reads as every pass failing
+    assert ppi_failure_rate(0.3, 0.0004, labelled)["false_omission_rate"] == 1.0  # type: ignore[index]
+    # a random audit of the sure passes: 1 miss in 20, weighed by their 0.9 share
+    labelled += [Labelled(False, i == 0, 20.0, "random") for i in range(20)]
+    out = ppi_failure_rate(0.3, 0.0004, labelled, pass_shares=shares)
+    assert out is not None
+    assert out["false_omission_rate"] == pytest.approx(0.1 * 1.0 + 0.9 * 0.05)
+    assert out["estimate"] == pytest.approx(0.3 / 3 + 0.7 * (0.1 + 0.9 * 0.05), abs=1e-6)
+
+
 def test_estimate_is_the_judge_rate_rectified_per_verdict() -> None:
     # judge fails 30%; of labelled flagged 3/4 are real failures, of labelled passes 1/10
     labelled = [Labelled(True, f) for f in (True, True, True, False)]

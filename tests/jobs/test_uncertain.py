@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.records import EvalResult
 from ragsieve.evaluators.testing import make_interaction
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.review.audit import audit_id
 from ragsieve.jobs.results import resultstore
+from ragsieve.jobs.results.reviews import ReviewLabel, audit_stratum
+from ragsieve.jobs.run.estimate import audit_shares, judge_quality
 from ragsieve.jobs.sampling.sampling import Pick
 from ragsieve.jobs.verdicts.flagging import decide
 from ragsieve.jobs.verdicts.verdicts import Decision, emit_fresh, sample_rows
@@ -80,3 +84,50 @@ def test_an_audit_weighs_one_over_its_audit_probability(store: Store) -> None:
     weights = {lab.trace_id: lab.weight for lab in resultstore.review_labels(store, "k")}
     # inclusion p 0.5 each; the uncertain pass was certain to be audited, the other at 0.1
     assert weights == {decisions[0].pick.trace_id: 2.0, decisions[1].pick.trace_id: 20.0}
+
+
+def test_a_missed_uncertain_pass_waits_for_a_random_audit_before_correcting_the_rate(
+    store: Store,
+) -> None:
+    # a new user's first review: two flags (one a false alarm) and the one uncertain pass,
+    # a missed failure; the passes the judges were sure of have no reviewed audit yet
+    sure = [_decision(n, "faithful", 0.95) for n in range(1, 9)]
+    unsure = _decision(9, "uncertain", 0.7)
+    decisions = [*sure, unsure]
+    resultstore.begin_run(store, "r1", 1.0)
+    resultstore.save_samples(store, "r1", sample_rows(decisions, "k", {}, set(), 0.05))
+    _review(store, [(unsure, "audit_fail")])
+    shares = audit_shares(
+        (audit_stratum({"uncertain": d.verdict.uncertain}), 1 / d.pick.inclusion_p)
+        for d in decisions
+    )
+    assert shares == {"random": pytest.approx(8 / 9), "uncertain": pytest.approx(1 / 9)}
+    flags = [ReviewLabel("f1", "tp"), ReviewLabel("f2", "fp")]
+    labels = [*flags, *resultstore.review_labels(store, "k")]
+    assert [lab.stratum for lab in labels[2:]] == ["uncertain"]
+    q = judge_quality(0.2, (0.1, 0.3), labels, None, shares)
+    assert q["false_omission_rate"] is None and q["corrected_failure_rate"] is None
+    assert q["failure_rate_ppi"] is None and q["unaudited_pass_share"] == pytest.approx(8 / 9)
+    # without the strata, that one miss would stand for every pass (the rate the user saw)
+    assert judge_quality(0.2, (0.1, 0.3), labels)["false_omission_rate"] == 1.0
+    # a reviewed random audit of a sure pass speaks for the rest of them
+    _review(store, [(sure[0], "audit_pass")])
+    labels = [*flags, *resultstore.review_labels(store, "k")]
+    q = judge_quality(0.2, (0.1, 0.3), labels, None, shares)
+    assert q["false_omission_rate"] == pytest.approx(1 / 9, abs=1e-6)
+    assert q["corrected_failure_rate"]["estimate"] == pytest.approx(0.2 * 0.5 + 0.8 / 9, abs=1e-6)
+    assert q["unaudited_pass_share"] == 0.0
+
+
+def _review(store: Store, done: list[tuple[Decision, str]]) -> None:
+    CandidateRepo(store).save(
+        [
+            Candidate(
+                id=audit_id(d.pick.trace_id),
+                status=status,
+                norm_query=f"q{d.pick.trace_id}",
+                body={"query": "q", "source_trace_ids": [d.pick.trace_id], "audit": True},
+            )
+            for d, status in done
+        ]
+    )

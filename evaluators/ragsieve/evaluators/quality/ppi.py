@@ -28,7 +28,7 @@ is biased.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,7 @@ class Labelled:
     judge_failed: bool
     failed: bool
     weight: float = 1.0  # 1 / inclusion probability
+    stratum: str = ""  # for a pass: the audit stratum it was drawn from (see pass_shares)
 
 
 def _share(ws: Sequence[tuple[float, bool]], z: float) -> tuple[float, float, float] | None:
@@ -60,13 +61,44 @@ def _share(ws: Sequence[tuple[float, bool]], z: float) -> tuple[float, float, fl
     return p, var, n_eff
 
 
+def passed_share(
+    labelled: Sequence[Labelled], pass_shares: Mapping[str, float] | None, z: float = Z95
+) -> tuple[float, float, float] | None:
+    """The false-omission rate among passes, its variance and effective size.
+
+    Passes are audited in strata of their own: every pass a judge was uncertain of, a random
+    share of the others. ``pass_shares`` (stratum -> its share of the passes' weight) makes the
+    rate the strata's rates weighed by their shares, ``sum_s pi_s FOR_s``; a stratum holding
+    passes but no label leaves it unknown (None): the misses among uncertain passes say nothing
+    of the passes a judge was sure of. Without ``pass_shares`` every audit is one stratum.
+    """
+    passes = [x for x in labelled if not x.judge_failed]
+    if pass_shares is None:
+        return _share([(x.weight, x.failed) for x in passes], z)
+    rate = var = n_eff = 0.0
+    for stratum, pi in pass_shares.items():
+        if pi <= 0:
+            continue
+        got = _share([(x.weight, x.failed) for x in passes if x.stratum == stratum], z)
+        if got is None:
+            return None
+        rate, var, n_eff = rate + pi * got[0], var + pi * pi * got[1], n_eff + got[2]
+    return (rate, var, n_eff) if n_eff else None
+
+
 def ppi_failure_rate(
-    raw: float, raw_variance: float, labelled: Sequence[Labelled], *, z: float = Z95
+    raw: float,
+    raw_variance: float,
+    labelled: Sequence[Labelled],
+    *,
+    z: float = Z95,
+    pass_shares: Mapping[str, float] | None = None,
 ) -> dict[str, Any] | None:
     """The prediction-powered failure rate and its interval; None without labels on both
-    verdicts (a flagged trace and a pass), since the rectifier is then unknown."""
+    verdicts (a flagged trace and a pass), since the rectifier is then unknown, or (with
+    ``pass_shares``, see :func:`passed_share`) without labels in every audit stratum."""
     flagged = _share([(x.weight, x.failed) for x in labelled if x.judge_failed], z)
-    passed = _share([(x.weight, x.failed) for x in labelled if not x.judge_failed], z)
+    passed = passed_share(labelled, pass_shares, z)
     if flagged is None or passed is None:
         return None
     ppv, var_ppv, n_ppv = flagged
@@ -188,6 +220,7 @@ __all__ = [
     "Labelled",
     "Sampled",
     "ppi_estimate",
+    "passed_share",
     "ppi_failure_rate",
     "variance_from_interval",
 ]

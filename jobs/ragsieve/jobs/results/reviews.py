@@ -20,6 +20,7 @@ class ReviewLabel:
     trace_id: str
     outcome: str
     weight: float = 1.0
+    stratum: str = ""  # an audit's: "uncertain" (a judge could not call it) or "random"
 
 
 def list_results(
@@ -116,7 +117,7 @@ def review_labels(store: Store, key: str) -> list[ReviewLabel]:
         if outcome is not None and traces and isinstance(traces[0], str):
             kind = "pass" if outcome in ("tn", "fn") else "fail"
             wanted[traces[0]] = (outcome, kind)
-    latest: dict[str, tuple[str, float]] = {}
+    latest: dict[str, tuple[str, float, str]] = {}
     # All rows of one trace fall in the same slice, so each slice's order is the trace's order.
     for tid, verdict, p, body in store.query_in(
         "SELECT s.trace_id, s.verdict, s.inclusion_p, s.body FROM samples s"
@@ -129,13 +130,20 @@ def review_labels(store: Store, key: str) -> list[ReviewLabel]:
             # an audited pass weighs 1 / (inclusion x audit probability): uncertain passes are
             # all audited, the others a share, so each audit stands for its part of the passes
             audit_p = float(data.get("audit_p") or 1.0) if verdict == "pass" else 1.0
-            latest[tid] = (verdict, float(p or 0.0) * audit_p)
+            stratum = audit_stratum(data) if verdict == "pass" else ""
+            latest[tid] = (verdict, float(p or 0.0) * audit_p, stratum)
     out: list[ReviewLabel] = []
     for tid, (outcome, kind) in sorted(wanted.items()):
-        verdict, p = latest.get(tid, ("", 0.0))
+        verdict, p, stratum = latest.get(tid, ("", 0.0, ""))
         if verdict == kind:
-            out.append(ReviewLabel(tid, outcome, 1.0 / p if p > 0 else 1.0))
+            out.append(ReviewLabel(tid, outcome, 1.0 / p if p > 0 else 1.0, stratum))
     return out
+
+
+def audit_stratum(sample: Mapping[str, Any]) -> str:
+    """The audit stratum of a pass (its ``samples`` body): every pass a judge was uncertain of is
+    audited, the others at random."""
+    return "uncertain" if sample.get("uncertain") else "random"
 
 
 def open_audits(store: Store) -> int:
@@ -147,6 +155,7 @@ __all__ = [
     "AUDIT_PREFIX",
     "FALSE_ALARM",
     "ReviewLabel",
+    "audit_stratum",
     "list_results",
     "open_audits",
     "review_labels",

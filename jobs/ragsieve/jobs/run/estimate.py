@@ -174,11 +174,52 @@ def _clamp(v: float) -> float:
     return min(1.0, max(0.0, v))
 
 
+def _pass_rate(
+    labels: Sequence[ReviewLabel], pass_shares: Mapping[str, float] | None
+) -> tuple[float, tuple[float, float]] | None:
+    """The false-omission rate and its interval, per audit stratum weighed by its share of the
+    passes (:func:`ragsieve.evaluators.quality.ppi.passed_share`): None while a stratum holding
+    passes has no reviewed audit. The interval sums the strata's Wilson bounds (conservative)."""
+    audits = [lab for lab in labels if lab.outcome in ("tn", "fn")]
+    strata = pass_shares if pass_shares is not None else {"": 1.0}
+    rate, lo, hi = 0.0, 0.0, 0.0
+    for stratum, pi in strata.items():
+        got = [lab for lab in audits if pass_shares is None or lab.stratum == stratum]
+        if pi <= 0:
+            continue
+        if not got:
+            return None
+        p, (p_lo, p_hi), _ = _share(
+            [lab.weight for lab in got if lab.outcome == "fn"],
+            [lab.weight for lab in got if lab.outcome == "tn"],
+        )
+        rate, lo, hi = rate + pi * p, lo + pi * p_lo, hi + pi * p_hi
+    return rate, (lo, hi)
+
+
+def audit_shares(passes: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """Each audit stratum's share of the passes' weight, from ``(stratum, 1 / inclusion)``."""
+    total: dict[str, float] = {}
+    for stratum, w in passes:
+        total[stratum] = total.get(stratum, 0.0) + w
+    whole = sum(total.values())
+    return {s: round(w / whole, 6) for s, w in sorted(total.items())} if whole else {}
+
+
+def unaudited_share(
+    labels: Sequence[ReviewLabel], pass_shares: Mapping[str, float] | None
+) -> float:
+    """The share of the passes in audit strata no reviewed audit speaks for."""
+    seen = {lab.stratum for lab in labels if lab.outcome in ("tn", "fn")}
+    return sum(pi for s, pi in (pass_shares or {}).items() if pi > 0 and s not in seen)
+
+
 def _ppi(
     raw: float | None,
     raw_ci: tuple[float, float] | None,
     raw_variance: float | None,
     labels: Sequence[ReviewLabel],
+    pass_shares: Mapping[str, float] | None = None,
 ) -> dict[str, Any] | None:
     """The prediction-powered failure rate (``ragsieve.evaluators.quality.ppi``), from reviews."""
     if raw is None:
@@ -187,11 +228,11 @@ def _ppi(
         lo, hi = raw_ci or (raw, raw)
         raw_variance = variance_from_interval(raw, lo, hi)
     labelled = [
-        Labelled(lab.outcome in ("tp", "fp"), lab.outcome in ("tp", "fn"), lab.weight)
+        Labelled(lab.outcome in ("tp", "fp"), lab.outcome in ("tp", "fn"), lab.weight, lab.stratum)
         for lab in labels
         if lab.outcome in ("tp", "fp", "tn", "fn")
     ]
-    return ppi_failure_rate(raw, raw_variance, labelled)
+    return ppi_failure_rate(raw, raw_variance, labelled, pass_shares=pass_shares)
 
 
 def judge_quality(
@@ -199,12 +240,17 @@ def judge_quality(
     raw_ci: tuple[float, float] | None,
     labels: Sequence[ReviewLabel],
     raw_variance: float | None = None,
+    pass_shares: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Measured precision, TPR/FPR, false-omission rate and the corrected failure rate.
 
     ``failure_rate_ppi`` is the prediction-powered estimate with its 95% interval (module
     ``ragsieve.evaluators.quality.ppi``), beside ``raw_failure_rate``; ``raw_variance`` is the raw
     estimate's design variance (``failure_rate(...)["variance"]``), else read off ``raw_ci``.
+    ``pass_shares`` (audit stratum -> share of the passes' weight) keeps the audits of passes a
+    judge was uncertain of (all audited) from standing for the passes it was sure of (a random
+    share audited): the false-omission rate, and so the corrected rates, wait for a reviewed
+    audit in each stratum (``unaudited_pass_share`` says how much is waiting).
     """
     w: dict[str, list[float]] = {o: [] for o in OUTCOMES}
     for lab in labels:
@@ -225,34 +271,75 @@ def judge_quality(
         "tpr": None,
         "fpr": None,
         "raw_failure_rate": raw,
-        "failure_rate_ppi": _ppi(raw, raw_ci, raw_variance, labels),
+        "failure_rate_ppi": _ppi(raw, raw_ci, raw_variance, labels, pass_shares),
         "corrected_failure_rate": None,
+        "unaudited_pass_share": round(unaudited_share(labels, pass_shares), 6),
     }
     ppv = fomr = None
     if w["tp"] or w["fp"]:
         ppv, ppv_ci, _ = _share(w["tp"], w["fp"])
         out["precision"] = round(ppv, 6)
         out["precision_ci"] = [round(ppv_ci[0], 6), round(ppv_ci[1], 6)]
-    if w["fn"] or w["tn"]:
-        fomr, f_ci, _ = _share(w["fn"], w["tn"])
+    passed = _pass_rate(labels, pass_shares)
+    if passed is not None:
+        fomr, f_ci = passed
         out["false_omission_rate"] = round(fomr, 6)
         out["false_omission_rate_ci"] = [round(f_ci[0], 6), round(f_ci[1], 6)]
-    if raw is None or ppv is None or fomr is None:
-        return out
-    corr = _clamp(raw * ppv + (1 - raw) * fomr)
-    out["tpr"] = round(_clamp(raw * ppv / corr), 6) if corr > 0 else None
-    out["fpr"] = round(_clamp(raw * (1 - ppv) / (1 - corr)), 6) if corr < 1 else None
-    corners = [
-        _clamp(q * p + (1 - q) * f)
-        for q, p, f in itertools.product(raw_ci or (raw, raw), ppv_ci, f_ci)
-    ]
-    out["corrected_failure_rate"] = {
-        "estimate": round(corr, 6),
-        "ci_low": round(min(corners + [corr]), 6),
-        "ci_high": round(max(corners + [corr]), 6),
-        "ci_method": CI_METHOD,
-    }
+    if raw is not None and ppv is not None and fomr is not None:
+        out.update(_corrected(raw, raw_ci or (raw, raw), (ppv, ppv_ci), (fomr, f_ci)))
     return out
 
 
-__all__ = ["failure_rate", "judge_quality", "wilson"]
+def _corrected(
+    raw: float,
+    raw_ci: tuple[float, float],
+    ppv: tuple[float, tuple[float, float]],
+    fomr: tuple[float, tuple[float, float]],
+) -> dict[str, Any]:
+    """TPR, FPR and the corrected failure rate with its box interval (module docstring)."""
+    corr = _clamp(raw * ppv[0] + (1 - raw) * fomr[0])
+    corners = [
+        _clamp(q * p + (1 - q) * f) for q, p, f in itertools.product(raw_ci, ppv[1], fomr[1])
+    ]
+    return {
+        "tpr": round(_clamp(raw * ppv[0] / corr), 6) if corr > 0 else None,
+        "fpr": round(_clamp(raw * (1 - ppv[0]) / (1 - corr)), 6) if corr < 1 else None,
+        "corrected_failure_rate": {
+            "estimate": round(corr, 6),
+            "ci_low": round(min(corners + [corr]), 6),
+            "ci_high": round(max(corners + [corr]), 6),
+            "ci_method": CI_METHOD,
+        },
+    }
+
+
+def pct(v: float | None) -> str:
+    """A share as the reports print it: ``12.5%``, or ``-`` when unknown."""
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def rate_line(fr: Mapping[str, Any]) -> str:
+    """The whole traffic's rate, or, with strata left uncovered, bounds and the covered part."""
+    ci = f"{pct(fr.get('ci_low'))} - {pct(fr.get('ci_high'))}"
+    if fr.get("estimate") is not None:
+        return f"{pct(fr.get('estimate'))} (95% CI {ci}, n={fr.get('n', 0)})"
+    part = fr.get("covered")
+    if not part:
+        return f"- (nothing decided; whole traffic {ci})"
+    return (
+        f"- (strata {', '.join(fr.get('uncovered_strata') or ())} not sampled; whole traffic"
+        f" between {ci}; covered strata ({pct(part['coverage'])} of traffic):"
+        f" {pct(part['estimate'])} (95% CI {pct(part['ci_low'])} - {pct(part['ci_high'])},"
+        f" n={fr.get('n', 0)}))"
+    )
+
+
+__all__ = [
+    "audit_shares",
+    "failure_rate",
+    "judge_quality",
+    "pct",
+    "rate_line",
+    "unaudited_share",
+    "wilson",
+]

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from ragsieve.evaluators.judges.thresholds import calibration_id
 from ragsieve.evaluators.tools.redact import redact
 from ragsieve.jobs.judging.spend import Spend
-from ragsieve.jobs.results.reviews import ReviewLabel
+from ragsieve.jobs.results.reviews import ReviewLabel, audit_stratum
 from ragsieve.jobs.run import breakdown, turns
-from ragsieve.jobs.run.estimate import failure_rate, judge_quality
+from ragsieve.jobs.run.estimate import audit_shares, failure_rate, judge_quality, pct, rate_line
 from ragsieve.jobs.sampling.sampling import Pick, Selection
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 from ragsieve.jobs.verdicts.verdicts import Decision
@@ -70,6 +70,11 @@ def build_report(inp: RunReportInput) -> dict[str, Any]:
         {k: v.population for k, v in inp.selection.strata.items()},
     )
     ci = (rate["ci_low"], rate["ci_high"]) if rate["estimate"] is not None else None
+    shares = audit_shares(  # the audit strata's shares of the passes, weighted as the rate is
+        (audit_stratum({"uncertain": d.verdict.uncertain}), 1.0 / (d.pick.inclusion_p or 1.0))
+        for d in inp.decided()
+        if d.verdict.outcome == "pass"
+    )
     return {
         **_window_and_sample(inp),
         **_judging(inp),
@@ -79,13 +84,13 @@ def build_report(inp: RunReportInput) -> dict[str, Any]:
         "audit": {
             "share": inp.settings.jobs.audit_share,
             "routed": len(inp.audit),
-            # passes a judge could not call (label "uncertain"): all audited, not flagged; their
-            # reviews weigh 1 / audit probability in judge_quality, so the corrected failure
-            # rate counts the failures among them
+            # passes a judge could not call: all audited, an audit stratum of their own
             "uncertain": sum(bool(c.metadata.get("uncertain")) for c in inp.audit),
             "trace_ids": [c.interaction.trace_id for c in inp.audit],
         },
-        "judge_quality": judge_quality(rate["estimate"], ci, inp.labels, rate.get("variance")),
+        "judge_quality": judge_quality(
+            rate["estimate"], ci, inp.labels, rate.get("variance"), shares
+        ),
         **_cost_and_budget(inp),
         "flagged_cases": flagged_cases(inp.flagged, inp.settings),
     }
@@ -279,10 +284,6 @@ def flagged_cases(flagged: Sequence[FlaggedCase], settings: Settings) -> list[di
     return out
 
 
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
 def render_table(report: Mapping[str, Any]) -> str:
     """The human-readable run report printed on stdout."""
     rows = [*_summary_rows(report), *_quality_rows(report.get("judge_quality") or {})]
@@ -311,7 +312,7 @@ def _summary_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("by root cause", _kv(report["flagged_by_root_cause"]) or "-"),
         ("by category", _kv(report["flagged_by_category"]) or "-"),
         ("new categories", _new_categories(report)),
-        ("failure rate", _rate_line(report.get("failure_rate") or {})),
+        ("failure rate", rate_line(report.get("failure_rate") or {})),
         ("by turn", turns.turn_line(report.get("failure_rate_by_turn") or {})),
         ("still settling", (report.get("settling") or {}).get("note") or "0"),
         (
@@ -331,11 +332,13 @@ def _summary_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _quality_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:
     c = q.get("corrected_failure_rate")
+    waiting = q.get("unaudited_pass_share") or 0.0
+    why = f"; none speaks for {pct(waiting)} of passes, the judges' sure ones" if waiting else ""
+    ci = f"95% CI {pct(c['ci_low'])} - {pct(c['ci_high'])}" if c else ""
     corrected = (
-        "- (needs reviewed flags and audits)"
-        if not c
-        else f"{_pct(c['estimate'])} (95% CI {_pct(c['ci_low'])} - {_pct(c['ci_high'])},"
-        " conservative box)"
+        f"{pct(c['estimate'])} ({ci}, conservative box)"
+        if c
+        else f"- (needs reviewed flags and audits{why})"
     )
     return [
         (
@@ -346,37 +349,22 @@ def _quality_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:
         ),
         (
             "judge precision / FOR",
-            f"{_pct(q.get('precision'))} / {_pct(q.get('false_omission_rate'))}",
+            f"{pct(q.get('precision'))} / {pct(q.get('false_omission_rate'))}",
         ),
-        ("judge TPR / FPR", f"{_pct(q.get('tpr'))} / {_pct(q.get('fpr'))}"),
+        ("judge TPR / FPR", f"{pct(q.get('tpr'))} / {pct(q.get('fpr'))}"),
         ("corrected failure rate", corrected),
-        ("prediction-powered rate", _ppi_line(q.get("failure_rate_ppi"))),
+        ("prediction-powered rate", _ppi_line(q.get("failure_rate_ppi"), bool(waiting))),
     ]
 
 
-def _ppi_line(p: Mapping[str, Any] | None) -> str:
+def _ppi_line(p: Mapping[str, Any] | None, waiting: bool = False) -> str:
     """The failure rate corrected by reviewers' labels (prediction-powered), or why it is absent."""
     if not p:
-        return "- (needs reviewed flags and audited passes)"
+        more = " in each audit stratum" if waiting else ""
+        return f"- (needs reviewed flags and audited passes{more})"
     return (
-        f"{_pct(p['estimate'])} (95% CI {_pct(p['ci_low'])} - {_pct(p['ci_high'])},"
+        f"{pct(p['estimate'])} (95% CI {pct(p['ci_low'])} - {pct(p['ci_high'])},"
         f" {p['labels']} labels)"
-    )
-
-
-def _rate_line(fr: Mapping[str, Any]) -> str:
-    """The whole traffic's rate, or, with strata left uncovered, bounds and the covered part."""
-    ci = f"{_pct(fr.get('ci_low'))} - {_pct(fr.get('ci_high'))}"
-    if fr.get("estimate") is not None:
-        return f"{_pct(fr.get('estimate'))} (95% CI {ci}, n={fr.get('n', 0)})"
-    part = fr.get("covered")
-    if not part:
-        return f"- (nothing decided; whole traffic {ci})"
-    return (
-        f"- (strata {', '.join(fr.get('uncovered_strata') or ())} not sampled; whole traffic"
-        f" between {ci}; covered strata ({_pct(part['coverage'])} of traffic):"
-        f" {_pct(part['estimate'])} (95% CI {_pct(part['ci_low'])} - {_pct(part['ci_high'])},"
-        f" n={fr.get('n', 0)}))"
     )
 
 
