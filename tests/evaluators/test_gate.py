@@ -106,6 +106,28 @@ def test_a_drop_in_a_protected_category_fails_even_when_not_significant() -> Non
         compare(base, cand, GatePolicy(protected_categories=("legal",)))
 
 
+def test_a_tiny_eval_set_cannot_call_a_regression_but_its_floors_hold() -> None:
+    # one query that got worse: the bootstrap's interval is that change, zero width
+    one = compare(results({"recall@1": [1.0]}), results({"recall@1": [0.0]}), GatePolicy())
+    [check] = one.checks
+    assert (check.ci_low, check.ci_high) == (-1.0, -1.0) and check.status == "pass"
+    assert one.passed and "no change can be significant at 95% on fewer than 6" in one.notes[-1]
+    floored = compare(
+        results({"recall@1": [1.0]}),
+        results({"recall@1": [0.0]}),
+        GatePolicy(floors={"recall@1": 0.5}),
+    )
+    assert not floored.passed and floored.checks[0].status == "floor"
+    # five of five worse is p = 1/16 two-sided; six of six, 1/32: a regression at 95%
+    five = compare(results({"mrr": [1.0] * 5}), results({"mrr": [0.5] * 5}), GatePolicy())
+    assert five.passed and five.checks[0].ci_high == -0.5  # the bootstrap alone would fail it
+    six = compare(results({"mrr": [1.0] * 6}), results({"mrr": [0.5] * 6}), GatePolicy())
+    assert not six.passed and six.checks[0].status == "regression"
+    assert six.notes == [
+        "6 paired queries: a regression also needs an exact sign-flip test to agree"
+    ]
+
+
 def test_unpaired_queries_and_versions_are_noted() -> None:
     base = results({"mrr": [1.0, 1.0, 1.0]}, version=3)
     cand = EvalResults(
@@ -119,6 +141,8 @@ def test_unpaired_queries_and_versions_are_noted() -> None:
         "golden versions differ (baseline v3, candidate v4): only the queries in both are "
         "compared, so the change measured mixes the pipeline's and the golden set's",
         "3 queries present in only one file were left out of the paired test",
+        "1 paired query: no change can be significant at 95% on fewer than 6 (exact sign-flip"
+        " test), so none is called a regression; floors still apply",
     ]
     with pytest.raises(GateError, match="share no query ids"):
         compare(

@@ -2,7 +2,8 @@
 
 A metric regresses only when the bootstrap confidence interval of its mean change (candidate −
 baseline, paired by query id) lies entirely below zero, so the tolerance follows the size of the
-eval set. A floor is an absolute minimum on the candidate's mean. A protected category fails on
+eval set; on a few queries (:mod:`ragsieve.evaluators.gate.exact`) an exact sign-flip test must
+agree. A floor is an absolute minimum on the candidate's mean. A protected category fails on
 any drop of its mean larger than ``protected_max_drop``, significant or not.
 
 The gate reads the ``regression`` part of a split golden set by default. ``role="holdout"`` (a
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ragsieve.evaluators.errors import GateError
+from ragsieve.evaluators.gate.exact import sign_flip_p, small_set_note
 from ragsieve.evaluators.gate.experiments import (
     Change,
     changes_warning,
@@ -83,6 +85,7 @@ class _Stats:
     low: np.ndarray
     high: np.ndarray
     rows: tuple[np.ndarray, np.ndarray] | None = None  # paired: (baseline, candidate) per query
+    p_exact: np.ndarray | None = None  # paired, few queries: the exact sign-flip test (exact.py)
 
 
 def _gated_metrics(baseline: EvalResults, candidate: EvalResults, policy: GatePolicy) -> list[str]:
@@ -211,8 +214,10 @@ def _paired(
     low, high = paired_bootstrap(
         cand - base, resamples=policy.resamples, confidence=policy.confidence, seed=policy.seed
     )
-    diff = (cand - base).mean(0)
-    stats = _Stats(len(ids), base.mean(0), cand.mean(0), diff, low, high, rows=(base, cand))
+    diff, p_exact = (cand - base).mean(0), sign_flip_p(cand - base)
+    stats = _Stats(len(ids), base.mean(0), cand.mean(0), diff, low, high, (base, cand), p_exact)
+    if p_exact is not None:
+        notes.append(small_set_note(len(ids), policy.confidence))
     return stats, ids, notes
 
 
@@ -273,7 +278,8 @@ def _checks(
         below = floor is not None and candidate.metrics[m] < floor - _EPS
         if j < len(metrics):
             delta, low, high = float(stats.delta[j]), float(stats.low[j]), float(stats.high[j])
-            regressed = high < 0 and -delta > policy.min_effect
+            exact = stats.p_exact is None or stats.p_exact[j] < 1 - policy.confidence
+            regressed = high < 0 and -delta > policy.min_effect and exact
             row = (float(stats.base[j]), float(stats.cand[j]), delta, low, high)
         else:  # floor-only metric: no regression test
             regressed, row = False, (nan, candidate.metrics[m], 0.0, nan, nan)
