@@ -293,3 +293,19 @@ def test_there_points_back_at_a_place_unless_it_says_something_exists(
     )
     assert asked.source == source
     assert ("madrid" in asked.text.casefold()) == (source == "resolved")
+
+
+@pytest.mark.parametrize(
+    ("turn", "leaves"),
+    [
+        ("Is it cheaper online?", False),  # asks whether and names too little to share words
+        ("And where do I pay it?", True),  # "yes" answers no "where"
+    ],
+)
+async def test_a_yes_or_no_to_an_elliptic_follow_up_is_not_read_as_leaving_the_conversation(
+    turn: str, leaves: bool
+):
+    kw = {"query": turn, "context": HOURS, "chat_history": HISTORY}
+    r = await _judge("answer_relevance", **kw, answer="Yes, 12 euros less through the website.")
+    assert bool(r.metadata.get("leaves_conversation")) is leaves
+    assert (r.label == "relevant") is not leaves

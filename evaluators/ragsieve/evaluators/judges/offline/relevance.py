@@ -246,6 +246,17 @@ def _notes(ev: Mapping[str, Any], passed: bool = False) -> list[str]:
     return notes
 
 
+def _yes_no_to_elliptic(asked: JudgedQuestion, answer: str) -> bool:
+    """A reply opening with yes or no to a follow-up that asks whether and leans on the
+    conversation ("¿Son más caras?" "Sí, 0,20 euros más por minuto."): the turn names too little
+    of its own for the reply to share its words (:func:`.sources.leaves_conversation` needs
+    some), and the yes or no answers it."""
+    plain = fold(asked.typed)
+    if not asked.follows_up or _WH.search(plain) or _REQUEST.search(plain):
+        return False
+    return bool(_YES_NO.search(fold((sentences(answer) or [answer])[0])))
+
+
 def _limits(
     asked: JudgedQuestion,
     answer: str,
@@ -262,7 +273,7 @@ def _limits(
         fit = fits_turn(asked, answer, context, score, abstained)
         article = "an" if asked.kind[:1] in "aeiou" else "a"
         return fit, {}, [f"the turn is {article} {asked.kind}, not a question"]
-    if leaves_conversation(asked, answer, context):
+    if leaves_conversation(asked, answer, context) and not _yes_no_to_elliptic(asked, answer):
         return (
             min(score, OFF_CONVERSATION_SCORE),
             {"leaves_conversation": True},
@@ -324,7 +335,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-15:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-16:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning
