@@ -11,7 +11,10 @@ What the trace and the observed corpus hold beside that verdict can argue for th
   answers while the answer is off the question: ``generation``;
 - ``near_refusal``: for a refusal blamed on a chunk that only *nearly* answers (under the
   context threshold, within the near margin), an observed chunk the retriever missed that
-  answers the question outright, clearly better: ``retrieval``.
+  answers the question outright, clearly better: ``retrieval``;
+- ``off_conversation``: for the rule's ``retrieval`` or ``no_answer_expected``, a reply that
+  shares nothing with the question, the conversation or the passages (answer relevance's
+  ``leaves_conversation``): ``generation``.
 """
 
 from __future__ import annotations
@@ -87,6 +90,29 @@ def near_context(
     )
 
 
+def off_conversation(results: Sequence[EvalResult], verdict: Verdict) -> tuple[Piece, ...]:
+    """A reply that shares (almost) none of its words with the question, the last turns or the
+    passages (answer relevance's ``leaves_conversation``) blamed on the context: ``generation``.
+    Both of the rule's context branches read the answer as one given to this question: had
+    from a page the retriever missed (``retrieval``), or made up for a question nothing answers
+    (``no_answer_expected``). A reply that belongs to another conversation was given to no
+    question asked here; no page, found or missed, explains it (the premise on which
+    ``answer_source`` and ``rival`` are not weighed for an answer off the question)."""
+    if verdict.abstained or verdict.root_cause not in ("retrieval", "no_answer_expected"):
+        return ()
+    ar = next((r for r in results if r.evaluator == "answer_relevance"), None)
+    if ar is None or ar.label != "irrelevant" or not ar.metadata.get("leaves_conversation"):
+        return ()
+    return (
+        Piece(
+            "off_conversation",
+            "generation",
+            "the reply shares nothing with the question, the conversation or the passages"
+            " (answer relevance): it answers no question asked here, which no page explains",
+        ),
+    )
+
+
 def near_refusal(hit: CorpusHit | None, best: float, threshold: float) -> tuple[Piece, ...]:
     """A refusal blamed on a chunk that only nearly answers (``best``, the prompt's best score,
     under the context ``threshold``: the rule counted it within the near margin) while ``hit``, a
@@ -107,4 +133,11 @@ def near_refusal(hit: CorpusHit | None, best: float, threshold: float) -> tuple[
     )
 
 
-__all__ = ["ATTRIBUTE_GAP", "TOPIC_KEPT", "missed_attribute", "near_context", "near_refusal"]
+__all__ = [
+    "ATTRIBUTE_GAP",
+    "TOPIC_KEPT",
+    "missed_attribute",
+    "near_context",
+    "near_refusal",
+    "off_conversation",
+]

@@ -1,0 +1,62 @@
+"""A follow-up's root cause weighs what the conversation says: a reply that belongs to another
+conversation is the model's, whichever page the retriever found or missed."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragsieve.evaluators.judges import get_judge
+from ragsieve.evaluators.records import Message
+from ragsieve.evaluators.testing import make_interaction
+from ragsieve.jobs.verdicts.flagging import Verdict
+from ragsieve.jobs.verdicts.gather import failure_pieces
+from ragsieve.jobs.verdicts.ledger import Piece, combine
+
+HISTORY = (
+    Message(role="user", content="How much does it cost to renew a passport at the Madrid office?"),
+    Message(role="assistant", content="Renewing a passport in Madrid costs 30 euros."),
+)
+HOURS = (
+    "The Madrid passport office renews passports from Monday to Friday, 9:00 to 17:00. "
+    "On Saturdays the passport office opens from 9:00 to 13:00.",
+)
+TURN = "Can I also go there at the weekend?"
+ELSEWHERE = "Schools must deliver the textbooks by the seventh day of the term."
+ON_TOPIC = "Yes, and on Saturdays until 13:00."
+REFUSAL = "I'm sorry, I don't have that information."
+
+
+async def _pieces(answer: str, cause: str, missed: str | None = None) -> list[Piece]:
+    it = make_interaction(query=TURN, context=HOURS, answer=answer, chat_history=HISTORY)
+    [relevance] = await get_judge("answer_relevance").evaluate(it)
+    failed = ("answer_relevance", "context_relevance", "faithfulness")
+    abstained = answer == REFUSAL
+    verdict = Verdict("fail", failed, cause, "", abstained, False, missed_chunk=missed)
+    return list(failure_pieces(it, [relevance], verdict, None, {}, None, None))
+
+
+@pytest.mark.parametrize(
+    ("cause", "missed"),
+    [("no_answer_expected", None), ("retrieval", "the observed chunk schools#books")],
+)
+async def test_a_reply_from_another_conversation_is_the_models(cause: str, missed: str | None):
+    got = await _pieces(ELSEWHERE, cause, missed)
+    assert [(p.name, p.cause) for p in got] == [("off_conversation", "generation")]
+    rule = Piece("rule", cause, "none of 1 chunk(s) in the prompt was relevant")
+    assert combine([rule, *got]).label == "generation"
+    # a page the prompt dropped that answers still argues for the retriever: no decision
+    dropped = Piece("dropped", "retrieval", "hours#sat was retrieved but did not reach the prompt")
+    if cause == "retrieval":
+        assert combine([rule, *got, dropped]).label == "retrieval"
+
+
+async def _names(answer: str, cause: str, missed: str | None = None) -> list[str]:
+    return [p.name for p in await _pieces(answer, cause, missed)]
+
+
+async def test_a_reply_on_the_conversation_or_a_refusal_weighs_nothing_of_the_kind():
+    assert "off_conversation" not in await _names(ON_TOPIC, "no_answer_expected")
+    # a refusal shares nothing by saying nothing: it is no reply from another conversation
+    assert await _names(REFUSAL, "retrieval", "the observed chunk hours#sat") == []
+    # the rule's own generation needs no second line
+    assert "off_conversation" not in await _names(ELSEWHERE, "generation")
