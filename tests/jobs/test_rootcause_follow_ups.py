@@ -10,7 +10,7 @@ from ragsieve.evaluators.records import Message
 from ragsieve.evaluators.testing import make_interaction
 from ragsieve.jobs.verdicts.flagging import Verdict
 from ragsieve.jobs.verdicts.gather import failure_pieces
-from ragsieve.jobs.verdicts.ledger import Piece, combine
+from ragsieve.jobs.verdicts.ledger import UNDETERMINED, Piece, combine
 
 HISTORY = (
     Message(role="user", content="How much does it cost to renew a passport at the Madrid office?"),
@@ -60,3 +60,37 @@ async def test_a_reply_on_the_conversation_or_a_refusal_weighs_nothing_of_the_ki
     assert await _names(REFUSAL, "retrieval", "the observed chunk hours#sat") == []
     # the rule's own generation needs no second line
     assert "off_conversation" not in await _names(ELSEWHERE, "generation")
+
+
+LOST = (
+    "A lost or stolen bike must be reported within 24 hours; otherwise the rider is charged"
+    " 450 euros."
+)
+STOLEN = (
+    Message(role="user", content="Someone stole my bike, what now?"),
+    Message(role="assistant", content="Report it within 24 hours."),
+)
+
+
+async def test_an_answer_going_on_from_the_last_replys_passage_leaves_the_context_open():
+    # the context judge read "And if I report it late?" as not answered by the chunk the last
+    # reply came from; the answer goes on from it: two readings of one chunk, a tie
+    it = make_interaction(
+        query="And if I report it late?",
+        context=(LOST, "Bikes are returned at any Bicivia station."),
+        answer="You are charged 150 euros.",
+        chat_history=STOLEN,
+    )
+    [relevance] = await get_judge("answer_relevance").evaluate(it)
+    assert relevance.metadata.get("goes_on_from_last_reply")
+    failed = ("context_relevance", "faithfulness")
+    nothing = Verdict("fail", failed, "no_answer_expected", "", False, False)
+    got = failure_pieces(it, [relevance], nothing, None, {}, None, None)
+    assert [(p.name, p.cause) for p in got] == [("goes_on", "generation")]
+    rule = Piece("rule", "no_answer_expected", "none of 2 chunk(s) in the prompt was relevant")
+    decided = combine([rule, *got])
+    assert decided.label == UNDETERMINED
+    assert decided.competing[1].startswith("generation: the answer goes on from a chunk")
+    # the context judged relevant: the rule already blames the model, nothing to weigh
+    model = Verdict("fail", failed, "generation", "", False, True)
+    assert failure_pieces(it, [relevance], model, None, {}, None, None) == ()

@@ -14,7 +14,10 @@ What the trace and the observed corpus hold beside that verdict can argue for th
   answers the question outright, clearly better: ``retrieval``;
 - ``off_conversation``: for the rule's ``retrieval`` or ``no_answer_expected``, a reply that
   shares nothing with the question, the conversation or the passages (answer relevance's
-  ``leaves_conversation``): ``generation``.
+  ``leaves_conversation``): ``generation``;
+- ``goes_on``: for the same two causes, an answer that goes on from a chunk of the prompt the
+  conversation's last reply came from (answer relevance's ``goes_on_from_last_reply``), which
+  the context judge read as not answering the follow-up: ``generation``.
 """
 
 from __future__ import annotations
@@ -113,6 +116,32 @@ def off_conversation(results: Sequence[EvalResult], verdict: Verdict) -> tuple[P
     )
 
 
+def goes_on(results: Sequence[EvalResult], verdict: Verdict) -> tuple[Piece, ...]:
+    """An answer that goes on from the passage the conversation's last reply came from, which
+    reached the prompt (answer relevance's ``goes_on_from_last_reply``), while the rule blames
+    the context (``retrieval`` or ``no_answer_expected``: no chunk of the prompt judged to
+    answer): ``generation``, the cause the rule gives with that chunk read as answering. The
+    context judge read the follow-up (a few words, some carried) against the chunk; answer
+    relevance read the answer going on where the conversation was. Two readings of the one
+    chunk, neither stronger: the ledger weighs this as the rule (:data:`ledger.DEFAULT_WEIGHTS`),
+    and alone the two tie."""
+    if verdict.abstained or verdict.context_relevant is not False:
+        return ()
+    if verdict.root_cause not in ("retrieval", "no_answer_expected"):
+        return ()
+    ar = next((r for r in results if r.evaluator == "answer_relevance"), None)
+    if ar is None or not ar.metadata.get("goes_on_from_last_reply"):
+        return ()
+    return (
+        Piece(
+            "goes_on",
+            "generation",
+            "the answer goes on from a chunk of the prompt the conversation's last reply came"
+            " from (answer relevance): the follow-up's own passage reached the prompt",
+        ),
+    )
+
+
 def near_refusal(hit: CorpusHit | None, best: float, threshold: float) -> tuple[Piece, ...]:
     """A refusal blamed on a chunk that only nearly answers (``best``, the prompt's best score,
     under the context ``threshold``: the rule counted it within the near margin) while ``hit``, a
@@ -138,6 +167,7 @@ __all__ = [
     "TOPIC_KEPT",
     "missed_attribute",
     "near_context",
+    "goes_on",
     "near_refusal",
     "off_conversation",
 ]

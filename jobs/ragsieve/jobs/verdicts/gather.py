@@ -34,7 +34,7 @@ from ragsieve.evaluators.judges.offline.text.text import sentences
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.sampling.golden_index import GoldenIndex
-from ragsieve.jobs.verdicts.branches import near_context, off_conversation
+from ragsieve.jobs.verdicts.branches import goes_on, near_context, off_conversation
 from ragsieve.jobs.verdicts.corpus import CorpusHit, ObservedCorpus, holds_question
 from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN, Verdict
 from ragsieve.jobs.verdicts.ledger import UNDETERMINED, Piece
@@ -303,7 +303,7 @@ def failure_pieces(
     the question. Neither piece is weighed for it (a refusal says nothing whose source could be
     looked up, but a chunk that answers as well still argues that it was there to be found);
     the prompt holding what it says (``answer_in_prompt``) still argues it was the model's."""
-    left = off_conversation(results, verdict)
+    left = off_conversation(results, verdict) + goes_on(results, verdict)
     if verdict.missed_chunk is not None and verdict.root_cause == "retrieval":
         return left
     ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
