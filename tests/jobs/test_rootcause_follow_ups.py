@@ -94,3 +94,27 @@ async def test_an_answer_going_on_from_the_last_replys_passage_leaves_the_contex
     # the context judged relevant: the rule already blames the model, nothing to weigh
     model = Verdict("fail", failed, "generation", "", False, True)
     assert failure_pieces(it, [relevance], model, None, {}, None, None) == ()
+
+
+def test_what_the_conversation_said_is_not_what_a_refusals_missed_page_adds():
+    # "When did No Time to Die first start filming?" after a turn on its premiere: the title is
+    # the conversation's subject, which the model was shown in the earlier turns; the prompt's
+    # production passage need not repeat it, and a page that names it adds nothing asked
+    from ragsieve.jobs.verdicts.branches import missed_attribute
+    from ragsieve.jobs.verdicts.corpus import CorpusHit
+
+    q = "When did No Time to Die first start filming?"
+    production = (
+        "Production was scheduled to begin on 3 December 2018 at Pinewood Studios, but filming"
+        " was delayed until April 2019."
+    )
+    page = "The James Bond film No Time to Die was scheduled to premiere in March 2020."
+    hit = CorpusHit("film#release", 0.97, 2, page)
+    earlier = (
+        Message(role="user", content="Did No Time to Die premiere only in theaters?"),
+        Message(role="assistant", content="No Time to Die premiered at the Royal Albert Hall."),
+    )
+    alone = make_interaction(query=q, context=[production], answer="I don't know.")
+    followed = alone.model_copy(update={"chat_history": earlier})
+    assert [p.name for p in missed_attribute(q, alone, hit)] == ["missed_attribute"]
+    assert missed_attribute(q, followed, hit) == ()
