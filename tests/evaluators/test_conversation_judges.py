@@ -293,3 +293,36 @@ def test_there_points_back_at_a_place_unless_it_says_something_exists(
     )
     assert asked.source == source
     assert ("madrid" in asked.text.casefold()) == (source == "resolved")
+
+
+@pytest.mark.parametrize(
+    ("turn", "leaves"),
+    [
+        ("Is it cheaper online?", False),  # asks whether and names too little to share words
+        ("And where do I pay it?", True),  # "yes" answers no "where"
+    ],
+)
+async def test_a_yes_or_no_to_an_elliptic_follow_up_is_not_read_as_leaving_the_conversation(
+    turn: str, leaves: bool
+):
+    kw = {"query": turn, "context": HOURS, "chat_history": HISTORY}
+    r = await _judge("answer_relevance", **kw, answer="Yes, 12 euros less through the website.")
+    assert bool(r.metadata.get("leaves_conversation")) is leaves
+    assert (r.label == "relevant") is not leaves
+
+
+@pytest.mark.parametrize(
+    ("answer", "leaves"),
+    [
+        ("Schools must deliver the textbooks by the seventh day of the term.", True),
+        ("The office opens on Saturdays from 9:00 to 13:00.", False),
+    ],
+)
+async def test_a_reply_to_a_statement_that_shares_nothing_is_recorded_as_leaving(
+    answer: str, leaves: bool
+):
+    kw = {"query": "I will go on Saturday morning then.", "context": HOURS, "answer": answer}
+    r = await _judge("answer_relevance", **kw, chat_history=HISTORY)
+    assert r.metadata["turn_kind"] == "statement"
+    assert bool(r.metadata.get("leaves_conversation")) is leaves
+    assert ("shares nothing with the conversation" in r.explanation) is leaves

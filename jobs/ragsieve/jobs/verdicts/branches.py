@@ -11,13 +11,20 @@ What the trace and the observed corpus hold beside that verdict can argue for th
   answers while the answer is off the question: ``generation``;
 - ``near_refusal``: for a refusal blamed on a chunk that only *nearly* answers (under the
   context threshold, within the near margin), an observed chunk the retriever missed that
-  answers the question outright, clearly better: ``retrieval``.
+  answers the question outright, clearly better: ``retrieval``;
+- ``off_conversation``: for the rule's ``retrieval`` or ``no_answer_expected``, a reply that
+  shares nothing with the question, the conversation or the passages (answer relevance's
+  ``leaves_conversation``): ``generation``;
+- ``goes_on``: for the same two causes, an answer that goes on from a chunk of the prompt the
+  conversation's last reply came from (answer relevance's ``goes_on_from_last_reply``), which
+  the context judge read as not answering the follow-up: ``generation``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES, USER_ROLES
 from ragsieve.evaluators.judges.offline.text.asked import asked_gap
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.corpus import CorpusHit
@@ -30,6 +37,7 @@ ATTRIBUTE_GAP = 0.15
 # share of what the prompt holds of the question (weighted) the missed page must hold too: it is
 # about the prompt's topic and holds more, not another subject worded like the question
 TOPIC_KEPT = 0.9
+TURN_ROLES = USER_ROLES | ASSISTANT_ROLES  # the conversation's turns the model was shown
 
 
 def missed_attribute(
@@ -40,11 +48,15 @@ def missed_attribute(
     prompt holds in any form, and everything the prompt holds of it (``TOPIC_KEPT``). For a
     follow-up read with words carried from earlier turns, what is asked is the turn as
     ``typed``: the carried words name the earlier subject (the topic), which the prompt's chunk
-    may word otherwise; they are not the attribute this turn asks for."""
+    may word otherwise; they are not the attribute this turn asks for. Nor is what the
+    conversation's earlier turns said, which the model was shown with the chunks ("No Time to
+    Die" in "When did No Time to Die first start filming?" after a turn on its premiere): they
+    count with the prompt's chunks."""
     if hit is None:
         return ()
     prompt = [d.content or "" for d in it.context if d.content]
-    gap = asked_gap(typed or question, prompt, hit.window)
+    said = [m.content for m in it.chat_history if m.role in TURN_ROLES and m.content.strip()]
+    gap = asked_gap(typed or question, [*prompt, *said], hit.window)
     if gap.share < ATTRIBUTE_GAP or gap.kept < TOPIC_KEPT - 1e-9:
         return ()
     shown = ", ".join(f"'{w}'" for w in gap.words[:3])
@@ -87,6 +99,55 @@ def near_context(
     )
 
 
+def off_conversation(results: Sequence[EvalResult], verdict: Verdict) -> tuple[Piece, ...]:
+    """A reply that shares (almost) none of its words with the question, the last turns or the
+    passages (answer relevance's ``leaves_conversation``) blamed on the context: ``generation``.
+    Both of the rule's context branches read the answer as one given to this question: had
+    from a page the retriever missed (``retrieval``), or made up for a question nothing answers
+    (``no_answer_expected``). A reply that belongs to another conversation was given to no
+    question asked here; no page, found or missed, explains it (the premise on which
+    ``answer_source`` and ``rival`` are not weighed for an answer off the question)."""
+    if verdict.abstained or verdict.root_cause not in ("retrieval", "no_answer_expected"):
+        return ()
+    ar = next((r for r in results if r.evaluator == "answer_relevance"), None)
+    if ar is None or ar.label != "irrelevant" or not ar.metadata.get("leaves_conversation"):
+        return ()
+    return (
+        Piece(
+            "off_conversation",
+            "generation",
+            "the reply shares nothing with the question, the conversation or the passages"
+            " (answer relevance): it answers no question asked here, which no page explains",
+        ),
+    )
+
+
+def goes_on(results: Sequence[EvalResult], verdict: Verdict) -> tuple[Piece, ...]:
+    """An answer that goes on from the passage the conversation's last reply came from, which
+    reached the prompt (answer relevance's ``goes_on_from_last_reply``), while the rule blames
+    the context (``retrieval`` or ``no_answer_expected``: no chunk of the prompt judged to
+    answer): ``generation``, the cause the rule gives with that chunk read as answering. The
+    context judge read the follow-up (a few words, some carried) against the chunk; answer
+    relevance read the answer going on where the conversation was. Two readings of the one
+    chunk, neither stronger: the ledger weighs this as the rule (:data:`ledger.DEFAULT_WEIGHTS`),
+    and alone the two tie."""
+    if verdict.abstained or verdict.context_relevant is not False:
+        return ()
+    if verdict.root_cause not in ("retrieval", "no_answer_expected"):
+        return ()
+    ar = next((r for r in results if r.evaluator == "answer_relevance"), None)
+    if ar is None or not ar.metadata.get("goes_on_from_last_reply"):
+        return ()
+    return (
+        Piece(
+            "goes_on",
+            "generation",
+            "the answer goes on from a chunk of the prompt the conversation's last reply came"
+            " from (answer relevance): the follow-up's own passage reached the prompt",
+        ),
+    )
+
+
 def near_refusal(hit: CorpusHit | None, best: float, threshold: float) -> tuple[Piece, ...]:
     """A refusal blamed on a chunk that only nearly answers (``best``, the prompt's best score,
     under the context ``threshold``: the rule counted it within the near margin) while ``hit``, a
@@ -107,4 +168,12 @@ def near_refusal(hit: CorpusHit | None, best: float, threshold: float) -> tuple[
     )
 
 
-__all__ = ["ATTRIBUTE_GAP", "TOPIC_KEPT", "missed_attribute", "near_context", "near_refusal"]
+__all__ = [
+    "ATTRIBUTE_GAP",
+    "TOPIC_KEPT",
+    "missed_attribute",
+    "near_context",
+    "goes_on",
+    "near_refusal",
+    "off_conversation",
+]

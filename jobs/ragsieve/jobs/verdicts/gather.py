@@ -34,7 +34,7 @@ from ragsieve.evaluators.judges.offline.text.text import sentences
 from ragsieve.evaluators.judges.thresholds import DEFAULT_THRESHOLDS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.sampling.golden_index import GoldenIndex
-from ragsieve.jobs.verdicts.branches import near_context
+from ragsieve.jobs.verdicts.branches import goes_on, near_context, off_conversation
 from ragsieve.jobs.verdicts.corpus import CorpusHit, ObservedCorpus, holds_question
 from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN, Verdict
 from ragsieve.jobs.verdicts.ledger import UNDETERMINED, Piece
@@ -291,8 +291,9 @@ def failure_pieces(
     golden: GoldenIndex | None,
     rival: CorpusHit | None,
 ) -> tuple[Piece, ...]:
-    """The evidence beyond the judges a failure's root cause weighs (:mod:`gather`); none for
-    a retrieval failure the rule already pinned on a missed chunk.
+    """The evidence beyond the judges a failure's root cause weighs (:mod:`gather`); for a
+    retrieval failure the rule already pinned on a missed chunk, only a reply that belongs to
+    another conversation (:func:`branches.off_conversation`), which no page explains.
 
     A page the retriever missed explains an answer only if the answer answers the question: "the
     model had it from a page the prompt lacked" (``answer_source``) and "a page answers better
@@ -302,22 +303,27 @@ def failure_pieces(
     the question. Neither piece is weighed for it (a refusal says nothing whose source could be
     looked up, but a chunk that answers as well still argues that it was there to be found);
     the prompt holding what it says (``answer_in_prompt``) still argues it was the model's."""
+    left = off_conversation(results, verdict) + goes_on(results, verdict)
     if verdict.missed_chunk is not None and verdict.root_cause == "retrieval":
-        return ()
+        return left
     ctx_threshold = thresholds.get("context_relevance", DEFAULT_THRESHOLDS["context_relevance"])
     best = context_best(results)
     seen = f" vs {rival.best_seen:.2f} in the prompt" if rival and rival.best_seen else ""
     off = "answer_relevance" in verdict.failed_metrics and not verdict.abstained
-    got = near_context(results, verdict, ctx_threshold) + gather(
-        it,
-        judged_question(it).text,
-        corpus,
-        ctx_threshold,
-        best,
-        golden,
-        rival_piece(rival, seen),
-        verdict.root_cause,
-        verdict.abstained,
+    got = (
+        left
+        + near_context(results, verdict, ctx_threshold)
+        + gather(
+            it,
+            judged_question(it).text,
+            corpus,
+            ctx_threshold,
+            best,
+            golden,
+            rival_piece(rival, seen),
+            verdict.root_cause,
+            verdict.abstained,
+        )
     )
     return tuple(p for p in got if not (off and p.name in ("answer_source", "rival")))
 

@@ -24,6 +24,12 @@ cause with a weight:
 - ``near_refusal``: for a refusal blamed on a chunk of the prompt that only nearly answers
   (under the context threshold, within the near margin), an observed chunk the retriever missed
   that answers outright, clearly better: ``retrieval``;
+- ``off_conversation``: for the rule's ``retrieval`` or ``no_answer_expected``, a follow-up's
+  reply that shares nothing with the question, the conversation or the passages (answer
+  relevance's ``leaves_conversation``): ``generation`` (:func:`branches.off_conversation`);
+- ``goes_on``: for the same two causes, an answer that goes on from the prompt's chunk the
+  conversation's last reply came from (answer relevance's ``goes_on_from_last_reply``):
+  ``generation`` (:func:`branches.goes_on`);
 - ``dropped``: a chunk the retriever returned that answers the question but did not reach the
   prompt (a reranker or a context budget dropped it): ``retrieval``;
 - ``golden``: the golden set's relevant chunks for the same question, none of which reached the
@@ -62,6 +68,8 @@ DEFAULT_WEIGHTS = MappingProxyType(
         "missed_attribute": 1.5,
         "near_context": 1.5,
         "near_refusal": 1.0,
+        "off_conversation": 1.5,
+        "goes_on": 1.0,
         "golden": 0.8,
         "review": 3.0,
         "close_over": 1.0,
@@ -98,6 +106,16 @@ leave-one-domain-out refits (every fold sees that trace and raises it to 1.5) ca
 domain they did not see, and no left-out domain's figure moves. On the other benches' tuning
 halves it fired four times, twice on a refusal whose prompt held the answer: 1.5 would state
 those wrong.
+
+``off_conversation`` weighs 1.5 by a stated principle, not a fit: the rule's weight plus the
+margin. The rule's ``retrieval`` and ``no_answer_expected`` read the answer as one given to this
+question; a reply that belongs to another conversation voids that reading (as an answer off the
+question voids ``answer_source`` and ``rival``), so alone it states ``generation``, and
+evidence for the retriever beside it (``dropped``, ``golden``) leaves the cause open again.
+No licence-clean trace has a conversation, so no licence-clean refit can weigh it (nor
+``goes_on``). ``goes_on`` weighs 1.0 by the principle of ``near_refusal``: the context judge's
+"no chunk answers" and answer relevance's "the answer goes on from this chunk" are two readings
+of one chunk, neither stronger; alone they tie.
 
 The close calls (``close_*``) weigh 1.0 by a stated principle, not a fit: inside its band the
 score that chose the rule's branch is as likely on either side, so the other branch's cause

@@ -74,6 +74,7 @@ SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the qu
 SHORT_TYPED_ADDRESSED = 0.6
 RESTATED_SHARE = 0.9  # an answer restating a passage sentence addresses what that sentence does
 RESTATED_MIN = 0.5  # ... when the sentence holds most of the question's key terms
+LEFT_NOTE = "the reply shares nothing with the conversation or the passages"
 OWN_TERM_RARITY = 1.0  # a follow-up's word this rare names what it asks (as in carried_words)
 
 
@@ -246,6 +247,17 @@ def _notes(ev: Mapping[str, Any], passed: bool = False) -> list[str]:
     return notes
 
 
+def _yes_no_to_elliptic(asked: JudgedQuestion, answer: str) -> bool:
+    """A reply opening with yes or no to a follow-up that asks whether and leans on the
+    conversation ("¿Son más caras?" "Sí, 0,20 euros más por minuto."): the turn names too little
+    of its own for the reply to share its words (:func:`.sources.leaves_conversation` needs
+    some), and the yes or no answers it."""
+    plain = fold(asked.typed)
+    if not asked.follows_up or _WH.search(plain) or _REQUEST.search(plain):
+        return False
+    return bool(_YES_NO.search(fold((sentences(answer) or [answer])[0])))
+
+
 def _limits(
     asked: JudgedQuestion,
     answer: str,
@@ -261,13 +273,17 @@ def _limits(
     if not asked.is_question:  # nothing was asked: does the reply fit the turn?
         fit = fits_turn(asked, answer, context, score, abstained)
         article = "an" if asked.kind[:1] in "aeiou" else "a"
-        return fit, {}, [f"the turn is {article} {asked.kind}, not a question"]
-    if leaves_conversation(asked, answer, context):
-        return (
-            min(score, OFF_CONVERSATION_SCORE),
-            {"leaves_conversation": True},
-            ["the reply shares nothing with the conversation or the passages"],
-        )
+        said = [f"the turn is {article} {asked.kind}, not a question"]
+        if (
+            asked.kind == "statement"
+            and not abstained
+            and leaves_conversation(asked, answer, context)
+        ):
+            # the same words fail the fit; recorded so a root cause can read where it belongs
+            return fit, {"leaves_conversation": True}, [*said, LEFT_NOTE]
+        return fit, {}, said
+    if leaves_conversation(asked, answer, context) and not _yes_no_to_elliptic(asked, answer):
+        return min(score, OFF_CONVERSATION_SCORE), {"leaves_conversation": True}, [LEFT_NOTE]
     found = None if abstained else wrong_source(asked.text, answer, context)
     if found is None:
         return score, {}, []
@@ -324,7 +340,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-15:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-16:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning
