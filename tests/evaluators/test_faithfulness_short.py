@@ -3,6 +3,8 @@ lacks, or deny what it states, are caught; a short grounded reply passes."""
 
 from __future__ import annotations
 
+import pytest
+
 from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.judges.offline.claims import is_abstention, parse_answer
 from ragsieve.evaluators.testing import make_interaction
@@ -57,6 +59,29 @@ async def test_a_reply_led_by_no_that_restates_the_rule_is_not_a_denial():
 def test_saying_what_the_sources_lack_is_still_an_abstention():
     assert is_abstention("There is no information about the data limit.")
     assert is_abstention("There is no data on that.")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [  # a help desk's words for its sources, as a new user's assistant wrote them
+        "I don't know; the documentation I have doesn't mention office locations.",
+        "The documentation doesn't mention a student discount.",
+        "I don't know; the documentation doesn't say.",
+        "The knowledge base I have does not cover gift cards.",
+        "No lo sé; la documentación no menciona oficinas.",
+    ],
+)
+async def test_naming_the_documentation_that_lacks_the_answer_is_an_abstention(answer):
+    r = await faithfulness("Do you have an office in Lisbon?", STORE, answer)
+    assert r.label == "abstained", r.explanation
+
+
+@pytest.mark.parametrize(
+    "denial",
+    ["The data plan does not include roaming.", "The guide tour does not include lunch."],
+)
+def test_a_denial_about_a_thing_named_like_a_source_is_a_claim(denial):
+    assert not is_abstention(denial)
 
 
 async def test_a_clause_joined_by_and_is_a_claim_of_its_own():

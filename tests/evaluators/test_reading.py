@@ -106,9 +106,11 @@ def test_claims_are_not_hedges(sentence: str) -> None:
 
 def test_preambles_courtesy_and_advice_are_meta_and_facts_are_not() -> None:
     for s in ("Sure!", "Here is a brief answer to the question:", "I hope this helps!",
-              "It's recommended to consult a doctor.", "Espero que esto te ayude."):  # fmt: skip
+              "It's recommended to consult a doctor.", "Espero que esto te ayude.",
+              "You're welcome!", "My pleasure.", "¡Con gusto!"):  # fmt: skip
         assert is_meta(s), s
-    for s in ("Here the river floods every spring.", "Consultants earn more in Zurich."):
+    for s in ("Here the river floods every spring.", "Consultants earn more in Zurich.",
+              "You are welcome to bring a guest."):  # fmt: skip
         assert not is_meta(s), s
 
 

@@ -9,8 +9,22 @@ from ragsieve.evaluators.judges.offline.text.reading import is_hedge, is_meta, r
 from ragsieve.evaluators.judges.offline.text.text import fold, sentences
 
 # Phrases that mean "I cannot answer": an abstention is honest, not a hallucination.
-_SRC = r"(?:context|passages?|documents?|text|sources?|information|data|articles?|excerpts?)"
-_SRC_ES = r"(?:contexto|documentos?|textos?|fuentes?|informaci[oó]n|datos|art[ií]culos?)"
+# what an assistant calls its sources (a help desk's "documentation", "knowledge base", "FAQ");
+# words that also name things in the world ("guide", "manual", "records") are left out
+_SRC = (
+    r"(?:context|passages?|documents?|documentation|docs|text|sources?|information|data"
+    r"|articles?|excerpts?|knowledge base|faqs?|(?:help|support) pages?)"
+)
+_SRC_ES = (
+    r"(?:contexto|documentos?|documentaci[oó]n|textos?|fuentes?|informaci[oó]n|datos"
+    r"|art[ií]culos?|base de conocimientos?|preguntas frecuentes)"
+)
+# which sources: "the documentation I have", "the pages provided to me", "la información disponible"
+_SRC_WORDS = (
+    r"(?: (?:(?:i|we) (?:have|was given|were given|received|can see|found)|(?:tengo|tenemos)"
+    r"|(?:provided|available|given|retrieved|shared|above|here|at hand|proporcionad[ao]s?"
+    r"|disponibles?)(?: to (?:me|us))?))?"
+)
 _ABSTAIN = re.compile(
     r"\b("
     r"i (?:do not|don't|dont) (?:have|know|possess|see|find)"
@@ -29,14 +43,15 @@ _ABSTAIN = re.compile(
     + _SRC
     + r"|"
     + _SRC
-    + r"(?: \w+)? (?:does not|do not|did not|doesn't|don't|didn't) (?:mention|say|specify"
+    + _SRC_WORDS
+    + r" (?:does not|do not|did not|doesn't|don't|didn't) (?:mention|say|specify"
     r"|contain|include|provide|state|give|cover|address)"
     r"|no (?:tengo|dispongo de|cuento con|hay) (?:esa |suficiente |la |ninguna )?informaci[oó]n"
     r"|no (?:lo )?s[eé](?=\s*(?:[.,;:!?]|$)|\s+(?:la respuesta|si|cual|que|como|cuando|donde)\b)"
     r"|no (?:puedo|pude) (?:responder|encontrar|determinar|confirmar|decir|dar)"
     r"|no se (?:menciona|especifica|indica|proporciona)"
     r"|no (?:hay|existe) informaci[oó]n"
-    r"|" + _SRC_ES + r"(?: \w+)? no (?:menciona|incluye|contiene|dice|especifica|proporciona"
+    r"|" + _SRC_ES + _SRC_WORDS + r" no (?:menciona|incluye|contiene|dice|especifica|proporciona"
     r"|indica)n?"
     r")",
 )

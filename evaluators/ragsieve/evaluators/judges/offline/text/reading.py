@@ -73,6 +73,9 @@ _META = re.compile(
     # a reply made only of courtesy: "Sure, no problem.", "Hello.", "Oh, that's too bad."
     r"|(?:(?:sure|certainly|of course|absolutely|okay|ok|alright|all right|hello|hi|hey|great"
     r"|thanks|thank you|no problem|got it|understood|i see|oh|well|(?:that's|that is) too bad"
+    r"|(?:you're|you are|you're very|you are very|you're most|you are most) welcome"
+    r"|(?:it was |it's |it is )?my pleasure|anytime|glad (?:i could|to) help|con gusto"
+    r"|(?:es |fue )?un placer|a la orden|a tu servicio|a su servicio"
     r"|(?:i'm |i am )?sorry to hear (?:that|this)|claro|vale|hola|buenas|gracias|de nada|perfecto"
     r"|entendido|sin problema|por supuesto|vaya|qu[eé] pena|(?:lo )?siento (?:mucho )?"
     r"(?:o[ií]r|escuchar) (?:eso|esto))[\s!.,]*)+$"
@@ -280,7 +283,7 @@ def is_meta(sentence: str) -> bool:
     """True for a sentence about the answer, the question or the passages, a preamble,
     courtesy or advice to look elsewhere: it frames the answer and states nothing about the
     world."""
-    text = fold(sentence).replace("’", "'").strip(" \t\"'")
+    text = fold(sentence).replace("’", "'").strip(" \t\"'¡¿")
     return bool(_META.search(text) or _ADVICE.search(text))
 
 
