@@ -19,7 +19,7 @@ import click
 
 from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
-from ragsieve.jobs.golden.review import suggest
+from ragsieve.jobs.golden.review import keys, suggest
 from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
 from ragsieve.jobs.golden.review.keys import choose, confirm, format_chunks, parse_chunks
 from ragsieve.jobs.golden.review.suggest import (
@@ -172,23 +172,39 @@ def review(
     *,
     reviewer: str,
 ) -> ReviewReport:
-    """Walk ``rows`` with the reviewer; every decision is saved immediately."""
+    """Walk ``rows`` with the reviewer; every decision is saved immediately (so piped answers
+    that run out at a question with no default end the review as a quit does)."""
     report = ReviewReport()
+    try:
+        _walk(repo, rows, summaries, reviewer, report)
+    except click.Abort as exc:
+        if keys.at_terminal() or not keys.ended(exc):
+            raise
+        click.echo("\n(end of input: review stopped; every answer given is saved)")
+    return report
+
+
+def _walk(
+    repo: CandidateRepo,
+    rows: Sequence[Candidate],
+    sums: dict[str, CategorySummary],
+    reviewer: str,
+    report: ReviewReport,
+) -> None:
     for i, c in enumerate(rows, 1):
         where = f"[{i}/{len(rows)}]"
         if is_audit(c):
             if not _review_audit(repo, c, where, reviewer, report):
-                return report
+                return
             continue
         prefill(c)
         step = _AGAIN
         while step == _AGAIN:
-            click.echo(render(c, summaries.get(c.category or "")))
+            click.echo(render(c, sums.get(c.category or "")))
             click.echo(f"\n{where}")
             step = _flagged_step(repo, c, reviewer, report)
         if step == _QUIT:
-            return report
-    return report
+            return
 
 
 def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> str:
