@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 from test_run_support import KINDS, send, settings, wait_stored
 
@@ -111,3 +112,27 @@ def test_a_bare_group_prints_its_help_not_an_error(capfd: Any) -> None:
         out = capfd.readouterr()
         text = out.out + out.err
         assert "Usage: ragsieve" in text and "Commands:" in text and "error:" not in text
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (
+            ["results", "show", "c59ff7c1fc26", "--config", "ragsieve.toml"],
+            "(--config FILE goes before the command: ragsieve --config FILE results show ...)",
+        ),
+        (["results", "list", "-v"], "(-v goes before the command: ragsieve -v results list ...)"),
+        (["results", "list", "--bogus"], "(see 'ragsieve results list --help')"),
+    ],
+)
+def test_a_root_option_after_the_command_says_where_it_goes(
+    capfd: Any, args: list[str], hint: str
+) -> None:
+    from ragsieve.jobs.cli import main
+
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    err = capfd.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1
+    assert err[0].startswith("error: No such option") and err[0].endswith(hint)
