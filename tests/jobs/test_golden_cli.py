@@ -14,6 +14,7 @@ from golden_plant import PORTS_EN, STREAM, stream, write_golden_v3
 from ragsieve.collector.store import Store
 from ragsieve.jobs.cli import cli
 from ragsieve.jobs.golden import grow
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.settings import GoldenSettings, Settings
 
 
@@ -141,3 +142,25 @@ def test_a_failure_the_reviewer_says_is_none_does_not_make_its_category_new(
     assert sum(seen) == left
     again = grow(store, stream(start=100), settings)  # the same failures flagged again
     assert [c["category"] for c in again["new_categories"]] == [ports] * new_next
+
+
+def test_open_candidates_in_no_category_are_said_in_status_and_review(store: Store) -> None:
+    """No category yet (each failure alone on its topic): status says where the open ones are,
+    and the review header says uncategorised, not a Python None."""
+    rows = [
+        Candidate(
+            f"q_{i}", "candidate", q.lower(), body={"query": q, "source_trace_ids": [f"t{i}"]}
+        )
+        for i, q in enumerate(("How many backup codes?", "What is the capital of Australia?"))
+    ]
+    CandidateRepo(store).save(rows)
+    text = _run(["status"], store)
+    assert text[0].startswith("COVERAGE per failure category")
+    assert "  + 2 open candidate(s) in no category" in "\n".join(text)
+    assert text[-1] == "candidates by status: open 2"
+    said = CliRunner().invoke(
+        cli, ["golden", "review", "--store", store.url], input="s\ns\n", catch_exceptions=False
+    )
+    assert said.exit_code == 0, said.output
+    heads = [line for line in said.output.splitlines() if line.startswith("category: ")]
+    assert heads == ["category: none: uncategorised (no other failure shares its topic)"] * 2

@@ -60,11 +60,12 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
     """The screen for one candidate."""
     b = c.body
     wrap = textwrap.TextWrapper(width=_WIDTH, initial_indent="    ", subsequent_indent="    ")
-    cat = summary.name if summary else (c.category or "-")
+    alone = "none: uncategorised (no other failure shares its topic)"
+    cat = f"{summary.name} [{c.category}]" if summary else (c.category or alone)
     flag = "  ** NEW FAILURE CATEGORY **" if summary and summary.new else ""
     head = [
         f"candidate {c.id}   seen {c.seen} times   root cause: {_root_cause(c)}",
-        f"category: {cat} [{c.category}]{flag}",
+        f"category: {cat}{flag}",
     ]
     if is_audit(c):
         head = [
