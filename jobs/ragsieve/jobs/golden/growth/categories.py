@@ -311,16 +311,18 @@ def _summary(
     topic = str(members[0].body.get("topic") or cat)
     near = cover.get(topic, Coverage(0.0, None))
     labels = Counter(reference.categories[i] for i in owned if reference.categories[i])
-    by_seen = sorted(members, key=lambda m: (-m.seen, m.created_at, m.id))
     causes: Counter[str] = Counter()
     for m in members:  # a reviewer's corrected cause stands for all of its failures
         reviewed = (m.body.get("review") or {}).get("root_cause")
         tally = {reviewed: m.seen} if reviewed else m.body.get("root_causes")
         for cause, n in (tally or {str(m.root_cause): m.seen}).items():
             causes[str(cause)] += int(n)
+    root = min(causes, key=lambda c: (-causes[c], c)) if causes else None
+    # examples show the category's problem: failures of its root cause first, most seen first
+    by_seen = sorted(members, key=lambda m: (m.cause != root, -m.seen, m.created_at, m.id))
     return CategorySummary(
         id=cat,
-        root_cause=min(causes, key=lambda c: (-causes[c], c)) if causes else None,
+        root_cause=root,
         root_causes=dict(causes.most_common()),
         terms=named[0],
         examples=[m.query for m in by_seen[:n_examples]],
