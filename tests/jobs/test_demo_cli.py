@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from click.testing import CliRunner
 
@@ -63,6 +64,11 @@ def test_exit_1_below_floors_and_phoenix_missing_is_reported(tmp_path, monkeypat
     assert "no Phoenix found" in res.stderr
     assert "== planted-failure scorecard" in res.stdout
     assert "== flagged cases" in res.stdout
+    # the headline's new categories and the golden line's count the same thing, and say so
+    head = re.search(r"(\d+) new failure categor", res.stdout)
+    line = re.search(r"failure categories (\d+) in all, (\d+) of them new", res.stdout)
+    assert head and line and head.group(1) == line.group(2)
+    assert int(line.group(1)) >= int(line.group(2))
     assert (tmp_path / "ragsieve-demo.db").is_file()
     card_line = [ln for ln in res.stdout.splitlines() if ln.startswith("false_positive_rate")]
     assert card_line

@@ -538,3 +538,21 @@ def test_a_few_failures_are_not_balanced() -> None:
     vectors = np.vstack([*pair, lone])
     assert len(set(cluster(vectors, min_cut=MIN_CUT, max_cut=MAX_CUT).tolist())) == 2
     assert topic_groups(vectors, [1, 1, 1]) == [[0, 1, 2]]
+
+
+def test_a_category_is_shown_by_examples_of_its_own_root_cause(
+    store: Store, tmp_path: Path
+) -> None:
+    """The most seen failure of an area fails another way than most of it: it is no example of
+    the area's problem, and the examples lead with failures of the category's root cause."""
+    other = "How do I install the on-prem agent with apt?"
+    cases = [
+        *(flagged(other, "no_answer_expected", n) for n in (1, 2, 3)),
+        *(flagged(PORTS_EN, "generation", n) for n in (4, 5)),
+        *(flagged("Does the on-prem agent need a proxy to reach the cloud?", "generation", n)
+          for n in (6, 7)),
+    ]  # fmt: skip
+    report = grow(store, cases, GoldenSettings(path=str(write_golden_v3(tmp_path))))
+    [new] = report["new_categories"]
+    assert new["root_cause"] == "generation" and new["failures_seen"] == 7
+    assert other not in new["examples"][:2] and new["examples"][2] == other

@@ -14,6 +14,7 @@ from golden_plant import PORTS_EN, STREAM, stream, write_golden_v3
 from ragsieve.collector.store import Store
 from ragsieve.jobs.cli import cli
 from ragsieve.jobs.golden import grow
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.settings import GoldenSettings, Settings
 
 
@@ -92,3 +93,74 @@ def test_import_bad_file_exits_2_with_path_and_line(tmp_path: Path) -> None:
     )
     assert out.returncode == 2
     assert f"{bad}:2: query:" in out.stderr and "Traceback" not in out.stderr
+
+
+def _review_ports(store: Store, answers: str) -> None:
+    said = CliRunner().invoke(
+        cli,
+        ["golden", "review", "--category", "ports", "--reviewer", "ana", "--store", store.url],
+        input=answers,
+        catch_exceptions=False,
+    )
+    assert said.exit_code == 0, said.output
+
+
+@pytest.mark.parametrize(
+    ("answers", "left", "new_now", "new_next"),
+    [
+        # both candidates false alarms: no failure left, never new again
+        ("w\nno failure\nw\nno failure\n", 0, False, False),
+        # the English one (seen 4) a false alarm: 2 open failures, fewer than min_cases (3);
+        # the next run flags the Spanish one twice more, and its 4 failures make it new
+        ("w\nno failure\nq\n", 2, False, True),
+        # the Spanish one a false alarm: the open English one alone has 4, still new
+        ("s\nw\nno failure\n", 4, True, True),
+        # both rejected for other reasons: failures still, but nothing left to review or cover
+        ("r\nd\nr\no\n", 6, False, False),
+    ],
+)
+def test_a_failure_the_reviewer_says_is_none_does_not_make_its_category_new(
+    store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    answers: str,
+    left: int,
+    new_now: bool,
+    new_next: bool,
+) -> None:
+    v3 = write_golden_v3(tmp_path)
+    monkeypatch.setenv("RAGSIEVE_GOLDEN__PATH", str(v3))
+    settings = Settings(golden=GoldenSettings(path=str(v3)))
+    first = grow(store, stream(), settings)
+    (ports,) = [c["category"] for c in first["new_categories"] if "ports" in c["name"]]
+    _review_ports(store, answers)
+
+    data = json.loads(_run(["status", "--json"], store)[0])
+    assert [c["category"] for c in data["new_categories"]] == [ports] * new_now
+    # the false alarms count toward no category's failures
+    seen = [c["failures_seen"] for c in data["categories"] if c["category"] == ports]
+    assert sum(seen) == left
+    again = grow(store, stream(start=100), settings)  # the same failures flagged again
+    assert [c["category"] for c in again["new_categories"]] == [ports] * new_next
+
+
+def test_open_candidates_in_no_category_are_said_in_status_and_review(store: Store) -> None:
+    """No category yet (each failure alone on its topic): status says where the open ones are,
+    and the review header says uncategorised, not a Python None."""
+    rows = [
+        Candidate(
+            f"q_{i}", "candidate", q.lower(), body={"query": q, "source_trace_ids": [f"t{i}"]}
+        )
+        for i, q in enumerate(("How many backup codes?", "What is the capital of Australia?"))
+    ]
+    CandidateRepo(store).save(rows)
+    text = _run(["status"], store)
+    assert text[0].startswith("COVERAGE per failure category")
+    assert "  + 2 open candidate(s) in no category" in "\n".join(text)
+    assert text[-1] == "candidates by status: open 2"
+    said = CliRunner().invoke(
+        cli, ["golden", "review", "--store", store.url], input="s\ns\n", catch_exceptions=False
+    )
+    assert said.exit_code == 0, said.output
+    heads = [line for line in said.output.splitlines() if line.startswith("category: ")]
+    assert heads == ["category: none: uncategorised (no other failure shares its topic)"] * 2

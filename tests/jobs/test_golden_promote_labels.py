@@ -33,7 +33,12 @@ def _accepted(cid: str, root_cause: str | None) -> Candidate:
 
 @pytest.mark.parametrize(
     ("causes", "shown"),
-    [(["generation", "generation"], "generation"), ([None, None], "no root cause")],
+    [
+        (["generation", "generation"], "generation"),
+        ([None, None], "no root cause"),
+        # one group, two causes: both counted, and each case says its own
+        (["retrieval", "generation"], "generation 1, retrieval 1"),
+    ],
 )
 def test_promote_names_an_uncategorised_case_and_a_missing_root_cause(
     tmp_path: Path, causes: list[str | None], shown: str
@@ -58,4 +63,7 @@ def test_promote_names_an_uncategorised_case_and_a_missing_root_cause(
     bullets = [line for line in log.splitlines() if line.startswith("- ")]
     assert len(bullets) == 1, log  # one group: both cases lack a category
     assert bullets[0].startswith(f"- uncategorized ({shown}): 2 — "), bullets
+    if len(set(causes)) > 1:
+        for i, cause in enumerate(causes):
+            assert f"({cause})" in bullets[0].split(" — ")[1].split(f"q_{i}")[1].split(",")[0]
     assert "- - " not in log and "(None" not in log

@@ -16,7 +16,8 @@ from ragsieve.evaluators.golden.sets import load_golden
 from ragsieve.evaluators.records import normalize_text
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.growth.candidates import candidate_id
-from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.review.audit import MISSED, OPEN, audit_id
 from ragsieve.jobs.settings import GoldenSettings, Settings
 
 
@@ -141,3 +142,43 @@ def test_review_from_a_pipe_reads_one_answer_a_line(store: Store, tmp_path: Path
     assert out.returncode == 0, out.stderr
     assert "0 accepted, 0 rejected, 1 skipped, 0 edits" in out.stdout
     assert "'x' is not one of" in out.stdout + out.stderr  # a line that is no answer is refused
+
+
+def _piped_review(store: Store, tmp_path: Path, v3: Path, answers: str, *args: str) -> str:
+    out = subprocess.run(
+        [str(ragsieve_script()), "golden", "review", "--reviewer", "alice", *args],
+        input=answers, env=_env(v3, store), cwd=tmp_path, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "aborted" not in out.stderr
+    return out.stdout
+
+
+def test_piped_answers_that_run_out_at_a_yes_no_question_take_its_default(
+    store: Store, tmp_path: Path
+) -> None:
+    """``printf 'n\\n' | golden review --audit``: the follow-up "also a case?" takes its No."""
+    v3 = write_golden_v3(tmp_path)
+    body = {"query": "How do I reset it?", "source_trace_ids": ["t-audit"], "audit": True}
+    row = Candidate(audit_id("t-audit"), OPEN, "how do i reset it", body=body)
+    CandidateRepo(store).save([row])
+    said = _piped_review(store, tmp_path, v3, "n\n", "--audit")
+    assert "end of input: no, the default" in said
+    assert "audits: 0 confirmed passes, 1 missed failures" in said
+    (row,) = CandidateRepo(store).select()
+    assert row.status == MISSED  # a missed failure, not added to the golden set
+
+
+def test_piped_answers_that_run_out_at_a_choice_stop_the_review_keeping_them(
+    store: Store, tmp_path: Path
+) -> None:
+    v3 = write_golden_v3(tmp_path)
+    grow(store, stream(), Settings(golden=GoldenSettings(path=str(v3))))
+    first = CandidateRepo(store).select(["candidate"])
+    assert len(first) >= 2  # answers run out before the second candidate
+    said = _piped_review(store, tmp_path, v3, "r\nd\n")
+    assert "end of input: review stopped" in said
+    assert "0 accepted, 1 rejected, 0 skipped, 0 edits" in said
+    statuses = sorted(c.status for c in CandidateRepo(store).select())
+    assert statuses.count("rejected") == 1 and "candidate" in statuses

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 from test_run_support import KINDS, send, settings, wait_stored
 
@@ -39,7 +40,20 @@ def test_list_and_export(collector: Any, tmp_path: Path) -> None:
     ]
     assert len(flagged) == 3 and {r["root_cause"] for r in flagged} == {"generation"}
     assert all(r["flagged"] for r in flagged)
-    assert "FLAGGED generation" in invoke("results", "list", "--store", url).stdout
+    text = invoke("results", "list", "--store", url).stdout.splitlines()
+    assert text[0].split() == ["TRACE", "METRIC", "LABEL", "SCORE", "RESULT", "TRACE", "VERDICT"]
+    bad = {r["trace_id"] for r in flagged}
+    for tid in ids:  # the verdict once per trace; each metric row says whether it failed
+        mine = [line.split() for line in text[1:] if line.startswith(tid)]
+        verdicts = [" ".join(cells[5:]) for cells in mine if cells[5:]]
+        assert verdicts == (["FLAGGED generation"] if tid in bad else ["pass"])
+        result = {cells[1]: cells[4] for cells in mine}
+        failed = {"faithfulness": "FAILED"} if tid in bad else {}
+        assert result == {
+            m: failed.get(m, "passed")
+            for m in ("faithfulness", "answer_relevance", "context_relevance")
+        }
+    assert all("metric_failed" in r for r in rows)
 
     out = tmp_path / "r.parquet"
     invoke("results", "export", "--store", url, "--format", "parquet", "--out", str(out))
@@ -63,8 +77,18 @@ def test_show_gives_one_verdict_whole_and_a_one_line_error(collector: Any, capfd
     assert doc["evidence"] and {j["evaluator"] for j in doc["judges"]} == {
         "faithfulness", "answer_relevance", "context_relevance"
     }  # fmt: skip
+    # which question the judges read, and what kind of turn it was: a reviewer trusts a verdict
+    # on a follow-up only when it says so
+    for j in doc["judges"]:
+        assert {"judged_question", "question_source", "turn_kind"} <= set(j)
+    asked = {(j["judged_question"], j["question_source"], j["turn_kind"]) for j in doc["judges"]}
+    asked.discard((None, None, None))
+    assert asked and all(q and src and kind for q, src, kind in asked)
     text = invoke("results", "show", good, "--store", url).stdout
     assert f"trace {good}   verdict: pass" in text and "judges:" in text
+    assert "judged question (" in text and ", turn: " in text
+    shown = invoke("results", "show", bad, "--store", url).stdout
+    assert " FAILED" in shown.split("judges:")[1]  # the metric that failed the trace, named
     # through the console entry point: one line on stderr, exit 2
     from ragsieve.jobs.cli import main
 
@@ -88,3 +112,27 @@ def test_a_bare_group_prints_its_help_not_an_error(capfd: Any) -> None:
         out = capfd.readouterr()
         text = out.out + out.err
         assert "Usage: ragsieve" in text and "Commands:" in text and "error:" not in text
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (
+            ["results", "show", "c59ff7c1fc26", "--config", "ragsieve.toml"],
+            "(--config FILE goes before the command: ragsieve --config FILE results show ...)",
+        ),
+        (["results", "list", "-v"], "(-v goes before the command: ragsieve -v results list ...)"),
+        (["results", "list", "--bogus"], "(see 'ragsieve results list --help')"),
+    ],
+)
+def test_a_root_option_after_the_command_says_where_it_goes(
+    capfd: Any, args: list[str], hint: str
+) -> None:
+    from ragsieve.jobs.cli import main
+
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    err = capfd.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1
+    assert err[0].startswith("error: No such option") and err[0].endswith(hint)

@@ -113,6 +113,7 @@ def exit_code_of(exc: BaseException) -> int:
         return exc.exit_code
     if isinstance(exc, click.UsageError):  # and BadParameter: one line, exit 2
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        where = _goes_before(exc) or where
         click.echo(f"error: {exc.format_message()}{where}", err=True)
         return exc.exit_code
     if isinstance(exc, click.ClickException):
@@ -128,6 +129,26 @@ def exit_code_of(exc: BaseException) -> int:
         click.echo(f"error: {exc}", err=True)
         return 1
     raise exc
+
+
+def _goes_before(exc: click.UsageError) -> str | None:
+    """For an option of the root command given after a subcommand (``results show X --config
+    F``), where it goes instead; None for any other error. A subcommand's own option of the
+    same name (``eval --config KEY=VALUE``) is parsed by it and never gets here."""
+    if not isinstance(exc, click.NoSuchOption) or exc.ctx is None:
+        return None
+    root = exc.ctx.find_root()
+    for p in root.command.params:
+        if isinstance(p, click.Option) and exc.option_name in (*p.opts, *p.secondary_opts):
+            value = "" if p.is_flag else " " + (p.metavar or _metavar(p))
+            rest = exc.ctx.command_path.removeprefix(root.command_path).strip()
+            given = f"{exc.option_name}{value}"
+            return f" ({given} goes before the command: {root.command_path} {given} {rest} ...)"
+    return None
+
+
+def _metavar(p: click.Option) -> str:
+    return "FILE" if isinstance(p.type, click.Path) else str(p.name or "value").upper()
 
 
 def _command_words(prog_name: str, argv: Sequence[str] | None) -> str:

@@ -129,10 +129,12 @@ def _print_human(result: DemoResult, *, verbose: bool = False, phoenix_kept: boo
                 click.echo(f"{'':4}e.g. {example}")
         if not golden.get("new_categories"):
             click.echo("(none)")
+        new = len(golden.get("new_categories") or [])
         click.echo(
             f"golden candidates: new {golden.get('new_candidates', 0)}, merged duplicates"
             f" {golden.get('merged_duplicates', 0)}, covered by golden"
-            f" {golden.get('covered_by_golden', 0)}, categories {golden.get('categories', 0)}"
+            f" {golden.get('covered_by_golden', 0)}; failure categories"
+            f" {golden.get('categories', 0)} in all, {new} of them new"
         )
     cases = result.flagged if verbose else result.flagged[:SHOWN_CASES]
     more = len(result.flagged) - len(cases)

@@ -280,7 +280,9 @@ def status_cmd(obj: AppContext, as_json: bool, store: str | None) -> None:
             }
             click.echo(json.dumps(payload, ensure_ascii=False))
             return
+        loose = sum(r.category is None for r in ctx.repo.select(["candidate"]))
         _print_status(sums, counts, announced, history, due)
+        _print_counts(counts, loose)
 
 
 def _print_status(
@@ -306,7 +308,7 @@ def _print_status(
             for q in s.examples:
                 click.echo(f"      e.g. {q}", file=out)
         click.echo("", file=out)
-    click.echo("COVERAGE (golden cases vs production failures seen)", file=out)
+    click.echo("COVERAGE per failure category (golden cases vs production failures)", file=out)
     click.echo(
         f"  {'category':<40} {'root cause':<14} {'golden':>6} {'failures':>8}  open", file=out
     )
@@ -328,8 +330,22 @@ def _print_status(
                 else (f"{e['category']} {verb} {e['other']}")
             )
             click.echo(f"  {_iso(e['at'])[:16]}  {moved} ({e['members']} candidates)", file=out)
-    click.echo("", file=out)
-    click.echo("candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=out)
+
+
+def _print_counts(counts: dict[str, int], loose: int) -> None:
+    """The candidates by status (``candidate`` is said ``open``), and the open ones no category
+    holds: a failure sharing its topic with no other is in no row of the table above."""
+    if loose:
+        click.echo(
+            f"  + {loose} open candidate(s) in no category (each shares its topic with no other"
+            " failure): ragsieve golden candidates --status candidate"
+        )
+    said = {"candidate": "open"}
+    click.echo("")
+    click.echo(
+        "candidates by status: "
+        + (", ".join(f"{said.get(k, k)} {v}" for k, v in sorted(counts.items())) or "none")
+    )
 
 
 def _kv(out: dict[str, Any]) -> str:

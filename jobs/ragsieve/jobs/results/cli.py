@@ -39,17 +39,24 @@ def _rows(
     flagged: bool,
     limit: int | None,
     session: str | None = None,
+    *,
+    verdicts: bool = False,
 ) -> list[dict[str, Any]]:
     from ragsieve.collector.derive.sessions import session_turns
     from ragsieve.collector.timeutil import parse_duration
     from ragsieve.jobs.results.resultstore import list_results
+    from ragsieve.jobs.results.show import failed_metrics
 
     lo = (datetime.now(UTC) - parse_duration(since)).timestamp() if since else None
     with opened_store(obj, store) as (_, st):
         traces = [t.trace_id for t in session_turns(st, session)] if session else None
         rows = list_results(st, since=lo, flagged=flagged, limit=limit, trace_ids=traces)
+        failed = failed_metrics(st, [r["trace_id"] for r in rows]) if verdicts else {}
     for r in rows:
         r["created_at"] = datetime.fromtimestamp(r["created_at"], UTC).isoformat()
+        if verdicts:  # did this result's metric fail the trace (None: no run decided it)
+            metrics = failed.get(r["trace_id"])
+            r["metric_failed"] = None if metrics is None else r["evaluator"] in metrics
     return rows
 
 
@@ -77,14 +84,30 @@ def list_command(
     session: str | None,
     as_json: bool,
 ) -> None:
-    """List results, newest first."""
-    for r in _rows(obj, store, since, flagged, limit, session):
+    """List results (one per judge of a trace), newest first.
+
+    RESULT says whether that metric failed the trace (FAILED) or not (passed); TRACE VERDICT is
+    the trace's own (FLAGGED with its root cause, or pass), given on its first row only."""
+    rows = _rows(obj, store, since, flagged, limit, session, verdicts=True)
+    if not as_json:
+        head = f"{'TRACE':<32}  {'METRIC':<18} {'LABEL':<11} {'SCORE':>5}  {'RESULT':<6}"
+        click.echo(head + "  TRACE VERDICT")
+    said: set[str] = set()
+    for r in rows:
         if as_json:
             click.echo(json.dumps(r, ensure_ascii=False))
             continue
         score = "-" if r["score"] is None else f"{r['score']:.2f}"
-        flag = f"FLAGGED {r['root_cause']}" if r["flagged"] else ""
-        click.echo(f"{r['trace_id']}  {r['evaluator']:<18} {r['label']:<11} {score:>5}  {flag}")
+        mark = {True: "FAILED", False: "passed", None: "-"}[r["metric_failed"]]
+        verdict = f"FLAGGED {r['root_cause']}" if r["flagged"] else "pass"
+        if r["metric_failed"] is None and not r["flagged"]:
+            verdict = "-"  # no run decided this trace
+        verdict = "" if r["trace_id"] in said else verdict
+        said.add(r["trace_id"])
+        click.echo(
+            f"{r['trace_id']:<32}  {r['evaluator']:<18} {r['label']:<11} {score:>5}"
+            f"  {mark:<6}  {verdict}".rstrip()
+        )
 
 
 @results.command("show")

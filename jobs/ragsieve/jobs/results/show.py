@@ -2,8 +2,10 @@
 the two competing lines of an ``undetermined``), every piece the decision weighed, and each
 judge's latest result with its explanation (``ragsieve results show``).
 
-``results list`` prints one row per judge; the root cause's evidence lives with the verdict in
-the ``samples`` row of the latest run that decided the trace, which this reads.
+``results list`` prints one row per judge, each saying whether its metric failed
+(:func:`failed_metrics`); the root cause's evidence lives with the verdict in the ``samples``
+row of the latest run that decided the trace, which this reads. Each judge's result says which
+question it judged (a follow-up's rewrite or the typed turn) and what kind of turn it was.
 """
 
 from __future__ import annotations
@@ -29,6 +31,23 @@ def find_trace(store: Store, given: str) -> str:
         (given.lower() + "%",),
     )
     return str(rows[0][0]) if len(rows) == 1 else given
+
+
+def failed_metrics(store: Store, trace_ids: list[str]) -> dict[str, tuple[str, ...]]:
+    """Trace → the metrics its latest decided verdict failed (``()`` for a pass); a trace no
+    run decided is absent."""
+    out: dict[str, tuple[str, ...]] = {}
+    for tid, body in store.query_in(
+        "SELECT s.trace_id, s.body FROM samples s JOIN runs r ON r.run_id = s.run_id"
+        " WHERE s.trace_id IN ({ids}) AND s.verdict IN ('pass', 'fail') ORDER BY r.started_at",
+        sorted(set(trace_ids)),
+    ):  # oldest first: the latest run's verdict is the one kept
+        out[str(tid)] = tuple(json.loads(body or "{}").get("failed_metrics") or ())
+    return out
+
+
+#: how the judges read the question (a follow-up's rewrite, the typed turn, ...): per result
+JUDGED = ("judged_question", "question_source", "turn_kind")
 
 
 def trace_verdict(store: Store, trace_id: str) -> dict[str, Any] | None:
@@ -68,6 +87,7 @@ def trace_verdict(store: Store, trace_id: str) -> dict[str, Any] | None:
         "missed_chunk": data.get("missed_chunk"),
         "judges": [
             {k: r[k] for k in ("evaluator", "label", "score", "explanation", "judge_model")}
+            | {k: (r.get("metadata") or {}).get(k) for k in JUDGED}
             for r in sorted(latest.values(), key=lambda r: str(r["evaluator"]))
         ],
     }
@@ -81,6 +101,9 @@ def render(doc: Mapping[str, Any]) -> str:
     for name in ("question", "answer"):
         if doc.get(name):
             lines += [f"  {name}:", wrap.fill(str(doc[name])[:600])]
+    read = {tuple(j.get(k) for k in JUDGED) for j in doc["judges"] if j.get("judged_question")}
+    for asked, source, kind in sorted(read, key=str):  # one line unless the judges differ
+        lines += [f"  judged question ({source}, turn: {kind}):", wrap.fill(str(asked)[:600])]
     if doc["competing"]:  # undetermined: each line argues for the cause it names
         lines.append("  undetermined, the evidence argues both ways:")
         lines += [wrap.fill(str(c)) for c in doc["competing"]]
@@ -93,13 +116,15 @@ def render(doc: Mapping[str, Any]) -> str:
             for p in doc["pieces"]
         ]
     lines.append("  judges:")
+    failed = set(doc.get("failed_metrics") or ())
     for j in doc["judges"]:
         score = "-" if j["score"] is None else f"{j['score']:.2f}"
         model = f"  ({j['judge_model']})" if j.get("judge_model") else ""
-        lines.append(f"    {j['evaluator']:<18} {j['label']:<12} {score:>5}{model}")
+        mark = "FAILED" if j["evaluator"] in failed else "-" if j["score"] is None else "passed"
+        lines.append(f"    {j['evaluator']:<18} {j['label']:<12} {score:>5}  {mark}{model}")
         if j.get("explanation"):
             lines.append(wrap.fill(str(j["explanation"])))
     return "\n".join(lines)
 
 
-__all__ = ["find_trace", "render", "trace_verdict"]
+__all__ = ["JUDGED", "failed_metrics", "find_trace", "render", "trace_verdict"]

@@ -10,6 +10,13 @@ category's root cause is the one most of its failures have (all are counted in
 ``root_causes``); it is new when most of its failures have no golden case (query and relevant
 chunks' documents) within ``new_category_cosine``, no golden case lies in it (nearest to it of
 all areas) and it has at least ``min_cases`` failures, whatever mix of root causes they have.
+
+What people decided counts: a candidate rejected as a false alarm ("the judge was wrong") is no
+failure, so it is in no category's failures, causes, names or examples (it still clusters, so a
+repeat of it merges into it); a category is judged on the failures left, so one mixing false
+alarms with open candidates is new only when those open ones alone make it new. A category whose
+candidates are all rejected (duplicates, out of scope) is not new: nothing in it is left to
+review or to cover.
 """
 
 from __future__ import annotations
@@ -267,7 +274,7 @@ def summarize(
     """One summary per category: new categories first, then by failures seen."""
     groups: dict[str, list[Candidate]] = defaultdict(list)
     for row in rows:
-        if row.category is not None and row.status != "golden":
+        if row.category is not None and row.status != "golden" and not row.false_alarm:
             groups[row.category].append(row)
     named = name_terms(groups, n_terms)
     cover = topic_coverage(groups, reference, new_threshold)
@@ -286,6 +293,7 @@ def summarize(
             and area.near_share <= NEW_SHARE
             and area.failures >= min_cases
             and s.golden_cases == 0
+            and s.statuses.get("rejected", 0) < s.candidates
         )
     out.sort(key=lambda s: (not s.new, -s.failures_seen, s.id))
     return out
@@ -303,16 +311,18 @@ def _summary(
     topic = str(members[0].body.get("topic") or cat)
     near = cover.get(topic, Coverage(0.0, None))
     labels = Counter(reference.categories[i] for i in owned if reference.categories[i])
-    by_seen = sorted(members, key=lambda m: (-m.seen, m.created_at, m.id))
     causes: Counter[str] = Counter()
     for m in members:  # a reviewer's corrected cause stands for all of its failures
         reviewed = (m.body.get("review") or {}).get("root_cause")
         tally = {reviewed: m.seen} if reviewed else m.body.get("root_causes")
         for cause, n in (tally or {str(m.root_cause): m.seen}).items():
             causes[str(cause)] += int(n)
+    root = min(causes, key=lambda c: (-causes[c], c)) if causes else None
+    # examples show the category's problem: failures of its root cause first, most seen first
+    by_seen = sorted(members, key=lambda m: (m.cause != root, -m.seen, m.created_at, m.id))
     return CategorySummary(
         id=cat,
-        root_cause=min(causes, key=lambda c: (-causes[c], c)) if causes else None,
+        root_cause=root,
         root_causes=dict(causes.most_common()),
         terms=named[0],
         examples=[m.query for m in by_seen[:n_examples]],

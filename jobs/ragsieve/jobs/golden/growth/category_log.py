@@ -5,7 +5,8 @@ growth only).
 
 A new category is announced once: the run in which it first qualifies (new, with at least
 ``golden.new_category_min_cases`` failures) lists it; later runs do not, while ``golden status``
-keeps showing it as new until the golden set covers it.
+keeps showing it as new until the golden set covers it or reviewers reject what made it new
+(``categories.py``: a false alarm is no failure).
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ REVIEWABLE = ("candidate", "accepted", "rejected")
 _COLUMNS = (
     "id, status, category, root_cause, norm_query, seen, created_at, updated_at, body, version"
 )
+FALSE_ALARM = ("false_alarm", "false alarm")  # how a rejection's reason says "not a failure"
 SAVE_ATTEMPTS = 8  # conditional writes per row before a save gives up (each re-reads and merges)
 
 
@@ -81,6 +82,13 @@ class Candidate:
         """The root cause as reviewed: the reviewer's correction when there is one, else the
         job's (``root_cause``, kept as the job said it)."""
         return (self.body.get("review") or {}).get("root_cause") or self.root_cause
+
+    @property
+    def false_alarm(self) -> bool:
+        """True when a person rejected it as no failure at all ("the judge was wrong"; a
+        ``false_alarm`` reason from the terminal or Phoenix), not as a duplicate or out of scope."""
+        reason = str((self.body.get("review") or {}).get("reason") or "").strip().lower()
+        return self.status == "rejected" and reason.startswith(FALSE_ALARM)
 
     @property
     def source_trace_ids(self) -> list[str]:

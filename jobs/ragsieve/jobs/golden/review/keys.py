@@ -2,7 +2,9 @@
 
 At a terminal ``[a]ccept ... [q]uit`` acts on the key pressed, without Enter (a stray Enter or
 space is ignored; Ctrl-C and Ctrl-D stop the review as before). With input from a pipe or file,
-each answer is a line, as scripts and ``printf 'a\\nq\\n' | ragsieve golden review`` expect.
+each answer is a line, as scripts and ``printf 'a\\nq\\n' | ragsieve golden review`` expect;
+when the lines run out, a yes/no question takes its default and any other question ends the
+review (:func:`ended`), every answer already given being saved.
 Chunk lists are typed as ``c1, c7=3`` (:func:`parse_chunks`).
 """
 
@@ -35,6 +37,14 @@ def _key(text: str) -> str:
     return key
 
 
+def ended(exc: click.Abort) -> bool:
+    """True when ``exc`` is the end of input (a pipe or file ran out, or Ctrl-D), not Ctrl-C.
+
+    click turns both into :class:`click.Abort`; the ``EOFError`` it was raised from stays its
+    context."""
+    return isinstance(exc.__context__, EOFError)
+
+
 def choose(text: str, keys: Sequence[str]) -> str:
     """One of ``keys`` (single letters): a key press at a terminal, else a line."""
     if not at_terminal():
@@ -51,7 +61,13 @@ def choose(text: str, keys: Sequence[str]) -> str:
 def confirm(text: str, *, default: bool = False) -> bool:
     """A yes/no question: ``y`` or ``n`` at a terminal (Enter takes the default), else a line."""
     if not at_terminal():
-        return click.confirm(text, default=default)
+        try:
+            return click.confirm(text, default=default)
+        except click.Abort as exc:
+            if not ended(exc):
+                raise
+            click.echo(f"(end of input: {'yes' if default else 'no'}, the default)")
+            return default
     shown = "[Y/n]" if default else "[y/N]"
     while True:
         key = _key(f"{text} {shown}")
@@ -88,4 +104,4 @@ def format_chunks(chunks: dict[str, int]) -> str:
     return ", ".join(cid if g == 1 else f"{cid}={g}" for cid, g in chunks.items())
 
 
-__all__ = ["at_terminal", "choose", "confirm", "format_chunks", "parse_chunks"]
+__all__ = ["at_terminal", "choose", "confirm", "ended", "format_chunks", "parse_chunks"]

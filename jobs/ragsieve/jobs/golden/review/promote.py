@@ -275,8 +275,11 @@ def _entry(
     for name, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         s = summaries.get(members[0][0].category or "")
         tag = ", NEW failure category" if s and s.new else ""
-        cause = members[0][0].cause or "no root cause"
-        ids = ", ".join(case.id for _, case in members)
+        causes = Counter(c.cause or "no root cause" for c, _ in members)
+        cause = ", ".join(f"{k} {n}" for k, n in sorted(causes.items()))
+        cause = cause if len(causes) > 1 else next(iter(causes))  # mixed: each case says its own
+        each = [f" ({c.cause or 'no root cause'})" if len(causes) > 1 else "" for c, _ in members]
+        ids = ", ".join(f"{case.id}{own}" for (_, case), own in zip(members, each, strict=True))
         lines.append(f"- {name} ({cause}{tag}): {len(members)} — {ids}")
     if result.roles:
         per_role = Counter(result.roles.values())

@@ -19,7 +19,7 @@ import click
 
 from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
-from ragsieve.jobs.golden.review import suggest
+from ragsieve.jobs.golden.review import keys, suggest
 from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
 from ragsieve.jobs.golden.review.keys import choose, confirm, format_chunks, parse_chunks
 from ragsieve.jobs.golden.review.suggest import (
@@ -60,11 +60,12 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
     """The screen for one candidate."""
     b = c.body
     wrap = textwrap.TextWrapper(width=_WIDTH, initial_indent="    ", subsequent_indent="    ")
-    cat = summary.name if summary else (c.category or "-")
+    alone = "none: uncategorised (no other failure shares its topic)"
+    cat = f"{summary.name} [{c.category}]" if summary else (c.category or alone)
     flag = "  ** NEW FAILURE CATEGORY **" if summary and summary.new else ""
     head = [
         f"candidate {c.id}   seen {c.seen} times   root cause: {_root_cause(c)}",
-        f"category: {cat} [{c.category}]{flag}",
+        f"category: {cat}{flag}",
     ]
     if is_audit(c):
         head = [
@@ -172,23 +173,39 @@ def review(
     *,
     reviewer: str,
 ) -> ReviewReport:
-    """Walk ``rows`` with the reviewer; every decision is saved immediately."""
+    """Walk ``rows`` with the reviewer; every decision is saved immediately (so piped answers
+    that run out at a question with no default end the review as a quit does)."""
     report = ReviewReport()
+    try:
+        _walk(repo, rows, summaries, reviewer, report)
+    except click.Abort as exc:
+        if keys.at_terminal() or not keys.ended(exc):
+            raise
+        click.echo("\n(end of input: review stopped; every answer given is saved)")
+    return report
+
+
+def _walk(
+    repo: CandidateRepo,
+    rows: Sequence[Candidate],
+    sums: dict[str, CategorySummary],
+    reviewer: str,
+    report: ReviewReport,
+) -> None:
     for i, c in enumerate(rows, 1):
         where = f"[{i}/{len(rows)}]"
         if is_audit(c):
             if not _review_audit(repo, c, where, reviewer, report):
-                return report
+                return
             continue
         prefill(c)
         step = _AGAIN
         while step == _AGAIN:
-            click.echo(render(c, summaries.get(c.category or "")))
+            click.echo(render(c, sums.get(c.category or "")))
             click.echo(f"\n{where}")
             step = _flagged_step(repo, c, reviewer, report)
         if step == _QUIT:
-            return report
-    return report
+            return
 
 
 def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> str:
