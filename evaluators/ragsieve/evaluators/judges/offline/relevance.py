@@ -20,6 +20,7 @@ from ragsieve.evaluators.judges.offline.context import (
     question_terms,
 )
 from ragsieve.evaluators.judges.offline.conversation import (
+    SELF_CONTAINED_WORDS,
     JudgedQuestion,
     in_user_voice,
     judged_question,
@@ -250,12 +251,21 @@ def _notes(ev: Mapping[str, Any], passed: bool = False) -> list[str]:
 def _yes_no_to_elliptic(asked: JudgedQuestion, answer: str) -> bool:
     """A reply opening with yes or no to a follow-up that asks whether and leans on the
     conversation ("¿Son más caras?" "Sí, 0,20 euros más por minuto."): the turn names too little
-    of its own for the reply to share its words (:func:`.sources.leaves_conversation` needs
-    some), and the yes or no answers it."""
+    of its own to stand alone, so the reply has little of it to share, the yes or no answers it,
+    and what follows is a short answer (:data:`SHORT_ANSWER_WORDS`) that stays on the question
+    (:func:`_stays_on`: hardly goes on, or near it in meaning). "Yes. The bike must be reported
+    within 24 hours or the rider pays 450 euros." to "Does it cost the same for children?" is
+    judged as any reply is."""
     plain = fold(asked.typed)
     if not asked.follows_up or _WH.search(plain) or _REQUEST.search(plain):
         return False
-    return bool(_YES_NO.search(fold((sentences(answer) or [answer])[0])))
+    first = (sentences(answer) or [answer])[0]
+    if len(content_words(asked.typed)) >= SELF_CONTAINED_WORDS or not _YES_NO.search(fold(first)):
+        return False
+    if len(content_words(_YES_NO.sub(" ", fold(answer), count=1))) > SHORT_ANSWER_WORDS:
+        return False
+    vecs = embed([asked.text, answer[:MAX_ANSWER_CHARS]])
+    return _stays_on(answer, asked.text, float(vecs[1] @ vecs[0]))
 
 
 def _limits(
@@ -264,6 +274,7 @@ def _limits(
     abstained: bool,
     chunks: Sequence[tuple[str, int, str]],
     score: float,
+    threshold: float,
 ) -> tuple[float, dict[str, Any], list[str]]:
     """``(score, metadata, notes)`` under what the turn and the passages (``chunk_texts``: id,
     rank, text) allow: a reply to a turn that asks nothing is judged by whether it fits; a reply
@@ -276,10 +287,12 @@ def _limits(
         said = [f"the turn is {article} {asked.kind}, not a question"]
         if (
             asked.kind == "statement"
+            and fit < threshold
             and not abstained
             and leaves_conversation(asked, answer, context)
         ):
-            # the same words fail the fit; recorded so a root cause can read where it belongs
+            # a failed fit whose reply shares nothing: recorded so a root cause reads where it
+            # belongs (a reply that fits the statement is not said to leave it)
             return fit, {"leaves_conversation": True}, [*said, LEFT_NOTE]
         return fit, {}, said
     if leaves_conversation(asked, answer, context) and not _yes_no_to_elliptic(asked, answer):
@@ -364,7 +377,9 @@ class AnswerRelevanceJudge(OfflineJudge):
             ((ev, combine(ev, parsed.abstained or echoes, self.weights)) for ev in judged),
             key=lambda p: p[1],
         )
-        score, limited, said = _limits(asked, answer, parsed.abstained, chunks, score)
+        score, limited, said = _limits(
+            asked, answer, parsed.abstained, chunks, score, self.threshold
+        )
         meta.update(limited)
         meta.update(
             coverage=round(ev["coverage"], 4),
