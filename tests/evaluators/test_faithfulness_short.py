@@ -128,3 +128,37 @@ async def test_a_decline_that_restates_the_question_is_an_abstention():
     assert [c.lower() for c in parsed.claims] == [
         "the starter plan allows 600 requests per minute and free parking."
     ]
+
+
+SLOW_COOKER = (
+    "Place the chicken breasts in the slow cooker on top of the vegetables. Cook on low for"
+    " 6 - 8 hours or until done. You can cook it for 4 hours on high if you are pinched for"
+    " time.",
+)
+TENDERS = "How long does it take to make chicken tenders in a crock pot?"
+
+
+async def test_a_long_answer_restating_what_was_asked_is_not_a_fact_from_elsewhere():
+    answer = (
+        "Cook the chicken on low for 6 - 8 hours. You can cook it for 4 hours on high if you"
+        " are pinched for time. The same method can be used for chicken tenders."
+    )
+    r = await faithfulness(TENDERS, SLOW_COOKER, answer)
+    last = r.metadata["claims"][-1]
+    assert last["claim"] == "The same method can be used for chicken tenders."
+    assert not last.get("nothing_near"), last
+    assert r.label != "unfaithful", r.explanation
+
+
+async def test_a_new_fact_or_a_short_reply_with_nothing_near_is_still_caught():
+    new_fact = "Chicken tenders made in a crock pot need a marinade first."
+    short = await faithfulness(TENDERS, SLOW_COOKER, new_fact)
+    assert short.metadata["claims"][0].get("nothing_near")
+    assert short.label == "unfaithful"
+    long = await faithfulness(
+        TENDERS,
+        SLOW_COOKER,
+        f"Cook the chicken on low for 6 - 8 hours. You can cook it for 4 hours on high. {new_fact}",
+    )
+    assert long.metadata["claims"][-1].get("nothing_near")
+    assert long.label == "unfaithful"

@@ -124,3 +124,25 @@ async def test_vague_quantifiers_and_manner_adverbs_do_not_fail_a_claim_but_time
     wrong = await faithfulness("Pay-As-You-Go accounts are billed weekly for usage.", ctx, q)
     assert wrong.label != "faithful"
     assert "weekly" in reasons(wrong)
+
+
+async def test_citations_with_a_step_or_a_ref_point_at_the_source():
+    answer = (
+        "1. Open the query editor and pick the database (Passage 1, step 2).\n"
+        "2. Type the SQL statement in the editor (Passage 1, steps 3-4).\n"
+        "(Ref: Passage 1)"
+    )
+    r = await faithfulness(answer)
+    assert r.label == "faithful", r.explanation
+    assert "passage" not in reasons(r).lower()
+    assert all(not c.get("values_missing") for c in r.metadata["claims"])
+    wrong = await faithfulness("The result shows at most 5000 rows (Passage 1, step 3).")
+    assert wrong.label == "unfaithful"
+    assert "5000 is not in the context" in wrong.explanation
+
+
+async def test_the_head_of_a_contracted_negation_is_no_word_to_find():
+    r = await faithfulness("The result doesn't show more than 1000 rows unless you set a limit.")
+    [claim] = r.metadata["claims"]
+    assert claim["novel"] == 0.0, claim  # every word it needs is in the context
+    assert claim["support"] == 1.0

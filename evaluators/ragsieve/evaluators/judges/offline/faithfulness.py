@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from types import MappingProxyType
 from typing import Any
 
@@ -36,6 +37,7 @@ from ragsieve.evaluators.judges.offline.support import (
 )
 from ragsieve.evaluators.judges.offline.support_model import (
     DRIVER_TEXT,
+    SHORT_CLAIMS,
     SupportModel,
     features,
     shipped_model,
@@ -162,7 +164,12 @@ def _mark_repeats(
 # depending on ..."), a hedge or a refusal: those are not claims about the world. On people's
 # labels, among answers the model passes: RAGTruth 1 of 172 faithful answers has one and 2 of
 # 21 hallucinated; HaluEval 0 of 306 and 36 of 178; MEMERAG en/es 0 of 134 and 1 of 61. The
-# fitted model weighs it (``nothing_near`` in :data:`.support_model.FEATURES`).
+# fitted model weighs it (``nothing_near`` in :data:`.support_model.FEATURES`). In an answer of
+# more than SHORT_CLAIMS claims, the question's words say nothing new: "the same method can be
+# used for chicken tenders" under "how long to make chicken tenders" adds two words ("method",
+# "used"), an elaboration of the claim before it, not a fact from elsewhere. A one- or
+# two-claim reply is the answer itself: all its words count ("Stanford University has a
+# Chestnut Hill campus", asked about Stanford's campus).
 NOTHING_NEAR = 0.1
 NOTHING_NEAR_WORDS = 4
 _ABOUT_SOURCES = re.compile(
@@ -186,15 +193,16 @@ _SERVICE_TALK = re.compile(
 )
 
 
-def nothing_near(verdict: Mapping[str, Any]) -> bool:
-    """A claim about the world with no context sentence near it (:data:`NOTHING_NEAR`)."""
+def nothing_near(verdict: Mapping[str, Any], asked: AbstractSet[str] = frozenset()) -> bool:
+    """A claim about the world with no context sentence near it (:data:`NOTHING_NEAR`); the
+    keys of the question's words (``asked``) do not count towards what the claim says."""
     claim = str(verdict.get("claim", ""))
     if (
         float(verdict["support"]) >= NOTHING_NEAR
         or verdict.get("translated")  # across languages support runs lower: not measured there
         or verdict.get("from_conversation")
         or verdict.get("reason") == "only restates the question"
-        or len(content_words(claim)) < NOTHING_NEAR_WORDS
+        or len([w for w in content_words(claim) if key(w) not in asked]) < NOTHING_NEAR_WORDS
     ):
         return False
     text = fold(claim)
@@ -307,9 +315,11 @@ class FaithfulnessJudge(OfflineJudge):
     def _verdict(
         self, interaction: RagInteraction, verdicts: list[dict[str, Any]], meta: dict[str, Any]
     ) -> EvalResult:
+        # a long answer's claims elaborate on what was asked; a short reply is the answer
+        asked = _keys(interaction.query or "") if len(verdicts) > SHORT_CLAIMS else set()
         for v in verdicts:
             v["supported"] = v["support"] >= SUPPORT_THRESHOLD
-            if nothing_near(v):
+            if nothing_near(v, asked):
                 v["nothing_near"] = True
                 v["reason"] = f"nothing in the context comes near it ({v.get('reason')})"
             if not v["supported"]:

@@ -33,6 +33,7 @@ from ragsieve.evaluators.judges.offline.text.text import (
     NEGATIONS,
     STOPWORDS,
     entities,
+    fold,
     language,
     lemma_rarity,
     sentences,
@@ -132,6 +133,10 @@ _ANSWER_PARTICLE = re.compile(
 _OTHERWISE = re.compile(r"\b(?:if not|si no|or else|de lo contrario|en caso contrario)\b", re.I)
 
 
+# "isn't", "don't", "won't": the head the tokenizer leaves ("isn", "don", "won") is no word
+_CONTRACTED = re.compile(r"\b(\w+)n['’]t\b", re.IGNORECASE)
+
+
 def _negated(text: str) -> bool:
     stated = _OTHERWISE.sub(" ", _ANSWER_PARTICLE.sub("", text))
     return any(w in NEGATIONS or w.endswith("n't") for w in words(stated))
@@ -146,12 +151,14 @@ def _by_value(token: str, ctx: Context) -> Match | None:
 def _claim_terms(claim: str, q_keys: set[str]) -> list[str]:
     """The claim's content words that the question did not already say (numbers are compared
     by value, not as words: "40 000" is one number, not the words "40" and "000"); a leading
-    "No," / "Yes," answers the question and is no word to find."""
+    "No," / "Yes," answers the question and is no word to find, nor is the head of a
+    contracted negation ("isn't" -> "isn")."""
     claim = _ANSWER_PARTICLE.sub("", claim)
+    skip = STOPWORDS | {fold(m.group(1)) + "n" for m in _CONTRACTED.finditer(claim)}
     words_ = [
         t
         for t in tokens(claim)
-        if t not in STOPWORDS and len(t) > 1 and not t[0].isdigit() and key(t) not in q_keys
+        if t not in skip and len(t) > 1 and not t[0].isdigit() and key(t) not in q_keys
     ]
     raws = [raw for raw in number_values(claim) if raw[:1].isdigit()]
     return words_ + [

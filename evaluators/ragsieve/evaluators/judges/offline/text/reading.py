@@ -46,8 +46,12 @@ _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
 # "[1]", "[2, 3]", "[Passage 2]", "(Passage 1)", "(Source: 2)", "【1】", "(Pasaje 3)"
 _CITATION = re.compile(
     r"\s*(?:\[\s*\d+(?:\s*[,;-]\s*\d+)*\s*\]|【\s*\d+\s*】"
-    r"|[\[(]\s*(?:passages?|pasajes?|sources?|fuentes?|documents?|documentos?|doc|context|contexto)"
-    r"\s*:?\s*\d+(?:\s*(?:,|and|y|&|-)\s*\d+)*\s*[\])])",
+    r"|[\[(]\s*(?:(?:ref|reference|see|source|cf|ver)\.?\s*:?\s*)?"
+    r"(?:passages?|pasajes?|sources?|fuentes?|documents?|documentos?|doc|context|contexto)"
+    r"\s*:?\s*\d+(?:\s*(?:,|and|y|&|-)\s*\d+)*"
+    # "(Passage 1, step 6)", "(Passage 2, steps 1-3)": where in the source, not a claim
+    r"(?:\s*[,;]\s*(?:steps?|paragraphs?|para|lines?|sections?|pasos?|p[aá]rrafos?)\s*"
+    r"\d+(?:\s*[-–]\s*\d+)?)?\s*[\])])",
     re.IGNORECASE,
 )
 _WORDS_IN_HEADING = 6  # a line of at most this many words ending in ":" is a heading or lead-in
