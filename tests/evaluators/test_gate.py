@@ -111,7 +111,10 @@ def test_a_tiny_eval_set_cannot_call_a_regression_but_its_floors_hold() -> None:
     one = compare(results({"recall@1": [1.0]}), results({"recall@1": [0.0]}), GatePolicy())
     [check] = one.checks
     assert (check.ci_low, check.ci_high) == (-1.0, -1.0) and check.status == "pass"
-    assert one.passed and "no change can be significant at 95% on fewer than 6" in one.notes[-1]
+    assert (
+        one.passed
+        and "1 query changed: no change can be significant at 95% on fewer than 6" in one.notes[-1]
+    )
     floored = compare(
         results({"recall@1": [1.0]}),
         results({"recall@1": [0.0]}),
@@ -124,8 +127,43 @@ def test_a_tiny_eval_set_cannot_call_a_regression_but_its_floors_hold() -> None:
     six = compare(results({"mrr": [1.0] * 6}), results({"mrr": [0.5] * 6}), GatePolicy())
     assert not six.passed and six.checks[0].status == "regression"
     assert six.notes == [
-        "6 paired queries: a regression also needs an exact sign-flip test to agree"
+        "6 queries changed: a regression or improvement also needs an exact sign-flip test"
     ]
+    # and an improvement on one query is no more significant than a regression
+    better = compare(results({"mrr": [0.0]}), results({"mrr": [1.0]}), GatePolicy())
+    assert better.checks[0].ci_low == 1.0 and better.checks[0].status == "pass"
+
+
+def test_a_large_set_where_few_queries_changed_is_read_by_the_changed_ones() -> None:
+    # 4 of 100 queries dropped 1 -> 0: the bootstrap's interval lies below zero, but 4 changes
+    # all one way are p = 1/8; 8 of 100 are p = 1/128
+    four = compare(
+        results({"recall@5": [1.0] * 100}),
+        results({"recall@5": [0.0] * 4 + [1.0] * 96}),
+        GatePolicy(),
+    )
+    assert four.checks[0].ci_high < 0 and four.passed
+    assert "4 queries changed" in four.notes[-1]
+    eight = compare(
+        results({"recall@5": [1.0] * 100}),
+        results({"recall@5": [0.0] * 8 + [1.0] * 92}),
+        GatePolicy(),
+    )
+    assert not eight.passed and eight.checks[0].status == "regression"
+
+
+def test_a_tiny_holdout_cannot_call_a_change_either() -> None:
+    def holdout(value: float) -> EvalResults:
+        return EvalResults(
+            metrics={"mrr": value},
+            aggregate_only=True,
+            spread={"mrr": {"n": 1, "sd": 0.0}},
+            roles=["holdout"],
+        )
+
+    report = compare(holdout(1.0), holdout(0.0), GatePolicy(), role="holdout")
+    assert report.passed and report.checks[0].status == "pass"
+    assert "1 query: no change can be significant" in report.notes[-1]
 
 
 def test_unpaired_queries_and_versions_are_noted() -> None:
@@ -141,8 +179,6 @@ def test_unpaired_queries_and_versions_are_noted() -> None:
         "golden versions differ (baseline v3, candidate v4): only the queries in both are "
         "compared, so the change measured mixes the pipeline's and the golden set's",
         "3 queries present in only one file were left out of the paired test",
-        "1 paired query: no change can be significant at 95% on fewer than 6 (exact sign-flip"
-        " test), so none is called a regression; floors still apply",
     ]
     with pytest.raises(GateError, match="share no query ids"):
         compare(

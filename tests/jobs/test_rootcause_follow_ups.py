@@ -118,3 +118,22 @@ def test_what_the_conversation_said_is_not_what_a_refusals_missed_page_adds():
     followed = alone.model_copy(update={"chat_history": earlier})
     assert [p.name for p in missed_attribute(q, alone, hit)] == ["missed_attribute"]
     assert missed_attribute(q, followed, hit) == ()
+
+
+def test_a_question_asked_again_keeps_its_missed_page():
+    # the user's earlier question gave the model nothing: only the assistant's replies count
+    from ragsieve.jobs.verdicts.branches import missed_attribute
+    from ragsieve.jobs.verdicts.corpus import CorpusHit
+
+    q = "What is the monthly price of the Pro plan?"
+    prompt = ["The Pro plan allows 600 requests per minute and five team seats."]
+    page = "The Pro plan costs 99 dollars as its monthly price, billed on the first day."
+    hit = CorpusHit("plans#pro-price", 0.9, 3, page)
+    earlier = (
+        Message(role="user", content="What is the monthly price of the Starter plan?"),
+        Message(role="assistant", content="I'm sorry, I don't have that information."),
+    )
+    alone = make_interaction(query=q, context=prompt, answer="I don't know.")
+    asked_again = alone.model_copy(update={"chat_history": earlier})
+    assert [p.name for p in missed_attribute(q, alone, hit)] == ["missed_attribute"]
+    assert [p.name for p in missed_attribute(q, asked_again, hit)] == ["missed_attribute"]

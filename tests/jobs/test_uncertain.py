@@ -131,3 +131,20 @@ def _review(store: Store, done: list[tuple[Decision, str]]) -> None:
             for d, status in done
         ]
     )
+
+
+def test_the_report_names_the_audit_stratum_still_waiting_and_a_run_without_passes_pools() -> None:
+    from ragsieve.jobs.run.report import (
+        _quality_rows,
+        render_table,  # noqa: F401  (the table's own wording)
+    )
+
+    flags = [ReviewLabel("f1", "tp"), ReviewLabel("f2", "fp")]
+    sure = [ReviewLabel("a1", "tn", 20.0, "random")]
+    q = judge_quality(0.2, (0.1, 0.3), [*flags, *sure], None, {"random": 0.9, "uncertain": 0.1})
+    assert q["unaudited_strata"] == ["uncertain"] and q["corrected_failure_rate"] is None
+    rows = dict(_quality_rows(q))
+    assert "none speaks for 10.0% of passes, the uncertain ones" in rows["corrected failure rate"]
+    # a run that decided no pass has no stratum to weigh: no made-up 0% miss rate
+    none = judge_quality(None, None, flags, None, {})
+    assert none["false_omission_rate"] is None and none["unaudited_strata"] == []

@@ -2,9 +2,9 @@
 
 A metric regresses only when the bootstrap confidence interval of its mean change (candidate −
 baseline, paired by query id) lies entirely below zero, so the tolerance follows the size of the
-eval set; on a few queries (:mod:`ragsieve.evaluators.gate.exact`) an exact sign-flip test must
-agree. A floor is an absolute minimum on the candidate's mean. A protected category fails on
-any drop of its mean larger than ``protected_max_drop``, significant or not.
+eval set; where few queries changed, an exact sign-flip test must agree (:mod:`.exact`). A floor
+is a minimum on the candidate's mean. A protected category fails on any drop of its mean larger
+than ``protected_max_drop``, significant or not.
 
 The gate reads the ``regression`` part of a split golden set by default. ``role="holdout"`` (a
 release check) compares two aggregate-only holdout results by an unpaired normal interval from
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ragsieve.evaluators.errors import GateError
-from ragsieve.evaluators.gate.exact import sign_flip_p, small_set_note
+from ragsieve.evaluators.gate import exact as sign_flip
 from ragsieve.evaluators.gate.experiments import (
     Change,
     changes_warning,
@@ -46,8 +46,6 @@ from ragsieve.evaluators.gate.report import (
 from ragsieve.evaluators.records import GoldenRole
 
 _EPS = 1e-12
-
-
 _BLOCK_CELLS = 4_000_000  # resample counts drawn at once: 32 MB of float64, whatever the size
 
 
@@ -85,7 +83,7 @@ class _Stats:
     low: np.ndarray
     high: np.ndarray
     rows: tuple[np.ndarray, np.ndarray] | None = None  # paired: (baseline, candidate) per query
-    p_exact: np.ndarray | None = None  # paired, few queries: the exact sign-flip test (exact.py)
+    p_exact: np.ndarray | None = None  # the exact sign-flip test's p (exact.py); NaN: too many
 
 
 def _gated_metrics(baseline: EvalResults, candidate: EvalResults, policy: GatePolicy) -> list[str]:
@@ -214,11 +212,9 @@ def _paired(
     low, high = paired_bootstrap(
         cand - base, resamples=policy.resamples, confidence=policy.confidence, seed=policy.seed
     )
-    diff, p_exact = (cand - base).mean(0), sign_flip_p(cand - base)
+    diff, p_exact = (cand - base).mean(0), sign_flip.sign_flip_p(cand - base)
     stats = _Stats(len(ids), base.mean(0), cand.mean(0), diff, low, high, (base, cand), p_exact)
-    if p_exact is not None:
-        notes.append(small_set_note(len(ids), policy.confidence))
-    return stats, ids, notes
+    return stats, ids, notes + sign_flip.few_changed(cand - base, policy.confidence)
 
 
 def _matrix(
@@ -258,14 +254,14 @@ def _unpaired(
     return _Stats(int(n), *cols)
 
 
-def _status(regressed: bool, below: bool, ci_low: float) -> Status:
+def _status(regressed: bool, below: bool, ci_low: float, exact: bool) -> Status:
     if regressed and below:
         return "regression+floor"
     if regressed:
         return "regression"
     if below:
         return "floor"
-    return "improved" if ci_low > 0 else "pass"
+    return "improved" if ci_low > 0 and exact else "pass"
 
 
 def _checks(
@@ -278,12 +274,13 @@ def _checks(
         below = floor is not None and candidate.metrics[m] < floor - _EPS
         if j < len(metrics):
             delta, low, high = float(stats.delta[j]), float(stats.low[j]), float(stats.high[j])
-            exact = stats.p_exact is None or stats.p_exact[j] < 1 - policy.confidence
+            exact = sign_flip.significant(stats.p_exact, j, policy.confidence)
             regressed = high < 0 and -delta > policy.min_effect and exact
             row = (float(stats.base[j]), float(stats.cand[j]), delta, low, high)
         else:  # floor-only metric: no regression test
-            regressed, row = False, (nan, candidate.metrics[m], 0.0, nan, nan)
-        checks.append(MetricCheck(m, *row, floor=floor, status=_status(regressed, below, row[3])))
+            exact, regressed, row = False, False, (nan, candidate.metrics[m], 0.0, nan, nan)
+        status = _status(regressed, below, row[3], exact)
+        checks.append(MetricCheck(m, *row, floor=floor, status=status))
     return checks
 
 
@@ -355,6 +352,8 @@ def compare(
         stats = _unpaired(baseline, candidate, metrics, policy)
         categories = _aggregate_categories(baseline, candidate, metrics, policy)
         notes.append("holdout: no per-query rows, so an unpaired interval (wider) is used")
+        stats.p_exact, few = sign_flip.too_few(stats.n, len(metrics), policy.confidence)
+        notes += few
     else:
         stats, ids, more = _paired(baseline, candidate, metrics, policy, role)
         categories = _paired_categories(baseline, candidate, ids, stats, metrics, policy)

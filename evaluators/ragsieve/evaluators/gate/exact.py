@@ -1,56 +1,98 @@
-"""An exact test for small eval sets: the paired sign-flip (randomization) test over queries.
+"""An exact test for changes on few queries: the paired sign-flip (randomization) test.
 
-On a handful of queries the paired bootstrap's percentile interval is far too narrow: on one
-query it is that query's change, zero width, so a single query that got worse reads as a
-significant regression. With no change between the runs, each query's change is as likely to
-have come out with the other sign; the test counts, over all ``2^n`` sign patterns, how often
-the mean change is at least as far from zero as the one observed. That p-value is exact for any
-``n`` and assumes nothing about the changes' spread. Whatever the changes, the smallest p it can
-give is ``2 / 2^n`` (every query moved the same way), so below :func:`fewest_queries` queries no
-change can be significant: the gate says so instead of failing on noise.
+When few queries changed between the runs (a tiny eval set, or a large one where a handful
+moved), the paired bootstrap's percentile interval is far too narrow: on one changed query it is
+that query's change, zero width, so a single query that got worse reads as significant. With no
+change between the runs, each query's change is as likely to have come out with the other sign;
+the test counts, over all ``2^k`` sign patterns of the ``k`` queries that changed (those that did
+not change add nothing either way), how often the mean change is at least as far from zero as
+the one observed. That p-value is exact and assumes nothing about the changes' spread. Whatever
+the changes, the smallest p it can give is ``2 / 2^k`` (every changed query moved the same way),
+so below :func:`fewest_queries` changed queries no change can be significant: the gate says so
+instead of failing on noise.
 
-Up to :data:`EXACT_MAX` queries every pattern is counted; beyond it the bootstrap alone decides
-(the gate's other test), where it is reliable.
+Up to :data:`EXACT_MAX` changed queries every pattern is counted; beyond them the bootstrap
+alone decides (the gate's other test), which is reliable there.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 
-EXACT_MAX = 16  # 2^16 sign patterns: an exact count in milliseconds
+EXACT_MAX = 16  # 2^16 sign patterns, counted exactly
 
 
-def sign_flip_p(diffs: np.ndarray) -> np.ndarray | None:
-    """Two-sided exact p-value of each column of ``diffs`` (queries × metrics), or None when
-    there are more than :data:`EXACT_MAX` queries."""
-    n = diffs.shape[0]
-    if n > EXACT_MAX:
-        return None
-    if n == 0:
-        return np.ones(diffs.shape[1])
-    signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))  # 2^n × n
-    means = np.abs(signs @ diffs) / n  # 2^n × metrics
-    observed = np.abs(diffs.mean(0))
-    return (means >= observed - 1e-12).mean(0)
+def _signs(k: int) -> np.ndarray:
+    """Every pattern of ``k`` signs (``2^k × k``), from the bits of 0 .. 2^k - 1."""
+    bits = (np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1
+    return 1.0 - 2.0 * bits
+
+
+def sign_flip_p(diffs: np.ndarray) -> np.ndarray:
+    """Two-sided exact p-value of each column of ``diffs`` (queries × metrics) over the queries
+    whose value changed; NaN for a column where more than :data:`EXACT_MAX` changed."""
+    out = np.full(diffs.shape[1], np.nan)
+    for j in range(diffs.shape[1]):
+        changed = diffs[:, j][np.abs(diffs[:, j]) > 1e-12]
+        if len(changed) > EXACT_MAX:
+            continue
+        if not len(changed):
+            out[j] = 1.0
+            continue
+        means = np.abs(_signs(len(changed)) @ changed)
+        out[j] = float((means >= abs(changed.sum()) - 1e-9).mean())
+    return out
 
 
 def fewest_queries(confidence: float) -> int:
-    """The fewest paired queries on which a change can be significant at ``confidence``."""
-    return max(1, math.ceil(math.log2(2.0 / (1.0 - confidence))))
+    """The fewest changed queries on which a change can be significant at ``confidence``: all
+    moving one way gives ``p = 2 / 2^k``, which must be under ``1 - confidence``."""
+    return math.floor(math.log2(2.0 / (1.0 - confidence))) + 1
 
 
-def small_set_note(n: int, confidence: float) -> str:
-    """What the report says of a paired test on ``n`` <= :data:`EXACT_MAX` queries."""
-    least, what = fewest_queries(confidence), f"{n} paired quer{'y' if n == 1 else 'ies'}"
-    if n < least:
+def significant(p_exact: np.ndarray | None, j: int, confidence: float) -> bool:
+    """Whether the exact test lets the bootstrap call a change in metric ``j`` (no test, or NaN:
+    too many changed to count, the bootstrap decides alone)."""
+    return p_exact is None or bool(np.isnan(p_exact[j]) or p_exact[j] < 1.0 - confidence)
+
+
+def too_few(n: int, metrics: int, confidence: float) -> tuple[np.ndarray | None, list[str]]:
+    """For an unpaired (holdout) comparison of ``n`` queries: p = 1 for every metric and the
+    note when ``n`` is too few for any change to be significant, else no exact test."""
+    if n >= fewest_queries(confidence):
+        return None, []
+    return np.ones(metrics), [small_set_note(n, confidence).replace(" changed:", ":", 1)]
+
+
+def small_set_note(changed: int, confidence: float) -> str:
+    """What the report says when the exact test decided (``changed`` <= :data:`EXACT_MAX`)."""
+    least, what = fewest_queries(confidence), f"{changed} quer{'y' if changed == 1 else 'ies'}"
+    if changed < least:
         return (
-            f"{what}: no change can be significant at {confidence:.0%} on fewer than"
-            f" {least} (exact sign-flip test), so none is called a regression; floors still apply"
+            f"{what} changed: no change can be significant at {confidence:.0%} on fewer than"
+            f" {least} (exact sign-flip test), so none is called a regression or an improvement;"
+            " floors and protected categories still apply"
         )
-    return f"{what}: a regression also needs an exact sign-flip test to agree"
+    return f"{what} changed: a regression or improvement also needs an exact sign-flip test"
 
 
-__all__ = ["EXACT_MAX", "fewest_queries", "sign_flip_p", "small_set_note"]
+def few_changed(diffs: np.ndarray, confidence: float) -> list[str]:
+    """The report's note when the exact test decides some metric: the fewest queries that
+    changed in a gated metric that changed at all, when that is at most :data:`EXACT_MAX`."""
+    changed = [int(k) for k in (np.abs(diffs) > 1e-12).sum(0) if k]
+    return (
+        [small_set_note(min(changed), confidence)] if changed and min(changed) <= EXACT_MAX else []
+    )
+
+
+__all__ = [
+    "EXACT_MAX",
+    "few_changed",
+    "fewest_queries",
+    "sign_flip_p",
+    "significant",
+    "small_set_note",
+    "too_few",
+]

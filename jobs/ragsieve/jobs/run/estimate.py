@@ -206,12 +206,12 @@ def audit_shares(passes: Iterable[tuple[str, float]]) -> dict[str, float]:
     return {s: round(w / whole, 6) for s, w in sorted(total.items())} if whole else {}
 
 
-def unaudited_share(
+def unaudited(
     labels: Sequence[ReviewLabel], pass_shares: Mapping[str, float] | None
-) -> float:
-    """The share of the passes in audit strata no reviewed audit speaks for."""
+) -> dict[str, float]:
+    """The audit strata holding passes that no reviewed audit speaks for, with their shares."""
     seen = {lab.stratum for lab in labels if lab.outcome in ("tn", "fn")}
-    return sum(pi for s, pi in (pass_shares or {}).items() if pi > 0 and s not in seen)
+    return {s: pi for s, pi in (pass_shares or {}).items() if pi > 0 and s not in seen}
 
 
 def _ppi(
@@ -252,6 +252,8 @@ def judge_quality(
     share audited): the false-omission rate, and so the corrected rates, wait for a reviewed
     audit in each stratum (``unaudited_pass_share`` says how much is waiting).
     """
+    pass_shares = pass_shares or None  # a run with no pass: every audit stands for passes
+    waiting = unaudited(labels, pass_shares)
     w: dict[str, list[float]] = {o: [] for o in OUTCOMES}
     for lab in labels:
         if lab.outcome not in w:
@@ -273,7 +275,8 @@ def judge_quality(
         "raw_failure_rate": raw,
         "failure_rate_ppi": _ppi(raw, raw_ci, raw_variance, labels, pass_shares),
         "corrected_failure_rate": None,
-        "unaudited_pass_share": round(unaudited_share(labels, pass_shares), 6),
+        "unaudited_pass_share": round(sum(waiting.values()), 6),
+        "unaudited_strata": sorted(waiting),
     }
     ppv = fomr = None
     if w["tp"] or w["fp"]:
@@ -340,6 +343,6 @@ __all__ = [
     "judge_quality",
     "pct",
     "rate_line",
-    "unaudited_share",
+    "unaudited",
     "wilson",
 ]

@@ -330,10 +330,14 @@ def _summary_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+_STRATA = {"random": "the ones the judges were sure of", "uncertain": "the uncertain ones"}
+
+
 def _quality_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:
     c = q.get("corrected_failure_rate")
     waiting = q.get("unaudited_pass_share") or 0.0
-    why = f"; none speaks for {pct(waiting)} of passes, the judges' sure ones" if waiting else ""
+    which = " and ".join(_STRATA.get(s, s) for s in q.get("unaudited_strata") or ())
+    why = f"; none speaks for {pct(waiting)} of passes, {which}" if waiting else ""
     ci = f"95% CI {pct(c['ci_low'])} - {pct(c['ci_high'])}" if c else ""
     corrected = (
         f"{pct(c['estimate'])} ({ci}, conservative box)"

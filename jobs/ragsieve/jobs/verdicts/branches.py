@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES, USER_ROLES
+from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES
 from ragsieve.evaluators.judges.offline.text.asked import asked_gap
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.corpus import CorpusHit
@@ -37,7 +37,6 @@ ATTRIBUTE_GAP = 0.15
 # share of what the prompt holds of the question (weighted) the missed page must hold too: it is
 # about the prompt's topic and holds more, not another subject worded like the question
 TOPIC_KEPT = 0.9
-TURN_ROLES = USER_ROLES | ASSISTANT_ROLES  # the conversation's turns the model was shown
 
 
 def missed_attribute(
@@ -49,13 +48,14 @@ def missed_attribute(
     follow-up read with words carried from earlier turns, what is asked is the turn as
     ``typed``: the carried words name the earlier subject (the topic), which the prompt's chunk
     may word otherwise; they are not the attribute this turn asks for. Nor is what the
-    conversation's earlier turns said, which the model was shown with the chunks ("No Time to
-    Die" in "When did No Time to Die first start filming?" after a turn on its premiere): they
-    count with the prompt's chunks."""
+    assistant's earlier replies said, which the model was shown with the chunks ("No Time to
+    Die" in "When did No Time to Die first start filming?" after a reply on its premiere): they
+    count with the prompt's chunks. The user's own earlier questions give the model nothing: a
+    question asked again keeps its missed page."""
     if hit is None:
         return ()
     prompt = [d.content or "" for d in it.context if d.content]
-    said = [m.content for m in it.chat_history if m.role in TURN_ROLES and m.content.strip()]
+    said = [m.content for m in it.chat_history if m.role in ASSISTANT_ROLES and m.content.strip()]
     gap = asked_gap(typed or question, [*prompt, *said], hit.window)
     if gap.share < ATTRIBUTE_GAP or gap.kept < TOPIC_KEPT - 1e-9:
         return ()
