@@ -134,10 +134,7 @@ def _review(store: Store, done: list[tuple[Decision, str]]) -> None:
 
 
 def test_the_report_names_the_audit_stratum_still_waiting_and_a_run_without_passes_pools() -> None:
-    from ragsieve.jobs.run.report import (
-        _quality_rows,
-        render_table,  # noqa: F401  (the table's own wording)
-    )
+    from ragsieve.jobs.run.report import _quality_rows
 
     flags = [ReviewLabel("f1", "tp"), ReviewLabel("f2", "fp")]
     sure = [ReviewLabel("a1", "tn", 20.0, "random")]
