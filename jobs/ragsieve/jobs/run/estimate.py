@@ -25,9 +25,12 @@ interval [lo, hi]; the covered strata's own estimate is reported apart under ``c
 
 Judge quality. People review flagged traces (accepted = a real failure; rejected as a false
 alarm = the judge's false positive; duplicate / out-of-scope / other rejections say nothing about
-the judge and are left out) and a random audit share of passes (a real pass, or a failure the
-judge missed). Weighted by ``1 / inclusion probability`` these give the judge's precision
-``PPV = P(real failure | flagged)`` and false-omission rate ``FOR = P(real failure | passed)``,
+the judge and are left out) and audited passes (a real pass, or a failure the judge missed):
+every pass a judge was uncertain of, and a random share of the others, two audit strata.
+Weighted by ``1 / inclusion probability`` these give the judge's precision
+``PPV = P(real failure | flagged)`` and false-omission rate ``FOR = P(real failure | passed)``
+(the strata's rates weighed by their shares of the run's passes, unknown while a stratum
+holding passes has no reviewed audit),
 so with the raw weighted rate q the corrected failure rate is ``pi = q*PPV + (1-q)*FOR``, the
 judge's true-positive rate (sensitivity) ``q*PPV/pi`` and false-positive rate
 ``q*(1-PPV)/(1-pi)``. It is the Rogan-Gladen correction ``pi = (q - FPR) / (TPR - FPR)`` with

@@ -293,7 +293,8 @@ def failure_pieces(
 ) -> tuple[Piece, ...]:
     """The evidence beyond the judges a failure's root cause weighs (:mod:`gather`); for a
     retrieval failure the rule already pinned on a missed chunk, only a reply that belongs to
-    another conversation (:func:`branches.off_conversation`), which no page explains.
+    another conversation (:func:`branches.off_conversation`), which no page explains, and one that
+    goes on from the chunk the last reply came from (``goes_on``).
 
     A page the retriever missed explains an answer only if the answer answers the question: "the
     model had it from a page the prompt lacked" (``answer_source``) and "a page answers better

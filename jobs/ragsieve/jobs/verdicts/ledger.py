@@ -110,8 +110,10 @@ those wrong.
 ``off_conversation`` weighs 1.5 by a stated principle, not a fit: the rule's weight plus the
 margin. The rule's ``retrieval`` and ``no_answer_expected`` read the answer as one given to this
 question; a reply that belongs to another conversation voids that reading (as an answer off the
-question voids ``answer_source`` and ``rival``), so alone it states ``generation``, and
-evidence for the retriever beside it (``dropped``, ``golden``) leaves the cause open again.
+question voids ``answer_source`` and ``rival``), so alone it states ``generation``. Beside the
+rule's ``retrieval``, a ``dropped`` chunk (1 + 1.5 against 1.5) still states ``retrieval`` and a
+``golden`` one (1 + 0.8) leaves it ``undetermined``; beside ``no_answer_expected``, ``dropped``
+ties it with ``generation``: ``undetermined``.
 No licence-clean trace has a conversation, so no licence-clean refit can weigh it (nor
 ``goes_on``). ``goes_on`` weighs 1.0 by the principle of ``near_refusal``: the context judge's
 "no chunk answers" and answer relevance's "the answer goes on from this chunk" are two readings
