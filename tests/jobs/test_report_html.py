@@ -208,3 +208,17 @@ def test_an_empty_history_still_writes_a_page(tmp_path: Path, store: Store) -> N
     assert "from 0 runs" in page and "No new failure categories" in page
     bad = CliRunner().invoke(cli, ["report", "--store", store.url, "--since", "3x", "--html", "x"])
     assert bad.exit_code == 2 and "Invalid value for '--since': duration '3x'" in bad.output
+
+
+def test_a_category_no_longer_new_leaves_the_reports_new_categories() -> None:
+    # announced in the first run; a reviewer rejected its failures (or the golden set covered
+    # it), so the latest run lists it no more: the page's "new categories" is what is new now
+    from ragsieve.jobs.history.runs import RunRecord
+    from ragsieve.jobs.report.data import collect
+
+    office = {"category": "c1", "name": "office / lisbon", "failures_seen": 3}
+    ports = {"category": "c2", "name": "ports", "failures_seen": 4}
+    first = RunRecord("r1", 1.0, 2.0, {"golden": {"new_categories": [office, ports]}})
+    later = RunRecord("r2", 3.0, 4.0, {"golden": {"new_categories": [ports]}})
+    assert [c["category"] for c in collect([first]).categories] == ["c2", "c1"]
+    assert [c["category"] for c in collect([first, later]).categories] == ["c2"]

@@ -95,12 +95,18 @@ def _cells(runs: Sequence[RunRecord]) -> dict[str, dict[str, Rate]]:
 def _categories(
     runs: Sequence[RunRecord], first_seen: Mapping[str, datetime]
 ) -> list[dict[str, Any]]:
-    """New categories: first seen when (its first candidate, else its first run in the window),
-    their latest size and examples."""
+    """Categories new now (in the latest run's list, which names every category still new: one a
+    reviewer's rejections or the golden set have since covered is left out), first seen when (its
+    first candidate, else its first run in the window), their latest size and examples."""
+    listed = [r for r in runs if "new_categories" in (r.report.get("golden") or {})]
+    latest = listed[-1].report["golden"]["new_categories"] or () if listed else ()
+    now = {str(c.get("category")) for c in latest}
     seen: dict[str, dict[str, Any]] = {}
     for run in runs:
         for c in (run.report.get("golden") or {}).get("new_categories") or ():
             key = str(c.get("category"))
+            if listed and key not in now:
+                continue
             first = first_seen.get(key, run.started)
             entry = seen.setdefault(key, {"first_seen": first, "category": key})
             entry.update(
