@@ -264,8 +264,9 @@ def _yes_no_to_elliptic(asked: JudgedQuestion, answer: str) -> bool:
         return False
     if len(content_words(_YES_NO.sub(" ", fold(answer), count=1))) > SHORT_ANSWER_WORDS:
         return False
-    vecs = embed([asked.text, answer[:MAX_ANSWER_CHARS]])
-    return _stays_on(answer, asked.text, float(vecs[1] @ vecs[0]))
+    # near in meaning to the turn as typed or as rewritten ("¿Son más caras?")
+    vecs = embed([asked.text, asked.typed, answer[:MAX_ANSWER_CHARS]])
+    return _stays_on(answer, asked.text, float(max(vecs[:2] @ vecs[2])))
 
 
 def _limits(
