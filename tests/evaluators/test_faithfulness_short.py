@@ -78,10 +78,36 @@ async def test_naming_the_documentation_that_lacks_the_answer_is_an_abstention(a
 
 @pytest.mark.parametrize(
     "denial",
-    ["The data plan does not include roaming.", "The guide tour does not include lunch."],
+    [  # what a product's documentation, FAQ or data holds is a claim about the product
+        "No, the documentation does not include a printed manual.",
+        "Our docs do not include Python 2 support.",
+        "The FAQ doesn't include weekends.",
+        "The knowledge base does not contain articles older than 2020.",
+        "The documents we received do not include your signature.",
+        "The data plan does not include roaming.",
+        "Mobile data does not include roaming.",
+    ],
 )
 def test_a_denial_about_a_thing_named_like_a_source_is_a_claim(denial):
     assert not is_abstention(denial)
+
+
+@pytest.mark.parametrize(
+    "decline",
+    [
+        "The documentation that I have does not mention it.",
+        "La documentación que tengo no menciona oficinas.",
+        "The passages do not contain the answer.",
+        "The documents do not provide information about the fee.",
+    ],
+)
+def test_the_sources_named_as_the_assistants_or_lacking_the_answer_decline(decline):
+    assert is_abstention(decline)
+
+
+async def test_anytime_is_an_answer_not_courtesy():
+    r = await faithfulness("When can I call?", STORE, "Anytime.")
+    assert r.label == "unfaithful", r.explanation
 
 
 async def test_a_clause_joined_by_and_is_a_claim_of_its_own():

@@ -113,7 +113,8 @@ def test_a_tiny_eval_set_cannot_call_a_regression_but_its_floors_hold() -> None:
     assert (check.ci_low, check.ci_high) == (-1.0, -1.0) and check.status == "pass"
     assert (
         one.passed
-        and "1 query changed: no change can be significant at 95% on fewer than 6" in one.notes[-1]
+        and "recall@1: 1 query changed: no change can be significant at 95% on fewer than 6"
+        in one.notes[-1]
     )
     floored = compare(
         results({"recall@1": [1.0]}),
@@ -127,7 +128,7 @@ def test_a_tiny_eval_set_cannot_call_a_regression_but_its_floors_hold() -> None:
     six = compare(results({"mrr": [1.0] * 6}), results({"mrr": [0.5] * 6}), GatePolicy())
     assert not six.passed and six.checks[0].status == "regression"
     assert six.notes == [
-        "6 queries changed: a regression or improvement also needs an exact sign-flip test"
+        "mrr: 6 queries changed: a regression or improvement also needs an exact sign-flip test"
     ]
     # and an improvement on one query is no more significant than a regression
     better = compare(results({"mrr": [0.0]}), results({"mrr": [1.0]}), GatePolicy())
@@ -152,6 +153,19 @@ def test_a_large_set_where_few_queries_changed_is_read_by_the_changed_ones() -> 
     assert not eight.passed and eight.checks[0].status == "regression"
 
 
+def test_each_note_names_the_metrics_the_exact_test_decided() -> None:
+    base = results({"recall@5": [1.0] * 100, "mrr": [1.0] * 100})
+    cand = results({"recall@5": [0.0] * 40 + [1.0] * 60, "mrr": [0.0] + [1.0] * 99})
+    report = compare(base, cand, GatePolicy())
+    recall, mrr = report.checks
+    assert recall.status == "regression" and mrr.status == "pass" and not report.passed
+    assert report.notes == [
+        "mrr: 1 query changed: no change can be significant at 95% on fewer than 6 (exact"
+        " sign-flip test), so none is called a regression or an improvement; floors and"
+        " protected categories still apply"
+    ]
+
+
 def test_a_tiny_holdout_cannot_call_a_change_either() -> None:
     def holdout(value: float) -> EvalResults:
         return EvalResults(
@@ -163,7 +177,21 @@ def test_a_tiny_holdout_cannot_call_a_change_either() -> None:
 
     report = compare(holdout(1.0), holdout(0.0), GatePolicy(), role="holdout")
     assert report.passed and report.checks[0].status == "pass"
-    assert "1 query: no change can be significant" in report.notes[-1]
+    assert "holdout of 1 query per run: no change can be significant" in report.notes[-1]
+
+    # four per run can differ (2 / C(8, 4) = 0.029): the interval decides
+    def spread(value: float, n: int) -> EvalResults:
+        return EvalResults(
+            metrics={"mrr": value},
+            aggregate_only=True,
+            spread={"mrr": {"n": n, "sd": 0.01}},
+            roles=["holdout"],
+        )
+
+    four = compare(spread(0.9, 4), spread(0.1, 4), GatePolicy(), role="holdout")
+    assert not four.passed and four.checks[0].status == "regression"
+    three = compare(spread(0.9, 3), spread(0.1, 3), GatePolicy(), role="holdout")
+    assert three.passed and "fewer than 4 (exact permutation bound)" in three.notes[-1]
 
 
 def test_unpaired_queries_and_versions_are_noted() -> None:

@@ -142,6 +142,9 @@ def test_the_report_names_the_audit_stratum_still_waiting_and_a_run_without_pass
     assert q["unaudited_strata"] == ["uncertain"] and q["corrected_failure_rate"] is None
     rows = dict(_quality_rows(q))
     assert "none speaks for 10.0% of passes, the uncertain ones" in rows["corrected failure rate"]
-    # a run that decided no pass has no stratum to weigh: no made-up 0% miss rate
-    none = judge_quality(None, None, flags, None, {})
-    assert none["false_omission_rate"] is None and none["unaudited_strata"] == []
+    # a run that decided no pass: no miss rate to show, the rate is the flags' precision
+    flagged = [ReviewLabel(f"t{i}", "tp") for i in range(8)] + [ReviewLabel("f", "fp")]
+    all_failed = judge_quality(1.0, (0.72, 1.0), flagged, None, {})
+    assert all_failed["false_omission_rate"] is None and all_failed["unaudited_strata"] == []
+    assert all_failed["corrected_failure_rate"]["estimate"] == pytest.approx(8 / 9, abs=1e-6)
+    assert all_failed["failure_rate_ppi"]["estimate"] == pytest.approx(8 / 9, abs=1e-6)

@@ -139,6 +139,8 @@ def _goes_before(exc: click.UsageError) -> str | None:
         return None
     root = exc.ctx.find_root()
     for p in root.command.params:
+        if p.is_eager:  # --version, --help: they act alone, before any command
+            continue
         if isinstance(p, click.Option) and exc.option_name in (*p.opts, *p.secondary_opts):
             value = "" if p.is_flag else " " + (p.metavar or _metavar(p))
             rest = exc.ctx.command_path.removeprefix(root.command_path).strip()

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+import ragsieve.evaluators.gate.exact as sign_flip
 from ragsieve.evaluators.errors import GateError
-from ragsieve.evaluators.gate import exact as sign_flip
 from ragsieve.evaluators.gate.experiments import (
     Change,
     changes_warning,
@@ -214,7 +214,7 @@ def _paired(
     )
     diff, p_exact = (cand - base).mean(0), sign_flip.sign_flip_p(cand - base)
     stats = _Stats(len(ids), base.mean(0), cand.mean(0), diff, low, high, (base, cand), p_exact)
-    return stats, ids, notes + sign_flip.few_changed(cand - base, policy.confidence)
+    return stats, ids, notes + sign_flip.few_changed(cand - base, policy.confidence, metrics)
 
 
 def _matrix(

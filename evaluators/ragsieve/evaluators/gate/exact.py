@@ -18,6 +18,7 @@ alone decides (the gate's other test), which is reliable there.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -58,12 +59,26 @@ def significant(p_exact: np.ndarray | None, j: int, confidence: float) -> bool:
     return p_exact is None or bool(np.isnan(p_exact[j]) or p_exact[j] < 1.0 - confidence)
 
 
+def fewest_unpaired(confidence: float) -> int:
+    """The fewest queries per run on which two unpaired runs can differ significantly: the most
+    extreme of the ``C(2n, n)`` ways to split their ``2n`` values gives ``p = 2 / C(2n, n)``."""
+    n = 1
+    while 2.0 / math.comb(2 * n, n) >= 1.0 - confidence:
+        n += 1
+    return n
+
+
 def too_few(n: int, metrics: int, confidence: float) -> tuple[np.ndarray | None, list[str]]:
-    """For an unpaired (holdout) comparison of ``n`` queries: p = 1 for every metric and the
-    note when ``n`` is too few for any change to be significant, else no exact test."""
-    if n >= fewest_queries(confidence):
+    """For an unpaired (holdout) comparison of ``n`` queries per run: p = 1 for every metric and
+    the note when ``n`` is too few for any change to be significant, else no exact bound."""
+    least = fewest_unpaired(confidence)
+    if n >= least:
         return None, []
-    return np.ones(metrics), [small_set_note(n, confidence).replace(" changed:", ":", 1)]
+    return np.ones(metrics), [
+        f"holdout of {n} quer{'y' if n == 1 else 'ies'} per run: no change can be significant at"
+        f" {confidence:.0%} on fewer than {least} (exact permutation bound), so none is called a"
+        " regression or an improvement; floors and protected categories still apply"
+    ]
 
 
 def small_set_note(changed: int, confidence: float) -> str:
@@ -78,19 +93,21 @@ def small_set_note(changed: int, confidence: float) -> str:
     return f"{what} changed: a regression or improvement also needs an exact sign-flip test"
 
 
-def few_changed(diffs: np.ndarray, confidence: float) -> list[str]:
-    """The report's note when the exact test decides some metric: the fewest queries that
-    changed in a gated metric that changed at all, when that is at most :data:`EXACT_MAX`."""
-    changed = [int(k) for k in (np.abs(diffs) > 1e-12).sum(0) if k]
-    return (
-        [small_set_note(min(changed), confidence)] if changed and min(changed) <= EXACT_MAX else []
-    )
+def few_changed(diffs: np.ndarray, confidence: float, metrics: Sequence[str]) -> list[str]:
+    """The report's notes for the metrics the exact test decides (at most :data:`EXACT_MAX` of
+    their queries changed, at least one), grouped by how many changed, each naming its metrics."""
+    by_k: dict[int, list[str]] = {}
+    for m, k in zip(metrics, (np.abs(diffs) > 1e-12).sum(0), strict=True):
+        if 0 < k <= EXACT_MAX:
+            by_k.setdefault(int(k), []).append(m)
+    return [f"{', '.join(ms)}: {small_set_note(k, confidence)}" for k, ms in sorted(by_k.items())]
 
 
 __all__ = [
     "EXACT_MAX",
     "few_changed",
     "fewest_queries",
+    "fewest_unpaired",
     "sign_flip_p",
     "significant",
     "small_set_note",

@@ -75,6 +75,8 @@ def passed_share(
     passes = [x for x in labelled if not x.judge_failed]
     if pass_shares is None:
         return _share([(x.weight, x.failed) for x in passes], z)
+    if not pass_shares:  # no pass at all: none to miss a failure among
+        return 0.0, 0.0, 0.0
     rate = var = n_eff = 0.0
     for stratum, pi in pass_shares.items():
         if pi <= 0:

@@ -255,7 +255,7 @@ def judge_quality(
     share audited): the false-omission rate, and so the corrected rates, wait for a reviewed
     audit in each stratum (``unaudited_pass_share`` says how much is waiting).
     """
-    pass_shares = pass_shares or None  # a run with no pass: every audit stands for passes
+    no_pass = pass_shares is not None and not pass_shares  # every decided trace failed
     waiting = unaudited(labels, pass_shares)
     w: dict[str, list[float]] = {o: [] for o in OUTCOMES}
     for lab in labels:
@@ -291,6 +291,9 @@ def judge_quality(
         fomr, f_ci = passed
         out["false_omission_rate"] = round(fomr, 6)
         out["false_omission_rate_ci"] = [round(f_ci[0], 6), round(f_ci[1], 6)]
+    if no_pass:  # no pass to miss a failure among: the rate is the flags' precision alone
+        out["false_omission_rate"] = out["false_omission_rate_ci"] = None
+        fomr, f_ci = 0.0, (0.0, 0.0)
     if raw is not None and ppv is not None and fomr is not None:
         out.update(_corrected(raw, raw_ci or (raw, raw), (ppv, ppv_ci), (fomr, f_ci)))
     return out

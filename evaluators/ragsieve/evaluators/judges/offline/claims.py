@@ -19,11 +19,23 @@ _SRC_ES = (
     r"(?:contexto|documentos?|documentaci[oó]n|textos?|fuentes?|informaci[oó]n|datos"
     r"|art[ií]culos?|base de conocimientos?|preguntas frecuentes)"
 )
-# which sources: "the documentation I have", "the pages provided to me", "la información disponible"
-_SRC_WORDS = (
-    r"(?: (?:(?:i|we) (?:have|was given|were given|received|can see|found)|(?:tengo|tenemos)"
-    r"|(?:provided|available|given|retrieved|shared|above|here|at hand|proporcionad[ao]s?"
-    r"|disponibles?)(?: to (?:me|us))?))?"
+# the nouns that name only what the model was given: any verb ("the context does not include it")
+_SRC_GIVEN = r"(?:context|passages?|excerpts?|sources?|provided text)"
+_SRC_GIVEN_ES = r"(?:contexto|pasajes?|fuentes?|fragmentos?)"
+# which sources: "the documentation (that) I have", "the pages provided to me", "la que tengo"
+_SRC_WHICH = (
+    r" (?:(?:that |which |que )?(?:(?:i|we) (?:have|was given|were given|can see|found)"
+    r"|tengo|tenemos)|(?:provided|available|given|retrieved|shared|above|here|at hand"
+    r"|proporcionad[ao]s?|disponibles?)(?: to (?:me|us))?)"
+)
+_NOT = r" (?:does not|do not|did not|doesn't|don't|didn't)"
+# a speech verb says what a text says; a content verb also says what a product includes ("The
+# documentation does not include a printed manual"), so it needs the sources named as such or
+# the answer as its object
+_SPEECH = r" (?:mention|say|specify|state|address|indicate)"
+_CONTENT = r" (?:contain|include|provide|give|cover|have)"
+_ANSWER_OBJ = (
+    r" (?:the |an |any |this |that |such |enough )?(?:answer|information|details?|specifics)"
 )
 _ABSTAIN = re.compile(
     r"\b("
@@ -41,18 +53,19 @@ _ABSTAIN = re.compile(
     r"|(?:is|are|was|were) not (?:specifically |explicitly |directly |clearly )?(?:mentioned"
     r"|provided|specified|stated|available|given|included) in the (?:\w+ )?"
     + _SRC
-    + r"|"
-    + _SRC
-    + _SRC_WORDS
-    + r" (?:does not|do not|did not|doesn't|don't|didn't) (?:mention|say|specify"
-    r"|contain|include|provide|state|give|cover|address)"
+    + rf"|{_SRC_GIVEN}(?:{_SRC_WHICH})?{_NOT}(?:{_SPEECH}|{_CONTENT})"
+    + rf"|{_SRC}(?:{_SRC_WHICH})?{_NOT}{_SPEECH}"
+    + rf"|{_SRC}{_SRC_WHICH}{_NOT}{_CONTENT}"
+    + rf"|{_SRC}{_NOT}{_CONTENT}{_ANSWER_OBJ}"
     r"|no (?:tengo|dispongo de|cuento con|hay) (?:esa |suficiente |la |ninguna )?informaci[oó]n"
     r"|no (?:lo )?s[eé](?=\s*(?:[.,;:!?]|$)|\s+(?:la respuesta|si|cual|que|como|cuando|donde)\b)"
     r"|no (?:puedo|pude) (?:responder|encontrar|determinar|confirmar|decir|dar)"
     r"|no se (?:menciona|especifica|indica|proporciona)"
     r"|no (?:hay|existe) informaci[oó]n"
-    r"|" + _SRC_ES + _SRC_WORDS + r" no (?:menciona|incluye|contiene|dice|especifica|proporciona"
-    r"|indica)n?"
+    + rf"|{_SRC_GIVEN_ES}(?:{_SRC_WHICH})? no (?:menciona|incluye|contiene|dice|especifica"
+    r"|proporciona|indica)n?"
+    + rf"|{_SRC_ES}(?:{_SRC_WHICH})? no (?:menciona|dice|especifica|indica)n?"
+    + rf"|{_SRC_ES}{_SRC_WHICH} no (?:incluye|contiene|proporciona)n?"
     r")",
 )
 # Text that addresses the judge instead of the user: content must stay data.

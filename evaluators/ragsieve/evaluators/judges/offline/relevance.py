@@ -20,7 +20,6 @@ from ragsieve.evaluators.judges.offline.context import (
     question_terms,
 )
 from ragsieve.evaluators.judges.offline.conversation import (
-    SELF_CONTAINED_WORDS,
     JudgedQuestion,
     in_user_voice,
     judged_question,
@@ -29,15 +28,22 @@ from ragsieve.evaluators.judges.offline.conversation import (
 from ragsieve.evaluators.judges.offline.sources import (
     HEADING_SHARE,
     HEADING_TYPED,
+    MAX_ANSWER_CHARS,
     OFF_CONVERSATION_SCORE,
+    REQUEST,
+    SHORT_ANSWER_WORDS,
+    WH_OPENING,
     WRONG_SOURCE_SCORE,
+    YES_NO,
     answer_sources,
     continues_last_reply,
     fits_turn,
     heading_match,
     leaves_conversation,
+    stays_on,
     term_coverage,
     wrong_source,
+    yes_no_to_elliptic,
 )
 from ragsieve.evaluators.judges.offline.text.question import answers_type, expected_type
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
@@ -64,14 +70,12 @@ _HEDGE = re.compile(
 )
 
 
-MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
 MEANING_FLOOR = 0.05  # question-answer cosine at or below this: about something else
 MEANING_SPAN = 0.25  # ... and at floor + span: clearly about the question
 MISSING_TYPE_FACTOR = 0.7
 ABOUT_ELSE = 0.3  # addressed below this: the answer is about something else than the question
 GOES_ON_ADDRESSED = 0.6  # a reply going on from the last reply's passage addresses a follow-up
 MEANING_SHARE = 0.7  # closeness in meaning alone (the same topic) is not a full answer
-SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
 SHORT_TYPED_ADDRESSED = 0.6
 RESTATED_SHARE = 0.9  # an answer restating a passage sentence addresses what that sentence does
 RESTATED_MIN = 0.5  # ... when the sentence holds most of the question's key terms
@@ -83,32 +87,6 @@ OWN_TERM_RARITY = 1.0  # a follow-up's word this rare names what it asks (as in 
 # name or a number can answer it, as it cannot answer "how do I ...?" or "can I ...?"; Spanish
 # marks the question word ("qué", "cuál"; "que" is also "that"), and "¿cómo llamó ...?" asks a name
 _OPEN_WH = re.compile(r"\b(?:what|which|qué|cuál|cuáles|cómo (?:se )?llam\w*)(?!\w)")
-# a question that does not open with a question word asks whether ("Can I still use it?",
-# "¿Puedo pagar con tarjeta?"; "Can I pay when I arrive?"): a reply that opens with yes or no
-# answers it. Question words are read where they open a question or a clause after a comma,
-# unaccented ("Como pido cita?"), where "que" / "como" cannot mean "that" / "as"
-_WH = re.compile(
-    r"(?:^\W*(?:(?:and|so|but|ok|okay|also|then|y|pero|entonces)\W+)?|,\s*|¿)"
-    r"(?:what|which|who|whom|whose|where|when|why|how|que|cual|cuales|quien|quienes|donde"
-    r"|cuando|como|cuanto|cuanta|cuantos|cuantas|por que)\b"
-)
-_REQUEST = re.compile(r"^\W*(?:please\s+)?(?:list|tell|give|show|explain|describe|dime|explica)\b")
-# "yes" opens an answer however it goes on; "no" and "sí" only before a pause ("Si pagas con
-# tarjeta" is "if", "No information is given" is no answer)
-YES_NO_TAIL_WORDS = 2  # content words a bare yes or no may carry on with ("Yes, you can.")
-YES_NO_MEANING = 0.15  # ... or any, when the reply is this near the question in meaning
-_YES_NO = re.compile(r"^\W*(?:yes|yeah|yep)\b|^\W*(?:no|nope|si)\s*(?:[,.!;]|$)")
-
-
-def _stays_on(reply: str, question: str, cosine: float | None) -> bool:
-    """A yes or no that goes on about the question, or hardly goes on: "Yes, you can.", "No, the
-    fee is waived.", "Yes, pets are welcome on a leash." (to "Can I bring my dog?": near in
-    meaning); "No, we don't need that kind of information." answers nothing asked."""
-    rest = content_words(_YES_NO.sub(" ", fold(reply), count=1))
-    if len(rest) <= YES_NO_TAIL_WORDS or (cosine is not None and cosine >= YES_NO_MEANING):
-        return True
-    asked = question_terms(question)  # what it asks about, not how ("need", "puedo")
-    return any(key(w) in asked for w in rest)
 
 
 def _direct_answer(
@@ -120,7 +98,7 @@ def _direct_answer(
     asked = question.casefold()
     open_wh = kind is None and bool(_OPEN_WH.search(asked))
     plain = fold(question)
-    whether = kind is None and not _WH.search(plain) and not _REQUEST.search(plain)
+    whether = kind is None and not WH_OPENING.search(plain) and not REQUEST.search(plain)
     for sent in sents:
         claim = strip_attribution(sent)
         if len(content_words(claim)) > SHORT_ANSWER_WORDS:
@@ -131,7 +109,7 @@ def _direct_answer(
             return True  # "genetic branches." defines "what are clades?" in a noun phrase
         if open_wh and (entities(" x " + claim) or numbers(claim)):
             return True
-        if whether and _YES_NO.search(fold(claim)) and _stays_on(claim, question, cosine):
+        if whether and YES_NO.search(fold(claim)) and stays_on(claim, question, cosine):
             return True  # "Yes, you can."
     return False
 
@@ -248,27 +226,6 @@ def _notes(ev: Mapping[str, Any], passed: bool = False) -> list[str]:
     return notes
 
 
-def _yes_no_to_elliptic(asked: JudgedQuestion, answer: str) -> bool:
-    """A reply opening with yes or no to a follow-up that asks whether and leans on the
-    conversation ("¿Son más caras?" "Sí, 0,20 euros más por minuto."): the turn names too little
-    of its own to stand alone, so the reply has little of it to share, the yes or no answers it,
-    and what follows is a short answer (:data:`SHORT_ANSWER_WORDS`) that stays on the question
-    (:func:`_stays_on`: hardly goes on, or near it in meaning). "Yes. The bike must be reported
-    within 24 hours or the rider pays 450 euros." to "Does it cost the same for children?" is
-    judged as any reply is."""
-    plain = fold(asked.typed)
-    if not asked.follows_up or _WH.search(plain) or _REQUEST.search(plain):
-        return False
-    first = (sentences(answer) or [answer])[0]
-    if len(content_words(asked.typed)) >= SELF_CONTAINED_WORDS or not _YES_NO.search(fold(first)):
-        return False
-    if len(content_words(_YES_NO.sub(" ", fold(answer), count=1))) > SHORT_ANSWER_WORDS:
-        return False
-    # near in meaning to the turn as typed or as rewritten ("¿Son más caras?")
-    vecs = embed([asked.text, asked.typed, answer[:MAX_ANSWER_CHARS]])
-    return _stays_on(answer, asked.text, float(max(vecs[:2] @ vecs[2])))
-
-
 def _limits(
     asked: JudgedQuestion,
     answer: str,
@@ -296,7 +253,7 @@ def _limits(
             # belongs (a reply that fits the statement is not said to leave it)
             return fit, {"leaves_conversation": True}, [*said, LEFT_NOTE]
         return fit, {}, said
-    if leaves_conversation(asked, answer, context) and not _yes_no_to_elliptic(asked, answer):
+    if leaves_conversation(asked, answer, context) and not yes_no_to_elliptic(asked, answer):
         return min(score, OFF_CONVERSATION_SCORE), {"leaves_conversation": True}, [LEFT_NOTE]
     found = None if abstained else wrong_source(asked.text, answer, context)
     if found is None:
@@ -354,7 +311,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-17:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-18:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning

@@ -4,7 +4,9 @@ the retrieved chunk it was taken from when that chunk does not hold what the que
 Both read the retrieved context beside the answer, which answer relevance otherwise does not:
 a title that matches the question shows that the answer addresses it in the page's words, and an
 answer taken from a passage that does not answer, beside one that clearly does, is off the
-question however close in topic.
+question however close in topic. A reply's place in the conversation is read here too: whether
+it leaves the conversation, and whether a yes or no answers a question that asks whether
+(:func:`stays_on`, :func:`yes_no_to_elliptic`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ragsieve.evaluators.judges.offline.context import chunk_evidence, question_terms
-from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES, JudgedQuestion
+from ragsieve.evaluators.judges.offline.conversation import (
+    ASSISTANT_ROLES,
+    SELF_CONTAINED_WORDS,
+    JudgedQuestion,
+)
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
 from ragsieve.evaluators.judges.offline.text.text import (
     content_words,
+    fold,
     language,
     rarity,
     sentences,
@@ -254,6 +261,58 @@ def leaves_conversation(asked: JudgedQuestion, answer: str, context: list[str]) 
     return shared is not None and shared[1] >= OFF_CONVERSATION_WORDS and shared[0] < FIT_FLOOR
 
 
+MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
+SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
+
+# a question that does not open with a question word asks whether ("Can I still use it?",
+# "¿Puedo pagar con tarjeta?"; "Can I pay when I arrive?"): a reply that opens with yes or no
+# answers it. Question words are read where they open a question or a clause after a comma,
+# unaccented ("Como pido cita?"), where "que" / "como" cannot mean "that" / "as"
+WH_OPENING = re.compile(
+    r"(?:^\W*(?:(?:and|so|but|ok|okay|also|then|y|pero|entonces)\W+)?|,\s*|¿)"
+    r"(?:what|which|who|whom|whose|where|when|why|how|que|cual|cuales|quien|quienes|donde"
+    r"|cuando|como|cuanto|cuanta|cuantos|cuantas|por que)\b"
+)
+REQUEST = re.compile(r"^\W*(?:please\s+)?(?:list|tell|give|show|explain|describe|dime|explica)\b")
+# "yes" opens an answer however it goes on; "no" and "sí" only before a pause ("Si pagas con
+# tarjeta" is "if", "No information is given" is no answer)
+YES_NO_TAIL_WORDS = 2  # content words a bare yes or no may carry on with ("Yes, you can.")
+YES_NO_MEANING = 0.15  # ... or any, when the reply is this near the question in meaning
+YES_NO = re.compile(r"^\W*(?:yes|yeah|yep)\b|^\W*(?:no|nope|si)\s*(?:[,.!;]|$)")
+
+
+def stays_on(reply: str, question: str, cosine: float | None) -> bool:
+    """A yes or no that goes on about the question, or hardly goes on: "Yes, you can.", "No, the
+    fee is waived.", "Yes, pets are welcome on a leash." (to "Can I bring my dog?": near in
+    meaning); "No, we don't need that kind of information." answers nothing asked."""
+    rest = content_words(YES_NO.sub(" ", fold(reply), count=1))
+    if len(rest) <= YES_NO_TAIL_WORDS or (cosine is not None and cosine >= YES_NO_MEANING):
+        return True
+    asked = question_terms(question)  # what it asks about, not how ("need", "puedo")
+    return any(key(w) in asked for w in rest)
+
+
+def yes_no_to_elliptic(asked: JudgedQuestion, answer: str) -> bool:
+    """A reply opening with yes or no to a follow-up that asks whether and leans on the
+    conversation ("¿Son más caras?" "Sí, 0,20 euros más por minuto."): the turn names too little
+    of its own to stand alone, so the reply has little of it to share, the yes or no answers it,
+    and what follows is a short answer (:data:`SHORT_ANSWER_WORDS`) that stays on the question
+    (:func:`stays_on`: hardly goes on, or near it in meaning). "Yes. The bike must be reported
+    within 24 hours or the rider pays 450 euros." to "Does it cost the same for children?" is
+    judged as any reply is."""
+    plain = fold(asked.typed)
+    if not asked.follows_up or WH_OPENING.search(plain) or REQUEST.search(plain):
+        return False
+    first = (sentences(answer) or [answer])[0]
+    if len(content_words(asked.typed)) >= SELF_CONTAINED_WORDS or not YES_NO.search(fold(first)):
+        return False
+    if len(content_words(YES_NO.sub(" ", fold(answer), count=1))) > SHORT_ANSWER_WORDS:
+        return False
+    # near in meaning to the turn as typed or as rewritten ("¿Son más caras?")
+    vecs = embed([asked.text, asked.typed, answer[:MAX_ANSWER_CHARS]])
+    return stays_on(answer, asked.text, float(max(vecs[:2] @ vecs[2])))
+
+
 __all__ = [
     "answer_sources",
     "OFF_CONVERSATION_SCORE",
@@ -267,4 +326,13 @@ __all__ = [
     "heading_match",
     "term_coverage",
     "wrong_source",
+    "MAX_ANSWER_CHARS",
+    "REQUEST",
+    "SHORT_ANSWER_WORDS",
+    "WH_OPENING",
+    "YES_NO",
+    "YES_NO_MEANING",
+    "YES_NO_TAIL_WORDS",
+    "stays_on",
+    "yes_no_to_elliptic",
 ]

@@ -78,7 +78,7 @@ _META = re.compile(
     r"|(?:(?:sure|certainly|of course|absolutely|okay|ok|alright|all right|hello|hi|hey|great"
     r"|thanks|thank you|no problem|got it|understood|i see|oh|well|(?:that's|that is) too bad"
     r"|(?:you're|you are|you're very|you are very|you're most|you are most) welcome"
-    r"|(?:it was |it's |it is )?my pleasure|anytime|glad (?:i could|to) help|con gusto"
+    r"|(?:it was |it's |it is )?my pleasure|glad (?:i could|to) help|con gusto"
     r"|(?:es |fue )?un placer|a la orden|a tu servicio|a su servicio"
     r"|(?:i'm |i am )?sorry to hear (?:that|this)|claro|vale|hola|buenas|gracias|de nada|perfecto"
     r"|entendido|sin problema|por supuesto|vaya|qu[eé] pena|(?:lo )?siento (?:mucho )?"
