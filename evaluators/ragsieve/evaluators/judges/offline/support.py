@@ -20,6 +20,7 @@ import numpy as np
 from ragsieve.evaluators.judges.offline.text.reading import advice_verb
 from ragsieve.evaluators.judges.offline.text.spelling import (
     acronyms,
+    expands,
     spelled_out,
     written_acronyms,
 )
@@ -72,8 +73,9 @@ class Context:
     values: set[str]
     value_sents: dict[str, frozenset[int]]
     lang: str
-    acronyms: frozenset[str] = frozenset()  # initials of the context's names and terms
+    acronyms: frozenset[str] = frozenset()  # initials of the context's multi-word names
     written: frozenset[str] = frozenset()  # the acronyms the context writes ("SSO")
+    text: str = ""  # the context's sentences, for the terms an acronym may stand for
 
 
 def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
@@ -87,8 +89,9 @@ def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
         values=_with_decades(set().union(*(all_values(c) for _, c in chunks))),
         value_sents=_value_sentences(sents),
         lang=language(" ".join(c for _, c in chunks)),
-        acronyms=acronyms(" ".join(c for _, c in chunks), STOPWORDS),
+        acronyms=acronyms(" ".join(c for _, c in chunks)),
         written=written_acronyms(" ".join(c for _, c in chunks)),
+        text=" ".join(sents),
     )
 
 
@@ -368,18 +371,25 @@ def _written_out(name: str, claim: str, ctx: Context) -> bool:
     the singular ("ID"); or a word of a term the claim writes in full whose acronym the context
     writes ("sign" of "single sign-on" where the context says "SSO"). A word the context
     writes as it stands is found, not read as an acronym: it keeps its weight in the claim."""
-    if ctx.index.find(name).strength >= NAME_FOUND:
-        return False
-    if fold(name) in spelled_out(claim, ctx.written, STOPWORDS):
-        return True
+    read = fold(name) in spelled_out(claim, ctx.written, STOPWORDS) or _acronym_of(name, claim, ctx)
+    return read and ctx.index.find(name).strength < NAME_FOUND
+
+
+def _acronym_of(name: str, claim: str, ctx: Context) -> bool:
     upper = name.upper()
     if not 2 <= len(upper) <= 7:
         return False
-    if upper in ctx.acronyms and re.search(rf"\b{upper}\b", claim) is not None:
+    if re.search(rf"\b{upper}\b", claim) is not None and (
+        upper in ctx.acronyms or expands(upper, ctx.text, STOPWORDS)
+    ):
         return True
     single = upper[:-1]
     return (
         len(single) >= 2
         and re.search(rf"\b{single}s\b", claim) is not None
-        and (single in ctx.acronyms or ctx.index.find(single.lower()).strength >= NAME_FOUND)
+        and (
+            single in ctx.acronyms
+            or expands(single, ctx.text, STOPWORDS)
+            or ctx.index.find(single.lower()).strength >= NAME_FOUND
+        )
     )

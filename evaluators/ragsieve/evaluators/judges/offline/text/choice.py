@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ragsieve.evaluators.judges.offline.text.compare import options_or, picked_option
 from ragsieve.evaluators.judges.offline.text.spans import name_spans
 from ragsieve.evaluators.judges.offline.text.spelling import (
-    acronyms,
+    expands,
     spelled_out,
     written_acronyms,
 )
@@ -166,9 +167,12 @@ class Restriction:
     written: str  # the entity as the sentence writes it: "Enterprise plan", "plan Empresa"
 
 
-def restrictions(context: str) -> list[Restriction]:
+@lru_cache(maxsize=16)
+def restrictions(context: str) -> tuple[Restriction, ...]:
     """The context's sentences that restrict what they state to one named entity ("SAML single
     sign-on is available on the Enterprise plan only.")."""
+    if _ONLY_WORD.search(context) is None:
+        return ()
     out = []
     for sent in sentences(context):
         for pattern in (_ONLY_FIRST, _ONLY_AFTER):
@@ -181,7 +185,7 @@ def restrictions(context: str) -> list[Restriction]:
             written = f"{name} {kind}" if after else f"{kind} {name}" if before else name
             out.append(Restriction(sent, name, kind, fold(m["prep"] or ""), written))
             break
-    return out
+    return tuple(out)
 
 
 def _is_kind(word: str | None) -> bool:
@@ -230,10 +234,9 @@ def _restates(claim: str, r: Restriction, rival: str) -> bool:
     if not theirs or not ours:
         return False
     in_sentence = {stem(w) for w in words(r.sentence)}
-    spelled = acronyms(r.sentence, STOPWORDS)
     said = {stem(w) for w in words(claim)}
     said |= {stem(w) for w in spelled_out(r.sentence, written_acronyms(claim), STOPWORDS)}
-    ours_found = {s for s in ours if s in in_sentence or s.upper() in spelled}
+    ours_found = {s for s in ours if s in in_sentence or expands(s.upper(), r.sentence, STOPWORDS)}
     return max(_share(theirs, said), _share(ours, ours_found)) > RESTATED
 
 
@@ -260,7 +263,7 @@ def check_restriction(question: str, answer: str, context: str) -> ChoiceClash |
     ("only", "exclusively", "únicamente") to another of its kind ("Yes, SAML single sign-on is
     available on the Starter plan." where the context says "on the Enterprise plan only")."""
     said = _PARTICLE.sub("", answer.strip())
-    if _NEGATIVE.search(fold(answer.strip())):
+    if not restrictions(context) or _NEGATIVE.search(fold(answer.strip())):
         return None
     claims = sentences(said) if words(said) else []
     if _YES.match(fold(answer.strip())) and len(words(said)) <= 2:

@@ -102,10 +102,11 @@ def _term_spans(text: str, stopwords: frozenset[str]) -> list[list[str]]:
     return out
 
 
-def acronyms(text: str, stopwords: frozenset[str] = frozenset()) -> frozenset[str]:
-    """The acronyms ``text``'s multi-word names and terms may be written as (with and without
-    the initials of linking words): an answer's "US", "DOE" or "SSO" is then a name the text
-    does write ("United States", "Department of Education", "single sign-on")."""
+def acronyms(text: str) -> frozenset[str]:
+    """The acronyms ``text``'s multi-word names may be written as (with and without the
+    initials of linking words): an answer's "US" or "DOE" is then a name the text does write
+    ("United States", "Department of Education"). Terms of lower-case words are
+    :func:`expands`' business."""
     out: set[str] = set()
     for run in _NAME_RUN.findall(text):
         words_ = run.split()
@@ -116,12 +117,32 @@ def acronyms(text: str, stopwords: frozenset[str] = frozenset()) -> frozenset[st
                 out.add("".join(w[0] for w in span if w.lower() not in _LINK_WORDS).upper())
                 out.add("".join(w[0] for w in span).upper())
     out.update(m.replace(".", "") for m in _DOTTED.findall(text))  # "U.S." is "US"
-    for span in _term_spans(text, stopwords):
-        content = [w for w in span if w.lower() not in _LINK_WORDS]
-        for initials in (_initials(content), _initials(span)):
-            if TERM_ACRONYM_MIN <= len(initials) <= TERM_ACRONYM_MAX:
-                out.add(initials)
     return frozenset(a for a in out if len(a) >= 2)
+
+
+_LINKS = "|".join(sorted(_LINK_WORDS))
+
+
+@lru_cache(maxsize=256)
+def _expansion(acronym: str) -> re.Pattern[str]:
+    """Words whose initials spell ``acronym`` (hyphen parts each give one; a linking word
+    between two words may give none): "single sign-on", "terms of service"."""
+    sep = rf"(?:-|[ \t]+(?:(?:{_LINKS})[ \t]+)?)"
+    body = sep.join(rf"{re.escape(letter)}[^\W\d_]*" for letter in acronym.lower())
+    return re.compile(rf"(?<![\w-])(?=({body})(?![\w-]))", re.IGNORECASE)
+
+
+def expands(acronym: str, text: str, stopwords: frozenset[str]) -> bool:
+    """True when ``text`` writes a term of three letters or more whose initials spell
+    ``acronym`` ("SSO": "single sign-on"): its words are content words (a hyphen part or a
+    linking word aside), so "so she obviously" spells nothing."""
+    if not TERM_ACRONYM_MIN <= len(acronym) <= TERM_ACRONYM_MAX or not acronym.isalpha():
+        return False
+    for m in _expansion(acronym).finditer(text):
+        spaced = m.group(1).lower().split()
+        if not any(w in stopwords and w not in _LINK_WORDS for w in spaced):
+            return True
+    return False
 
 
 def written_acronyms(text: str) -> frozenset[str]:
@@ -129,6 +150,7 @@ def written_acronyms(text: str) -> frozenset[str]:
     return frozenset(_WRITTEN.findall(text))
 
 
+@lru_cache(maxsize=64)
 def spelled_out(text: str, written: frozenset[str], stopwords: frozenset[str]) -> frozenset[str]:
     """The words (lower-case, hyphenated words split) of ``text``'s terms whose initials spell
     an acronym of ``written``: "single sign-on" when the context writes "SSO"."""
@@ -146,6 +168,7 @@ __all__ = [
     "MIN_LEN",
     "acronyms",
     "deletions",
+    "expands",
     "misspells",
     "spelled_out",
     "swaps",
