@@ -182,3 +182,12 @@ async def test_without_a_restriction_nothing_changes():
 def test_restrictions_name_the_entity_as_written(sentence, written):
     found = restrictions(sentence)
     assert [r.written for r in found] == ([written] if written else [])
+
+
+async def test_another_feature_of_the_other_entity_passes():
+    context = f"{SSO} The Starter plan includes 5 GB of storage."
+    result = await faithfulness(
+        "What does the Starter plan include?", context, "The Starter plan includes 5 GB of storage."
+    )
+    assert result.label == "faithful", result.explanation
+    assert not result.metadata["claims"][0].get("contradiction")
