@@ -34,7 +34,7 @@ from typing import Any
 
 from ragsieve.evaluators.judges.offline.support import BROKEN_SPAN_SUPPORT, VALUE_MISSING_SUPPORT
 from ragsieve.evaluators.judges.offline.support_model import SHORT_CLAIMS
-from ragsieve.evaluators.judges.offline.text.choice import check_choice
+from ragsieve.evaluators.judges.offline.text.choice import check_choice, check_restriction
 from ragsieve.evaluators.judges.offline.text.compare import check_comparison
 from ragsieve.evaluators.judges.offline.text.spans import broken_spans
 from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, key, tokens, values_of
@@ -348,14 +348,16 @@ def check_whole_answer(
     verdicts: list[dict[str, Any]], question: str, answer: str, chunks: list[str]
 ) -> None:
     """Checks that read the whole answer: broken names, values given for another entity,
-    comparisons and choices."""
+    comparisons, choices and restrictions."""
     _mark_broken_spans(verdicts, answer, [*chunks, question])
     mark_value_conflicts(verdicts, question, chunks)
     _mark_short_denials(verdicts)
     context = " ".join(chunks)
-    # "X or Y, which came first?" answered against the years; "X or Y?" / "are both
-    # X and Y …?" answered against what the context says about each option
+    # "X or Y, which came first?" answered against the years; "X or Y?" / "are both X and Y
+    # …?" against what the context says of each option; a yes giving what the context gives
+    # one entity only ("on the Enterprise plan only") to another of its kind
     clash = check_comparison(question, answer, context) or check_choice(question, answer, context)
+    clash = clash or check_restriction(question, answer, context)
     if clash is None:
         return
     for v in verdicts:

@@ -42,6 +42,7 @@ from ragsieve.evaluators.judges.offline.support_model import (
     features,
     shipped_model,
 )
+from ragsieve.evaluators.judges.offline.text.choice import given_elsewhere
 from ragsieve.evaluators.judges.offline.text.reading import QUESTION_BACK, is_hedge
 from ragsieve.evaluators.judges.offline.text.terms import all_values, key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, content_words, fold, language
@@ -96,16 +97,30 @@ def _claim_verdicts(
     for claim, lead_in in zip(parsed.claims, lead_ins, strict=True):
         bare = not [t for t in tokens(claim) if t not in YES | NO and t not in STOPWORDS]
         if polarity is not None and bare:  # "Yes." / "No.": the question's proposition
-            verdicts.append(
-                {**claim_verdict(question, ctx, set(), set(), polarity), "claim": claim}
-            )
+            verdict = {**claim_verdict(question, ctx, set(), set(), polarity), "claim": claim}
+            if polarity is False:
+                _follows_restriction(verdict, question, ctx, denied=False)
+            verdicts.append(verdict)
             continue
         keys = q_keys | _keys(lead_in)
         verdict = claim_verdict(claim, ctx, keys, q_values, None)
+        _follows_restriction(verdict, claim, ctx, denied=True)
         if lead_in:
             verdict["lead_in"] = lead_in
         verdicts.append(verdict)
     return verdicts
+
+
+def _follows_restriction(verdict: dict[str, Any], text: str, ctx: Context, denied: bool) -> None:
+    """A denial the context's restriction makes true ("No." / "SSO is not available on the
+    Starter plan" where the context gives it to the Enterprise plan only) is supported."""
+    if verdict["support"] >= SUPPORT_THRESHOLD or verdict.get("values_missing"):
+        return
+    elsewhere = given_elsewhere(text, " ".join(ctx.sents), denied=denied)
+    if elsewhere is not None:
+        why = f"the context gives it to {elsewhere[0].written} only"
+        verdict.update(support=1.0, novel=0.0, names_missing=False, negation=False)
+        verdict.update(contradiction=False, reason=why)
 
 
 # a question that weighs two things ("difference between X and Y", "FIFO or LIFO?", "X vs Y")

@@ -18,6 +18,12 @@ from typing import Any
 import numpy as np
 
 from ragsieve.evaluators.judges.offline.text.reading import advice_verb
+from ragsieve.evaluators.judges.offline.text.spelling import (
+    acronyms,
+    expands,
+    spelled_out,
+    written_acronyms,
+)
 from ragsieve.evaluators.judges.offline.text.terms import (
     CANON,
     NO_MATCH,
@@ -68,30 +74,8 @@ class Context:
     value_sents: dict[str, frozenset[int]]
     lang: str
     acronyms: frozenset[str] = frozenset()  # initials of the context's multi-word names
-
-
-# "United States" -> US, "Department of Education" -> DE and DOE, "Seguridad Social" -> SS
-_NAME_RUN = re.compile(
-    r"[A-ZÁÉÍÓÚÑ][\w'-]*(?:\s+(?:(?:of|the|for|and|de|del|la|las|los|y)\s+)*[A-ZÁÉÍÓÚÑ][\w'-]*)+"
-)
-_LINK_WORDS = frozenset("of the for and de del la las los y".split())
-_DOTTED = re.compile(r"\b(?:[A-Z]\.){2,}")  # "U.S.", "E.E.U.U."
-
-
-def acronyms(text: str) -> frozenset[str]:
-    """The acronyms a text's multi-word names may be written as (with and without the initials
-    of linking words): an answer's "US" or "DOE" is then a name the context does write."""
-    out: set[str] = set()
-    for run in _NAME_RUN.findall(text):
-        words_ = run.split()
-        caps = [i for i, w in enumerate(words_) if w.lower() not in _LINK_WORDS]
-        for a, start in enumerate(caps):  # every span that starts and ends on a name word
-            for end in caps[a + 1 :]:
-                span = words_[start : end + 1]
-                out.add("".join(w[0] for w in span if w.lower() not in _LINK_WORDS).upper())
-                out.add("".join(w[0] for w in span).upper())
-    out.update(m.replace(".", "") for m in _DOTTED.findall(text))  # "U.S." is "US"
-    return frozenset(a for a in out if len(a) >= 2)
+    written: frozenset[str] = frozenset()  # the acronyms the context writes ("SSO")
+    text: str = ""  # the context's sentences, for the terms an acronym may stand for
 
 
 def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
@@ -106,6 +90,8 @@ def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
         value_sents=_value_sentences(sents),
         lang=language(" ".join(c for _, c in chunks)),
         acronyms=acronyms(" ".join(c for _, c in chunks)),
+        written=written_acronyms(" ".join(c for _, c in chunks)),
+        text=" ".join(sents),
     )
 
 
@@ -380,16 +366,30 @@ def _listed_count(claim: str) -> int | None:
 
 
 def _written_out(name: str, claim: str, ctx: Context) -> bool:
-    """True when ``name`` is an acronym in the claim ("US", plural "IDs") that the context
-    writes in full ("the United States"), with dots ("U.S.") or in the singular ("ID")."""
+    """True when ``name`` is an acronym in the claim ("US", plural "IDs", "SSO") that the
+    context writes in full ("the United States", "single sign-on"), with dots ("U.S.") or in
+    the singular ("ID"); or a word of a term the claim writes in full whose acronym the context
+    writes ("sign" of "single sign-on" where the context says "SSO"). A word the context
+    writes as it stands is found, not read as an acronym: it keeps its weight in the claim."""
+    read = fold(name) in spelled_out(claim, ctx.written, STOPWORDS) or _acronym_of(name, claim, ctx)
+    return read and ctx.index.find(name).strength < NAME_FOUND
+
+
+def _acronym_of(name: str, claim: str, ctx: Context) -> bool:
     upper = name.upper()
     if not 2 <= len(upper) <= 7:
         return False
-    if upper in ctx.acronyms and re.search(rf"\b{upper}\b", claim) is not None:
+    if re.search(rf"\b{upper}\b", claim) is not None and (
+        upper in ctx.acronyms or expands(upper, ctx.text, STOPWORDS)
+    ):
         return True
     single = upper[:-1]
     return (
         len(single) >= 2
         and re.search(rf"\b{single}s\b", claim) is not None
-        and (single in ctx.acronyms or ctx.index.find(single.lower()).strength >= NAME_FOUND)
+        and (
+            single in ctx.acronyms
+            or expands(single, ctx.text, STOPWORDS)
+            or ctx.index.find(single.lower()).strength >= NAME_FOUND
+        )
     )

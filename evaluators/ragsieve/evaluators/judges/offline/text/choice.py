@@ -1,15 +1,23 @@
-"""Two-option questions ("X or Y?", "are both X and Y …?") checked against what the context says
-about each option."""
+"""Which entity the context links a property to: two-option questions ("X or Y?", "are both X and
+Y …?") checked against what the context says about each option, and a claim giving what the
+context restricts to one entity ("on the Enterprise plan only") to another of its kind."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ragsieve.evaluators.judges.offline.text.compare import options_or, picked_option
 from ragsieve.evaluators.judges.offline.text.spans import name_spans
+from ragsieve.evaluators.judges.offline.text.spelling import (
+    expands,
+    spelled_out,
+    written_acronyms,
+)
 from ragsieve.evaluators.judges.offline.text.text import (
     NEGATIONS,
+    STOPWORDS,
     content_words,
     fold,
     rarity,
@@ -126,3 +134,150 @@ def check_choice(question: str, answer: str, context: str) -> ChoiceClash | None
     if c_other >= LINKED and c_pick <= UNLINKED and not negated[options.index(other)]:
         return ChoiceClash(pick, f"the context links the question's terms to {other}, not {pick}")
     return None
+
+
+# -- a feature the context gives to one entity only -------------------------------------------
+
+_ONLY = r"(?i:only|exclusively|solely|s[oó]lo|solamente|[uú]nicamente|exclusivamente)"
+_PREP = r"(?:on|in|for|to|at|with|by|under|through|via|en|para|a|al|con|de|del|por|bajo)"
+_ART = r"(?:the|a|an|our|your|their|el|la|los|las|un|una|nuestro|nuestra|su|sus)"
+_NAME = r"[A-ZÁÉÍÓÚÑ][\w'’-]*(?:\s+[A-ZÁÉÍÓÚÑ][\w'’-]*)*"
+_KIND = r"[a-záéíóúñ][\w-]+"
+# "only on the Enterprise plan", "exclusively to Gold members", "únicamente en el plan Empresa"
+_ONLY_FIRST = re.compile(
+    rf"\b{_ONLY}\s+(?:(?P<prep>{_PREP})\s+)?(?:{_ART}\s+)?(?:(?P<kind_before>{_KIND})\s+)?"
+    rf"(?P<name>{_NAME})(?:\s+(?P<kind>{_KIND}))?"
+)
+# "on the Enterprise plan only", "en el plan Empresa solamente"
+_ONLY_AFTER = re.compile(
+    rf"\b(?P<prep>{_PREP})\s+(?:{_ART}\s+)?(?:(?P<kind_before>{_KIND})\s+)?(?P<name>{_NAME})"
+    rf"(?:\s+(?P<kind>{_KIND}))?\s+{_ONLY}\b"
+)
+RESTATED = 0.5  # share of the restricted sentence's rarity-weighted words a claim must restate
+
+
+@dataclass(frozen=True, slots=True)
+class Restriction:
+    """A context sentence that gives what it states to ``name`` only (its ``kind``: "plan")."""
+
+    sentence: str
+    name: str
+    kind: str
+    prep: str
+    written: str  # the entity as the sentence writes it: "Enterprise plan", "plan Empresa"
+
+
+@lru_cache(maxsize=16)
+def restrictions(context: str) -> tuple[Restriction, ...]:
+    """The context's sentences that restrict what they state to one named entity ("SAML single
+    sign-on is available on the Enterprise plan only.")."""
+    if _ONLY_WORD.search(context) is None:
+        return ()
+    out = []
+    for sent in sentences(context):
+        for pattern in (_ONLY_FIRST, _ONLY_AFTER):
+            m = pattern.search(sent)
+            if m is None:
+                continue
+            after, before = _is_kind(m["kind"]), _is_kind(m["kind_before"])
+            kind = m["kind"] if after else m["kind_before"] if before else ""
+            name = m["name"]
+            written = f"{name} {kind}" if after else f"{kind} {name}" if before else name
+            out.append(Restriction(sent, name, kind, fold(m["prep"] or ""), written))
+            break
+    return tuple(out)
+
+
+def _is_kind(word: str | None) -> bool:
+    return bool(word) and fold(word or "") not in STOPWORDS and not _ONLY_WORD.fullmatch(word or "")
+
+
+_ONLY_WORD = re.compile(_ONLY, re.IGNORECASE)
+
+
+def _rival(claim: str, r: Restriction) -> str | None:
+    """A name of the same kind as the restricted one ("the Starter plan" for "the Enterprise
+    plan"; with no kind, a name after the same preposition) that the claim gives it to."""
+    if r.kind:
+        kind = f"(?i:{re.escape(r.kind)})"  # "Plan" or "plan"; the name keeps its capital
+        pattern = rf"(?P<name>{_NAME})\s+{kind}\b|\b{kind}\s+(?P<after>{_NAME})"
+    elif r.prep:
+        pattern = rf"\b{re.escape(r.prep)}\s+(?:{_ART}\s+)?(?P<name>{_NAME})"
+    else:
+        return None
+    for m in re.finditer(pattern, claim):
+        name = m.groupdict().get("name") or m.groupdict().get("after") or ""
+        name = name.split()[-1] if r.kind and m.groupdict().get("name") else name
+        if name[:1].isupper() and fold(name) not in fold(r.name) and not _ONLY_WORD.fullmatch(name):
+            return name
+    return None
+
+
+def _share(weights: dict[str, float], found: set[str]) -> float:
+    return sum(w for s, w in weights.items() if s in found) / sum(weights.values() or [1.0])
+
+
+def _restates(claim: str, r: Restriction, rival: str) -> bool:
+    """The claim and the restricted sentence state the same thing beside the entity, its kind
+    and the restriction: most of the rarity-weighted words of either are the other's (an
+    acronym for a term counts: "SSO" for "single sign-on")."""
+    aside = {stem(w) for w in words(f"{r.name} {r.kind} {rival} yes no si")}
+
+    def weighed(text: str) -> dict[str, float]:
+        return {
+            stem(w): rarity(w)
+            for w in content_words(text)
+            if stem(w) not in aside and not _ONLY_WORD.fullmatch(w)
+        }
+
+    theirs, ours = weighed(r.sentence), weighed(claim)
+    if not theirs or not ours:
+        return False
+    in_sentence = {stem(w) for w in words(r.sentence)}
+    said = {stem(w) for w in words(claim)}
+    said |= {stem(w) for w in spelled_out(r.sentence, written_acronyms(claim), STOPWORDS)}
+    ours_found = {s for s in ours if s in in_sentence or expands(s.upper(), r.sentence, STOPWORDS)}
+    return max(_share(theirs, said), _share(ours, ours_found)) > RESTATED
+
+
+def given_elsewhere(
+    claim: str, context: str, *, denied: bool = False
+) -> tuple[Restriction, str] | None:
+    """The restriction ``claim`` breaks, and the rival it names: the claim, not negated,
+    restates what the context gives to one entity only and gives it to another of the same kind
+    without naming the one the context names. With ``denied``, the restriction a negated claim
+    follows ("SSO is not available on the Starter plan": the context gives it Enterprise only)."""
+    if any(w in NEGATIONS or w.endswith("n't") for w in words(claim)) != denied:
+        return None
+    for r in restrictions(context):
+        if fold(r.name) in fold(claim):
+            continue
+        rival = _rival(claim, r)
+        if rival is not None and _restates(claim, r, rival):
+            return r, rival
+    return None
+
+
+def check_restriction(question: str, answer: str, context: str) -> ChoiceClash | None:
+    """A clash when a "yes" or a statement gives what the context restricts to one entity
+    ("only", "exclusively", "únicamente") to another of its kind ("Yes, SAML single sign-on is
+    available on the Starter plan." where the context says "on the Enterprise plan only")."""
+    said = _PARTICLE.sub("", answer.strip())
+    if not restrictions(context) or _NEGATIVE.search(fold(answer.strip())):
+        return None
+    claims = sentences(said) if words(said) else []
+    if _YES.match(fold(answer.strip())) and len(words(said)) <= 2:
+        claims = [question]  # a bare "Yes.": the question's proposition
+    for claim in claims:
+        found = given_elsewhere(claim, context)
+        if found is not None:
+            r, rival = found
+            why = f"the context gives it to {r.written} only, the claim to {rival}"
+            return ChoiceClash(rival, why)
+    return None
+
+
+_YES = re.compile(r"^\W*(?:yes|yeah|yep|sure|of course|s[ií]|claro|correct|correcto)\b")
+_PARTICLE = re.compile(
+    r"^\W*(?:yes|yeah|yep|sure|of course|s[ií]|claro|correct|correcto)\s*[,.;:!\u2014-]\s*", re.I
+)
