@@ -166,7 +166,7 @@ def test_interactions_cli_lists_json(collector: Any) -> None:
     shown = runner.invoke(cli, ["interactions", "show", trace_id, "--store", collector.store.url])
     assert json.loads(shown.output)["trace_id"] == trace_id
     missing = runner.invoke(cli, ["interactions", "show", "f" * 32, "--store", collector.store.url])
-    assert missing.exit_code == 1 and "no interaction" in missing.output
+    assert missing.exit_code == 2 and "no interaction" in missing.output  # input the user typed
 
 
 def test_tail_sampler_stamps_reach_the_interaction(collector: Any) -> None:

@@ -72,7 +72,8 @@ def test_sessions_in_results_report_view_and_annotations(collector: Any) -> None
     ).stdout.splitlines()
     assert {json.loads(x)["trace_id"] for x in flagged} == {a[1]}
     one = _invoke("results", "list", "--store", url, "--session", "chat-B", "--limit", "2")
-    assert len(one.stdout.splitlines()) == 2 and b[0] in one.stdout
+    head, *rows = one.stdout.splitlines()
+    assert head.startswith("TRACE") and len(rows) == 2 and b[0] in one.stdout
     assert _invoke("results", "list", "--store", url, "--session", "nope").stdout == ""
     exported = _invoke("results", "export", "--store", url, "--session", "chat-B")
     assert {json.loads(x)["trace_id"] for x in exported.stdout.splitlines()} == {b[0]}
@@ -96,7 +97,7 @@ def test_sessions_in_results_report_view_and_annotations(collector: Any) -> None
     assert "turn 3 of 3 in session chat-A" in shown.stderr
     assert "session" not in _invoke("interactions", "show", c[0], "--store", url).stderr
     missing = CliRunner().invoke(cli, ["interactions", "show", "--session", "x", "--store", url])
-    assert missing.exit_code == 1 and "no interaction in session x" in missing.output
+    assert missing.exit_code == 2 and "no interaction in session x" in missing.output
     both = CliRunner().invoke(cli, ["interactions", "show", a[0], "--session", "chat-A"])
     assert both.exit_code == 2
 
