@@ -42,6 +42,7 @@ from ragsieve.evaluators.judges.offline.sources import (
     leaves_conversation,
     stays_on,
     term_coverage,
+    topic_terms,
     wrong_source,
     yes_no_to_elliptic,
 )
@@ -121,18 +122,31 @@ DEFAULT_WEIGHTS = MappingProxyType(
 asked-for type present, the share of the answer that is not evasive, and its specificity."""
 
 
-def _addressed(question: str, answer: str, sents: list[str]) -> tuple[float, float, float]:
-    """``(coverage, cosine, addressed)``: the question's key terms found in the answer, the
-    closest question-answer cosine, and how much the answer addresses the question."""
+def _addressed(
+    question: str, answer: str, sents: list[str], topic: frozenset[str] = frozenset()
+) -> tuple[float, float, float, list[str]]:
+    """``(coverage, cosine, addressed, only the topic)``: the question's key terms found in the
+    answer, the closest question-answer cosine, how much the answer addresses the question, and
+    the :func:`.sources.topic_terms` it shares when it shares no other: covering only the subject
+    ("API keys do not expire, but Tallyfox recommends ...") addresses nothing asked of it, so
+    those terms count for nothing; its closeness in meaning still counts ("X is led by ..."
+    answers "Who is the CEO of X?")."""
     qlang, alang = language(question), language(answer)
-    index = TermIndex(sents, cross_lingual=qlang != alang and "unknown" not in (qlang, alang))
-    coverage = term_coverage(question_terms(question), index)
+    across = qlang != alang and "unknown" not in (qlang, alang)
+    index = TermIndex(sents, cross_lingual=across)
+    terms = question_terms(question)
+    coverage = term_coverage(terms, index)
+    # across languages the names are what carry over word for word: no sign it says nothing else
+    asked = {k: t for k, t in terms.items() if k not in topic and not across}
+    only = []
+    if coverage > 0 and asked and len(asked) < len(terms) and term_coverage(asked, index) == 0:
+        only = [w for k, (w, _) in terms.items() if k in topic and index.find(w).strength > 0]
     # the whole answer, and each sentence: a direct answer followed by a detail still answers
     texts = [" ".join(sents)[:MAX_ANSWER_CHARS], *(s[:MAX_ANSWER_CHARS] for s in sents[:8])]
     vecs = embed([question, *texts])
     cosine = float((vecs[1:] @ vecs[0]).max())
     meaning = float(np.clip((cosine - MEANING_FLOOR) / MEANING_SPAN, 0.0, 1.0))
-    return coverage, cosine, max(coverage, MEANING_SHARE * meaning)
+    return coverage, cosine, max(0.0 if only else coverage, MEANING_SHARE * meaning), only
 
 
 def _own_terms(typed: str) -> list[str]:
@@ -148,13 +162,14 @@ def evidence(
     asks: bool = True,
     titles: Sequence[str] = (),
     restates: Sequence[str] = (),
+    topic: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The evidence the score combines (each in [0, 1]) and what it was read from; a turn that
     ``asks`` nothing (a statement, thanks) expects no particular type of answer. ``titles``: the
     sections of the retrieved chunks the answer was taken from, and ``restates``: the passage
     clauses it restates (both :func:`answer_sources`); both can show
     what it answers in the passage's words where the answer leaves them out."""
-    coverage, cosine, addressed = _addressed(question, answer, sents)
+    coverage, cosine, addressed, only_topic = _addressed(question, answer, sents, topic)
     heading, title = heading_match(question, titles)
     addressed = max(addressed, HEADING_SHARE * heading)
     terms = question_terms(question)
@@ -171,6 +186,8 @@ def evidence(
         type_ok = 1.0
     if _direct_answer(sents, kind, question, cosine):
         addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
+    elif only_topic and addressed < MEANING_SHARE:  # not clearly about the question in meaning
+        type_ok = 0.0  # "every 90 days" is a time, but of the subject, not of what is asked
     # concrete answers name rare things; generic filler ("a popular destination") does not
     specificity = (
         float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
@@ -187,6 +204,7 @@ def evidence(
         "kind": kind,
         "heading": heading,
         "title": title,
+        "only_topic": only_topic,
     }
 
 
@@ -216,7 +234,10 @@ def _notes(ev: Mapping[str, Any], passed: bool = False) -> list[str]:
         notes.append("the answer is about something else than the question")
     if ev["heading"]:
         notes.append(f"taken from the section {ev['title'][:80]!r}, which matches the question")
-    if ev["kind"] and not ev["type_ok"]:
+    if ev["only_topic"] and not passed:
+        subject = ", ".join(ev["only_topic"])
+        notes.append(f"it shares only the subject ({subject}), not what is asked of it")
+    if ev["kind"] and not ev["type_ok"] and not ev["only_topic"]:
         notes.append(f"the question asks for a {ev['kind']} and the answer gives none")
     evasive = ev["evasive"]
     if evasive:
@@ -281,7 +302,12 @@ def _read(
     readings = [asked.text, asked.typed] if asked.source == "resolved" else [asked.text]
     # the same for every reading of the question
     titles, restates = answer_sources(sents, context, readings)
-    judged = [evidence(q, answer, sents, asked.is_question, titles, restates) for q in readings]
+    # an answer taken from no passage shows what it addresses by its own words alone
+    topics = [frozenset() if restates else topic_terms(q, context) for q in readings]
+    judged = [
+        evidence(q, answer, sents, asked.is_question, titles, restates, topic)
+        for q, topic in zip(readings, topics, strict=True)
+    ]
     leans = asked.follows_up and asked.source in ("resolved", "typed")
     own = _own_terms(asked.typed) if leans and names_its_subject(asked.typed) else []
     if own and judged[-1]["addressed"] < ABOUT_ELSE:  # the last reading is the typed turn
@@ -311,7 +337,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-18:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-19:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning
@@ -351,6 +377,8 @@ class AnswerRelevanceJudge(OfflineJudge):
         )
         if ev["heading"]:
             meta["section_title"] = ev["title"]
+        if ev["only_topic"]:
+            meta["only_topic"] = ev["only_topic"]
         if self.calibration:
             meta["calibration"] = self.calibration
         label = "relevant" if score >= self.threshold else "irrelevant"

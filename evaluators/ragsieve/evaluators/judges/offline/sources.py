@@ -25,6 +25,7 @@ from ragsieve.evaluators.judges.offline.conversation import (
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
 from ragsieve.evaluators.judges.offline.text.text import (
     content_words,
+    entities,
     fold,
     language,
     rarity,
@@ -261,6 +262,31 @@ def leaves_conversation(asked: JudgedQuestion, answer: str, context: list[str]) 
     return shared is not None and shared[1] >= OFF_CONVERSATION_WORDS and shared[0] < FIT_FLOOR
 
 
+# what a question is about is not what it asks: "When will I receive the money for a returned
+# Tallyfox Reader?" names its subject (the product every page of the deployment is on) and asks
+# for a refund's timing. Stated principles, nothing fitted: a term held by a majority (more than
+# half) of two or more prompt passages is the subject, and so is a name the question gives that
+# half of them hold (its capitals mark it too). A name alone is not enough: "Who did the Super
+# Bowl 50 National Anthem?" asks about the anthem
+TOPIC_MAJORITY = 0.5
+
+
+def topic_terms(question: str, context: Sequence[str]) -> frozenset[str]:
+    """Keys of the question's terms that name its subject rather than what it asks: the terms
+    most of the passages hold, and the names it gives (capitalised inside the sentence) that
+    half of them hold."""
+    if len(context) < 2:
+        return frozenset()
+    named = entities(question)
+    held = [{key(w) for w in content_words(c)} for c in context]
+    topic = []
+    for k, (word, _) in question_terms(question).items():
+        share = sum(k in h for h in held) / len(held)
+        if share > TOPIC_MAJORITY or (share == TOPIC_MAJORITY and fold(word) in named):
+            topic.append(k)
+    return frozenset(topic)
+
+
 MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
 SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
 
@@ -334,5 +360,6 @@ __all__ = [
     "YES_NO_MEANING",
     "YES_NO_TAIL_WORDS",
     "stays_on",
+    "topic_terms",
     "yes_no_to_elliptic",
 ]
