@@ -142,6 +142,9 @@ def test_the_report_names_the_audit_stratum_still_waiting_and_a_run_without_pass
     assert q["unaudited_strata"] == ["uncertain"] and q["corrected_failure_rate"] is None
     rows = dict(_quality_rows(q))
     assert "none speaks for 10.0% of passes, the uncertain ones" in rows["corrected failure rate"]
+    # before any audit is reviewed, every pass waits: the row says only that audits are needed
+    unreviewed = judge_quality(0.2, (0.1, 0.3), flags, None, {"random": 0.9, "uncertain": 0.1})
+    assert "none speaks for" not in dict(_quality_rows(unreviewed))["corrected failure rate"]
     # a run that decided no pass: no miss rate to show, the rate is the flags' precision
     flagged = [ReviewLabel(f"t{i}", "tp") for i in range(8)] + [ReviewLabel("f", "fp")]
     all_failed = judge_quality(1.0, (0.72, 1.0), flagged, None, {})
