@@ -30,13 +30,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.tools.jsonlines import json_lines
+from ragsieve.jobs.results.reviews import says_false_alarm
 from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES, UNDETERMINED
 
 LABEL_CAUSES = tuple(c for c in ROOT_CAUSES if c != UNDETERMINED)
 
 SOURCES = ("candidates", "audits", "phoenix", "review", "file")
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
-FALSE_ALARM = ("false_alarm", "false alarm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,7 @@ def _candidate_label(
     if status == "accepted":
         return Label(traces[0], "fail", source, root_cause=corrected or cause)
     reason = str(review.get("reason") or "").strip()
-    if status == "rejected" and reason.lower().startswith(FALSE_ALARM):
+    if status == "rejected" and says_false_alarm(reason):
         return Label(traces[0], "pass", source, reason=reason)
     return None
 

@@ -83,6 +83,12 @@ AUDIT_PREFIX = "audit:"
 FALSE_ALARM = ("false_alarm", "false alarm")
 
 
+def says_false_alarm(reason: object) -> bool:
+    """True when a rejection's reason says "not a failure at all" (the judge was wrong), however
+    it was typed: ``false_alarm: ...`` from the terminal, "False alarm" from Phoenix."""
+    return str(reason or "").strip().lower().startswith(FALSE_ALARM)
+
+
 def _outcome(cid: str, status: str, body: Mapping[str, Any]) -> str | None:
     """A reviewed row's label: tp / fp / excluded for flagged candidates, tn / fn for audits."""
     if cid.startswith(AUDIT_PREFIX) or body.get("audit") is True:
@@ -90,8 +96,7 @@ def _outcome(cid: str, status: str, body: Mapping[str, Any]) -> str | None:
     if status == "accepted":
         return "tp"
     if status == "rejected":
-        reason = str((body.get("review") or {}).get("reason") or "").strip().lower()
-        return "fp" if reason.startswith(FALSE_ALARM) else "excluded"
+        return "fp" if says_false_alarm((body.get("review") or {}).get("reason")) else "excluded"
     return None
 
 
@@ -159,4 +164,5 @@ __all__ = [
     "list_results",
     "open_audits",
     "review_labels",
+    "says_false_alarm",
 ]

@@ -30,6 +30,7 @@ import numpy as np
 
 from ragsieve.collector.store import Store
 from ragsieve.collector.store.sql import Cursor
+from ragsieve.jobs.results.reviews import says_false_alarm
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,6 @@ REVIEWABLE = ("candidate", "accepted", "rejected")
 _COLUMNS = (
     "id, status, category, root_cause, norm_query, seen, created_at, updated_at, body, version"
 )
-FALSE_ALARM = ("false_alarm", "false alarm")  # how a rejection's reason says "not a failure"
 SAVE_ATTEMPTS = 8  # conditional writes per row before a save gives up (each re-reads and merges)
 
 
@@ -87,8 +87,8 @@ class Candidate:
     def false_alarm(self) -> bool:
         """True when a person rejected it as no failure at all ("the judge was wrong"; a
         ``false_alarm`` reason from the terminal or Phoenix), not as a duplicate or out of scope."""
-        reason = str((self.body.get("review") or {}).get("reason") or "").strip().lower()
-        return self.status == "rejected" and reason.startswith(FALSE_ALARM)
+        reason = (self.body.get("review") or {}).get("reason")
+        return self.status == "rejected" and says_false_alarm(reason)
 
     @property
     def source_trace_ids(self) -> list[str]:

@@ -34,8 +34,8 @@ from ragsieve.evaluators.records import GoldenCase, GoldenRole, normalize_text
 from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.reference import versions
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.results.reviews import says_false_alarm
 
-FALSE_ALARM = "false_alarm"
 _VERSION = re.compile(r"_v\d+$")
 
 
@@ -166,7 +166,7 @@ def negative_label(c: Candidate) -> dict[str, Any]:
         "source_trace_ids": c.source_trace_ids,
         "judges": c.body.get("judges", []),
     }
-    if reason.startswith(FALSE_ALARM):
+    if says_false_alarm(reason):
         for j in c.body.get("judges", []):
             fld = LABEL_FIELD.get(str(j.get("evaluator")))
             if fld:
