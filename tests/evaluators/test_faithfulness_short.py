@@ -84,6 +84,10 @@ async def test_naming_the_documentation_that_lacks_the_answer_is_an_abstention(a
         "The FAQ doesn't include weekends.",
         "The knowledge base does not contain articles older than 2020.",
         "The documents we received do not include your signature.",
+        "The documents we have do not include your signature.",  # "we": the business speaking
+        "Your usage data does not indicate any overage this month.",
+        "The information does not indicate a charge.",
+        "La tarifa de datos no incluye roaming.",
         "The data plan does not include roaming.",
         "Mobile data does not include roaming.",
     ],
@@ -99,15 +103,27 @@ def test_a_denial_about_a_thing_named_like_a_source_is_a_claim(denial):
         "La documentación que tengo no menciona oficinas.",
         "The passages do not contain the answer.",
         "The documents do not provide information about the fee.",
+        "The documentation we have does not cover gift cards.",
+        "The context does not indicate the year.",
+        "La documentación no contiene la respuesta.",
+        "La documentación no incluye información sobre reembolsos.",
+        "La base de conocimientos que tenemos no incluye tarjetas regalo.",
     ],
 )
 def test_the_sources_named_as_the_assistants_or_lacking_the_answer_decline(decline):
     assert is_abstention(decline)
 
 
-async def test_anytime_is_an_answer_not_courtesy():
+async def test_anytime_answers_a_when_and_is_courtesy_after_thanks():
     r = await faithfulness("When can I call?", STORE, "Anytime.")
     assert r.label == "unfaithful", r.explanation
+    for thanks, reply in [
+        ("Thanks, that helps!", "Anytime!"),
+        ("Thanks, that helps!", "Anytime! Let me know if you need anything else."),
+        ("¡Gracias!", "¡Cuando quieras!"),
+    ]:
+        r = await faithfulness(thanks, STORE, reply)
+        assert r.label == "skipped", (reply, r.explanation)
 
 
 async def test_a_clause_joined_by_and_is_a_claim_of_its_own():

@@ -22,17 +22,22 @@ _SRC_ES = (
 # the nouns that name only what the model was given: any verb ("the context does not include it")
 _SRC_GIVEN = r"(?:context|passages?|excerpts?|sources?|provided text)"
 _SRC_GIVEN_ES = r"(?:contexto|pasajes?|fuentes?|fragmentos?)"
-# which sources: "the documentation (that) I have", "the pages provided to me", "la que tengo"
+# which sources: "the documentation (that) I have", "the pages provided to me", "la que tengo";
+# "we" speaks for a business too ("the documents we have" can be a customer's papers), so it
+# names the assistant's sources only with the help desk's own nouns (_SRC_DESK)
 _SRC_WHICH = (
-    r" (?:(?:that |which |que )?(?:(?:i|we) (?:have|was given|were given|can see|found)"
-    r"|tengo|tenemos)|(?:provided|available|given|retrieved|shared|above|here|at hand"
+    r" (?:(?:that |which |que )?(?:i (?:have|was given|can see|found)|tengo)"
+    r"|(?:provided|available|given|retrieved|shared|above|here|at hand"
     r"|proporcionad[ao]s?|disponibles?)(?: to (?:me|us))?)"
 )
+_SRC_DESK = r"(?:documentation|docs|knowledge base|faqs?|(?:help|support) pages?)"
+_SRC_WE = r" (?:that |which |que )?(?:we (?:have|were given|can see|found)|tenemos)"
 _NOT = r" (?:does not|do not|did not|doesn't|don't|didn't)"
 # a speech verb says what a text says; a content verb also says what a product includes ("The
 # documentation does not include a printed manual"), so it needs the sources named as such or
 # the answer as its object
-_SPEECH = r" (?:mention|say|specify|state|address|indicate)"
+_SPEECH = r" (?:mention|say|specify|state|address)"
+_INDICATE = r" (?:indicate|show)"
 _CONTENT = r" (?:contain|include|provide|give|cover|have)"
 _ANSWER_OBJ = (
     r" (?:the |an |any |this |that |such |enough )?(?:answer|information|details?|specifics)"
@@ -55,7 +60,9 @@ _ABSTAIN = re.compile(
     + _SRC
     + rf"|{_SRC_GIVEN}(?:{_SRC_WHICH})?{_NOT}(?:{_SPEECH}|{_CONTENT})"
     + rf"|{_SRC}(?:{_SRC_WHICH})?{_NOT}{_SPEECH}"
-    + rf"|{_SRC}{_SRC_WHICH}{_NOT}{_CONTENT}"
+    + rf"|{_SRC_DESK}{_SRC_WE}{_NOT}(?:{_SPEECH}|{_CONTENT}|{_INDICATE})"
+    + rf"|(?:{_SRC_GIVEN}|{_SRC_DESK})(?:{_SRC_WHICH})?{_NOT}{_INDICATE}"
+    + rf"|{_SRC}{_SRC_WHICH}{_NOT}(?:{_CONTENT}|{_INDICATE})"
     + rf"|{_SRC}{_NOT}{_CONTENT}{_ANSWER_OBJ}"
     r"|no (?:tengo|dispongo de|cuento con|hay) (?:esa |suficiente |la |ninguna )?informaci[oó]n"
     r"|no (?:lo )?s[eé](?=\s*(?:[.,;:!?]|$)|\s+(?:la respuesta|si|cual|que|como|cuando|donde)\b)"
@@ -65,7 +72,9 @@ _ABSTAIN = re.compile(
     + rf"|{_SRC_GIVEN_ES}(?:{_SRC_WHICH})? no (?:menciona|incluye|contiene|dice|especifica"
     r"|proporciona|indica)n?"
     + rf"|{_SRC_ES}(?:{_SRC_WHICH})? no (?:menciona|dice|especifica|indica)n?"
-    + rf"|{_SRC_ES}{_SRC_WHICH} no (?:incluye|contiene|proporciona)n?"
+    + rf"|{_SRC_ES}(?:{_SRC_WHICH}|{_SRC_WE})? no (?:incluye|contiene|proporciona|da|ofrece)n?"
+    r" (?:la |una |ninguna |esa |suficiente |m[aá]s )?(?:respuesta|informaci[oó]n|detalles?"
+    r"|datos)\b" + rf"|{_SRC_ES}(?:{_SRC_WHICH}|{_SRC_WE}) no (?:incluye|contiene|proporciona)n?"
     r")",
 )
 # Text that addresses the judge instead of the user: content must stay data.
@@ -215,6 +224,15 @@ def split_claims(sentence: str) -> list[str]:
     return [p for p in out if len(p.split()) >= 2] or [sentence]
 
 
+# "Anytime!" answers a "when" and is courtesy after anything else ("Thanks, that helps!")
+_ANYTIME = re.compile(r"\W*(?:any ?time|cuando quieras|cuando quiera)\W*", re.IGNORECASE)
+_ASKS_WHEN = re.compile(r"\b(?:when|what time|how soon|cu[aá]ndo|a qu[eé] hora)\b", re.IGNORECASE)
+
+
+def _courtesy(part: str, question: str) -> bool:
+    return bool(_ANYTIME.fullmatch(part)) and not _ASKS_WHEN.search(question)
+
+
 def parse_answer(answer: str, question: str = "") -> ParsedAnswer:
     """Split ``answer`` into claims, abstaining sentences and suspicious (injection) sentences;
     structure, preambles and courtesy are set aside (:mod:`.reading`). A declining sentence
@@ -238,7 +256,7 @@ def parse_answer(answer: str, question: str = "") -> ParsedAnswer:
                 parsed.abstentions.append(part)
             elif is_hedge(part):  # "..., but the passages do not say when"
                 parsed.set_aside.append((part, "says what the passages lack"))
-            elif is_meta(part):  # "Lo siento, pero ...": the courtesy before the clause
+            elif is_meta(part) or _courtesy(part, question):  # "Lo siento, pero ...", "Anytime!"
                 parsed.set_aside.append((part, "about the answer"))
             else:
                 parsed.claims.append(part)
