@@ -191,7 +191,13 @@ def test_a_tiny_holdout_cannot_call_a_change_either() -> None:
     four = compare(spread(0.9, 4), spread(0.1, 4), GatePolicy(), role="holdout")
     assert not four.passed and four.checks[0].status == "regression"
     three = compare(spread(0.9, 3), spread(0.1, 3), GatePolicy(), role="holdout")
-    assert three.passed and "fewer than 4 (exact permutation bound)" in three.notes[-1]
+    assert three.passed and "(exact permutation bound; 4 per run at least)" in three.notes[-1]
+    # a run that lost queries: the bound counts both sizes, 2 / C(103, 3) ~ 1e-5, so the
+    # interval decides (it had taken the smaller size for both and passed)
+    lost = compare(spread(0.9, 100), spread(0.1, 3), GatePolicy(), role="holdout")
+    assert not lost.passed and lost.checks[0].status == "regression"
+    one = compare(spread(0.9, 1), spread(0.1, 10), GatePolicy(), role="holdout")
+    assert one.passed and "mrr: holdout of 1 and 10 queries: no change" in one.notes[-1]
 
 
 def test_unpaired_queries_and_versions_are_noted() -> None:

@@ -352,7 +352,8 @@ def compare(
         stats = _unpaired(baseline, candidate, metrics, policy)
         categories = _aggregate_categories(baseline, candidate, metrics, policy)
         notes.append("holdout: no per-query rows, so an unpaired interval (wider) is used")
-        stats.p_exact, few = sign_flip.too_few(stats.n, len(metrics), policy.confidence)
+        sizes = [(baseline.spread[m]["n"], candidate.spread[m]["n"]) for m in metrics]
+        stats.p_exact, few = sign_flip.too_few(sizes, metrics, policy.confidence)
         notes += few
     else:
         stats, ids, more = _paired(baseline, candidate, metrics, policy, role)

@@ -9,7 +9,8 @@ not change add nothing either way), how often the mean change is at least as far
 the one observed. That p-value is exact and assumes nothing about the changes' spread. Whatever
 the changes, the smallest p it can give is ``2 / 2^k`` (every changed query moved the same way),
 so below :func:`fewest_queries` changed queries no change can be significant: the gate says so
-instead of failing on noise.
+instead of failing on noise. A holdout, kept without per-query rows, is compared unpaired: the
+permutation test's bound (:func:`too_few`) plays the same part there.
 
 Up to :data:`EXACT_MAX` changed queries every pattern is counted; beyond them the bootstrap
 alone decides (the gate's other test), which is reliable there.
@@ -60,24 +61,38 @@ def significant(p_exact: np.ndarray | None, j: int, confidence: float) -> bool:
 
 
 def fewest_unpaired(confidence: float) -> int:
-    """The fewest queries per run on which two unpaired runs can differ significantly: the most
-    extreme of the ``C(2n, n)`` ways to split their ``2n`` values gives ``p = 2 / C(2n, n)``."""
+    """The fewest queries per run on which two unpaired runs of equal size can differ
+    significantly (:func:`unpaired_floor`)."""
     n = 1
-    while 2.0 / math.comb(2 * n, n) >= 1.0 - confidence:
+    while unpaired_floor(n, n) >= 1.0 - confidence:
         n += 1
     return n
 
 
-def too_few(n: int, metrics: int, confidence: float) -> tuple[np.ndarray | None, list[str]]:
-    """For an unpaired (holdout) comparison of ``n`` queries per run: p = 1 for every metric and
-    the note when ``n`` is too few for any change to be significant, else no exact bound."""
-    least = fewest_unpaired(confidence)
-    if n >= least:
+def unpaired_floor(nb: float, nc: float) -> float:
+    """The smallest two-sided p any permutation test can give two unpaired runs of ``nb`` and
+    ``nc`` queries: the most extreme of the ``C(nb + nc, nb)`` ways to split their values."""
+    b, c = int(nb), int(nc)  # counts, read from JSON
+    return min(1.0, 2.0 / math.comb(b + c, b)) if b and c else 1.0
+
+
+def too_few(
+    sizes: Sequence[tuple[float, float]], metrics: Sequence[str], confidence: float
+) -> tuple[np.ndarray | None, list[str]]:
+    """For an unpaired (holdout) comparison, per metric its queries in each run (``sizes``): p = 1
+    where they are too few for any change to be significant, with the note naming them; NaN (the
+    interval decides) elsewhere. ``(None, [])`` when every metric has enough."""
+    floors = np.array([unpaired_floor(nb, nc) for nb, nc in sizes])
+    short = floors >= 1.0 - confidence
+    if not short.any():
         return None, []
-    return np.ones(metrics), [
-        f"holdout of {n} quer{'y' if n == 1 else 'ies'} per run: no change can be significant at"
-        f" {confidence:.0%} on fewer than {least} (exact permutation bound), so none is called a"
-        " regression or an improvement; floors and protected categories still apply"
+    nb, nc = (int(x) for x in sizes[int(np.argmax(short))])
+    runs = f"{nb} quer{'y' if nb == 1 else 'ies'} per run" if nb == nc else f"{nb} and {nc} queries"
+    named = ", ".join(m for m, s in zip(metrics, short, strict=True) if s)
+    return np.where(short, 1.0, np.nan), [
+        f"{named}: holdout of {runs}: no change can be significant at {confidence:.0%} (exact"
+        f" permutation bound; {fewest_unpaired(confidence)} per run at least), so none is called"
+        " a regression or an improvement; floors and protected categories still apply"
     ]
 
 
@@ -112,4 +127,5 @@ __all__ = [
     "significant",
     "small_set_note",
     "too_few",
+    "unpaired_floor",
 ]
