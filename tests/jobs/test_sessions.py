@@ -74,7 +74,8 @@ def test_sessions_in_results_report_view_and_annotations(collector: Any) -> None
     one = _invoke("results", "list", "--store", url, "--session", "chat-B", "--limit", "2")
     head, *rows = one.stdout.splitlines()
     assert head.startswith("TRACE") and len(rows) == 2 and b[0] in one.stdout
-    assert _invoke("results", "list", "--store", url, "--session", "nope").stdout == ""
+    none = _invoke("results", "list", "--store", url, "--session", "nope")
+    assert none.stdout == "" and none.stderr.startswith("no results match")
     exported = _invoke("results", "export", "--store", url, "--session", "chat-B")
     assert {json.loads(x)["trace_id"] for x in exported.stdout.splitlines()} == {b[0]}
 

@@ -89,7 +89,9 @@ def list_command(
     RESULT says whether that metric failed the trace (FAILED) or not (passed); TRACE VERDICT is
     the trace's own (FLAGGED with its root cause, or pass), given on its first row only."""
     rows = _rows(obj, store, since, flagged, limit, session, verdicts=True)
-    if rows and not as_json:  # nothing found prints nothing, as with --json
+    if not rows and not as_json:  # on stderr: the listing itself stays empty, as with --json
+        click.echo("no results match (the store was read; see --since, --flagged)", err=True)
+    elif not as_json:
         head = f"{'TRACE':<32}  {'METRIC':<18} {'LABEL':<11} {'SCORE':>5}  {'RESULT':<6}"
         click.echo(head + "  TRACE VERDICT")
     said: set[str] = set()

@@ -335,7 +335,7 @@ _STRATA = {"random": "the ones the judges were sure of", "uncertain": "the uncer
 
 def _quality_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:
     c = q.get("corrected_failure_rate")
-    # said once some audit was reviewed: before any, "needs reviewed audits" says it all
+    # said once some audit was reviewed: before any, "needs reviewed flags and audits" says it all
     waiting = (q.get("unaudited_pass_share") or 0.0) if q.get("reviewed_audits") else 0.0
     which = " and ".join(_STRATA.get(s, s) for s in q.get("unaudited_strata") or ())
     why = f"; none speaks for {pct(waiting)} of passes, {which}" if waiting else ""
