@@ -123,6 +123,8 @@ def test_a_bare_group_prints_its_help_not_an_error(capfd: Any) -> None:
         ),
         (["results", "list", "-v"], "(-v goes before the command: ragsieve -v results list ...)"),
         (["results", "list", "--bogus"], "(see 'ragsieve results list --help')"),
+        # --version acts alone: nothing goes before a command with it
+        (["results", "list", "--version"], "(see 'ragsieve results list --help')"),
     ],
 )
 def test_a_root_option_after_the_command_says_where_it_goes(
