@@ -204,3 +204,46 @@ async def test_a_new_fact_or_a_short_reply_with_nothing_near_is_still_caught():
     )
     assert long.metadata["claims"][-1].get("nothing_near")
     assert long.label == "unfaithful"
+
+
+BIKES = (
+    "PedalGo partner API keys start with the prefix pgk_ and are shown only once, when the key"
+    " is created. Bikes can be parked in any green zone.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "reply", "label"),
+    [  # a support bot's closings state nothing to check (found by a new user)
+        (
+            "Can I take a bike on the train?",
+            "Sorry, I don't have any information about taking bikes on trains."
+            " Please contact PedalGo support.",
+            "abstained",
+        ),
+        (
+            "¿Puedo subirla al tren?",
+            "No tengo información sobre eso. Por favor, contacta con el soporte de PedalGo.",
+            "abstained",
+        ),
+        ("Thanks!", "You're welcome! Happy riding.", "skipped"),
+        ("Thanks!", "You're welcome! Enjoy your ride!", "skipped"),
+        ("Where can I park?", "You can park in any green zone. Have a great ride!", "faithful"),
+        # a referral that gives something to check is a claim
+        (
+            "Can I take a bike on the train?",
+            "Please contact PedalGo support at 555-0100.",
+            "unfaithful",
+        ),
+    ],
+)
+async def test_a_closing_wish_or_referral_is_no_claim(question, reply, label):
+    r = await faithfulness(question, BIKES, reply)
+    assert r.label == label, r.explanation
+
+
+async def test_an_identifier_ending_in_an_underscore_is_its_own_word_not_emphasis():
+    copied = BIKES[0].split(" Bikes")[0]
+    r = await faithfulness("What prefix do partner API keys have?", BIKES, copied)
+    assert r.label == "faithful", r.explanation
+    assert parse_answer("Use *only* the _test_ keys.").claims == ["Use only the test keys."]

@@ -108,7 +108,7 @@ def answer_source(
             Piece(
                 "answer_in_prompt",
                 "generation",
-                f"{ids} reached the prompt and holds what the answer says{part}",
+                f"{ids} reached the prompt and holds the answer's words{part}",
             ),
         )
     if corpus is None:

@@ -227,9 +227,28 @@ def split_claims(sentence: str) -> list[str]:
 # "Anytime!" answers a "when" and is courtesy after anything else ("Thanks, that helps!")
 _ANYTIME = re.compile(r"\W*(?:any ?time|cuando quieras|cuando quiera)\W*", re.IGNORECASE)
 _ASKS_WHEN = re.compile(r"\b(?:when|what time|how soon|cu[aá]ndo|a qu[eé] hora)\b", re.IGNORECASE)
+# a closing that states nothing: a wish ("Happy riding!", "Enjoy your trip!", "¡Buen viaje!")
+# or a referral to the help desk with nothing to check ("Please contact PedalGo support.": no
+# number, address or hours; "Contact support at 555-0100" stays a claim)
+_HELPERS = (
+    r"(?:support|customer (?:service|support|care)|help ?desk|service desk|team|staff|agents?"
+    r"|soporte|atenci[oó]n al cliente|equipo)"
+)
+_CLOSING = re.compile(
+    r"\W*(?:(?:happy|feliz) \w+|enjoy (?:your|the) \w+|have a (?:great|good|nice|lovely"
+    r"|wonderful) \w+|safe travels|take care|buen viaje|que (?:lo )?disfrutes?"
+    r"|disfruta (?:de )?(?:tu|el|la) \w+"
+    r"|(?:please |you (?:can|may|could) |feel free to )?(?:contact|reach out to|get in touch with"
+    rf"|ask) (?:our |the |your )?(?:[\w-]+ ){{0,2}}{_HELPERS}(?: for (?:more )?(?:help|assistance"
+    r"|details))?|(?:por favor,? )?(?:contacta|contacte|escribe|escriba)(?: con)? (?:el |al |a )?"
+    rf"(?:[\w-]+ ){{0,2}}{_HELPERS}(?: de [\w-]+)?)\W*",
+    re.IGNORECASE,
+)
 
 
 def _courtesy(part: str, question: str) -> bool:
+    if _CLOSING.fullmatch(fold(part)):
+        return True
     return bool(_ANYTIME.fullmatch(part)) and not _ASKS_WHEN.search(question)
 
 

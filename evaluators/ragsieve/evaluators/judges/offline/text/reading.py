@@ -33,7 +33,9 @@ _ITEM = re.compile(
     re.IGNORECASE,
 )
 _HEADING_MD = re.compile(r"^\s*#{1,6}\s+")
-_EMPHASIS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
+_EMPHASIS = re.compile(r"\*\*|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)")
+# underscores emphasise only in pairs: alone they are an identifier's ("pgk_", "sk_live_")
+_UNDERSCORES = re.compile(r"(?<!\w)(__?)(?=[^\s_])(.+?)(?<=[^\s_])\1(?!\w)")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")  # a fenced block of example code opens or closes
 # "**Forms and Filing Fee**: Complete the forms": a list item's (or a bold line's) label names
 # the step; what follows it is the statement (not "8:30", not "https://")
@@ -250,7 +252,7 @@ def clean_line(line: str) -> str:
     """``line`` without markdown emphasis, heading marks and citation markers."""
     line = _HEADING_MD.sub("", line)
     line = _CITATION.sub("", line)
-    line = _EMPHASIS.sub("", line)
+    line = _UNDERSCORES.sub(r"\2", _EMPHASIS.sub("", line))
     if "|" in line:  # a table row: its cells read as one clause
         line = "; ".join(c.strip() for c in line.strip().strip("|").split("|") if c.strip())
     return line.strip()
