@@ -44,7 +44,10 @@ def test_list_and_export(collector: Any, tmp_path: Path) -> None:
     assert text[0].split() == ["TRACE", "METRIC", "LABEL", "SCORE", "RESULT", "TRACE", "VERDICT"]
     bad = {r["trace_id"] for r in flagged}
     for tid in ids:  # the verdict once per trace; each metric row says whether it failed
-        mine = [line.split() for line in text[1:] if line.startswith(tid)]
+        at = [i for i, line in enumerate(text[1:]) if line.startswith(tid)]
+        assert at == list(range(at[0], at[0] + 3)), "a trace's rows stand together"
+        mine = [text[1 + i].split() for i in at]
+        assert mine[0][5:], "the verdict is on the trace's first row"
         verdicts = [" ".join(cells[5:]) for cells in mine if cells[5:]]
         assert verdicts == (["FLAGGED generation"] if tid in bad else ["pass"])
         result = {cells[1]: cells[4] for cells in mine}

@@ -209,12 +209,12 @@ def list_text(rows: list[Any], verdicts: dict[str, Any]) -> str:
     """``interactions list``: a header, then per trace the job's verdict (``not judged`` until a
     run decides it) and the app's own span status, kept apart so that ``ok`` never reads as a
     pass."""
-    lines = [f"{'TRACE ID':<32}  {'VERDICT':<22} {'APP':<6} DOCS  QUESTION -> ANSWER"]
+    lines = [f"{'TRACE ID':<32}  {'VERDICT':<26} {'APP':<6} DOCS  QUESTION -> ANSWER"]
     for rec in rows:
         q, a = clip(rec.query, 60), clip(rec.answer, 40)
         verdict = _verdict_text(verdicts.get(rec.trace_id))
         lines.append(
-            f"{rec.trace_id:<32}  {verdict:<22} {rec.status:<6} {len(rec.documents):<4}"
+            f"{rec.trace_id:<32}  {verdict:<26} {rec.status:<6} {len(rec.documents):<4}"
             f"  {q!r} -> {a!r}"
         )
     return "\n".join(lines)
@@ -332,7 +332,7 @@ def session_text(session_id: str, rows: list[dict[str, Any]]) -> str:
         mark = "!" if r["flagged"] else " "
         verdict = f"FLAGGED {r['root_cause']}" if r["flagged"] else (r["verdict"] or "not judged")
         q, a = clip(r["query"], 70), clip(r["answer"], 50)
-        lines.append(f"{mark}{r['turn']:>3}  {r['trace_id']}  {verdict:<22} {q!r} -> {a!r}")
+        lines.append(f"{mark}{r['turn']:>3}  {r['trace_id']}  {verdict:<26} {q!r} -> {a!r}")
         rewrite = [x for x in r["retrieval_queries"] if x != r["query"]]
         if rewrite:
             lines.append(f"{'':>6}retrieval query: {clip(rewrite[0], 90)!r}")

@@ -89,6 +89,10 @@ def list_command(
     RESULT says whether that metric failed the trace (FAILED) or not (passed); TRACE VERDICT is
     the trace's own (FLAGGED with its root cause, or pass), given on its first row only."""
     rows = _rows(obj, store, since, flagged, limit, session, verdicts=True)
+    first: dict[str, int] = {}  # a trace's rows together, where its newest one falls
+    for i, r in enumerate(rows):
+        first.setdefault(r["trace_id"], i)
+    rows.sort(key=lambda r: first[r["trace_id"]])
     if not rows and not as_json:  # on stderr: the listing itself stays empty, as with --json
         click.echo("no results match (the store was read; see --since, --flagged)", err=True)
     elif not as_json:
