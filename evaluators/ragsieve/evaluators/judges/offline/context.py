@@ -23,8 +23,9 @@ from ragsieve.evaluators.judges.offline.text.question import (
     expected_type,
     has_type,
 )
-from ragsieve.evaluators.judges.offline.text.terms import Match, TermIndex
+from ragsieve.evaluators.judges.offline.text.terms import Match, TermIndex, key
 from ragsieve.evaluators.judges.offline.text.text import (
+    content_words,
     language,
     sentences,
 )
@@ -217,6 +218,33 @@ def _discriminative(
         df = sum(1 for f in found if f[k].strength > 0)
         out[k] = w * (1.0 - TOPIC_DISCOUNT * max(0, df - 1) / (n - 1))
     return out
+
+
+# what a question is about is not what it asks: "When will I receive the money for a returned
+# Tallyfox Reader?" names its subject (the product every page of the deployment is on) and asks
+# for a refund's timing. Stated principles, nothing fitted: a name the question gives that half
+# of two or more prompt passages hold is the subject; so is a term most (more than half) of them
+# hold, unless the passage that best answers the question holds it: the retriever matched it
+# there, so it is what is asked ("money" and "returned" when every passage is on refunds). A
+# name is what every page of the product holds, the answering one too
+TOPIC_MAJORITY = 0.5
+
+
+def topic_terms(question: str, context: Sequence[str]) -> frozenset[str]:
+    """Keys of the question's terms that name its subject rather than what it asks: the names
+    it gives (:func:`.text.asked.name_keys`) that half of the passages hold, and the terms most
+    of them hold that the passage answering it best (:func:`chunk_evidence`) does not."""
+    if len(context) < 2:
+        return frozenset()
+    named = name_keys(question)
+    held = [{key(w) for w in content_words(c)} for c in context]
+    shares = {k: sum(k in h for h in held) / len(held) for k in question_terms(question)}
+    topic = {k for k, share in shares.items() if share >= TOPIC_MAJORITY and k in named}
+    common = {k for k, share in shares.items() if share > TOPIC_MAJORITY} - topic
+    if common:  # the passage that answers best holds what is asked
+        scores = [ev.score for ev in chunk_evidence(question, context)]
+        common -= held[max(range(len(context)), key=scores.__getitem__)]
+    return frozenset(topic | common)
 
 
 def _combine(

@@ -55,10 +55,31 @@ def question_terms(question: str) -> dict[str, tuple[str, float]]:
     return out
 
 
+# words that open a question by asking, not naming ("Does ...", "Tell me ...", "Dime ...")
+_OPENERS = _FUNCTION | frozenset(
+    "list tell give show explain describe name please dime explica explique".split()
+)
+
+
 def name_keys(question: str) -> set[str]:
-    """Keys of the question's names: capitalised words after its first word."""
+    """Keys of the question's names, the one reading of them every judge shares: its
+    capitalised words, the first one too unless it asks rather than names ("Quillwick keys:
+    when do they rotate?", not "Does ..." or "Waht ..."). A question written all in capitals
+    marks no name."""
     words = re.findall(r"[^\W\d_][\w'-]*", question)
-    return {key(t) for w in words[1:] if w[:1].isupper() for t in tokens(w)}
+    if not any(c.islower() for w in words for c in w):
+        return set()
+    return {
+        key(t)
+        for i, w in enumerate(words)
+        if w[:1].isupper() and (i or not _asks(fold(w)))
+        for t in tokens(w)
+    }
+
+
+def _asks(word: str) -> bool:
+    """A word that opens a question by asking, written right or misspelt ("Waht ...")."""
+    return word in _OPENERS or misspells(word, _OPENERS)
 
 
 # A yes/no question about a number ("Can my 14-year-old ride?", "¿Puede usarla mi hija de 14
