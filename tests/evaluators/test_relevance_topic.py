@@ -122,6 +122,8 @@ async def test_copying_a_passage_sentence_that_holds_only_the_subject_keeps_the_
 def test_names_are_read_one_way_whatever_their_place_or_the_question_s_capitals() -> None:
     assert key("quillwick") in name_keys("Quillwick refunds: when do they arrive?")
     assert key("does") not in name_keys("Does the Quillwick Slate charge wirelessly?")
+    # a known word opening the question may be any word: its capital marks only the start
+    assert key("aside") not in name_keys("Aside from cow's milk, what milk makes cheese?")
     assert name_keys("WHEN WILL I GET MY REFUND FOR A RETURNED TABLET?") == set()
     half = (PASSAGES[1], PASSAGES[2])  # one names the refund, one the Quillwick Slate
     # a name opening the question, held by half of the passages, is the subject
