@@ -241,8 +241,8 @@ def topic_terms(question: str, context: Sequence[str]) -> frozenset[str]:
     shares = {k: sum(k in h for h in held) / len(held) for k in question_terms(question)}
     topic = {k for k, share in shares.items() if share >= TOPIC_MAJORITY and k in named}
     common = {k for k, share in shares.items() if share > TOPIC_MAJORITY} - topic
-    if common:  # the passage that answers best holds what is asked
-        scores = [ev.score for ev in chunk_evidence(question, context)]
+    if common:  # the passage that answers best, by its words, holds what is asked
+        scores = [ev.score for ev in chunk_evidence(question, context, use_embeddings=False)]
         common -= held[max(range(len(context)), key=scores.__getitem__)]
     return frozenset(topic | common)
 
