@@ -233,7 +233,8 @@ TOPIC_MAJORITY = 0.5
 def topic_terms(question: str, context: Sequence[str]) -> frozenset[str]:
     """Keys of the question's terms that name its subject rather than what it asks: the names
     it gives (:func:`.text.asked.name_keys`) that half of the passages hold, and the terms most
-    of them hold that the passage answering it best (:func:`chunk_evidence`) does not."""
+    of them hold that the passage answering it best (:func:`chunk_evidence`, by its words) does
+    not."""
     if len(context) < 2:
         return frozenset()
     named = name_keys(question)
@@ -241,8 +242,12 @@ def topic_terms(question: str, context: Sequence[str]) -> frozenset[str]:
     shares = {k: sum(k in h for h in held) / len(held) for k in question_terms(question)}
     topic = {k for k, share in shares.items() if share >= TOPIC_MAJORITY and k in named}
     common = {k for k, share in shares.items() if share > TOPIC_MAJORITY} - topic
-    if common:  # the passage that answers best, by its words, holds what is asked
-        scores = [ev.score for ev in chunk_evidence(question, context, use_embeddings=False)]
+    if common:  # the passage that answers best, by the question's words as written, holds what
+        # is asked (read without the encoder or near words: this runs for every answer)
+        scores = [
+            ev.score
+            for ev in chunk_evidence(question, context, use_embeddings=False, near_words=False)
+        ]
         common -= held[max(range(len(context)), key=scores.__getitem__)]
     return frozenset(topic | common)
 
@@ -312,7 +317,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
-            f"offline-18:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
+            f"offline-19:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
