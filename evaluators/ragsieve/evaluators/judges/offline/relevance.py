@@ -182,11 +182,9 @@ def evidence(
         type_ok = 1.0
     # an answer sharing only the subject, not clearly about the question in meaning: its value
     # of the asked type ("every 90 days") is of the subject, not of what is asked, however short
-    # (a question that asks for no type, "Tell me about ...", has no such credit to take)
     unclear = bool(only_topic) and addressed < MEANING_SHARE
-    zeroed = unclear and kind is not None and type_ok > 0
-    if zeroed:
-        type_ok = 0.0
+    zeroed = unclear and type_ok > 0
+    type_ok = 0.0 if unclear else type_ok
     if not unclear and _direct_answer(sents, kind, question, cosine):
         addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
     # concrete answers name rare things; generic filler ("a popular destination") does not
