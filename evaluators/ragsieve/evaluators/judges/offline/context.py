@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -235,6 +236,11 @@ def topic_terms(question: str, context: Sequence[str]) -> frozenset[str]:
     it gives (:func:`.text.asked.name_keys`) that half of the passages hold, and the terms most
     of them hold that the passage answering it best (:func:`chunk_evidence`, by its words) does
     not."""
+    return _topic_terms(question, tuple(context))
+
+
+@lru_cache(maxsize=4096)  # every reading of every answer to the same turn asks it again
+def _topic_terms(question: str, context: tuple[str, ...]) -> frozenset[str]:
     if len(context) < 2:
         return frozenset()
     named = name_keys(question)
