@@ -5,8 +5,8 @@ words carried over from earlier turns."""
 from __future__ import annotations
 
 from ragsieve.evaluators.judges import get_judge
-from ragsieve.evaluators.judges.offline.conversation import carried_words
-from ragsieve.evaluators.judges.offline.sources import answer_sources
+from ragsieve.evaluators.judges.offline.conversation import carried_words, judged_question
+from ragsieve.evaluators.judges.offline.sources import answer_sources, stays_on, yes_no_to_elliptic
 from ragsieve.evaluators.records import Message
 from ragsieve.evaluators.testing import make_interaction
 
@@ -106,3 +106,32 @@ def test_how_a_turn_asks_is_never_carried_over_to_the_next() -> None:
         "And on Saturdays?", ["Please tell me anything about the ferry timetable"]
     )
     assert set(carried) == {"ferry", "timetable"}
+
+
+BIKES_HISTORY = (
+    Message(role="user", content="¿Cuánto cuesta alquilar una bici por minuto?"),
+    Message(role="assistant", content="Una bici normal cuesta 0,10 euros por minuto."),
+)
+BIKES = ("Las bicis normales cuestan 0,10 euros por minuto y las eléctricas 0,30 euros.",)
+ELLIPTIC = "¿Y las eléctricas? ¿Son más caras?"
+REWRITE = "¿Cuesta más alquilar una bici eléctrica que una normal?"  # the app's condensed query
+
+
+def test_a_yes_to_an_elliptic_turn_is_read_against_the_turn_as_typed_too() -> None:
+    it = make_interaction(
+        query=ELLIPTIC,
+        context=BIKES,
+        answer="x",
+        chat_history=BIKES_HISTORY,
+        retrieval_queries=(REWRITE,),
+    )
+    asked = judged_question(it)
+    assert (asked.source, asked.text, asked.typed) == ("rewrite", REWRITE, ELLIPTIC)
+    # far in meaning from the rewrite, near the turn as typed, and in its words ("caras")
+    assert yes_no_to_elliptic(asked, "Sí, son más caras: 0,30 euros el minuto.")
+
+
+def test_a_yes_stays_on_the_question_through_the_words_of_either_reading() -> None:
+    reply = "Sí, 0,20 euros más caras por minuto."
+    assert stays_on(reply, (REWRITE, ELLIPTIC), None)  # "caras": the turn as typed says it
+    assert not stays_on(reply, (REWRITE,), None)  # the rewrite words it otherwise

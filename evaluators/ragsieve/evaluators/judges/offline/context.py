@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -23,8 +24,9 @@ from ragsieve.evaluators.judges.offline.text.question import (
     expected_type,
     has_type,
 )
-from ragsieve.evaluators.judges.offline.text.terms import Match, TermIndex
+from ragsieve.evaluators.judges.offline.text.terms import Match, TermIndex, key
 from ragsieve.evaluators.judges.offline.text.text import (
+    content_words,
     language,
     sentences,
 )
@@ -219,6 +221,43 @@ def _discriminative(
     return out
 
 
+# what a question is about is not what it asks: "When will I receive the money for a returned
+# Tallyfox Reader?" names its subject (the product every page of the deployment is on) and asks
+# for a refund's timing. Stated principles, nothing fitted: a name the question gives that half
+# of two or more prompt passages hold is the subject; so is a term most (more than half) of them
+# hold, unless the passage that best answers the question holds it: the retriever matched it
+# there, so it is what is asked ("money" and "returned" when every passage is on refunds). A
+# name is what every page of the product holds, the answering one too
+TOPIC_MAJORITY = 0.5
+
+
+def topic_terms(question: str, context: Sequence[str]) -> frozenset[str]:
+    """Keys of the question's terms that name its subject rather than what it asks: the names
+    it gives (:func:`.text.asked.name_keys`) that half of the passages hold, and the terms most
+    of them hold that the passage answering it best (:func:`chunk_evidence`, by its words) does
+    not."""
+    return _topic_terms(question, tuple(context))
+
+
+@lru_cache(maxsize=4096)  # every reading of every answer to the same turn asks it again
+def _topic_terms(question: str, context: tuple[str, ...]) -> frozenset[str]:
+    if len(context) < 2:
+        return frozenset()
+    named = name_keys(question)
+    held = [{key(w) for w in content_words(c)} for c in context]
+    shares = {k: sum(k in h for h in held) / len(held) for k in question_terms(question)}
+    topic = {k for k, share in shares.items() if share >= TOPIC_MAJORITY and k in named}
+    common = {k for k, share in shares.items() if share > TOPIC_MAJORITY} - topic
+    if common:  # the passage that answers best, by the question's words as written, holds what
+        # is asked (read without the encoder or near words: this runs for every answer)
+        scores = [
+            ev.score
+            for ev in chunk_evidence(question, context, use_embeddings=False, near_words=False)
+        ]
+        common -= held[max(range(len(context)), key=scores.__getitem__)]
+    return frozenset(topic | common)
+
+
 def _combine(
     terms: float,
     typed: bool | None,
@@ -284,7 +323,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
-            f"offline-18:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
+            f"offline-19:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:

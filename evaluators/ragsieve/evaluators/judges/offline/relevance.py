@@ -18,6 +18,7 @@ from ragsieve.evaluators.judges.offline.context import (
     ContextRelevanceJudge,
     context_precision,
     question_terms,
+    topic_terms,
 )
 from ragsieve.evaluators.judges.offline.conversation import (
     JudgedQuestion,
@@ -29,22 +30,16 @@ from ragsieve.evaluators.judges.offline.sources import (
     HEADING_SHARE,
     HEADING_TYPED,
     MAX_ANSWER_CHARS,
-    OFF_CONVERSATION_SCORE,
     REQUEST,
     SHORT_ANSWER_WORDS,
     WH_OPENING,
-    WRONG_SOURCE_SCORE,
     YES_NO,
     answer_sources,
     continues_last_reply,
-    fits_turn,
     heading_match,
-    leaves_conversation,
+    limits,
     stays_on,
     term_coverage,
-    topic_terms,
-    wrong_source,
-    yes_no_to_elliptic,
 )
 from ragsieve.evaluators.judges.offline.text.question import answers_type, expected_type
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
@@ -80,7 +75,6 @@ MEANING_SHARE = 0.7  # closeness in meaning alone (the same topic) is not a full
 SHORT_TYPED_ADDRESSED = 0.6
 RESTATED_SHARE = 0.9  # an answer restating a passage sentence addresses what that sentence does
 RESTATED_MIN = 0.5  # ... when the sentence holds most of the question's key terms
-LEFT_NOTE = "the reply shares nothing with the conversation or the passages"
 OWN_TERM_RARITY = 1.0  # a follow-up's word this rare names what it asks (as in carried_words)
 
 
@@ -110,7 +104,7 @@ def _direct_answer(
             return True  # "genetic branches." defines "what are clades?" in a noun phrase
         if open_wh and (entities(" x " + claim) or numbers(claim)):
             return True
-        if whether and YES_NO.search(fold(claim)) and stays_on(claim, question, cosine):
+        if whether and YES_NO.search(fold(claim)) and stays_on(claim, (question,), cosine):
             return True  # "Yes, you can."
     return False
 
@@ -127,7 +121,7 @@ def _addressed(
 ) -> tuple[float, float, float, list[str]]:
     """``(coverage, cosine, addressed, only the topic)``: the question's key terms found in the
     answer, the closest question-answer cosine, how much the answer addresses the question, and
-    the :func:`.sources.topic_terms` it shares when it shares no other: covering only the subject
+    the :func:`.context.topic_terms` it shares when it shares no other: covering only the subject
     ("API keys do not expire, but Tallyfox recommends ...") addresses nothing asked of it, so
     those terms count for nothing; its closeness in meaning still counts ("X is led by ..."
     answers "Who is the CEO of X?")."""
@@ -168,12 +162,14 @@ def evidence(
     ``asks`` nothing (a statement, thanks) expects no particular type of answer. ``titles``: the
     sections of the retrieved chunks the answer was taken from, and ``restates``: the passage
     clauses it restates (both :func:`answer_sources`); both can show
-    what it answers in the passage's words where the answer leaves them out."""
+    what it answers in the passage's words where the answer leaves them out. ``topic``: the
+    question's subject (:func:`_subject`), given only when the restated clauses hold nothing
+    else it asks: restating them restates nothing asked."""
     coverage, cosine, addressed, only_topic = _addressed(question, answer, sents, topic)
     heading, title = heading_match(question, titles)
     addressed = max(addressed, HEADING_SHARE * heading)
     terms = question_terms(question)
-    if restates:  # "Press the red button." restates "Damage is reported with the red button."
+    if restates and not topic:  # "Press the red button." restates "Damage is reported with ..."
         # in the question's terms only: a passage sentence on the same topic is near in meaning
         index = TermIndex(list(restates), cross_lingual=language(question) != language(answer))
         said = term_coverage(terms, index)
@@ -184,10 +180,13 @@ def evidence(
     type_ok = 1.0 if kind is None else float(answers_type(answer, kind))
     if heading >= HEADING_TYPED:  # the page answers its own question in that section
         type_ok = 1.0
-    if _direct_answer(sents, kind, question, cosine):
+    # an answer sharing only the subject, not clearly about the question in meaning: its value
+    # of the asked type ("every 90 days") is of the subject, not of what is asked, however short
+    unclear = bool(only_topic) and addressed < MEANING_SHARE
+    zeroed = unclear and type_ok > 0
+    type_ok = 0.0 if unclear else type_ok
+    if not unclear and _direct_answer(sents, kind, question, cosine):
         addressed = max(addressed, SHORT_TYPED_ADDRESSED)  # "May 2013." answers "When ...?"
-    elif only_topic and addressed < MEANING_SHARE:  # not clearly about the question in meaning
-        type_ok = 0.0  # "every 90 days" is a time, but of the subject, not of what is asked
     # concrete answers name rare things; generic filler ("a popular destination") does not
     specificity = (
         float(np.clip((np.mean([rarity(t) for t in new]) - 1.0) / 1.2, 0, 1)) if new else 0.0
@@ -205,6 +204,7 @@ def evidence(
         "heading": heading,
         "title": title,
         "only_topic": only_topic,
+        "subject_zeroed": zeroed,
     }
 
 
@@ -234,10 +234,10 @@ def _notes(ev: Mapping[str, Any], passed: bool = False) -> list[str]:
         notes.append("the answer is about something else than the question")
     if ev["heading"]:
         notes.append(f"taken from the section {ev['title'][:80]!r}, which matches the question")
-    if ev["only_topic"] and not passed:
+    if ev["subject_zeroed"] and not passed:  # the subject rule took the type's credit
         subject = ", ".join(ev["only_topic"])
         notes.append(f"it shares only the subject ({subject}), not what is asked of it")
-    if ev["kind"] and not ev["type_ok"] and not ev["only_topic"]:
+    if ev["kind"] and not ev["type_ok"] and not ev["subject_zeroed"]:
         notes.append(f"the question asks for a {ev['kind']} and the answer gives none")
     evasive = ev["evasive"]
     if evasive:
@@ -247,44 +247,20 @@ def _notes(ev: Mapping[str, Any], passed: bool = False) -> list[str]:
     return notes
 
 
-def _limits(
-    asked: JudgedQuestion,
-    answer: str,
-    abstained: bool,
-    chunks: Sequence[tuple[str, int, str]],
-    score: float,
-    threshold: float,
-) -> tuple[float, dict[str, Any], list[str]]:
-    """``(score, metadata, notes)`` under what the turn and the passages (``chunk_texts``: id,
-    rank, text) allow: a reply to a turn that asks nothing is judged by whether it fits; a reply
-    that leaves the conversation, or was taken from the wrong passage
-    (:func:`.sources.wrong_source`), is capped."""
-    context = [c for _, _, c in chunks]
-    if not asked.is_question:  # nothing was asked: does the reply fit the turn?
-        fit = fits_turn(asked, answer, context, score, abstained)
-        article = "an" if asked.kind[:1] in "aeiou" else "a"
-        said = [f"the turn is {article} {asked.kind}, not a question"]
-        if (
-            asked.kind == "statement"
-            and fit < threshold
-            and not abstained
-            and leaves_conversation(asked, answer, context)
-        ):
-            # a failed fit whose reply shares nothing: recorded so a root cause reads where it
-            # belongs (a reply that fits the statement is not said to leave it)
-            return fit, {"leaves_conversation": True}, [*said, LEFT_NOTE]
-        return fit, {}, said
-    if leaves_conversation(asked, answer, context) and not yes_no_to_elliptic(asked, answer):
-        return min(score, OFF_CONVERSATION_SCORE), {"leaves_conversation": True}, [LEFT_NOTE]
-    found = None if abstained else wrong_source(asked.text, answer, context)
-    if found is None:
-        return score, {}, []
-    taken, answering = chunks[found[0]][0], chunks[found[1]][0]
-    return (
-        min(score, WRONG_SOURCE_SCORE),
-        {"wrong_source": {"taken_from": taken, "answering": answering}},
-        [f"taken from {taken}, which does not hold what is asked; {answering} does"],
-    )
+def _subject(
+    question: str, answer: str, context: list[str], restates: Sequence[str]
+) -> frozenset[str]:
+    """The question's subject (:func:`.context.topic_terms`), unless the answer restates passage
+    clauses that hold a question term besides it: then it shows what it addresses in the
+    passage's words. A restated clause holding only the subject ("The Quillwick Slate warranty
+    covers ...") shows nothing of what is asked."""
+    topic = topic_terms(question, context)
+    if topic and restates:
+        asked = {k: t for k, t in question_terms(question).items() if k not in topic}
+        index = TermIndex(list(restates), cross_lingual=language(question) != language(answer))
+        if term_coverage(asked, index) > 0:
+            return frozenset()
+    return topic
 
 
 def _read(
@@ -302,8 +278,7 @@ def _read(
     readings = [asked.text, asked.typed] if asked.source == "resolved" else [asked.text]
     # the same for every reading of the question
     titles, restates = answer_sources(sents, context, readings)
-    # an answer taken from no passage shows what it addresses by its own words alone
-    topics = [frozenset() if restates else topic_terms(q, context) for q in readings]
+    topics = [_subject(q, answer, context, restates) for q in readings]
     judged = [
         evidence(q, answer, sents, asked.is_question, titles, restates, topic)
         for q, topic in zip(readings, topics, strict=True)
@@ -337,7 +312,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-19:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-20:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning
@@ -361,7 +336,7 @@ class AnswerRelevanceJudge(OfflineJudge):
             ((ev, combine(ev, parsed.abstained or echoes, self.weights)) for ev in judged),
             key=lambda p: p[1],
         )
-        score, limited, said = _limits(
+        score, limited, said = limits(
             asked, answer, parsed.abstained, chunks, score, self.threshold
         )
         meta.update(limited)
@@ -379,6 +354,8 @@ class AnswerRelevanceJudge(OfflineJudge):
             meta["section_title"] = ev["title"]
         if ev["only_topic"]:
             meta["only_topic"] = ev["only_topic"]
+        if asked.is_question and len(context) < 2:  # every page is "most" of one
+            meta["subject_rule"] = "not applied: fewer than two passages"
         if self.calibration:
             meta["calibration"] = self.calibration
         label = "relevant" if score >= self.threshold else "irrelevant"

@@ -6,13 +6,15 @@ a title that matches the question shows that the answer addresses it in the page
 answer taken from a passage that does not answer, beside one that clearly does, is off the
 question however close in topic. A reply's place in the conversation is read here too: whether
 it leaves the conversation, and whether a yes or no answers a question that asks whether
-(:func:`stays_on`, :func:`yes_no_to_elliptic`).
+(:func:`stays_on`, :func:`yes_no_to_elliptic`); :func:`limits` caps a reply's relevance by
+all of these.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +27,6 @@ from ragsieve.evaluators.judges.offline.conversation import (
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
 from ragsieve.evaluators.judges.offline.text.text import (
     content_words,
-    entities,
     fold,
     language,
     rarity,
@@ -262,31 +263,6 @@ def leaves_conversation(asked: JudgedQuestion, answer: str, context: list[str]) 
     return shared is not None and shared[1] >= OFF_CONVERSATION_WORDS and shared[0] < FIT_FLOOR
 
 
-# what a question is about is not what it asks: "When will I receive the money for a returned
-# Tallyfox Reader?" names its subject (the product every page of the deployment is on) and asks
-# for a refund's timing. Stated principles, nothing fitted: a term held by a majority (more than
-# half) of two or more prompt passages is the subject, and so is a name the question gives that
-# half of them hold (its capitals mark it too). A name alone is not enough: "Who did the Super
-# Bowl 50 National Anthem?" asks about the anthem
-TOPIC_MAJORITY = 0.5
-
-
-def topic_terms(question: str, context: Sequence[str]) -> frozenset[str]:
-    """Keys of the question's terms that name its subject rather than what it asks: the terms
-    most of the passages hold, and the names it gives (capitalised inside the sentence) that
-    half of them hold."""
-    if len(context) < 2:
-        return frozenset()
-    named = entities(question)
-    held = [{key(w) for w in content_words(c)} for c in context]
-    topic = []
-    for k, (word, _) in question_terms(question).items():
-        share = sum(k in h for h in held) / len(held)
-        if share > TOPIC_MAJORITY or (share == TOPIC_MAJORITY and fold(word) in named):
-            topic.append(k)
-    return frozenset(topic)
-
-
 MAX_ANSWER_CHARS = 400  # the answer's gist for the question-answer cosine
 SHORT_ANSWER_WORDS = 6  # a short answer holding the asked type addresses the question
 
@@ -307,14 +283,17 @@ YES_NO_MEANING = 0.15  # ... or any, when the reply is this near the question in
 YES_NO = re.compile(r"^\W*(?:yes|yeah|yep)\b|^\W*(?:no|nope|si)\s*(?:[,.!;]|$)")
 
 
-def stays_on(reply: str, question: str, cosine: float | None) -> bool:
+def stays_on(reply: str, readings: Sequence[str], cosine: float | None) -> bool:
     """A yes or no that goes on about the question, or hardly goes on: "Yes, you can.", "No, the
     fee is waived.", "Yes, pets are welcome on a leash." (to "Can I bring my dog?": near in
-    meaning); "No, we don't need that kind of information." answers nothing asked."""
+    meaning); "No, we don't need that kind of information." answers nothing asked. ``cosine``
+    and the words are read against the same ``readings`` of the question (as typed and as
+    rewritten): a word of either is on it."""
     rest = content_words(YES_NO.sub(" ", fold(reply), count=1))
     if len(rest) <= YES_NO_TAIL_WORDS or (cosine is not None and cosine >= YES_NO_MEANING):
         return True
-    asked = question_terms(question)  # what it asks about, not how ("need", "puedo")
+    # what it asks about, not how ("need", "puedo")
+    asked = {k for q in readings for k in question_terms(q)}
     return any(key(w) in asked for w in rest)
 
 
@@ -336,10 +315,55 @@ def yes_no_to_elliptic(asked: JudgedQuestion, answer: str) -> bool:
         return False
     # near in meaning to the turn as typed or as rewritten ("¿Son más caras?")
     vecs = embed([asked.text, asked.typed, answer[:MAX_ANSWER_CHARS]])
-    return stays_on(answer, asked.text, float(max(vecs[:2] @ vecs[2])))
+    return stays_on(answer, (asked.text, asked.typed), float(max(vecs[:2] @ vecs[2])))
+
+
+LEFT_NOTE = "the reply shares nothing with the conversation or the passages"
+
+
+def limits(
+    asked: JudgedQuestion,
+    answer: str,
+    abstained: bool,
+    chunks: Sequence[tuple[str, int, str]],
+    score: float,
+    threshold: float,
+) -> tuple[float, dict[str, Any], list[str]]:
+    """``(score, metadata, notes)`` under what the turn and the passages (``chunk_texts``: id,
+    rank, text) allow: a reply to a turn that asks nothing is judged by whether it fits; a reply
+    that leaves the conversation, or was taken from the wrong passage
+    (:func:`wrong_source`), is capped."""
+    context = [c for _, _, c in chunks]
+    if not asked.is_question:  # nothing was asked: does the reply fit the turn?
+        fit = fits_turn(asked, answer, context, score, abstained)
+        article = "an" if asked.kind[:1] in "aeiou" else "a"
+        said = [f"the turn is {article} {asked.kind}, not a question"]
+        if (
+            asked.kind == "statement"
+            and fit < threshold
+            and not abstained
+            and leaves_conversation(asked, answer, context)
+        ):
+            # a failed fit whose reply shares nothing: recorded so a root cause reads where it
+            # belongs (a reply that fits the statement is not said to leave it)
+            return fit, {"leaves_conversation": True}, [*said, LEFT_NOTE]
+        return fit, {}, said
+    if leaves_conversation(asked, answer, context) and not yes_no_to_elliptic(asked, answer):
+        return min(score, OFF_CONVERSATION_SCORE), {"leaves_conversation": True}, [LEFT_NOTE]
+    found = None if abstained else wrong_source(asked.text, answer, context)
+    if found is None:
+        return score, {}, []
+    taken, answering = chunks[found[0]][0], chunks[found[1]][0]
+    return (
+        min(score, WRONG_SOURCE_SCORE),
+        {"wrong_source": {"taken_from": taken, "answering": answering}},
+        [f"taken from {taken}, which does not hold what is asked; {answering} does"],
+    )
 
 
 __all__ = [
+    "LEFT_NOTE",
+    "limits",
     "answer_sources",
     "OFF_CONVERSATION_SCORE",
     "fits_turn",
@@ -360,6 +384,5 @@ __all__ = [
     "YES_NO_MEANING",
     "YES_NO_TAIL_WORDS",
     "stays_on",
-    "topic_terms",
     "yes_no_to_elliptic",
 ]

@@ -15,6 +15,7 @@ from ragsieve.evaluators.judges.offline.text.terms import NO_MATCH, Match, TermI
 from ragsieve.evaluators.judges.offline.text.text import (
     STOPWORDS,
     fold,
+    known_word,
     language,
     rarity,
     sentences,
@@ -55,10 +56,33 @@ def question_terms(question: str) -> dict[str, tuple[str, float]]:
     return out
 
 
+# words that open a question by asking, not naming ("Does ...", "Tell me ...", "Dime ...")
+_OPENERS = _FUNCTION | frozenset(
+    "list tell give show explain describe name please dime explica explique".split()
+)
+
+
 def name_keys(question: str) -> set[str]:
-    """Keys of the question's names: capitalised words after its first word."""
+    """Keys of the question's names, the one reading of them every judge shares: its
+    capitalised words, the first one too when it can only be a name (:func:`_names_first`:
+    "Quillwick keys: when do they rotate?", not "Does ..." or "Aside from ..."). A question
+    written all in capitals marks no name."""
     words = re.findall(r"[^\W\d_][\w'-]*", question)
-    return {key(t) for w in words[1:] if w[:1].isupper() for t in tokens(w)}
+    if not any(c.islower() for w in words for c in w):
+        return set()
+    return {
+        key(t)
+        for i, w in enumerate(words)
+        if w[:1].isupper() and (i or _names_first(fold(w)))
+        for t in tokens(w)
+    }
+
+
+def _names_first(word: str) -> bool:
+    """A capitalised first word, where a capital marks nothing, names something when no word
+    list knows it ("Quillwick", "Tallyfox"), and it is no asking word misspelt ("Waht"); a known
+    word there ("Aside from ...", "Paris") may be any word."""
+    return not known_word(word) and word not in _OPENERS and not misspells(word, _OPENERS)
 
 
 # A yes/no question about a number ("Can my 14-year-old ride?", "¿Puede usarla mi hija de 14
