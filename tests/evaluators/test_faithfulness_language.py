@@ -113,3 +113,22 @@ async def test_a_comparison_question_gives_the_answer_its_two():
         make_interaction("How does a caldera form?", context, "It forms in two stages.")
     )
     assert "two is not in the context" in o.explanation
+
+
+async def test_words_the_context_states_apart_rank_below_words_it_states_together():
+    """A claim built from words the context gives in different sentences relates them as the
+    context never does ("Anna works in Berlin" where Anna lives in Paris and Ben works in
+    Berlin): it scores below a claim one sentence states, though every word is found."""
+    context = (
+        "Anna Keller moved to the coast after she retired from teaching. The new harbour museum"
+        " opened last spring with a large collection of old ship models.",
+    )
+    q = "What do we know about Anna Keller?"
+    together = make_interaction(q, context, "Anna Keller moved to the coast after she retired.")
+    apart = make_interaction(q, context, "Anna Keller retired from teaching at the harbour museum.")
+    [ok] = await get_judge("faithfulness").evaluate(together)
+    [wrong] = await get_judge("faithfulness").evaluate(apart)
+    assert shipped_model().coef["apart"] < 0  # fitted left out: it counts against the answer
+    assert ok.metadata["features"]["apart"] == 0.0
+    assert wrong.metadata["features"]["apart"] > 0.3
+    assert wrong.score < ok.score, (wrong.explanation, ok.explanation)

@@ -247,3 +247,42 @@ async def test_an_identifier_ending_in_an_underscore_is_its_own_word_not_emphasi
     r = await faithfulness("What prefix do partner API keys have?", BIKES, copied)
     assert r.label == "faithful", r.explanation
     assert parse_answer("Use *only* the _test_ keys.").claims == ["Use only the test keys."]
+
+
+async def test_a_contracted_negation_is_a_negation():
+    """A contracted negation ("isn't", "doesn't", "can't", "won't") negates as "not" does: a
+    short reply that denies what the context states with one is caught, and one that restates a
+    contracted denial passes."""
+    free = ("Calls within the country are free on the Lite plan.",)
+    r = await faithfulness(
+        "Are calls within the country free?", free, "Calls within the country aren't free."
+    )
+    assert r.label == "unfaithful", r.explanation
+    assert "negation differs" in r.explanation
+    r = await faithfulness(
+        "Are calls within the country free?", free, "Calls within the country are free."
+    )
+    assert r.label == "faithful", r.explanation
+    no_roaming = ("The Lite plan doesn't include roaming outside the country.",)
+    r = await faithfulness(
+        "Does the Lite plan include roaming?", no_roaming, "The Lite plan does not include roaming."
+    )
+    assert r.label == "faithful", r.explanation
+    r = await faithfulness(
+        "Does the Lite plan include roaming?",
+        no_roaming,
+        "The Lite plan includes roaming outside the country.",
+    )
+    assert r.label == "unfaithful", r.explanation
+
+
+async def test_negation_is_compared_clause_with_clause():
+    """A negation in another clause of the context sentence is about something else: a claim
+    restating the clause it shares its words with is not a denial ("Ideally 20 %, because then
+    you don't pay insurance" states the 20 %); the clause it restates negated still is."""
+    down = ("A 20 percent down payment is usual, so you do not pay insurance.",)
+    q = "What is a usual down payment?"
+    r = await faithfulness(q, down, "A 20 percent down payment is usual.")
+    assert r.label == "faithful", r.explanation
+    r = await faithfulness(q, down, "A 20 percent down payment is not usual.")
+    assert r.label != "faithful", r.explanation

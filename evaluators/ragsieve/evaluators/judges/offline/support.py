@@ -3,10 +3,12 @@
 Every claim gets a verdict from the words it shares with the context, weighted by rarity: over
 the whole context and over the best window of two adjacent sentences of one chunk (a claim built
 from two sentences is still supported). Numbers are compared by value, names must be found in
-one piece, and a claim negated against its closest context sentence loses support. Across
+one piece, and a claim negated against its closest context sentence (clause with clause, a
+contracted "isn't" a negation as "is not" is) loses support. Across
 languages, the claim's meaning is compared with each sentence's (the embedded multilingual
 encoder). The verdict records what decided it: ``support``, the share of the claim's content
-the context never states (``novel``), the rarest such word, missing values and names.
+the context never states (``novel``), the rarest such word, missing values and names, and the
+share of it one context sentence holds together (``together``).
 """
 
 from __future__ import annotations
@@ -36,13 +38,16 @@ from ragsieve.evaluators.judges.offline.text.terms import (
     tokens,
 )
 from ragsieve.evaluators.judges.offline.text.text import (
-    NEGATIONS,
+    ANSWER_PARTICLE,
+    CONTRACTED,
     STOPWORDS,
     entities,
     fold,
     language,
     lemma_rarity,
+    negation_differs,
     sentences,
+    uncontracted,
     words,
 )
 from ragsieve.evaluators.tools.embeddings import embed
@@ -68,7 +73,6 @@ NO = frozenset({"no", "nope", "false", "incorrect", "falso"})
 class Context:
     sents: list[str]
     sent_chunk: list[str]
-    sent_neg: list[bool]
     index: TermIndex
     values: set[str]
     value_sents: dict[str, frozenset[int]]
@@ -84,8 +88,7 @@ def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
     return Context(
         sents=sents,
         sent_chunk=[cid for cid, _ in pairs],
-        sent_neg=[_negated(s) for s in sents],
-        index=TermIndex(sents, cross_lingual=translate),
+        index=TermIndex([uncontracted(s) for s in sents], cross_lingual=translate),
         values=_with_decades(set().union(*(all_values(c) for _, c in chunks))),
         value_sents=_value_sentences(sents),
         lang=language(" ".join(c for _, c in chunks)),
@@ -107,27 +110,6 @@ def _value_sentences(sents: list[str]) -> dict[str, frozenset[int]]:
     return {v: frozenset(ix) for v, ix in where.items()}
 
 
-# "No, riders must be at least 16." answers the question with its first word ("Sure,", "That's
-# correct," likewise); the clause after it is what the reply states. "si no, se cobran 450
-# euros" / "if not, ..." is a condition ("otherwise"), not a denial of the clause it leads.
-_ANSWER_PARTICLE = re.compile(
-    r"^\W*(?:no|nope|yes|yeah|s[ií]|sure|ok|okay|alright|of course|certainly|absolutely"
-    r"|that'?s (?:correct|right)|claro|vale|por supuesto|desde luego|as[ií] es|(?:eso )?es"
-    r" correcto|correcto|exacto|efectivamente)\s*[,.;:!\u2014\u2013-]\s*",
-    re.I,
-)
-_OTHERWISE = re.compile(r"\b(?:if not|si no|or else|de lo contrario|en caso contrario)\b", re.I)
-
-
-# "isn't", "don't", "won't": the head the tokenizer leaves ("isn", "don", "won") is no word
-_CONTRACTED = re.compile(r"\b(\w+)n['’]t\b", re.IGNORECASE)
-
-
-def _negated(text: str) -> bool:
-    stated = _OTHERWISE.sub(" ", _ANSWER_PARTICLE.sub("", text))
-    return any(w in NEGATIONS or w.endswith("n't") for w in words(stated))
-
-
 def _by_value(token: str, ctx: Context) -> Match | None:
     """``token`` found as a value the context states (a number or a number word), or None."""
     hits = sorted(all_values(token) & ctx.values)
@@ -139,8 +121,8 @@ def _claim_terms(claim: str, q_keys: set[str]) -> list[str]:
     by value, not as words: "40 000" is one number, not the words "40" and "000"); a leading
     "No," / "Yes," answers the question and is no word to find, nor is the head of a
     contracted negation ("isn't" -> "isn")."""
-    claim = _ANSWER_PARTICLE.sub("", claim)
-    skip = STOPWORDS | {fold(m.group(1)) + "n" for m in _CONTRACTED.finditer(claim)}
+    claim = ANSWER_PARTICLE.sub("", claim)
+    skip = STOPWORDS | {fold(m.group(1)) + "n" for m in CONTRACTED.finditer(claim)}
     words_ = [
         t
         for t in tokens(claim)
@@ -278,6 +260,9 @@ def claim_verdict(
         "evidence": ctx.sents[best_i] if best_i >= 0 and single > 0 else None,
         "chunk": ctx.sent_chunk[best_i] if best_i >= 0 and single > 0 else None,
         "reason": reason,
+        # the share of its content one context sentence holds together (the rest is only
+        # found in other sentences: the context may not relate them as the claim does)
+        "together": round(min(1.0, single), 4),
     }
 
 
@@ -336,11 +321,10 @@ def _checks(
         problems.append(f"{', '.join(missing_ents[:3])} not found in the context")
         # names are sometimes translated ("Luther"/"Lutero", "Academy Award"/"Óscar")
         support *= 0.85 if ctx.index.cross_lingual else 0.7
-    claim_neg = _negated(claim) if f.polarity is None else not f.polarity
     aligned = (len(f.toks) >= 2 or f.polarity is not None) and f.single >= 0.6
     if aligned:  # a long sentence may negate another of its clauses: compare like with like
         aligned = len(words(ctx.sents[f.best_i])) <= NEGATION_LENGTH_RATIO * len(words(claim)) + 3
-    if aligned and claim_neg != ctx.sent_neg[f.best_i]:
+    if aligned and negation_differs(claim, ctx.sents[f.best_i], f.polarity):
         problems.append("negation differs from the closest context sentence")
         support *= 0.6 if f.polarity is None else 0.3
     return support, problems, missing_nums, missing_ents

@@ -41,6 +41,7 @@ FEATURES = (
     "rare_share",  # the share of claims that are unsupported and hold such a rare word
     "short_gap",  # in a reply of one or two claims: how far its weakest claim is from support
     "nothing_near",  # a claim about the world with no context sentence near it
+    "apart",  # the claims' mean share of content no one context sentence holds together
 )
 # Each problem counts twice: whether any claim has it, and the share of claims that have it. A
 # long answer often trips one check on one claim and is still faithful; a one-claim answer that
@@ -87,6 +88,7 @@ _NEUTRAL = {  # a fully supported one-claim answer: what a pull is measured from
     "rare_share": 0.0,
     "short_gap": 0.0,
     "nothing_near": 0.0,
+    "apart": 0.0,
 }
 
 DRIVER_TEXT = {
@@ -103,6 +105,7 @@ DRIVER_TEXT = {
     "rare_share": "specific words not in the context",
     "short_gap": "a short reply rests on a weakly supported claim",
     "nothing_near": "nothing in the context comes near a claim",
+    "apart": "the context states the claims' words apart, not together",
 }
 
 
@@ -128,6 +131,7 @@ def features(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         "rare_share": sum(rare) / len(vs),
         "short_gap": 1.0 - min(supports) if len(vs) <= SHORT_CLAIMS else 0.0,
         "nothing_near": float(any(v.get("nothing_near") for v in vs)),
+        "apart": 1.0 - sum(float(v.get("together", 1.0)) for v in vs) / len(vs),
     }
 
 

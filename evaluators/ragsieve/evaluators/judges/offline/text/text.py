@@ -91,6 +91,82 @@ def stems(tokens: list[str]) -> set[str]:
     return {stem(t) for t in tokens}
 
 
+# where one clause of a sentence ends and another begins: a comma or semicolon, or a
+# subordinating or contrasting word ("because", "unless", "but", "porque", "pero")
+_CLAUSE_RE = re.compile(
+    r"[,;:()]\s*|\s(?=(?:because|since|unless|although|though|while|whereas|but|so that|which"
+    r"|porque|aunque|pero|sino|mientras)\b)",
+    re.I,
+)
+
+
+def clauses(text: str) -> list[str]:
+    """``text``'s clauses (:data:`_CLAUSE_RE`); ``[text]`` when it has one."""
+    return [c for c in _CLAUSE_RE.split(text) if c and c.strip()] or [text]
+
+
+def aligned_clauses(a: str, b: str) -> list[tuple[str, str]]:
+    """The pairs of a clause of ``a`` and a clause of ``b`` that share the most content words
+    (every such pair when several tie; ``[(a, b)]`` when no pair shares a word): what a claim
+    and the sentence it restates say of the same thing, clause with clause."""
+    pairs = [(x, y) for x in clauses(a) for y in clauses(b)]
+    shared = [len(stems(content_words(x)) & stems(content_words(y))) for x, y in pairs]
+    best = max(shared)
+    return [p for p, n in zip(pairs, shared, strict=True) if n == best] if best else [(a, b)]
+
+
+# "No, riders must be at least 16." answers the question with its first word ("Sure,", "That's
+# correct," likewise); the clause after it is what the reply states. "si no, se cobran 450
+# euros" / "if not, ..." is a condition ("otherwise"), not a denial of the clause it leads.
+ANSWER_PARTICLE = re.compile(
+    r"^\W*(?:no|nope|yes|yeah|s[ií]|sure|ok|okay|alright|of course|certainly|absolutely"
+    r"|that'?s (?:correct|right)|claro|vale|por supuesto|desde luego|as[ií] es|(?:eso )?es"
+    r" correcto|correcto|exacto|efectivamente)\s*[,.;:!\u2014\u2013-]\s*",
+    re.I,
+)
+_OTHERWISE = re.compile(r"\b(?:if not|si no|or else|de lo contrario|en caso contrario)\b", re.I)
+
+
+# "isn't", "don't", "won't": a negation; the head the tokenizer leaves ("isn", "don", "won") is
+# no word
+CONTRACTED = re.compile(r"\b(\w+)n['’]t\b", re.IGNORECASE)
+
+
+_HEADS = {"wo": "will", "ca": "can", "sha": "shall"}  # "won't", "can't", "shan't"
+
+
+def uncontracted(sent: str) -> str:
+    """``sent`` with its contracted negations written out ("doesn't" -> "does not"): the
+    context's "not" supports a claim's."""
+    return CONTRACTED.sub(lambda m: f"{_HEADS.get(fold(m.group(1)), m.group(1))} not", sent)
+
+
+# a negated comparison is a bound, not a denial: "doesn't show more than 1000 rows" says "at
+# most 1000", "no later than 5 May" says "by 5 May"
+_BOUND = re.compile(
+    r"\b(?:not|no|never|\w+n['’]t)\s+(?:\w+\s+){0,2}?(?:more|less|fewer|longer|later|earlier"
+    r"|m[aá]s|menos)\s+(?:than|de|que)\b",
+    re.I,
+)
+
+
+def negated(text: str) -> bool:
+    """A negation the text states, past a leading answer particle, an "if not" condition and a
+    negated comparison (:data:`_BOUND`)."""
+    stated = _BOUND.sub(" ", _OTHERWISE.sub(" ", ANSWER_PARTICLE.sub("", text)))
+    return CONTRACTED.search(stated) is not None or any(w in NEGATIONS for w in words(stated))
+
+
+def negation_differs(claim: str, sent: str, polarity: bool | None) -> bool:
+    """The claim's negation against the context sentence it restates, clause with clause (the
+    clauses that share the most words, :func:`aligned_clauses`; "Ideally 20 %, because
+    then you don't pay insurance" does not deny the 20 %): it differs only when it differs in
+    every such pair. A bare "Yes." / "No." gives its polarity to the question's proposition."""
+    if polarity is not None:
+        return polarity == negated(sent)
+    return all(negated(x) != negated(y) for x, y in aligned_clauses(claim, sent))
+
+
 def sentences(text: str) -> list[str]:
     """Split prose (and list items) into sentences; never returns empty strings."""
     parts = _SENT_RE.split(text)
