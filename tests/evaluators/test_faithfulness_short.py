@@ -115,8 +115,9 @@ def test_the_sources_named_as_the_assistants_or_lacking_the_answer_decline(decli
 
 
 async def test_anytime_answers_a_when_and_is_courtesy_after_thanks():
-    r = await faithfulness("When can I call?", STORE, "Anytime.")
-    assert r.label == "unfaithful", r.explanation
+    for asked in ("When can I call?", "How soon can I call?"):
+        r = await faithfulness(asked, STORE, "Anytime.")
+        assert r.label == "unfaithful", r.explanation
     for thanks, reply in [
         ("Thanks, that helps!", "Anytime!"),
         ("Thanks, that helps!", "Anytime! Let me know if you need anything else."),

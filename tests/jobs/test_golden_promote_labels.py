@@ -32,6 +32,17 @@ def _accepted(cid: str, root_cause: str | None) -> Candidate:
     )
 
 
+def _promote(tmp_path: Path, url: str, start: Path) -> subprocess.CompletedProcess[str]:
+    """``ragsieve golden promote --start START`` on the store at ``url``; it must succeed."""
+    out = subprocess.run(
+        [str(ragsieve_script()), "golden", "promote", "--start", str(start), "--by", "bob"],
+        env={"PATH": "/usr/bin:/bin", "RAGSIEVE_STORE": url, "HOME": str(tmp_path)},
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return out
+
+
 @pytest.mark.parametrize(
     ("causes", "shown"),
     [
@@ -51,12 +62,7 @@ def test_promote_names_an_uncategorised_case_and_a_missing_root_cause(
     finally:
         st.close()
     start = tmp_path / "golden.jsonl"
-    out = subprocess.run(
-        [str(ragsieve_script()), "golden", "promote", "--start", str(start), "--by", "bob"],
-        env={"PATH": "/usr/bin:/bin", "RAGSIEVE_STORE": url, "HOME": str(tmp_path)},
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
+    out = _promote(tmp_path, url, start)
     assert "    2  uncategorized" in out.stdout.splitlines()
     assert not any(line.rstrip().endswith("  -") for line in out.stdout.splitlines())
     [written] = [p for p in tmp_path.glob("golden*.jsonl") if p != start] or [start]
@@ -111,13 +117,7 @@ def test_a_false_alarm_however_typed_marks_the_judge_wrong_in_the_rejected_label
         assert [says_false_alarm(r) for r in reasons.values()] == [True, True, False]
     finally:
         st.close()
-    start = tmp_path / "golden.jsonl"
-    out = subprocess.run(
-        [str(ragsieve_script()), "golden", "promote", "--start", str(start), "--by", "bob"],
-        env={"PATH": "/usr/bin:/bin", "RAGSIEVE_STORE": url, "HOME": str(tmp_path)},
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
+    _promote(tmp_path, url, tmp_path / "golden.jsonl")
     (negatives,) = tmp_path.glob("*.rejected.jsonl")
     rows = {r["id"]: r for r in map(json.loads, negatives.read_text().splitlines())}
     assert rows.keys() == set(reasons)

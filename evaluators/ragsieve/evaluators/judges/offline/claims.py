@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ragsieve.evaluators.judges.offline.text.question import expected_type
 from ragsieve.evaluators.judges.offline.text.reading import is_hedge, is_meta, read_answer
 from ragsieve.evaluators.judges.offline.text.text import fold, sentences
 
@@ -226,7 +227,6 @@ def split_claims(sentence: str) -> list[str]:
 
 # "Anytime!" answers a "when" and is courtesy after anything else ("Thanks, that helps!")
 _ANYTIME = re.compile(r"\W*(?:any ?time|cuando quieras|cuando quiera)\W*", re.IGNORECASE)
-_ASKS_WHEN = re.compile(r"\b(?:when|what time|how soon|cu[aá]ndo|a qu[eé] hora)\b", re.IGNORECASE)
 # a closing that states nothing: a wish ("Happy riding!", "Enjoy your trip!", "¡Buen viaje!")
 # or a referral to the help desk with nothing to check ("Please contact PedalGo support.": no
 # number, address or hours; "Contact support at 555-0100" stays a claim)
@@ -249,7 +249,7 @@ _CLOSING = re.compile(
 def _courtesy(part: str, question: str) -> bool:
     if _CLOSING.fullmatch(fold(part)):
         return True
-    return bool(_ANYTIME.fullmatch(part)) and not _ASKS_WHEN.search(question)
+    return bool(_ANYTIME.fullmatch(part)) and expected_type(question) != "date"
 
 
 def parse_answer(answer: str, question: str = "") -> ParsedAnswer:

@@ -77,8 +77,8 @@ _DEFINE = re.compile(
 
 # service questions: "at what time does it open?", "which days?", "what are the opening hours?"
 _ASKS_TIME = re.compile(
-    r"\b(?:what time|which days?|what days?|opening (?:hours|times)|office hours|a que hora"
-    r"|que dias?|en que horario|que horario|horarios?)\b"
+    r"\b(?:what time|how soon|which days?|what days?|opening (?:hours|times)|office hours"
+    r"|a que hora|que dias?|en que horario|que horario|horarios?)\b"
 )
 # "what do I need to bring?", "¿qué hay que llevar?", "which documents...?": a requirement
 _ASKS_REQUIREMENT = re.compile(
