@@ -67,6 +67,8 @@ def test_sessions_in_results_report_view_and_annotations(collector: Any) -> None
         ).stdout.splitlines()
     ]
     assert {r["trace_id"] for r in rows} == set(a) and len(rows) == 3 * 3
+    # in the conversation's order, as the session view reads it, whatever the results' times
+    assert list(dict.fromkeys(r["trace_id"] for r in rows)) == a
     flagged = _invoke(
         "results", "list", "--store", url, "--session", "chat-A", "--flagged", "--json"
     ).stdout.splitlines()

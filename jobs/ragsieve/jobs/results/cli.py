@@ -51,6 +51,9 @@ def _rows(
     with opened_store(obj, store) as (_, st):
         traces = [t.trace_id for t in session_turns(st, session)] if session else None
         rows = list_results(st, since=lo, flagged=flagged, limit=limit, trace_ids=traces)
+        if traces:  # a session reads as its conversation: turns in order, not newest first
+            turn = {tid: i for i, tid in enumerate(traces)}
+            rows.sort(key=lambda r: turn[r["trace_id"]])
         failed = failed_metrics(st, [r["trace_id"] for r in rows]) if verdicts else {}
     for r in rows:
         r["created_at"] = datetime.fromtimestamp(r["created_at"], UTC).isoformat()
@@ -84,7 +87,8 @@ def list_command(
     session: str | None,
     as_json: bool,
 ) -> None:
-    """List results (one per judge of a trace), newest first.
+    """List results (one per judge of a trace), newest first; with --session, in the
+    conversation's turn order.
 
     RESULT says whether that metric failed the trace (FAILED) or not (passed); TRACE VERDICT is
     the trace's own (FLAGGED with its root cause, or pass), given on its first row only."""
