@@ -309,3 +309,37 @@ async def test_a_yes_or_no_that_goes_on_in_other_words_still_answers(
 def test_a_question_verb_is_not_what_a_yes_or_no_must_go_on_about() -> None:
     reply = "No, we don't need that kind of information."
     assert not _direct_answer([reply], None, "Do I need to bring my passport?")
+
+
+ROAMING = (
+    "Roaming in the USA (Zone 2) costs 6 EUR per day for 1 GB on Postpaid Plus and is included"
+    " at no extra cost on Postpaid Pro."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        (
+            "How much does roaming in the USA cost on the Postpaid Pro plan?",
+            "On Postpaid Pro, roaming in the USA is included at no extra cost.",
+        ),
+        (
+            "¿Cuánto cuesta el roaming en Estados Unidos con el plan Pospago Pro?",
+            "Con Pospago Pro, el roaming en Estados Unidos está incluido sin coste extra.",
+        ),
+        ("How much is the setup fee for a Pro account?", "The setup is free for Pro accounts."),
+    ],
+)
+async def test_a_quantity_of_nothing_answers_how_much(question: str, answer: str) -> None:
+    # "free" and "at no extra cost" are the amount asked for, not an answer that gives none
+    label, _, meta = await _judged(question, answer, ROAMING)
+    assert label == "relevant", meta
+    assert answers_type(answer, "number") and not has_type(answer, "number", question)
+
+
+@pytest.mark.parametrize(
+    "answer", ["Roaming in the USA is available on Postpaid Pro.", "Pro includes roaming."]
+)
+def test_a_reply_without_an_amount_still_gives_no_number(answer: str) -> None:
+    assert not answers_type(answer, "number")

@@ -164,9 +164,21 @@ def has_type(text: str, kind: str, question: str = "") -> bool:
     return bool(first) and first[0][:1].isupper() and fold(first[0].strip(".,;:")) not in asked
 
 
+# a quantity of nothing, which answers "how much / how many?" in a reply with no digit: "it is
+# free", "included at no extra cost", "none", "sin coste", "gratis", "ninguno". Read in replies
+# only: a passage's "none of the above" or "free text" is not an amount it states
+_NOTHING = re.compile(
+    r"\b(?:free(?: of charge)?|(?:at )?no (?:extra |additional )?(?:cost|charge|fee)s?|zero|none"
+    r"|gratis|gratuit[oa]s?|sin (?:coste|costo|cargo)s?|ningun[oa]?|cero)\b"
+)
+
+
 def answers_type(answer: str, kind: str, question: str = "") -> bool:
     """``has_type`` for an answer, where a moment told by an event or a span also answers
-    "when?" ("until the period ends", "the month after the date you filed")."""
+    "when?" ("until the period ends", "the month after the date you filed"), and a quantity of
+    nothing answers "how much?" ("included at no extra cost")."""
+    if kind == "number" and _NOTHING.search(fold(answer)):
+        return True
     return has_type(answer, kind, question) or (
         kind == "date" and bool(_MOMENT.search(fold(answer)))
     )
