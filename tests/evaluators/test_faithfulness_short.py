@@ -227,6 +227,17 @@ BIKES = (
             "No tengo información sobre eso. Por favor, contacta con el soporte de PedalGo.",
             "abstained",
         ),
+        (  # "you can ask / consult our team", as Spanish help desks close (a new user's)
+            "¿Tenéis tiendas en Valencia?",
+            "Lo siento, no tengo información sobre tiendas en Valencia. Puedes consultar con"
+            " nuestro equipo de atención al cliente.",
+            "abstained",
+        ),
+        (
+            "¿Puedo subirla al tren?",
+            "No tengo información sobre eso. Llama a atención al cliente.",
+            "abstained",
+        ),
         ("Thanks!", "You're welcome! Happy riding.", "skipped"),
         ("Thanks!", "You're welcome! Enjoy your ride!", "skipped"),
         ("Where can I park?", "You can park in any green zone. Have a great ride!", "faithful"),
@@ -234,6 +245,11 @@ BIKES = (
         (
             "Can I take a bike on the train?",
             "Please contact PedalGo support at 555-0100.",
+            "unfaithful",
+        ),
+        (
+            "¿Puedo subirla al tren?",
+            "Puedes consultar con nuestro equipo en el 555-0100.",
             "unfaithful",
         ),
     ],

@@ -240,8 +240,9 @@ _CLOSING = re.compile(
     r"|disfruta (?:de )?(?:tu|el|la) \w+"
     r"|(?:please |you (?:can|may|could) |feel free to )?(?:contact|reach out to|get in touch with"
     rf"|ask) (?:our |the |your )?(?:[\w-]+ ){{0,2}}{_HELPERS}(?: for (?:more )?(?:help|assistance"
-    r"|details))?|(?:por favor,? )?(?:contacta|contacte|escribe|escriba)(?: con)? (?:el |al |a )?"
-    rf"(?:[\w-]+ ){{0,2}}{_HELPERS}(?: de [\w-]+)?)\W*",
+    r"|details))?|(?:por favor,? )?(?:(?:puedes|puede|pueden|podeis) )?(?:contact|escrib|consult"
+    r"|llam|pregunt)(?:a|e|ar|ir)(?: con)? (?:el |al |a |nuestr[oa] |tu |su )?"
+    rf"(?:[\w-]+ ){{0,2}}{_HELPERS}(?: de [\w-]+)?(?: al cliente)?)\W*",
     re.IGNORECASE,
 )
 
