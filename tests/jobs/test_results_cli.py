@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from test_run_support import KINDS, send, settings, wait_stored
+from test_run_support import BANANA, KINDS, Turn, send, settings, wait_stored
 
 from ragsieve.jobs.cli import cli
 from ragsieve.jobs.run.run import run_once
@@ -141,3 +141,26 @@ def test_a_root_option_after_the_command_says_where_it_goes(
     err = capfd.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1
     assert err[0].startswith("error: No such option") and err[0].endswith(hint)
+
+
+def test_a_failing_label_the_verdict_set_aside_reads_waived_not_passed(collector: Any) -> None:
+    """A correct abstention passes though its answer relevance reads ``irrelevant``: the listing
+    and the verdict say that judge's label was set aside, not that it passed (a new user read
+    "irrelevant 0.20 passed" as a contradiction)."""
+    declined = Turn(
+        "Who won the 1930 football world cup final?",
+        [BANANA],
+        "Sorry, I don't have that information.",
+    )
+    (tid,) = send(collector.traces_url, [declined])
+    wait_stored(collector.store, 1)
+    run_once(collector.store, settings(store=collector.store.url), take_all=True)
+    url = collector.store.url
+    rows = [line.split() for line in invoke("results", "list", "--store", url).stdout.splitlines()]
+    result = {cells[1]: (cells[2], cells[4]) for cells in rows[1:]}
+    assert result["answer_relevance"] == ("irrelevant", "waived")
+    assert result["faithfulness"] == ("abstained", "-")  # no score: nothing to pass or fail
+    shown = invoke("results", "show", tid, "--store", url).stdout
+    assert f"trace {tid}   verdict: pass" in shown
+    (line,) = [x for x in shown.splitlines() if x.strip().startswith("answer_relevance")]
+    assert line.split()[1:2] == ["irrelevant"] and " waived" in line and "passed" not in line

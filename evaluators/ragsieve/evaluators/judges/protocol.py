@@ -29,6 +29,9 @@ class Judge(Protocol):
         ...
 
 
+# the labels that say a metric failed, whichever backend gave them
+FAILING_LABELS = frozenset({"unfaithful", "irrelevant", "fail", "incorrect", "hallucinated"})
+
 _log = logging.getLogger(__name__)
 
 
@@ -61,4 +64,4 @@ async def safe_evaluate(
     return results or [error_result(judge, interaction, "judge returned no result")]
 
 
-__all__ = ["Judge", "error_result", "safe_evaluate"]
+__all__ = ["FAILING_LABELS", "Judge", "error_result", "safe_evaluate"]

@@ -90,8 +90,12 @@ def list_command(
     """List results (one per judge of a trace), newest first; with --session, in the
     conversation's turn order.
 
-    RESULT says whether that metric failed the trace (FAILED) or not (passed); TRACE VERDICT is
-    the trace's own (FLAGGED with its root cause, or pass), given on its first row only."""
+    RESULT says what that metric did to the trace: FAILED it, passed, audit (its judge could not
+    call it: a pass that is audited), waived (a failing label the verdict set aside, as for a
+    correct abstention's answer relevance); TRACE VERDICT is the trace's own (FLAGGED with its
+    root cause, or pass), given on its first row only."""
+    from ragsieve.jobs.results.show import metric_mark
+
     rows = _rows(obj, store, since, flagged, limit, session, verdicts=True)
     first: dict[str, int] = {}  # a trace's rows together, where its newest one falls
     for i, r in enumerate(rows):
@@ -108,7 +112,7 @@ def list_command(
             click.echo(json.dumps(r, ensure_ascii=False))
             continue
         score = "-" if r["score"] is None else f"{r['score']:.2f}"
-        mark = {True: "FAILED", False: "passed", None: "-"}[r["metric_failed"]]
+        mark = metric_mark(r["label"], r["score"], r["metric_failed"])
         verdict = f"FLAGGED {r['root_cause']}" if r["flagged"] else "pass"
         if r["metric_failed"] is None and not r["flagged"]:
             verdict = "-"  # no run decided this trace

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragsieve.collector.store import Store
+from ragsieve.evaluators.judges.protocol import FAILING_LABELS
 from ragsieve.jobs.results.reviews import list_results
 
 _WIDTH = 100
@@ -93,6 +94,20 @@ def trace_verdict(store: Store, trace_id: str) -> dict[str, Any] | None:
     }
 
 
+def metric_mark(label: str, score: float | None, failed: bool | None) -> str:
+    """What one judge's result did to its trace's verdict: ``FAILED`` it; ``passed``; ``audit``
+    (the judge could not call it, ``uncertain``: a pass that is always audited); ``waived`` (a
+    failing label the verdict set aside, such as a correct abstention's answer relevance); ``-``
+    (no run decided the trace, or the judge gave no score)."""
+    if failed:
+        return "FAILED"
+    if failed is None or score is None:
+        return "-"
+    if label == "uncertain":
+        return "audit"
+    return "waived" if label in FAILING_LABELS else "passed"
+
+
 def render(doc: Mapping[str, Any]) -> str:
     """The verdict as text: what was decided, why, and what each judge found."""
     wrap = textwrap.TextWrapper(width=_WIDTH, initial_indent="    ", subsequent_indent="    ")
@@ -120,11 +135,11 @@ def render(doc: Mapping[str, Any]) -> str:
     for j in doc["judges"]:
         score = "-" if j["score"] is None else f"{j['score']:.2f}"
         model = f"  ({j['judge_model']})" if j.get("judge_model") else ""
-        mark = "FAILED" if j["evaluator"] in failed else "-" if j["score"] is None else "passed"
+        mark = metric_mark(j["label"], j["score"], j["evaluator"] in failed)
         lines.append(f"    {j['evaluator']:<18} {j['label']:<12} {score:>5}  {mark}{model}")
         if j.get("explanation"):
             lines.append(wrap.fill(str(j["explanation"])))
     return "\n".join(lines)
 
 
-__all__ = ["JUDGED", "failed_metrics", "find_trace", "render", "trace_verdict"]
+__all__ = ["JUDGED", "failed_metrics", "find_trace", "metric_mark", "render", "trace_verdict"]

@@ -41,6 +41,7 @@ from typing import Literal
 from ragsieve.evaluators.judges.offline.claims import is_abstention as declines
 from ragsieve.evaluators.judges.offline.conversation import GROUNDED_ASK, turn_kind
 from ragsieve.evaluators.judges.offline.text.text import sentences
+from ragsieve.evaluators.judges.protocol import FAILING_LABELS
 from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.corpus import HIT_LEAD, VOUCHED_LEAD, CorpusHit
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, Piece
@@ -56,7 +57,6 @@ from ragsieve.jobs.verdicts.steps import step_note
 
 NEAR_MARGIN = 0.15  # below the context threshold, a chunk an abstention is still checked against
 NEAR_COSINE = 0.3  # ... when its closest sentence is this near the question in meaning
-FAILING_LABELS = frozenset({"unfaithful", "irrelevant", "fail", "incorrect", "hallucinated"})
 UNKNOWN_LABELS = frozenset({"error", "skipped"})
 Outcome = Literal["pass", "fail", "unjudged"]
 
