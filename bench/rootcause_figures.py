@@ -270,7 +270,7 @@ def minimax_choice(caught: list[Pair], domain_of: Callable[[Any], str]) -> dict[
         w = {**DEFAULT_WEIGHTS, **dict(zip(MINIMAX, cand, strict=True))}
         table[cand] = {d: _rate_loss(rows["tune", d], w) for d in domains if rows["tune", d]}
     chosen = _minimax(table, domains)
-    shipped = {**DEFAULT_WEIGHTS, **dict(zip(MINIMAX, chosen, strict=True))}
+    as_chosen = {**DEFAULT_WEIGHTS, **dict(zip(MINIMAX, chosen, strict=True))}
     folds: dict[str, Any] = {}
     for dom in domains:
         pick = _minimax(table, [d for d in domains if d != dom])
@@ -280,7 +280,7 @@ def minimax_choice(caught: list[Pair], domain_of: Callable[[Any], str]) -> dict[
             "picked": dict(zip(MINIMAX, pick, strict=True)),
             "left_out_heldout": stated(test, lambda p, w=w: recombined(p[1], w)),
             "defaults_heldout": stated(test),
-            "chosen_heldout": stated(test, lambda p: recombined(p[1], shipped)),
+            "chosen_heldout": stated(test, lambda p: recombined(p[1], as_chosen)),
             "chosen_tune_loss": round(table[chosen][dom][0], 4) if dom in table[chosen] else None,
         }
     worst = {
@@ -299,6 +299,7 @@ def minimax_choice(caught: list[Pair], domain_of: Callable[[Any], str]) -> dict[
     }
     return {
         "chosen": dict(zip(MINIMAX, chosen, strict=True)),
+        "shipped": {k: float(DEFAULT_WEIGHTS[k]) for k in MINIMAX},  # what the job weighs now
         "folds": folds,
         "worst": worst,
     }
