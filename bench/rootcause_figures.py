@@ -213,6 +213,98 @@ def close_band_choice(caught: list[Pair], domain_of: Callable[[Any], str]) -> di
     }
 
 
+MARGIN_GRID = (0.25, 0.5, 0.75, 1.0)
+MINIMAX = ("margin", "close_over_band", "close_under_band")
+MIN_STATED = 0.7  # the share of flagged failures a choice must still state, in every domain
+
+
+def _rate_loss(rows: list[tuple[list[Piece], str]], weights: dict[str, float]) -> tuple:
+    """(``fit_weights``' loss per flagged failure, stated share) of one domain's rows."""
+    said = [combine(p, weights).label for p, _ in rows]
+    loss = sum(
+        0.0 if s == y else 0.5 if s == UNDETERMINED else 1.0
+        for s, (_, y) in zip(said, rows, strict=True)
+    )
+    n = len(rows) or 1
+    return loss / n, sum(s != UNDETERMINED for s in said) / n
+
+
+def _minimax(table: dict[tuple, dict[str, tuple]], domains: list[str]) -> tuple:
+    """The candidate whose worst domain (of ``domains``) loses least, every domain stating at
+    least ``MIN_STATED``; among equals the lower mean loss, then the shipped value."""
+    shipped = tuple(float(DEFAULT_WEIGHTS[k]) for k in MINIMAX)
+
+    def key(c: tuple) -> tuple:
+        got = [table[c][d] for d in domains if d in table[c]]
+        ok = all(share >= MIN_STATED - 1e-9 for _, share in got)
+        worst = max(loss for loss, _ in got)
+        return (
+            not ok,
+            round(worst, 6),
+            round(sum(x for x, _ in got) / len(got), 6),
+            c != shipped,
+        )
+
+    return min(table, key=key)
+
+
+def minimax_choice(caught: list[Pair], domain_of: Callable[[Any], str]) -> dict[str, Any]:
+    """The margin and the context close-call bands (``MINIMAX``) chosen so that the worst
+    domain is best: each candidate of ``MARGIN_GRID`` x ``BAND_GRID`` x ``BAND_GRID`` is read
+    on every domain's tune traces (``fit_weights``' loss per flagged failure); the choice has
+    the lowest worst-domain loss with every domain stating ``MIN_STATED`` of its failures.
+    Leave one domain out: the same choice over the other domains' tune traces, read on the
+    left-out domain's held-out traces (never read to choose); the worst of those is the
+    figure. ``chosen`` is the choice over every domain."""
+    split = {
+        s: [(t, d) for t, d in caught if t.split == s and _pieces(d)] for s in ("tune", "heldout")
+    }
+    domains = sorted({domain_of(t) for t, _ in split["tune"]})
+    rows = {
+        (s, dom): [(_pieces(d) or [], t.expect) for t, d in split[s] if domain_of(t) == dom]
+        for s in split
+        for dom in domains
+    }
+    table: dict[tuple, dict[str, tuple]] = {}
+    for cand in itertools.product(MARGIN_GRID, BAND_GRID, BAND_GRID):
+        w = {**DEFAULT_WEIGHTS, **dict(zip(MINIMAX, cand, strict=True))}
+        table[cand] = {d: _rate_loss(rows["tune", d], w) for d in domains if rows["tune", d]}
+    chosen = _minimax(table, domains)
+    as_chosen = {**DEFAULT_WEIGHTS, **dict(zip(MINIMAX, chosen, strict=True))}
+    folds: dict[str, Any] = {}
+    for dom in domains:
+        pick = _minimax(table, [d for d in domains if d != dom])
+        w = {**DEFAULT_WEIGHTS, **dict(zip(MINIMAX, pick, strict=True))}
+        test = [(t, d) for t, d in split["heldout"] if domain_of(t) == dom]
+        folds[dom] = {
+            "picked": dict(zip(MINIMAX, pick, strict=True)),
+            "left_out_heldout": stated(test, lambda p, w=w: recombined(p[1], w)),
+            "defaults_heldout": stated(test),
+            "chosen_heldout": stated(test, lambda p: recombined(p[1], as_chosen)),
+            "chosen_tune_loss": round(table[chosen][dom][0], 4) if dom in table[chosen] else None,
+        }
+    worst = {
+        kind: {
+            k: min(
+                (f[kind][k] for f in folds.values() if f[kind][k] is not None),
+                default=None,
+            )
+            for k in (
+                "stated_share",
+                "stated_accuracy",
+                "right_counting_undetermined_wrong",
+            )
+        }
+        for kind in ("left_out_heldout", "defaults_heldout", "chosen_heldout")
+    }
+    return {
+        "chosen": dict(zip(MINIMAX, chosen, strict=True)),
+        "shipped": {k: float(DEFAULT_WEIGHTS[k]) for k in MINIMAX},  # what the job weighs now
+        "folds": folds,
+        "worst": worst,
+    }
+
+
 def band_trade(
     caught: list[Pair], bands: dict[str, dict[str, float]], split: str
 ) -> dict[str, Any]:
@@ -270,6 +362,12 @@ def main() -> None:
         default=None,
         help="With --close-bands: the service bench's dump (Doc2Dial + MEMERAG), traded too.",
     )
+    ap.add_argument(
+        "--minimax",
+        action="store_true",
+        help="Choose the margin and the context close-call bands whose worst domain is best"
+        " (minimax_choice) over every dump's domains, leave one domain out.",
+    )
     args = ap.parse_args()
     if args.close_bands:
         _close_bands_main(args)
@@ -277,12 +375,13 @@ def main() -> None:
     caught = _read_dump(args.service, "service") + _read_dump(args.xquad, "xquad")
     for path in args.conversations:
         caught += _read_dump(path, "conversations")
-    got = pooled_choice(caught, lambda t: t.domain)
+    minimax = args.minimax
+    got = (minimax_choice if minimax else pooled_choice)(caught, lambda t: t.domain)
     print(json.dumps(got, indent=1))
     if args.into:
         with open(args.into, encoding="utf-8") as fh:
             kept = json.load(fh)
-        kept["root_cause_pooled_lodo"] = got
+        kept["root_cause_minimax_lodo" if minimax else "root_cause_pooled_lodo"] = got
         with open(args.into, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
 
@@ -321,6 +420,7 @@ def _close_bands_main(args: argparse.Namespace) -> None:
 __all__ = [
     "close_band_choice",
     "leave_one_domain_out",
+    "minimax_choice",
     "pooled_choice",
     "recombined",
     "rule_alone",

@@ -42,6 +42,7 @@ from ragsieve.jobs.verdicts.ledger import UNDETERMINED, Piece
 SOURCE_MIN = 0.7  # share of the answer's own (weighted) words a chunk must hold to be its source
 SOURCE_LEAD = 0.3  # ... and by how much more than the best chunk of the prompt
 PROMPT_MIN = 0.8  # share the prompt's best chunk holds for the answer to count as taken from it
+PARTLY_MIN = 0.5  # ... and at least this much for the model to have read it (``_partly``)
 MIN_ANSWER_WEIGHT = 2.0  # an answer whose own words weigh less names nothing to look for
 SOURCE_CANDIDATES = 8
 VALUE_CHARS = 60
@@ -86,13 +87,19 @@ def _about(question: str, content: str, threshold: float) -> bool:
 
 
 def answer_source(
-    it: RagInteraction, question: str, corpus: ObservedCorpus | None, threshold: float = 0.6
+    it: RagInteraction,
+    question: str,
+    corpus: ObservedCorpus | None,
+    threshold: float = 0.6,
+    rule_cause: str | None = None,
 ) -> tuple[Piece, ...]:
     """Where the answer's own words sit, sentence by sentence. Every sentence in a chunk of the
     prompt: the model had what it said (``generation``); some: the rest was added from
     elsewhere (``generation``, an added claim); none, and a chunk the retriever missed holds
     them and is about the question: the answer came from the page the prompt lacked
-    (``retrieval``). Nothing when the answer names too little or its words sit nowhere."""
+    (``retrieval``). Nothing when the answer names too little or its words sit nowhere.
+    Beside the rule's ``no_answer_expected`` (``rule_cause``), a chunk of the prompt about the
+    question that holds most of the answer's words (:func:`_partly`) argues ``generation``."""
     answer = it.answer or ""
     terms = answer_terms(question, answer)
     if sum(w for _, w in terms.values()) < MIN_ANSWER_WEIGHT:
@@ -108,12 +115,17 @@ def answer_source(
             Piece(
                 "answer_in_prompt",
                 "generation",
-                f"{ids} reached the prompt and holds the answer's words{part}",
+                f"the answer's words are in {ids}, a chunk of the prompt{part}",
             ),
         )
-    if corpus is None:
-        return ()
     best_prompt = _best(terms, docs)
+    partly = (
+        _partly(best_prompt, dict(docs), question, threshold)
+        if rule_cause == "no_answer_expected"
+        else ()
+    )
+    if corpus is None:
+        return partly
     exclude = {d.id for d in it.documents}
     for cid, content in corpus.by_words(answer, exclude, SOURCE_CANDIDATES):
         h = held(terms, cid, content)
@@ -128,8 +140,27 @@ def answer_source(
                 f"the observed chunk {cid} holds what the answer says ({_said(h, terms)}) and"
                 f" no chunk in the prompt does (best {best_prompt.share:.0%})",
             ),
+            *partly,
         )
-    return ()
+    return partly
+
+
+def _partly(
+    best: Held, docs: Mapping[str, str], question: str, threshold: float
+) -> tuple[Piece, ...]:
+    """The prompt's chunk that holds at least ``PARTLY_MIN`` of the answer's own words (not all
+    of them: that is ``answer_in_prompt``), about what the question asks: the model read it and
+    said what it does not hold (``generation``, ``answer_partly_in_prompt``)."""
+    if best.share < PARTLY_MIN or not _about(question, docs.get(best.chunk_id, ""), threshold):
+        return ()
+    return (
+        Piece(
+            "answer_partly_in_prompt",
+            "generation",
+            f"{best.share:.0%} of the answer's words are in {best.chunk_id}, a chunk of the"
+            " prompt about the question: the model read it and said what it does not hold",
+        ),
+    )
 
 
 def _best(terms: Mapping[str, tuple[str, float]], docs: Sequence[tuple[str, str]]) -> Held:
@@ -200,7 +231,7 @@ def golden_chunks(golden: Any, it: RagInteraction, rule_cause: str | None) -> tu
             Piece(
                 "golden",
                 str(rule_cause) if blames_answer else "generation",
-                f"the golden set's relevant chunk {hit[0]} for this question reached the prompt",
+                f"{hit[0]}, in the prompt, is the golden set's relevant chunk for this question",
             ),
         )
     names = ", ".join(sorted(relevant)[:3])
@@ -229,7 +260,7 @@ def gather(
     says nothing whose source could be looked up)."""
     out: list[Piece] = [*rival]
     if not abstained:
-        out += answer_source(it, question, corpus, threshold)
+        out += answer_source(it, question, corpus, threshold, rule_cause)
     out += dropped(it, question, threshold, context_best)
     if golden is not None:
         out += golden_chunks(golden, it, rule_cause)
@@ -303,7 +334,9 @@ def failure_pieces(
     words is not one the question needed, and a better page would not have kept the model on
     the question. Neither piece is weighed for it (a refusal says nothing whose source could be
     looked up, but a chunk that answers as well still argues that it was there to be found);
-    the prompt holding what it says (``answer_in_prompt``) still argues it was the model's."""
+    the prompt holding what it says (``answer_in_prompt``) still argues it was the model's.
+    An answer that goes on from the last reply's chunk (``goes_on``) and holds most of that
+    chunk's words (``answer_partly_in_prompt``) is one reading counted once: ``goes_on``."""
     left = off_conversation(results, verdict) + goes_on(results, verdict)
     if verdict.missed_chunk is not None and verdict.root_cause == "retrieval":
         return left
@@ -326,7 +359,12 @@ def failure_pieces(
             verdict.abstained,
         )
     )
-    return tuple(p for p in got if not (off and p.name in ("answer_source", "rival")))
+    read = any(p.name == "goes_on" for p in got)
+    drop = {
+        *(("answer_source", "rival") if off else ()),
+        *(("answer_partly_in_prompt",) if read else ()),
+    }
+    return tuple(p for p in got if p.name not in drop)
 
 
 __all__ = [

@@ -10,6 +10,9 @@ cause with a weight:
   answer says, which no chunk of the prompt holds, points at ``retrieval`` (the model had the
   answer from a page the retriever missed); the prompt's chunks holding it point at
   ``generation`` (``answer_in_prompt``: the model had what it said and still got it wrong);
+  beside the rule's ``no_answer_expected``, a chunk of the prompt about the question that holds
+  most (not all) of the answer's words points at ``generation`` too (``answer_partly_in_prompt``:
+  the model read a chunk on what was asked and said what it does not hold);
 - ``rival``: an observed chunk the retriever missed that answers the question at least as well
   as the prompt's best, though not clearly better (so the rule did not name it): ``retrieval``.
   Neither this nor ``answer_source`` is weighed for an answer off the question: a page explains
@@ -63,6 +66,7 @@ DEFAULT_WEIGHTS = MappingProxyType(
         "rule": 1.0,
         "answer_source": 1.5,
         "answer_in_prompt": 1.5,
+        "answer_partly_in_prompt": 1.0,
         "rival": 0.6,
         "dropped": 1.5,
         "missed_attribute": 1.5,
@@ -106,6 +110,13 @@ leave-one-domain-out refits (every fold sees that trace and raises it to 1.5) ca
 domain they did not see, and no left-out domain's figure moves. On the other benches' tuning
 halves it fired four times, twice on a refusal whose prompt held the answer: 1.5 would state
 those wrong.
+
+``answer_partly_in_prompt`` weighs 1.0 by the principle of ``near_refusal``: the rule's
+``no_answer_expected`` rests on one judgement (no chunk of the prompt answers), and a chunk of
+the prompt about the question holding most of the answer's own words is another reading of the
+same prompt (the model read one on what was asked); neither is stronger, so alone they tie and
+the root cause is ``undetermined`` with both lines. (All of the answer's words in the prompt is
+``answer_in_prompt``, which decides.)
 
 ``off_conversation`` weighs 1.5 by a stated principle, not a fit: the rule's weight plus the
 margin. The rule's ``retrieval`` and ``no_answer_expected`` read the answer as one given to this
