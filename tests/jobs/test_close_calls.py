@@ -37,7 +37,7 @@ def test_a_chunk_a_hair_over_the_threshold_leaves_it_undetermined_with_both_line
     gen, other = got.competing
     assert gen.startswith("generation: plans#starter reached the prompt")
     assert other.startswith("no_answer_expected: plans#starter scores 0.62, 0.02 over the context")
-    assert "the other side: none of 2 chunk(s) in the prompt was relevant" in other
+    assert "read the other way: none of 2 chunk(s) in the prompt was relevant" in other
     (close,) = [p for p in got.pieces if p.name == "close_over"]
     assert close.distance == 0.02
 

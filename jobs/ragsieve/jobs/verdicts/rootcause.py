@@ -157,7 +157,7 @@ def close_calls(s: Signals, base: RootCause, reach: float = CLOSE_REACH) -> tupl
         flipped = _flip(s, e)
         other = rule(flipped) if flipped is not None else base
         if other.label != base.label:
-            line = f"{e.line}; the other side: {other.evidence}"
+            line = f"{e.line}; read the other way: {other.evidence}"
             out.append(Piece(f"close_{e.kind}", other.label, line, round(e.distance, 4)))
     return tuple(out)
 
