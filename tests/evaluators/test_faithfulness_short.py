@@ -252,6 +252,25 @@ BIKES = (
             "Puedes consultar con nuestro equipo en el 555-0100.",
             "unfaithful",
         ),
+        # the same referral in English; "call" / "llama" send to the help desk only by name
+        (
+            "Can I take a bike on the train?",
+            "I don't have information about that. Call customer service.",
+            "abstained",
+        ),
+        (
+            "Can I take a bike on the train?",
+            "I don't have information about that. You can check with our customer service team.",
+            "abstained",
+        ),
+        (
+            "¿Puedo subirla al tren?",
+            "No tengo información sobre eso. Puedes consultar con nuestros agentes.",
+            "abstained",
+        ),
+        ("¿Qué hago si tengo un accidente?", "Llama al equipo de emergencias.", "unfaithful"),
+        ("¿Qué hago si tengo un accidente?", "Puedes llamar al equipo de seguros.", "unfaithful"),
+        ("What do I do after an accident?", "Call the emergency team.", "unfaithful"),
     ],
 )
 async def test_a_closing_wish_or_referral_is_no_claim(question, reply, label):

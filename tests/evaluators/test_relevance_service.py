@@ -339,7 +339,34 @@ async def test_a_quantity_of_nothing_answers_how_much(question: str, answer: str
 
 
 @pytest.mark.parametrize(
-    "answer", ["Roaming in the USA is available on Postpaid Pro.", "Pro includes roaming."]
+    "answer", ["It costs nothing.", "No cuesta nada.", "None.", "Es gratis.", "It's free."]
+)
+def test_nothing_stated_as_the_amount_gives_the_number(answer: str) -> None:
+    assert answers_type(answer, "number")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Roaming in the USA is available on Postpaid Pro.",
+        "Pro includes roaming.",
+        # "free" and "none" that state no amount (found in review)
+        "You can start with a free trial of the Pro plan.",
+        "The Pro plan gives you unlimited calls. Feel free to ask if you need anything else.",
+        "El plan Pro incluye llamadas ilimitadas sin ningún límite.",
+        "Pro gives you free minutes on weekends.",
+        "Hands-free calling is included.",
+        "None of our plans include that.",
+    ],
 )
 def test_a_reply_without_an_amount_still_gives_no_number(answer: str) -> None:
     assert not answers_type(answer, "number")
+
+
+async def test_a_free_trial_does_not_answer_the_price() -> None:
+    label, _, _ = await _judged(
+        "How much does the Pro plan cost per month?",
+        "You can start with a free trial of the Pro plan.",
+        ROAMING,
+    )
+    assert label == "irrelevant"

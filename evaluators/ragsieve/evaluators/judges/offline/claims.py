@@ -234,15 +234,28 @@ _HELPERS = (
     r"(?:support|customer (?:service|support|care)|help ?desk|service desk|team|staff|agents?"
     r"|soporte|atenci[oó]n al cliente|equipo)"
 )
+# the help desk by name, for the verbs that also send people elsewhere ("call", "consult",
+# "llama", "consulta"): "Call customer service" is a referral, "Call the emergency team" and
+# "Llama al equipo de emergencias" are instructions to check (matched on folded text)
+_DESK = (
+    r"(?:(?:our |the |your |tu |su )?(?:customer (?:service|support|care)|support|help ?desk"
+    r"|service desk)(?: team| agents| staff)?|our (?:team|agents|staff)|soporte|atencion al cliente"
+    r"|servicio (?:de atencion )?al cliente|(?:nuestro|nuestra) (?:equipo|oficina)|nuestros agentes"
+    r"|equipo de (?:atencion|soporte|ayuda|asistencia))(?: de (?:atencion|soporte|ayuda"
+    r"|asistencia))?(?: al cliente)?"
+)
 _CLOSING = re.compile(
     r"\W*(?:(?:happy|feliz) \w+|enjoy (?:your|the) \w+|have a (?:great|good|nice|lovely"
     r"|wonderful) \w+|safe travels|take care|buen viaje|que (?:lo )?disfrutes?"
     r"|disfruta (?:de )?(?:tu|el|la) \w+"
     r"|(?:please |you (?:can|may|could) |feel free to )?(?:contact|reach out to|get in touch with"
     rf"|ask) (?:our |the |your )?(?:[\w-]+ ){{0,2}}{_HELPERS}(?: for (?:more )?(?:help|assistance"
-    r"|details))?|(?:por favor,? )?(?:(?:puedes|puede|pueden|podeis) )?(?:contact|escrib|consult"
-    r"|llam|pregunt)(?:a|e|ar|ir)(?: con)? (?:el |al |a |nuestr[oa] |tu |su )?"
-    rf"(?:[\w-]+ ){{0,2}}{_HELPERS}(?: de [\w-]+)?(?: al cliente)?)\W*",
+    r"|details))?|(?:por favor,? )?(?:contacta|contacte|escribe|escriba)(?: con)? (?:el |al |a )?"
+    rf"(?:[\w-]+ ){{0,2}}{_HELPERS}(?: de [\w-]+)?"
+    r"|(?:please |you (?:can|may|could) |feel free to )?(?:call|phone|consult|check with"
+    rf"|speak (?:to|with)|talk to) {_DESK}(?: for (?:more )?(?:help|assistance|details))?"
+    r"|(?:por favor,? )?(?:(?:puedes|puede|pueden|podeis) )?(?:contact|escrib|consult|llam"
+    rf"|pregunt|habl)(?:a|e|ar|ir|ad)(?: con)? (?:el |al |a |con )?{_DESK})\W*",
     re.IGNORECASE,
 )
 

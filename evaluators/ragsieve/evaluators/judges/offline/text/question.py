@@ -164,20 +164,33 @@ def has_type(text: str, kind: str, question: str = "") -> bool:
     return bool(first) and first[0][:1].isupper() and fold(first[0].strip(".,;:")) not in asked
 
 
-# a quantity of nothing, which answers "how much / how many?" in a reply with no digit: "it is
-# free", "included at no extra cost", "none", "sin coste", "gratis", "ninguno". Read in replies
-# only: a passage's "none of the above" or "free text" is not an amount it states
+# a quantity of nothing, which answers "how much / how many?" in a reply with no digit: a price
+# of nothing stated as the predicate ("it is free", "included at no extra cost", "costs
+# nothing", "es gratis", "sin coste", "no cuesta nada"), or a sentence that is only "None." /
+# "Ninguno.". "A free trial", "feel free to ask", "hands-free" and "none of our plans" state no
+# amount. Read in replies only: a passage's "free text" is not an amount it states
 _NOTHING = re.compile(
-    r"\b(?:free(?: of charge)?|(?:at )?no (?:extra |additional )?(?:cost|charge|fee)s?|zero|none"
-    r"|gratis|gratuit[oa]s?|sin (?:coste|costo|cargo)s?|ningun[oa]?|cero)\b"
+    r"\b(?:is|are|it'?s|be|comes?|for|es|son|sale|salen|resulta)\s+(?:\w+ly\s+|always\s+"
+    r"|completamente\s+|siempre\s+)?(?:free|gratis|gratuit[oa]s?)\b(?!\s+(?:to|trial|de)\b)"
+    r"|\bfree of charge\b|\b(?:at|with|for|has|have|con|sin)\s+no\s+(?:extra\s+|additional\s+)?"
+    r"(?:cost|charge|fee)s?\b|\bno (?:extra |additional )?(?:cost|charge|fee)s? (?:at all|for)\b"
+    r"|\bcosts? nothing\b|\bno (?:cuesta|cuestan|cobra|cobran|cobramos) nada\b"
+    r"|\bsin (?:ningun )?(?:coste|costo|cargo)s?\b|\bno tiene (?:coste|costo|cargo)\b"
 )
+_NONE = re.compile(r"\W*(?:none|zero|nothing|ninguno|ninguna|cero|nada)\W*")
+
+
+def _states_nothing(answer: str) -> bool:
+    """A reply that gives a quantity of nothing (:data:`_NOTHING`, :data:`_NONE`)."""
+    folded = fold(answer)
+    return bool(_NOTHING.search(folded)) or any(_NONE.fullmatch(s) for s in folded.split("."))
 
 
 def answers_type(answer: str, kind: str, question: str = "") -> bool:
     """``has_type`` for an answer, where a moment told by an event or a span also answers
     "when?" ("until the period ends", "the month after the date you filed"), and a quantity of
     nothing answers "how much?" ("included at no extra cost")."""
-    if kind == "number" and _NOTHING.search(fold(answer)):
+    if kind == "number" and _states_nothing(answer):
         return True
     return has_type(answer, kind, question) or (
         kind == "date" and bool(_MOMENT.search(fold(answer)))
