@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 
 from ragsieve.collector.store import open_store
-from ragsieve.evaluators.records import GoldenCase
+from ragsieve.evaluators.records import EvalResult, GoldenCase
 from ragsieve.evaluators.testing import make_interaction
 from ragsieve.evaluators.tools.embeddings import embed
 from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.verdicts.corpus import ObservedCorpus
-from ragsieve.jobs.verdicts.gather import answer_source, golden_chunks
+from ragsieve.jobs.verdicts.flagging import Verdict
+from ragsieve.jobs.verdicts.gather import answer_source, failure_pieces, golden_chunks
 from ragsieve.jobs.verdicts.ledger import UNDETERMINED, Piece, combine
 
 Q = "What is the rate limit of the Starter plan?"
@@ -91,3 +92,31 @@ def test_the_golden_sets_chunk_in_the_prompt_is_not_said_to_reach_it_twice() -> 
     got = combine([rule, piece])
     assert got.label == "generation" and "golden set" in got.evidence
     assert got.evidence.count("reached the prompt") == 1
+
+
+def test_a_chunk_that_nearly_answers_is_not_counted_again_as_partly_holding_the_answer(
+    corpus,
+) -> None:
+    """``near_context`` and ``answer_partly_in_prompt`` read one fact (the model had a chunk
+    about the question and did not keep to it); beside a dropped chunk the two must not outweigh
+    it and turn a tie into a stated cause."""
+    it = _trace(
+        Q,
+        "The Starter plan allows 90 requests per minute for every API key.",
+        ("plans#starter", STARTER_LIMIT),
+    )
+    near = EvalResult(
+        trace_id=it.trace_id,
+        span_id=it.span_id,
+        evaluator="context_relevance",
+        label="irrelevant",
+        score=0.5,
+        metadata={"chunks": [{"id": "plans#starter", "score": 0.5, "cosine": 0.6}]},
+    )
+    failed = ("answer_relevance", "context_relevance", "faithfulness")
+    verdict = Verdict("fail", failed, "no_answer_expected", "", False, False)
+    got = failure_pieces(it, [near], verdict, corpus, {"context_relevance": 0.6}, None, None)
+    names = [p.name for p in got]
+    assert "near_context" in names and "answer_partly_in_prompt" not in names
+    dropped = Piece("dropped", "retrieval", "plans#burst was retrieved, not in the prompt")
+    assert combine([NONE, *got, dropped]).label == UNDETERMINED

@@ -7,7 +7,8 @@ For one failing interaction, what the trace and the store hold besides the three
   the prompt and, by BM25 on the answer, in the observed corpus. A chunk the retriever missed
   that holds them, about the question, when no chunk of the prompt does, says the model had
   the answer from a page the prompt lacked (``retrieval``); the prompt's own chunks holding
-  them say it had what it said (``generation``). Lexical only: no encoder call.
+  them say it had what it said (``generation``). The lookup is lexical; only whether a chunk
+  is about the question (:func:`_about`) asks the encoder.
 - a chunk the retriever returned that answers the question but never reached the prompt
   (:func:`dropped`): a reranker or a context budget cut it (``retrieval``), with the
   retriever's own rank and score.
@@ -109,13 +110,14 @@ def answer_source(
     in_prompt = [_best(t, docs) for t in said]
     held_by = [h for h in in_prompt if h.share >= PROMPT_MIN]
     if held_by:
-        ids = ", ".join(dict.fromkeys(h.chunk_id for h in held_by))
+        ids = list(dict.fromkeys(h.chunk_id for h in held_by))
+        where = "a chunk of the prompt" if len(ids) == 1 else "chunks of the prompt"
         part = "" if len(held_by) == len(said) else f" ({len(held_by)} of {len(said)} sentences)"
         return (
             Piece(
                 "answer_in_prompt",
                 "generation",
-                f"the answer's words are in {ids}, a chunk of the prompt{part}",
+                f"the answer's words are in {', '.join(ids)}, {where}{part}",
             ),
         )
     best_prompt = _best(terms, docs)
@@ -335,8 +337,10 @@ def failure_pieces(
     the question. Neither piece is weighed for it (a refusal says nothing whose source could be
     looked up, but a chunk that answers as well still argues that it was there to be found);
     the prompt holding what it says (``answer_in_prompt``) still argues it was the model's.
-    An answer that goes on from the last reply's chunk (``goes_on``) and holds most of that
-    chunk's words (``answer_partly_in_prompt``) is one reading counted once: ``goes_on``."""
+    ``answer_partly_in_prompt`` (a chunk of the prompt about the question holds most of the
+    answer's words) is the reading ``goes_on`` (the answer goes on from the last reply's chunk)
+    and ``near_context`` (a chunk of the prompt nearly answers) already make: the model had a
+    chunk about the question and did not keep to it. Beside either it is not counted again."""
     left = off_conversation(results, verdict) + goes_on(results, verdict)
     if verdict.missed_chunk is not None and verdict.root_cause == "retrieval":
         return left
@@ -359,7 +363,7 @@ def failure_pieces(
             verdict.abstained,
         )
     )
-    read = any(p.name == "goes_on" for p in got)
+    read = any(p.name in ("goes_on", "near_context") for p in got)
     drop = {
         *(("answer_source", "rival") if off else ()),
         *(("answer_partly_in_prompt",) if read else ()),
