@@ -11,7 +11,9 @@ import pytest
 from click.testing import CliRunner
 from test_run_support import BANANA, KINDS, Turn, send, settings, wait_stored
 
+from ragsieve.evaluators.records import EvalResult
 from ragsieve.jobs.cli import cli
+from ragsieve.jobs.results.judgements import Judgement, save_judgements
 from ragsieve.jobs.run.run import run_once
 
 
@@ -164,3 +166,40 @@ def test_a_failing_label_the_verdict_set_aside_reads_waived_not_passed(collector
     assert f"trace {tid}   verdict: pass" in shown
     (line,) = [x for x in shown.splitlines() if x.strip().startswith("answer_relevance")]
     assert line.split()[1:2] == ["irrelevant"] and " waived" in line and "passed" not in line
+
+
+def test_an_earlier_judge_versions_result_reads_older(collector: Any) -> None:
+    """A trace judged again by a newer judge version keeps the old row; the verdict reads the
+    newest, so the old row's failing label is neither the verdict's nor set aside by it."""
+    (tid,) = send(collector.traces_url, [KINDS["good"][0]])
+    wait_stored(collector.store, 1)
+    run_once(collector.store, settings(store=collector.store.url), take_all=True)
+    old = EvalResult(
+        trace_id=tid, span_id="0" * 16, evaluator="faithfulness", label="unfaithful", score=0.2
+    )
+    save_judgements(
+        collector.store, "old-run", [Judgement(tid, "faithfulness", "v0", [old], False)], 1.0
+    )
+    rows = [
+        line.split()
+        for line in invoke("results", "list", "--store", collector.store.url).stdout.splitlines()
+    ]
+    faith = [(cells[2], cells[4]) for cells in rows[1:] if cells[1] == "faithfulness"]
+    assert faith == [("faithful", "passed"), ("unfaithful", "older")]
+
+
+@pytest.mark.parametrize(
+    ("label", "score", "failed", "mark"),
+    [
+        ("unfaithful", 0.2, True, "FAILED"),
+        ("faithful", 0.9, False, "passed"),
+        ("uncertain", 0.65, False, "audit"),  # never flagged, always audited
+        ("irrelevant", 0.2, False, "waived"),
+        ("abstained", None, False, "-"),
+        ("faithful", 0.9, None, "-"),  # no run decided the trace
+    ],
+)
+def test_what_a_metric_did_to_its_trace(label, score, failed, mark) -> None:
+    from ragsieve.jobs.results.show import metric_mark
+
+    assert metric_mark(label, score, failed) == mark

@@ -92,8 +92,9 @@ def list_command(
 
     RESULT says what that metric did to the trace: FAILED it, passed, audit (its judge could not
     call it: a pass that is audited), waived (a failing label the verdict set aside, as for a
-    correct abstention's answer relevance); TRACE VERDICT is the trace's own (FLAGGED with its
-    root cause, or pass), given on its first row only."""
+    correct abstention's answer relevance), older (an earlier judge version's result, which
+    the verdict no longer reads), or - (no score, or no run decided the trace); TRACE VERDICT is
+    the trace's own (FLAGGED with its root cause, or pass), given on its first row only."""
     from ragsieve.jobs.results.show import metric_mark
 
     rows = _rows(obj, store, since, flagged, limit, session, verdicts=True)
@@ -107,12 +108,16 @@ def list_command(
         head = f"{'TRACE':<32}  {'METRIC':<18} {'LABEL':<11} {'SCORE':>5}  {'RESULT':<6}"
         click.echo(head + "  TRACE VERDICT")
     said: set[str] = set()
+    judged: set[tuple[str, str]] = set()  # a metric's newest result is the one verdicts read
     for r in rows:
         if as_json:
             click.echo(json.dumps(r, ensure_ascii=False))
             continue
         score = "-" if r["score"] is None else f"{r['score']:.2f}"
         mark = metric_mark(r["label"], r["score"], r["metric_failed"])
+        if (r["trace_id"], r["evaluator"]) in judged:
+            mark = "older"  # an earlier judge version's result: no verdict reads it now
+        judged.add((r["trace_id"], r["evaluator"]))
         verdict = f"FLAGGED {r['root_cause']}" if r["flagged"] else "pass"
         if r["metric_failed"] is None and not r["flagged"]:
             verdict = "-"  # no run decided this trace
