@@ -220,19 +220,17 @@ MIN_STATED = 0.7  # the share of flagged failures a choice must still state, in 
 
 def _rate_loss(rows: list[tuple[list[Piece], str]], weights: dict[str, float]) -> tuple:
     """(``fit_weights``' loss per flagged failure, stated share) of one domain's rows."""
-    said = [combine(p, weights).label for p, _ in rows]
-    loss = sum(
-        0.0 if s == y else 0.5 if s == UNDETERMINED else 1.0
-        for s, (_, y) in zip(said, rows, strict=True)
-    )
     n = len(rows) or 1
-    return loss / n, sum(s != UNDETERMINED for s in said) / n
+    stated_n = sum(combine(p, weights).label != UNDETERMINED for p, _ in rows)
+    return _loss(rows, weights) / n, stated_n / n
 
 
 def _minimax(table: dict[tuple, dict[str, tuple]], domains: list[str]) -> tuple:
     """The candidate whose worst domain (of ``domains``) loses least, every domain stating at
     least ``MIN_STATED``; among equals the lower mean loss, then the shipped value."""
     shipped = tuple(float(DEFAULT_WEIGHTS[k]) for k in MINIMAX)
+    if not any(d in table[c] for c in table for d in domains):
+        return shipped  # nothing to choose on (one domain, left out): the shipped values
 
     def key(c: tuple) -> tuple:
         got = [table[c][d] for d in domains if d in table[c]]
@@ -299,6 +297,8 @@ def minimax_choice(caught: list[Pair], domain_of: Callable[[Any], str]) -> dict[
     }
     return {
         "chosen": dict(zip(MINIMAX, chosen, strict=True)),
+        # False: no candidate let every domain state MIN_STATED; the least bad one was taken
+        "min_stated_met": all(share >= MIN_STATED - 1e-9 for _, share in table[chosen].values()),
         "shipped": {k: float(DEFAULT_WEIGHTS[k]) for k in MINIMAX},  # what the job weighs now
         "folds": folds,
         "worst": worst,
