@@ -238,6 +238,7 @@ def prepare(
             quiet(f.interaction.answer),
             f.root_cause,
             str(f.metadata["missed_chunk"]) if f.metadata.get("missed_chunk") else None,
+            f.results,
         )
         for f, q in zip(todo, queries, strict=True)
     ]

@@ -13,6 +13,11 @@ prompt's chunks as relevant would settle it the wrong way before the reviewer re
 review asks the reviewer for the root cause instead (:func:`asks_root_cause`), and that answer
 is a labelled root cause ``judges fit`` learns from. A retrieval failure the weighed evidence
 decided names the observed chunk that holds the answer, never the prompt's.
+
+Of the chunks the evidence names, only those that hold the subject the question names are
+offered (:func:`of_its_subject`): a follow-up ("And for the Basic plan?") is judged with words
+carried over from the turn before, so the earlier subject's chunk (the Pro plan's) counts as
+relevant too; it answers the earlier question, not this one.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ragsieve.evaluators.judges.offline.text.asked import find_term, name_keys, question_terms
+from ragsieve.evaluators.judges.offline.text.terms import TermIndex
 from ragsieve.jobs.verdicts.ledger import UNDETERMINED
 from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES
 
@@ -67,12 +74,36 @@ def evidence_chunks(body: Mapping[str, Any]) -> tuple[dict[str, int], str]:
             hit = re.search(rf"(?<!{_ID_CHARS}){re.escape(cid)}(?!{_ID_CHARS})", named)
             if hit:
                 found[cid] = hit.start()
-        ids = sorted(found, key=found.__getitem__)
+        ids = of_its_subject(body, sorted(found, key=found.__getitem__))
         if ids:
             return dict.fromkeys(
                 ids, 1
             ), f"the evidence: {', '.join(ids)} reached the prompt and answers it"
     return {}, ""
+
+
+def of_its_subject(body: Mapping[str, Any], ids: list[str]) -> list[str]:
+    """Of the chunks the evidence names, those that hold every name the question asks about.
+
+    The question is the one the turn means: the app's own rewrite of a follow-up when it has
+    one, else the turn as typed; words the judges carried over from earlier turns ("And for the
+    Basic plan?" read with "cost month pro") named the earlier question's subject, so they never
+    choose. A chunk about another named subject (the Pro plan's chunk, relevant to the carried
+    words) answers the earlier question, not this one. When no chunk holds them all, every named
+    chunk is kept: the reviewer decides.
+    """
+    question = str(body.get("standalone_query") or body.get("query") or "")
+    names = name_keys(question)
+    words = [w for k, (w, _) in question_terms(question).items() if k in names]
+    if len(ids) < 2 or not words:
+        return ids
+    text = {str(ch.get("id")): str(ch.get("content") or "") for ch in body.get("chunks") or []}
+    held = [
+        cid
+        for cid in ids
+        if all(find_term(TermIndex([text.get(cid, "")]), w, True).strength for w in words)
+    ]
+    return held or ids
 
 
 def _cause(body: Mapping[str, Any]) -> str | None:
@@ -118,4 +149,10 @@ def evidence_lines(root_cause: str | None, body: Mapping[str, Any]) -> list[str]
     return [f"  evidence: {body['evidence']}"] if body.get("evidence") else []
 
 
-__all__ = ["REVIEW_CAUSES", "asks_root_cause", "evidence_chunks", "evidence_lines"]
+__all__ = [
+    "REVIEW_CAUSES",
+    "asks_root_cause",
+    "evidence_chunks",
+    "evidence_lines",
+    "of_its_subject",
+]
