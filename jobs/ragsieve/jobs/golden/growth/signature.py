@@ -25,13 +25,12 @@ questions about one passage are two cases even when they fail on the same chunk.
 
 Before any of these (all but the same normalised query), the two questions must ask the same thing
 (:func:`asks_apart`): a high cosine says two questions are about the same things, not that they
-ask the same of them. They are two cases when the job found the chunk that answers each and the
-chunks differ; when they share no key term in any language (unless one chunk answers both); and,
-where the failure does not tie them (only the wording, or mostly the same chunks), when they name
-different subjects (each names something the other does not: "the Pro plan" / "the Basic
-plan"). The chunk that answers also merges: two failures whose answers lie in the same chunk
-agree as strongly as two that missed the same chunk (a missed chunk is the answering chunk the
-retriever did not return).
+ask the same of them. They are two cases when, in one language, the chunk that best answers
+each does not also answer the other; when they share no key term in any language (unless one
+chunk answers both); and, where the failure does not tie them (only the wording, or mostly the
+same chunks), when two same-language questions each name a subject the other does not ("the
+Pro plan" / "the Basic plan"). Nothing here is fitted. The answering chunk does not merge on its
+own: other questions on one passage share it (a missed chunk already counts as strong evidence).
 
 The root cause is not part of the rule: the judges may name one failure's repeats differently
 (a paraphrase read as ``retrieval``, its translation as ``no_answer_expected``), and a golden
@@ -317,12 +316,18 @@ def asks_apart(a: Signature, b: Signature, *, tied: bool = False, both: bool = F
 
     ``tied``: the failures agree strongly (the same missed chunk, answering chunk, value or
     chunks); ``both``: on both of their sides (:func:`both_sides_agree`), which is the failure
-    repeated whatever the wording, so only different answering chunks part them. Without strong
+    repeated whatever the wording, so only different answering chunks (same-language questions:
+    the context judge's choice is not comparable across languages) part them. Without strong
     agreement, two same-language questions that each name a subject the other does not are
     about different things; across languages a name takes the other language's form
     ("Warsaw" / "Varsovia"), so names cannot tell there.
     """
-    if a.answers and b.answers and (a.answers[0] not in b.answers or b.answers[0] not in a.answers):
+    # the context judge reads each question in its own language: across languages its choice
+    # of chunk is not comparable (a translation's best chunk may be another of the passage's)
+    best_elsewhere = bool(a.answers and b.answers) and (
+        a.answers[0] not in b.answers or b.answers[0] not in a.answers
+    )
+    if a.lang == b.lang and best_elsewhere:
         return f"answered by different chunks ({a.answers[0]} / {b.answers[0]})"
     if both:
         return None
