@@ -107,11 +107,38 @@ def of_its_subject(body: Mapping[str, Any], ids: list[str]) -> list[str]:
 
 
 def _cause(body: Mapping[str, Any]) -> str | None:
-    """The job's root cause as a candidate body holds it (its merged failures' majority)."""
+    """The root cause the candidate's evidence was written for: its first failure's (``evidence``
+    and ``missed_chunk`` are that failure's, the candidate's own question), not the majority of
+    the failures merged since, which may read the evidence as another cause; the majority only
+    for rows that keep no sources."""
+    sources = body.get("sources") or []
+    first = sources[0] if sources and isinstance(sources[0], Mapping) else {}
+    ids = body.get("source_trace_ids") or []
+    if first.get("root_cause") and (not ids or first.get("trace_id") == ids[0]):
+        return str(first["root_cause"])
     if body.get("root_cause"):
         return str(body["root_cause"])
     counts = body.get("root_causes") or {}
     return str(max(counts, key=lambda c: (counts[c], c))) if counts else None
+
+
+def answered_elsewhere(body: Mapping[str, Any]) -> list[str]:
+    """The screen's warning for a merged candidate: each other wording merged into it whose best
+    answering chunk (as the job found it) is none of the chunks that answer the candidate's own
+    question, and is not among its relevant chunks. Such a wording may ask something else; its
+    chunk is never pre-filled, the reviewer decides."""
+    own = set((body.get("signature") or {}).get("answers") or ()) | set(
+        body.get("relevant_chunks") or {}
+    )
+    out = []
+    for item in body.get("asking_index") or ():
+        best = list((item.get("signature") or {}).get("answers") or ())[:1]
+        if own and best and best[0] not in own:
+            out.append(
+                f"  uncertain: also asked as {str(item.get('query'))!r}, best answered by"
+                f" {best[0]} (not pre-filled): check it asks the same"
+            )
+    return out
 
 
 HAS_ANSWER = ("retrieval", "generation", "both", "abstained_wrongly")
@@ -146,11 +173,13 @@ def evidence_lines(root_cause: str | None, body: Mapping[str, Any]) -> list[str]
     if asks_root_cause(root_cause, body) and competing:
         head = "  ROOT CAUSE UNDETERMINED: the evidence argues both ways; your answer decides"
         return [head, *(f"    {line}" for line in competing)]
-    return [f"  evidence: {body['evidence']}"] if body.get("evidence") else []
+    said = [f"  evidence: {body['evidence']}"] if body.get("evidence") else []
+    return said + answered_elsewhere(body)
 
 
 __all__ = [
     "REVIEW_CAUSES",
+    "answered_elsewhere",
     "asks_root_cause",
     "evidence_chunks",
     "evidence_lines",
