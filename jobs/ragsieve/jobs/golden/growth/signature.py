@@ -314,10 +314,10 @@ def _names_missing(one: Signature, other: Signature) -> list[str]:
 def asks_apart(a: Signature, b: Signature, *, tied: bool = False, both: bool = False) -> str | None:
     """Why two questions ask different things (module docstring), or None.
 
-    ``tied``: the failures agree strongly (the same missed chunk, answering chunk, value or
-    chunks); ``both``: on both of their sides (:func:`both_sides_agree`), which is the failure
-    repeated whatever the wording, so only different answering chunks (same-language questions:
-    the context judge's choice is not comparable across languages) part them. Without strong
+    ``tied``: the failures agree strongly (the same missed chunk, value or chunks); ``both``:
+    on both of their sides (:func:`both_sides_agree`), which is the failure repeated whatever
+    the wording, so only different answering chunks (same-language questions: the context
+    judge's choice is not comparable across languages) part them. Without strong
     agreement, two same-language questions that each name a subject the other does not are
     about different things; across languages a name takes the other language's form
     ("Warsaw" / "Varsovia"), so names cannot tell there.
