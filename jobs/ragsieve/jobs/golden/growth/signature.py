@@ -275,14 +275,28 @@ def duplicate_reason(new: Signature, old: Signature, cosine: float, rule: DedupR
     translation with typos still names the same things, another question on the same passage
     names other things. When both sides of the failure agree (:func:`both_sides_agree`) the
     questions need only be about the same subject (cosine ``rule.both_sides_floor``). Two
-    questions :func:`asks_apart` are never merged.
+    questions :func:`asks_apart` are never merged (asked only of a pair that would merge).
     """
     if new.norm == old.norm:
         return "same normalised query"
     both = both_sides_agree(new, old) if cosine >= rule.both_sides_floor else None
     agrees = failure_agrees(new, old)
-    if asks_apart(new, old, tied=both is not None or bool(agrees and agrees[1]), both=bool(both)):
+    why = _merges(new, old, cosine, rule, both, agrees)
+    tied = both is not None or bool(agrees and agrees[1])
+    if why is None or asks_apart(new, old, tied=tied, both=bool(both)):
         return None
+    return why
+
+
+def _merges(
+    new: Signature,
+    old: Signature,
+    cosine: float,
+    rule: DedupRule,
+    both: str | None,
+    agrees: tuple[str, bool] | None,
+) -> str | None:
+    """The paths of :func:`duplicate_reason` (its docstring), before :func:`asks_apart`."""
     if cosine >= rule.near_duplicate_cosine:
         return f"query cosine {cosine:.2f}"
     if both:
