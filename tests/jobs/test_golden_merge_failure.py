@@ -83,7 +83,8 @@ def test_strong_failure_evidence_is_never_asked_more_than_weak() -> None:
     rule = DedupRule()
     q = dict(root_cause="generation", missed=None, values=frozenset(), lang="en")
     a = Signature("How long is the ride?", "a", chunks=frozenset({"c1", "c2", "c3"}), **q)
-    other = "What does the card cost?"  # no key term in common: the cosine alone decides
+    # one key term in common (questions sharing none ask different things: signature.asks_apart)
+    other = "What does the ride cost?"
     same = Signature(other, "b", chunks=frozenset({"c1", "c2", "c3"}), **q)  # exactly: strong
     mostly = Signature(other, "b", chunks=frozenset({"c1", "c2", "c4"}), **q)  # mostly: weak
     for cosine in (rule.support_cosine, (rule.support_cosine + rule.strong_score) / 2):

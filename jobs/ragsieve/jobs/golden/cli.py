@@ -270,7 +270,7 @@ def status_cmd(obj: AppContext, as_json: bool, store: str | None) -> None:
             new = [
                 {**s.to_json(), "announced_at": announced.get(s.id)}
                 for s in sums
-                if s.new and s.failures_seen >= due
+                if s.new and (s.id in announced or s.failures_seen >= due)
             ]
             payload = {
                 "new_categories": new,
@@ -292,7 +292,8 @@ def _print_status(
     history: list[dict[str, Any]],
     due: int,
 ) -> None:
-    new = [s for s in sums if s.new and s.failures_seen >= due]
+    # an announced category stays new while it is one (categories.summarize)
+    new = [s for s in sums if s.new and (s.id in announced or s.failures_seen >= due)]
     out = sys.stdout
     if new:
         click.echo(

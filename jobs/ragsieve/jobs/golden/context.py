@@ -39,16 +39,20 @@ class GoldenContext:
         if self._summaries is None:
             from ragsieve.evaluators.tools.embeddings import embed
             from ragsieve.jobs.golden.growth.categories import summarize
+            from ragsieve.jobs.golden.growth.category_log import CategoryLog
             from ragsieve.jobs.golden.growth.reference import load_reference
 
             cfg = self.settings.golden
             ref = load_reference(self.repo, cfg.path, embed)
             rows = self.repo.select([s for s in STATUSES if s != "golden"])
+            log = CategoryLog(self.store)
             items = summarize(
                 rows,
                 ref,
                 new_threshold=cfg.new_category_cosine,
                 min_cases=cfg.new_category_min_cases,
+                recorded=log.names(),
+                announced=log.announced(),
             )
             self._summaries = {s.id: s for s in items}
         return self._summaries

@@ -36,7 +36,7 @@ def write_report(
     from ragsieve.jobs.alerts.service import describe
     from ragsieve.jobs.alerts.state import load_states
     from ragsieve.jobs.history.runs import load_runs
-    from ragsieve.jobs.report.data import category_first_seen, collect
+    from ragsieve.jobs.report.data import category_first_seen, category_names, collect
     from ragsieve.jobs.report.html import render
 
     now = time.time() if now is None else now
@@ -44,7 +44,7 @@ def write_report(
     runs = load_runs(store, since=start)
     alerts = describe(settings.alerts.rules, load_states(store))
     page = render(
-        collect(runs, category_first_seen(store)),
+        collect(runs, category_first_seen(store), category_names(store)),
         title="ragsieve: quality over time",
         generated=datetime.fromtimestamp(now, UTC),
         phoenix=settings.phoenix.base_url,

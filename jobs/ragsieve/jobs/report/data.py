@@ -93,11 +93,15 @@ def _cells(runs: Sequence[RunRecord]) -> dict[str, dict[str, Rate]]:
 
 
 def _categories(
-    runs: Sequence[RunRecord], first_seen: Mapping[str, datetime]
+    runs: Sequence[RunRecord],
+    first_seen: Mapping[str, datetime],
+    names: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Categories new now (in the latest run's list, which names every category still new: one a
     reviewer's rejections or the golden set have since covered is left out), first seen when (its
-    first candidate, else its first run in the window), their latest size and examples."""
+    first candidate, else its first run in the window), their latest size and examples. A
+    category is its id: its name is the one it has now (``names``, the category log), not the
+    one a run gave it."""
     listed = [r for r in runs if "new_categories" in (r.report.get("golden") or {})]
     latest = listed[-1].report["golden"]["new_categories"] or () if listed else ()
     now = {str(c.get("category")) for c in latest}
@@ -110,7 +114,7 @@ def _categories(
             first = first_seen.get(key, run.started)
             entry = seen.setdefault(key, {"first_seen": first, "category": key})
             entry.update(
-                name=c.get("name") or key,
+                name=(names or {}).get(key) or c.get("name") or key,
                 size=int(c.get("failures_seen") or 0),
                 root_cause=c.get("root_cause"),
                 examples=list(c.get("examples") or [])[:3],
@@ -130,16 +134,19 @@ def _flagged(runs: Sequence[RunRecord]) -> list[dict[str, Any]]:
 
 
 def collect(
-    runs: Sequence[RunRecord], first_seen: Mapping[str, datetime] | None = None
+    runs: Sequence[RunRecord],
+    first_seen: Mapping[str, datetime] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> ReportData:
-    """The report's data from runs oldest first; ``first_seen`` maps category to its first case."""
+    """The report's data from runs oldest first; ``first_seen`` maps category to its first case,
+    ``names`` category to its name now."""
     latest = runs[-1].report if runs else {}
     return ReportData(
         times=[r.started for r in runs],
         series=_series(runs),
         by_stratum=_pool(runs, "failure_rate_by_stratum"),
         by_cell=_cells(runs),
-        categories=_categories(runs, first_seen or {}),
+        categories=_categories(runs, first_seen or {}, names),
         quality=latest.get("judge_quality") or {},
         flagged=_flagged(runs),
         runs=len(runs),
@@ -156,9 +163,14 @@ def category_first_seen(store: Store) -> dict[str, datetime]:
     return {str(r[0]): datetime.fromtimestamp(float(r[1]), UTC) for r in rows}
 
 
+def category_names(store: Store) -> dict[str, str]:
+    """Each failure category's name now (the category log golden growth keeps)."""
+    return {str(r[0]): str(r[1]) for r in store.query("SELECT id, name FROM categories") if r[1]}
+
+
 def iso(t: datetime) -> str:
     """Minutes-precision UTC time for tables."""
     return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
 
 
-__all__ = ["ReportData", "Series", "category_first_seen", "collect", "iso"]
+__all__ = ["ReportData", "Series", "category_first_seen", "category_names", "collect", "iso"]

@@ -238,6 +238,7 @@ def prepare(
             quiet(f.interaction.answer),
             f.root_cause,
             str(f.metadata["missed_chunk"]) if f.metadata.get("missed_chunk") else None,
+            f.results,
         )
         for f, q in zip(todo, queries, strict=True)
     ]
@@ -324,14 +325,24 @@ def _categorise_and_save(
     everyone = list(({r.id: r for r in rows} | changes.rows).values())
     events = _recategorise(everyone, changes)
     repo.save(changes.rows.values(), now=stamp.timestamp())
+    catlog = CategoryLog(repo.store)
+    announced = catlog.announced()
     summaries = summarize(
         everyone,
         reference,
         new_threshold=cfg.new_category_cosine,
         min_cases=cfg.new_category_min_cases,
+        recorded=catlog.names(),
+        announced=announced,
     )
-    due = [s for s in summaries if s.new and s.failures_seen >= cfg.new_category_min_cases]
-    fresh = {s.id for s in _announce(repo.store, summaries, due, events, stamp, flagged)}
+    # new now: announced before and still new, or new with enough failures to announce
+    due = [
+        s
+        for s in summaries
+        if s.new and (s.id in announced or s.failures_seen >= cfg.new_category_min_cases)
+    ]
+    run_id = flagged[0].run_id if flagged else None
+    fresh = {s.id for s in catlog.announce(summaries, due, events, stamp.timestamp(), run_id)}
     out = _report(changes, flagged, summaries, reference)
     # every category that is new now (alerts and the weekly report follow their state); the
     # ones this run announces for the first time say so, and only those are printed as news
@@ -350,27 +361,6 @@ def _recategorise(rows: list[Candidate], changes: Changes) -> list[Event]:
         if (r.category, r.body.get("topic")) != before[r.id] or r.id in changes.rows:
             changes.rows[r.id] = r
     return events
-
-
-def _announce(
-    store: Store,
-    summaries: Sequence[CategorySummary],
-    due: Sequence[CategorySummary],
-    events: Sequence[Event],
-    stamp: datetime,
-    flagged: Sequence[FlaggedCase],
-) -> list[CategorySummary]:
-    """The ``due`` categories not announced before; records them, every name and the events.
-
-    A category is due when it is new (its topic area has no golden case) and has itself at
-    least ``golden.new_category_min_cases`` failures.
-    """
-    catlog = CategoryLog(store)
-    done = catlog.announced()
-    fresh = [s for s in due if s.id not in done]
-    run_id = flagged[0].run_id if flagged else None
-    catlog.record(summaries, events, [s.id for s in fresh], now=stamp.timestamp(), run_id=run_id)
-    return fresh
 
 
 def _report(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -262,6 +262,27 @@ def _documents(row: Candidate) -> set[str]:
     return {str(c) for c in [*(sig.get("chunks") or ()), sig.get("missed")] if c}
 
 
+def kept_names(
+    groups: Mapping[str, Sequence[Candidate]],
+    named: Mapping[str, tuple[list[str], str]],
+    recorded: Mapping[str, Sequence[str]],
+) -> dict[str, tuple[list[str], str]]:
+    """Each category's name: the one it was last given (``recorded``: the category log) while
+    every term of it is still a word of one of the category's failures, else the new one.
+
+    A category is one thing from run to run (its id); its name changes only when it no longer
+    describes the failures in it, not whenever the most telling terms reorder (one false alarm
+    rejected, one more failure seen).
+    """
+    out = dict(named)
+    for cat, members in groups.items():
+        old = [str(t) for t in recorded.get(cat) or ()]
+        words = set().union(*(terms(m.query) for m in members))
+        if old and cat in named and set(surface_terms(" ".join(old))) <= words:
+            out[cat] = (old, named[cat][1])
+    return out
+
+
 def summarize(
     rows: Sequence[Candidate],
     reference: GoldenReference,
@@ -270,13 +291,21 @@ def summarize(
     min_cases: int = 3,
     n_terms: int = 3,
     n_examples: int = 3,
+    recorded: Mapping[str, Sequence[str]] | None = None,
+    announced: Collection[str] = (),
 ) -> list[CategorySummary]:
-    """One summary per category: new categories first, then by failures seen."""
+    """One summary per category: new categories first, then by failures seen.
+
+    ``recorded``: the names the category log holds (:func:`kept_names`); ``announced``: the
+    categories already announced as new, which stay new while they are uncovered and still
+    categories (``MIN_FAILURES`` failures left): ``min_cases`` is what announcing takes, and one
+    false alarm rejected does not take the announcement back.
+    """
     groups: dict[str, list[Candidate]] = defaultdict(list)
     for row in rows:
         if row.category is not None and row.status != "golden" and not row.false_alarm:
             groups[row.category].append(row)
-    named = name_terms(groups, n_terms)
+    named = kept_names(groups, name_terms(groups, n_terms), recorded or {})
     cover = topic_coverage(groups, reference, new_threshold)
     owners = _owners(groups, reference, new_threshold)
     out = [
@@ -291,7 +320,7 @@ def summarize(
         s.new = (
             s.new
             and area.near_share <= NEW_SHARE
-            and area.failures >= min_cases
+            and area.failures >= (MIN_FAILURES if s.id in announced else min_cases)
             and s.golden_cases == 0
             and s.statuses.get("rejected", 0) < s.candidates
         )
@@ -347,6 +376,7 @@ __all__ = [
     "adopt",
     "categorise",
     "category_id",
+    "kept_names",
     "name_terms",
     "summarize",
     "surface_terms",

@@ -103,6 +103,15 @@ class CategoryLog:
         )
         return {str(r[0]): float(r[1]) for r in rows}
 
+    def names(self) -> dict[str, list[str]]:
+        """Category id → the terms of the name it was last given."""
+        out: dict[str, list[str]] = {}
+        for cid, body in self.store.query("SELECT id, body FROM categories"):
+            terms = (json.loads(body) if body else {}).get("terms")
+            if isinstance(terms, list) and terms:
+                out[str(cid)] = [str(t) for t in terms]
+        return out
+
     def history(self, category: str | None = None) -> list[dict[str, Any]]:
         """Merges and splits, oldest first (of one category when given)."""
         sql = "SELECT at, kind, category, other, members FROM category_events"
@@ -152,6 +161,25 @@ class CategoryLog:
                     ),
                     (now, e.kind, e.category, e.other, e.members, json.dumps({"run_id": run_id})),
                 )
+
+    def announce(
+        self,
+        summaries: Sequence[CategorySummary],
+        due: Sequence[CategorySummary],
+        events: Iterable[Event],
+        now: float,
+        run_id: str | None,
+    ) -> list[CategorySummary]:
+        """The ``due`` categories not announced before; records them, every name and the events.
+
+        A category is due when it is new (its topic area has no golden case) and has itself at
+        least ``golden.new_category_min_cases`` failures, or was announced before and is still
+        new (``categories.summarize``).
+        """
+        done = self.announced()
+        fresh = [s for s in due if s.id not in done]
+        self.record(summaries, events, [s.id for s in fresh], now=now, run_id=run_id)
+        return fresh
 
 
 def announcement_json(s: CategorySummary) -> dict[str, Any]:

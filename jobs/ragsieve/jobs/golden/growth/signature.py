@@ -23,6 +23,15 @@ questions about one passage are two cases even when they fail on the same chunk.
      ``both_sides_floor``. Another question on the passage misses the same chunk, but it does
      not also make up the same value.
 
+Before any of these (all but the same normalised query), the two questions must ask the same thing
+(:func:`asks_apart`): a high cosine says two questions are about the same things, not that they
+ask the same of them. They are two cases when, in one language, the chunk that best answers
+each does not also answer the other; when they share no key term in any language (unless one
+chunk answers both); and, where the failure does not tie them (only the wording, or mostly the
+same chunks), when two same-language questions each name a subject the other does not ("the
+Pro plan" / "the Basic plan"). Nothing here is fitted. The answering chunk does not merge on its
+own: other questions on one passage share it (a missed chunk already counts as strong evidence).
+
 The root cause is not part of the rule: the judges may name one failure's repeats differently
 (a paraphrase read as ``retrieval``, its translation as ``no_answer_expected``), and a golden
 case is the question, not the judges' first reading of it. The merged candidate keeps the
@@ -38,9 +47,10 @@ from typing import Any
 
 import numpy as np
 
+from ragsieve.evaluators.judges.offline.text.asked import find_term, name_keys, question_terms
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, all_values, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, entities, language
-from ragsieve.evaluators.records import RagInteraction, normalize_text
+from ragsieve.evaluators.records import EvalResult, RagInteraction, normalize_text
 
 _TAG = re.compile(r"\[[A-Z_]+\]")
 # a yes/no answer's particle, capitalised mid-answer ("I think Yes"): one bit two different
@@ -106,6 +116,9 @@ class Signature:
     missed: str | None
     values: frozenset[str]
     lang: str
+    # the chunks that answer the question, best first: the missed chunk, else the prompt's
+    # chunks the context judge found holding what is asked (empty: the job found none)
+    answers: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """What a candidate keeps (``body["signature"]``) to be compared in later runs."""
@@ -114,6 +127,7 @@ class Signature:
             "missed": self.missed,
             "values": sorted(self.values),
             "lang": self.lang,
+            "answers": list(self.answers),
         }
 
 
@@ -129,24 +143,50 @@ def unsupported_values(answer: str | None, context: Iterable[str], query: str) -
     return frozenset(nums | {n for n in names if n not in low})
 
 
+def answering_chunks(
+    results: Iterable[EvalResult], in_prompt: Iterable[str], missed: str | None
+) -> tuple[str, ...]:
+    """The chunks that answer the question, best first: the missed chunk (the observed chunk
+    that answers it), else the prompt's chunks the context judge scored as holding what is
+    asked (its per-chunk ``relevant``), else none."""
+    if missed:
+        return (missed,)
+    used = set(in_prompt)
+    for r in results:
+        meta = r.metadata if isinstance(r.metadata, Mapping) else {}
+        if r.evaluator != "context_relevance" or not isinstance(meta.get("chunks"), list):
+            continue
+        hits = [
+            (float(c.get("score") or 0.0), str(c["id"]))
+            for c in meta["chunks"]
+            if isinstance(c, Mapping) and c.get("relevant") and str(c.get("id")) in used
+        ]
+        return tuple(cid for _, cid in sorted(hits, key=lambda h: (-h[0], h[1])))
+    return ()
+
+
 def from_interaction(
     it: RagInteraction,
     query: str,
     answer: str | None,
     root_cause: str | None,
     missed: str | None,
+    results: Iterable[EvalResult] = (),
 ) -> Signature:
-    """The signature of a flagged interaction (``query`` and ``answer`` already scrubbed)."""
+    """The signature of a flagged interaction (``query`` and ``answer`` already scrubbed;
+    ``results``: its judges' results, where the context judge says which chunks answer)."""
     used = [d for d in it.documents if d.in_prompt is not False]
     norm = normalize_text(query)
+    ids = [d.id for d in used if d.id]
     return Signature(
         query=query,
         norm=norm,
         root_cause=root_cause,
-        chunks=frozenset(d.id for d in used if d.id),
+        chunks=frozenset(ids),
         missed=missed,
         values=unsupported_values(answer, [d.content or "" for d in used], query),
         lang=language(query),
+        answers=answering_chunks(results, ids, missed),
     )
 
 
@@ -165,6 +205,7 @@ def from_body(body: Mapping[str, Any], norm: str, root_cause: str | None) -> Sig
         missed=sig.get("missed", body.get("missed_chunk")),
         values=frozenset(sig.get("values") or ()),
         lang=str(sig.get("lang") or language(query)),
+        answers=tuple(str(c) for c in sig.get("answers") or ()),
     )
 
 
@@ -233,19 +274,34 @@ def duplicate_reason(new: Signature, old: Signature, cosine: float, rule: DedupR
     off the cosine) when its cosine and key terms together reach ``rule.strong_score``: a
     translation with typos still names the same things, another question on the same passage
     names other things. When both sides of the failure agree (:func:`both_sides_agree`) the
-    questions need only be about the same subject (cosine ``rule.both_sides_floor``).
+    questions need only be about the same subject (cosine ``rule.both_sides_floor``). Two
+    questions :func:`asks_apart` are never merged (asked only of a pair that would merge).
     """
     if new.norm == old.norm:
         return "same normalised query"
+    both = both_sides_agree(new, old) if cosine >= rule.both_sides_floor else None
+    agrees = failure_agrees(new, old)
+    why = _merges(new, old, cosine, rule, both, agrees)
+    tied = both is not None or bool(agrees and agrees[1])
+    if why is None or asks_apart(new, old, tied=tied, both=bool(both)):
+        return None
+    return why
+
+
+def _merges(
+    new: Signature,
+    old: Signature,
+    cosine: float,
+    rule: DedupRule,
+    both: str | None,
+    agrees: tuple[str, bool] | None,
+) -> str | None:
+    """The paths of :func:`duplicate_reason` (its docstring), before :func:`asks_apart`."""
     if cosine >= rule.near_duplicate_cosine:
         return f"query cosine {cosine:.2f}"
-    both = both_sides_agree(new, old) if cosine >= rule.both_sides_floor else None
     if both:
         return f"query cosine {cosine:.2f}, {both}"
-    if cosine < rule.support_cosine - rule.strong_relief:
-        return None
-    agrees = failure_agrees(new, old)
-    if agrees is None:
+    if cosine < rule.support_cosine - rule.strong_relief or agrees is None:
         return None
     failure, strong = agrees
     share = term_share(new, old)
@@ -256,6 +312,47 @@ def duplicate_reason(new: Signature, old: Signature, cosine: float, rule: DedupR
     how = "translation" if new.lang != old.lang and "unknown" not in (new.lang, old.lang) else ""
     parts = [f"query cosine {cosine:.2f}", f"key terms {share:.2f}", failure]
     return (how + ": " if how else "") + ", ".join(parts)
+
+
+def _names_missing(one: Signature, other: Signature) -> list[str]:
+    """The names ``one`` asks about (its capitalised words) that ``other`` does not hold, in
+    any spelling (same-language questions only: see :func:`asks_apart`)."""
+    names = name_keys(one.query)
+    words = [w for k, (w, _) in question_terms(one.query).items() if k in names]
+    if not words:
+        return []
+    index = TermIndex([other.query])
+    return [w for w in words if not find_term(index, w, True).strength]
+
+
+def asks_apart(a: Signature, b: Signature, *, tied: bool = False, both: bool = False) -> str | None:
+    """Why two questions ask different things (module docstring), or None.
+
+    ``tied``: the failures agree strongly (the same missed chunk, value or chunks); ``both``:
+    on both of their sides (:func:`both_sides_agree`), which is the failure repeated whatever
+    the wording, so only different answering chunks (same-language questions: the context
+    judge's choice is not comparable across languages) part them. Without strong
+    agreement, two same-language questions that each name a subject the other does not are
+    about different things; across languages a name takes the other language's form
+    ("Warsaw" / "Varsovia"), so names cannot tell there.
+    """
+    # the context judge reads each question in its own language: across languages its choice
+    # of chunk is not comparable (a translation's best chunk may be another of the passage's)
+    best_elsewhere = bool(a.answers and b.answers) and (
+        a.answers[0] not in b.answers or b.answers[0] not in a.answers
+    )
+    if a.lang == b.lang and best_elsewhere:
+        return f"answered by different chunks ({a.answers[0]} / {b.answers[0]})"
+    if both:
+        return None
+    one_chunk = bool(set(a.answers) & set(b.answers)) or bool(a.missed and a.missed == b.missed)
+    if not one_chunk and _content(a.query) and _content(b.query) and not term_share(a, b):
+        return "no key term in common"  # unless one chunk answers both: the same thing asked
+    if not tied and a.lang == b.lang:
+        only_a, only_b = _names_missing(a, b), _names_missing(b, a)
+        if only_a and only_b:
+            return f"names different subjects ({only_a[0]} / {only_b[0]})"
+    return None
 
 
 def doc_vector(chunk_vectors: Mapping[str, np.ndarray], sig: Signature) -> np.ndarray | None:
@@ -271,6 +368,8 @@ def doc_vector(chunk_vectors: Mapping[str, np.ndarray], sig: Signature) -> np.nd
 
 __all__ = [
     "DedupRule",
+    "answering_chunks",
+    "asks_apart",
     "Signature",
     "both_sides_agree",
     "doc_vector",

@@ -13,6 +13,11 @@ prompt's chunks as relevant would settle it the wrong way before the reviewer re
 review asks the reviewer for the root cause instead (:func:`asks_root_cause`), and that answer
 is a labelled root cause ``judges fit`` learns from. A retrieval failure the weighed evidence
 decided names the observed chunk that holds the answer, never the prompt's.
+
+Of the chunks the evidence names, only those that hold the subject the question names are
+offered (:func:`of_its_subject`): a follow-up ("And for the Basic plan?") is judged with words
+carried over from the turn before, so the earlier subject's chunk (the Pro plan's) counts as
+relevant too; it answers the earlier question, not this one.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ragsieve.evaluators.judges.offline.text.asked import find_term, name_keys, question_terms
+from ragsieve.evaluators.judges.offline.text.terms import TermIndex
 from ragsieve.jobs.verdicts.ledger import UNDETERMINED
 from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES
 
@@ -67,7 +74,7 @@ def evidence_chunks(body: Mapping[str, Any]) -> tuple[dict[str, int], str]:
             hit = re.search(rf"(?<!{_ID_CHARS}){re.escape(cid)}(?!{_ID_CHARS})", named)
             if hit:
                 found[cid] = hit.start()
-        ids = sorted(found, key=found.__getitem__)
+        ids = of_its_subject(body, sorted(found, key=found.__getitem__))
         if ids:
             return dict.fromkeys(
                 ids, 1
@@ -75,12 +82,63 @@ def evidence_chunks(body: Mapping[str, Any]) -> tuple[dict[str, int], str]:
     return {}, ""
 
 
+def of_its_subject(body: Mapping[str, Any], ids: list[str]) -> list[str]:
+    """Of the chunks the evidence names, those that hold every name the question asks about.
+
+    The question is the one the turn means: the app's own rewrite of a follow-up when it has
+    one, else the turn as typed; words the judges carried over from earlier turns ("And for the
+    Basic plan?" read with "cost month pro") named the earlier question's subject, so they never
+    choose. A chunk about another named subject (the Pro plan's chunk, relevant to the carried
+    words) answers the earlier question, not this one. When no chunk holds them all, every named
+    chunk is kept: the reviewer decides.
+    """
+    question = str(body.get("standalone_query") or body.get("query") or "")
+    names = name_keys(question)
+    words = [w for k, (w, _) in question_terms(question).items() if k in names]
+    if len(ids) < 2 or not words:
+        return ids
+    text = {str(ch.get("id")): str(ch.get("content") or "") for ch in body.get("chunks") or []}
+    held = [
+        cid
+        for cid in ids
+        if all(find_term(TermIndex([text.get(cid, "")]), w, True).strength for w in words)
+    ]
+    return held or ids
+
+
 def _cause(body: Mapping[str, Any]) -> str | None:
-    """The job's root cause as a candidate body holds it (its merged failures' majority)."""
+    """The root cause the candidate's evidence was written for: its first failure's (``evidence``
+    and ``missed_chunk`` are that failure's, the candidate's own question), not the majority of
+    the failures merged since, which may read the evidence as another cause; the majority only
+    for rows that keep no sources."""
+    sources = body.get("sources") or []
+    first = sources[0] if sources and isinstance(sources[0], Mapping) else {}
+    ids = body.get("source_trace_ids") or []
+    if first.get("root_cause") and (not ids or first.get("trace_id") == ids[0]):
+        return str(first["root_cause"])
     if body.get("root_cause"):
         return str(body["root_cause"])
     counts = body.get("root_causes") or {}
     return str(max(counts, key=lambda c: (counts[c], c))) if counts else None
+
+
+def answered_elsewhere(body: Mapping[str, Any]) -> list[str]:
+    """The screen's warning for a merged candidate: each other wording merged into it whose best
+    answering chunk (as the job found it) is none of the chunks that answer the candidate's own
+    question, and is not among its relevant chunks. Such a wording may ask something else; its
+    chunk is never pre-filled, the reviewer decides."""
+    own = set((body.get("signature") or {}).get("answers") or ()) | set(
+        body.get("relevant_chunks") or {}
+    )
+    out = []
+    for item in body.get("asking_index") or ():
+        best = list((item.get("signature") or {}).get("answers") or ())[:1]
+        if own and best and best[0] not in own:
+            out.append(
+                f"  uncertain: also asked as {str(item.get('query'))!r}, best answered by"
+                f" {best[0]} (not pre-filled): check it asks the same"
+            )
+    return out
 
 
 HAS_ANSWER = ("retrieval", "generation", "both", "abstained_wrongly")
@@ -115,7 +173,15 @@ def evidence_lines(root_cause: str | None, body: Mapping[str, Any]) -> list[str]
     if asks_root_cause(root_cause, body) and competing:
         head = "  ROOT CAUSE UNDETERMINED: the evidence argues both ways; your answer decides"
         return [head, *(f"    {line}" for line in competing)]
-    return [f"  evidence: {body['evidence']}"] if body.get("evidence") else []
+    said = [f"  evidence: {body['evidence']}"] if body.get("evidence") else []
+    return said + answered_elsewhere(body)
 
 
-__all__ = ["REVIEW_CAUSES", "asks_root_cause", "evidence_chunks", "evidence_lines"]
+__all__ = [
+    "REVIEW_CAUSES",
+    "answered_elsewhere",
+    "asks_root_cause",
+    "evidence_chunks",
+    "evidence_lines",
+    "of_its_subject",
+]

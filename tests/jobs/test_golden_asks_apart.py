@@ -1,0 +1,88 @@
+"""Two askings are one failure only when they ask the same thing: a high query cosine or the same
+retrieved chunks do not make "how many days do I have to return it" and "when do I get the
+money" one case (a new user's bike-rental and shop traffic); a re-wording still merges.
+
+The flagged cases carry the offline context judge's real results (which chunks answer), and
+growth runs on a real SQLite store with the real encoder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from ragsieve.collector.store import Store
+from ragsieve.evaluators.judges.offline.context import ContextRelevanceJudge
+from ragsieve.evaluators.records import RagInteraction, RetrievedDocument
+from ragsieve.jobs.golden import grow
+from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.settings import GoldenSettings, Settings
+from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
+
+T0 = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
+SHOP = [
+    ("returns#window", "You can return an item within 30 days of delivery for a full refund."),
+    (
+        "refunds#timing",
+        "Refunds are paid to your card within 5 business days after the return arrives.",
+    ),
+]
+PLANS = {
+    "plans#pro": "The Pro plan costs 19 EUR per month and includes 90 minutes of free riding.",
+    "plans#basic": "The Basic plan costs 9 EUR per month and includes 30 minutes of free riding.",
+    "ebike#unlock": "Unlocking an e-bike costs 1 EUR on every plan.",
+}
+
+
+def _failure(n: int, query: str, chunks: Sequence[tuple[str, str]], answer: str) -> FlaggedCase:
+    """A flagged generation failure judged by the real offline context judge."""
+    it = RagInteraction(
+        trace_id=f"{n:032x}",
+        span_id=f"{n:016x}",
+        started_at=T0,
+        query=query,
+        answer=answer,
+        documents=tuple(
+            RetrievedDocument(id=cid, content=text, rank=i, in_prompt=True)
+            for i, (cid, text) in enumerate(chunks)
+        ),
+    )
+    results = list(asyncio.run(ContextRelevanceJudge().evaluate(it)))
+    return FlaggedCase(it, results, "generation", "the answer is unfaithful", "run-1")
+
+
+def _candidates(store: Store, cases: list[FlaggedCase]) -> list[list[str]]:
+    grow(store, cases, Settings(golden=GoldenSettings()))
+    rows = CandidateRepo(store).select(["candidate"])
+    return sorted(sorted(r.body.get("askings") or [r.query]) for r in rows)
+
+
+def test_questions_answered_by_different_chunks_stay_apart(store: Store) -> None:
+    days = "How many days do I have to return an item?"  # the returns chunk answers it
+    money = "How many days until the refund reaches my card?"  # the refunds chunk does
+    got = _candidates(
+        store,
+        [
+            _failure(1, days, SHOP, "You have 14 days."),
+            _failure(2, money, SHOP[::-1], "Within 10 business days."),
+        ],
+    )
+    assert got == [[days], [money]]
+
+
+def test_two_plans_are_two_subjects_and_a_rewording_still_merges(store: Store) -> None:
+    pro = "How much does the Pro plan cost per month?"
+    basic = "How much does the Basic plan cost per month?"
+    again = "What is the monthly price of the Pro plan?"
+    three = list(PLANS.items())
+    two = [(k, PLANS[k]) for k in ("plans#basic", "plans#pro")]
+    got = _candidates(
+        store,
+        [
+            _failure(1, pro, three, "The Pro plan costs 9 EUR per month."),
+            _failure(2, basic, two, "The Basic plan costs 19 EUR per month."),
+            _failure(3, again, three, "It is 9 EUR a month."),
+        ],
+    )
+    assert got == [[basic], sorted([pro, again])]
