@@ -77,6 +77,14 @@ def test_evidence_names_the_chunks_to_prefill() -> None:
     )
     nothing = {"evidence": none, "chunks": body["chunks"]}
     assert evidence_chunks(nothing) == ({}, "")
+    # a weighed piece that decided names its chunks in its own words
+    for line in (
+        "the answer's words are in c1, a chunk of the prompt",
+        "the answer's words are in c1, c10, chunks of the prompt (1 of 2 sentences)",
+        "c1, in the prompt, is the golden set's relevant chunk for this question",
+    ):
+        got = evidence_chunks({"evidence": line, "chunks": body["chunks"]})[0]
+        assert got and set(got) <= {"c1", "c10"} and "c1" in got, line
 
 
 def test_review_prefills_the_evidence_and_never_offers_the_failing_answer(

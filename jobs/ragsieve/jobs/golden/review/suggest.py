@@ -38,6 +38,9 @@ REVIEW_CAUSES = tuple(c for c in ROOT_CAUSES if c != UNDETERMINED)
 _NAMED = (
     re.compile(r"^(?P<ids>.*?) reached the prompt"),
     re.compile(r"abstained although (?P<ids>.*?) was relevant"),
+    # the weighed pieces' own lines, when one of them decided (verdicts/gather.py)
+    re.compile(r"the answer's words are in (?P<ids>.*?), (?:a chunk|chunks) of the prompt"),
+    re.compile(r"^(?P<ids>.*?), in the prompt, is the golden set's relevant chunk"),
 )
 _ID_CHARS = r"[\w#./:@-]"
 _OBSERVED = re.compile(r"the observed chunk (?P<id>[\w#./:@-]+) (?:holds|answers)")
