@@ -362,3 +362,33 @@ async def test_a_reply_that_fits_a_statement_is_not_said_to_leave_the_conversati
     )
     assert r.label == "relevant" and "leaves_conversation" not in r.metadata
     assert "shares nothing" not in (r.explanation or "")
+
+
+PLANS = (
+    "The Pro plan costs 40 EUR per month and includes 200 GB.",
+    "The Basic plan costs 10 EUR per month and includes 5 GB.",
+)
+
+
+@pytest.mark.parametrize(
+    ("first", "follow", "carried", "not_carried"),
+    [
+        ("How much does the Pro plan cost per month?", "And for the Basic plan?", "month", "pro"),
+        ("¿Cuánto cuesta el plan Pro al mes?", "¿Y el plan Básico?", "cuesta", "pro"),
+        # a name the follow-up does not replace is still what it is about
+        ("How much does the Pro plan cost in Lisbon?", "And in Madrid?", "pro", "lisbon"),
+    ],
+)
+def test_a_follow_up_that_names_its_own_subject_does_not_carry_the_old_one(
+    first, follow, carried, not_carried
+):
+    it = make_interaction(
+        query=follow,
+        context=PLANS,
+        answer="x",
+        chat_history=(Message(role="user", content=first), Message(role="assistant", content="y")),
+    )
+    asked = judged_question(it)
+    assert asked.source == "resolved", asked
+    words = asked.text.casefold()
+    assert carried in words and not_carried not in words.split("(", 1)[1], asked.text

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
+from ragsieve.evaluators.judges.offline.text.asked import replaced_names
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key, tokens
 from ragsieve.evaluators.judges.offline.text.text import (
     STOPWORDS,
@@ -245,15 +246,15 @@ def open_topic(turns: list[Message]) -> tuple[str, ...]:
 
 
 def carried_words(typed: str, earlier: list[str]) -> list[str]:
-    """Content words and names of the ``earlier`` user turns (latest first) that ``typed``
-    leaves out, the rarest first, at most ``MAX_CARRIED``."""
+    """Content words and names of the ``earlier`` user turns (latest first) that ``typed`` leaves
+    out, rarest first, at most ``MAX_CARRIED``; no name it replaces (:func:`replaced_names`)."""
     have = {key(w) for w in content_words(typed)}
     out: dict[str, str] = {}
     for turn in earlier:
-        names = {fold(e) for e in entities(" x " + turn)}
+        names, gone = {fold(e) for e in entities(" x " + turn)}, replaced_names(typed, turn)
         for w in content_words(turn):
             k = key(w)
-            if k in have or k in out or w in _ACK_WORDS or w in _ASKING or len(w) < 3:
+            if k in have or k in out or w in _ACK_WORDS or w in _ASKING or len(w) < 3 or w in gone:
                 continue
             if w in names or rarity(w) >= 1.0 or len(out) < 2:
                 out[k] = w
@@ -275,11 +276,10 @@ def names_its_subject(typed: str) -> bool:
 
 
 def _elliptical(typed: str, kind: TurnKind) -> bool:
-    """A turn that does not stand alone: not a question, an anaphor or an elliptic opening,
-    or too few content words to name its subject."""
+    """A turn that does not stand alone: not a question, an anaphor, an elliptic opening."""
     if kind != "question" or not names_its_subject(typed):
         return True
-    return len(content_words(typed)) < SELF_CONTAINED_WORDS
+    return len(content_words(typed)) < SELF_CONTAINED_WORDS  # too few to name its subject
 
 
 # the words of an offer to narrow the question or a request to rephrase it, not what it offers
