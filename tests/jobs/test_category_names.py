@@ -59,3 +59,21 @@ def test_a_slip_of_a_name_typed_more_often_does_not_name_the_category() -> None:
     assert "tallyfox" in [t.lower() for t in named["hiring"][0]]  # the name itself stays
     assert misspelt_among("tlalyfox", {"tallyfox": 3, "tlalyfox": 2})
     assert not misspelt_among("tallyfox", {"tallyfox": 3, "tlalyfox": 2})
+
+
+def test_question_words_written_with_accents_and_words_every_category_shares_name_none() -> None:
+    """A new user's category was called "cuánto / tarda / ondalinea": an accented question word
+    (the stop list was compared unfolded) and the product name every question holds."""
+    groups = {
+        "esim": [
+            _c(1, "¿Cuánto tarda en activarse la eSIM de Ondalinea?"),
+            _c(2, "¿Cuánto tarda la activación de la eSIM en Ondalinea?"),
+        ],
+        "roaming": [
+            _c(3, "¿Cuánto cuesta el roaming de Ondalinea en Estados Unidos?"),
+            _c(4, "¿Ondalinea cobra el roaming en Suiza?"),
+        ],
+    }
+    named = {cat: [t.lower() for t in terms] for cat, (terms, _) in name_terms(groups, 3).items()}
+    assert all("cuánto" not in t and "ondalinea" not in t for t in named.values()), named
+    assert "esim" in named["esim"] and "roaming" in named["roaming"], named

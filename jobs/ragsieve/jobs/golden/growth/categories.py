@@ -119,6 +119,7 @@ def categorise(rows: Sequence[Candidate]) -> tuple[dict[str, str | None], list[E
 
 
 _TAG = re.compile(r"\[[A-Z_]+\]")  # redaction tags such as [EMAIL] are not topic words
+_NAME_STOP = frozenset(normalize_text(w) for w in NAME_STOPWORDS)  # as words are compared: folded
 
 
 def surface_terms(text: str) -> dict[str, str]:
@@ -129,7 +130,7 @@ def surface_terms(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for word in re.findall(r"\w+(?:-\w+)*", _TAG.sub(" ", text).lower()):
         folded = normalize_text(word).replace(" ", "-")
-        if len(folded) >= 3 and not folded.isdigit() and folded not in NAME_STOPWORDS:
+        if len(folded) >= 3 and not folded.isdigit() and folded not in _NAME_STOP:
             out.setdefault(folded, word)
     return out
 
@@ -176,6 +177,8 @@ def name_terms(
     typed = sum(tf.values(), Counter[str]())
     for cat, counts in tf.items():
         scored = {t: c * math.log(1 + len(groups) / df[t]) for t, c in counts.items()}
+        if len(groups) > 1 and any(df[t] < len(groups) for t in scored):  # a word every
+            scored = {t: v for t, v in scored.items() if df[t] < len(groups)}  # one has names none
         # a misspelt word ("aplciación", "tlalyfox") names a category only when nothing else can;
         # a term two questions share beats one question's word; ties: the longer, more specific
         slip = {t: misspelt_among(t, typed) for t in scored}
