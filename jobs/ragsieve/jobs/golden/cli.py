@@ -152,8 +152,10 @@ def review_cmd(
             click.echo("no open candidates")
             return
         rep = review(ctx.repo, rows, sums, reviewer=reviewer or getpass.getuser())
+        alarms = f" ({len(rep.false_alarms)} false alarms)" if rep.false_alarms else ""
         click.echo(
-            f"reviewed: {len(rep.accepted)} accepted, {len(rep.rejected)} rejected,"
+            f"reviewed: {len(rep.accepted)} accepted,"
+            f" {len(rep.rejected) + len(rep.false_alarms)} rejected{alarms},"
             f" {len(rep.skipped)} skipped, {len(rep.edited)} edits;"
             f" audits: {len(rep.audit_passes)} confirmed passes,"
             f" {len(rep.audit_misses)} missed failures"

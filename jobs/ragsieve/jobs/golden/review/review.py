@@ -39,6 +39,7 @@ class ReviewReport:
 
     accepted: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
+    false_alarms: list[str] = field(default_factory=list)  # rejected: the judge was wrong
     skipped: list[str] = field(default_factory=list)
     edited: list[str] = field(default_factory=list)
     audit_passes: list[str] = field(default_factory=list)
@@ -224,7 +225,7 @@ def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: Revi
     if action == "w":
         why = judge_was_wrong(repo, c, reviewer, "pass")
         decide(repo, c, "rejected", reviewer, f"false_alarm: the judge was wrong: {why}")
-        report.rejected.append(c.id)
+        report.false_alarms.append(c.id)
         click.echo(f"labelled {c.id} a pass (the judge was wrong); golden set untouched")
         return _NEXT
     if action == "a":
