@@ -117,10 +117,11 @@ def find_kind_conflict(
     in_words = {
         v for written, vs in number_values(context).items() if not written[0].isdigit() for v in vs
     }
+    bare = {v for v, (kinds, _) in _kinds_of(context).items() if "" in kinds}
     per_unit = [(u, _unit_kinds(u)) for u in units]
     content = {key(t) for t in tokens(claim) if t not in STOPWORDS and not t[0].isdigit()}
     for value, (kinds, shown) in _kinds_of(claim).items():
-        if "" in kinds or value in asked or value in in_words:
+        if "" in kinds or value in asked | in_words | bare:
             continue
         holding = [(u, ks[value]) for u, ks in per_unit if value in ks]
         if not holding or any("" in k or _same_kind(k, kinds) for _, (k, _s) in holding):

@@ -1,0 +1,97 @@
+"""Faithfulness: a number is bound to what it counts as well as to what it belongs to (issue 44:
+"refunded within 15 business days" where 15 is only ever minutes in the context)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragsieve.evaluators.judges import get_judge
+from ragsieve.evaluators.judges.offline.binding import context_units, find_kind_conflict
+from ragsieve.evaluators.testing import make_interaction
+
+HELP_DESK = (
+    "Refunds\nRefunds arrive within 5 business days of the return being received.",
+    "Support\nOur support team replies to chat messages within 15 minutes.",
+)
+SHOP = (
+    "Delivery\nStandard delivery takes 3 days. Express orders ship within 2 hours.",
+    "Returns\nYou can return an item within 30 days of delivery.",
+)
+TABLE = (
+    "| Plan | Price per month | Requests per minute |\n|---|---|---|\n"
+    "| Starter | $10 | 120 |\n| Pro | $25 | 600 |",
+)
+
+
+async def faithfulness(question: str, context: tuple[str, ...], answer: str):
+    interaction = make_interaction(query=question, context=context, answer=answer)
+    [result] = await get_judge("faithfulness").evaluate(interaction)
+    return result
+
+
+@pytest.mark.parametrize(
+    ("context", "question", "wrong", "right", "named"),
+    [
+        (
+            HELP_DESK,
+            "How long does a refund take?",
+            "You are refunded within 15 business days.",
+            "You are refunded within 5 business days.",
+            "15 is given as minutes, the claim gives business days; business days: 5",
+        ),
+        (
+            SHOP,
+            "How long does standard delivery take?",
+            "Standard delivery takes 2 days.",
+            "Standard delivery takes 3 days.",
+            "2 is given as hours, the claim gives days; days: 3",
+        ),
+    ],
+    ids=["refund-minutes", "delivery-hours"],
+)
+async def test_a_number_the_context_gives_only_as_another_kind_is_flagged_and_named(
+    context, question, wrong, right, named
+):
+    bad = await faithfulness(question, context, wrong)
+    assert bad.label == "unfaithful"
+    assert named in bad.explanation
+    [claim] = bad.metadata["claims"]
+    assert claim["contradiction"] and claim["value_conflict"]["value"] in wrong
+    good = await faithfulness(question, context, right)
+    assert good.label == "faithful", good.explanation
+    assert not any(c.get("value_conflict") for c in good.metadata["claims"])
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "Support replies within 15 minutes.",
+        "Support replies within 15 min.",  # an abbreviation of the context's kind
+        "Support replies within 15 minutes, and refunds take 5 business days.",
+    ],
+)
+def test_the_kind_the_context_gives_the_number_agrees(claim):
+    units = context_units(list(HELP_DESK))
+    assert find_kind_conflict(claim, "How fast?", units, " ".join(HELP_DESK)) is None
+
+
+def test_a_table_columns_name_is_its_cells_kind():
+    units = context_units(list(TABLE))
+    claim = "The Starter plan allows 120 requests per minute."
+    assert find_kind_conflict(claim, "Starter limits?", units, TABLE[0]) is None
+
+
+def test_without_another_number_of_the_claims_kind_for_its_attribute_nothing_is_said():
+    # 15 is minutes in the context, and nothing gives the refund a number of business days:
+    # the claim may be wrong, but no unit says what the refund's business days are
+    context = ["Support replies within 15 minutes.", "Refunds are issued to the original card."]
+    claim = "You are refunded within 15 business days."
+    assert find_kind_conflict(claim, "Refund?", context_units(context), " ".join(context)) is None
+
+
+def test_a_number_the_context_also_gives_bare_or_in_words_binds_to_either():
+    for extra in ("Tickets: 15.", "Refunds of fifteen euros are common."):
+        context = [*HELP_DESK, extra]
+        claim = "You are refunded within 15 business days."
+        units = context_units(context)
+        assert find_kind_conflict(claim, "Refund?", units, " ".join(context)) is None, extra
