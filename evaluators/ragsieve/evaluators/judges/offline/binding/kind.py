@@ -12,9 +12,10 @@ is in conflict with its kind when:
   the claim's attribute: it holds a content word of the claim that no unit giving the number
   holds ("refund").
 
-Conservative by construction: a number the context also gives bare, in words or as a year, or a
-kind the context never gives with another number for the claim's attribute, says nothing here;
-the other checks judge the claim.
+Conservative by construction: a number the context also gives bare (a table cell among them: its
+kind is its column, which the entity rule reads), in words or as a year, or a kind the context
+never gives with another number for the claim's attribute, says nothing here; the other checks
+judge the claim.
 """
 
 from __future__ import annotations
@@ -80,32 +81,16 @@ def _kinds_of(text: str) -> dict[str, tuple[set[str], str]]:
             had, shown = out.get(value, (set(), ""))
             marks = {k for k in signs.get(value, ("", frozenset()))[1] if k in _SIGNS}
             found = {key(fold(w)) for w in after} | marks
-            if not found or any(k.startswith("<year>") for k in signs[value][1]):
+            if not found or any(k.startswith("<year>") for k in signs.get(value, ("", ()))[1]):
                 found = {""}
             out[value] = (had | found, shown or " ".join(after))
     return out
-
-
-def _column_kinds(unit: Unit, value: str) -> set[str]:
-    """A table cell's kind: the keys of its column's words."""
-    cols = [k[5:-1] for k in unit.values.get(value, ()) if k.startswith("<col:")]
-    return {key(t) for c in cols for t in tokens(c) if t not in STOPWORDS}
 
 
 def _same_kind(a: set[str], b: set[str]) -> bool:
     """Two kinds agree when a word of one is a word of the other or its abbreviation ("min")."""
     return any(x == y or min(len(x), len(y)) >= 3 and (x.startswith(y) or y.startswith(x))
                for x in a for y in b if x and y)  # fmt: skip
-
-
-def _unit_kinds(unit: Unit) -> dict[str, tuple[set[str], str]]:
-    out = _kinds_of(unit.text)
-    for value in unit.values:
-        cols = _column_kinds(unit, value)
-        if cols:
-            had, shown = out.get(value, (set(), ""))
-            out[value] = ((had - {""}) | cols, shown or " ".join(sorted(cols)))
-    return out
 
 
 def find_kind_conflict(
@@ -118,7 +103,7 @@ def find_kind_conflict(
         v for written, vs in number_values(context).items() if not written[0].isdigit() for v in vs
     }
     bare = {v for v, (kinds, _) in _kinds_of(context).items() if "" in kinds}
-    per_unit = [(u, _unit_kinds(u)) for u in units]
+    per_unit = [(u, _kinds_of(u.text)) for u in units]
     content = {key(t) for t in tokens(claim) if t not in STOPWORDS and not t[0].isdigit()}
     for value, (kinds, shown) in _kinds_of(claim).items():
         if "" in kinds or value in asked | in_words | bare:
@@ -137,11 +122,12 @@ def find_kind_conflict(
             }
         )
         if rivals:
-            return KindConflict(claim_raw(claim, value), holding[0][1][1], shown, tuple(rivals[:3]))
+            raw = _claim_raw(claim, value)
+            return KindConflict(raw, holding[0][1][1], shown, tuple(rivals[:3]))
     return None
 
 
-def claim_raw(claim: str, value: str) -> str:
+def _claim_raw(claim: str, value: str) -> str:
     """``value`` as the claim writes it."""
     for m in NUMBER_PATTERN.finditer(claim):
         if value in values_of(m.group().strip()):
