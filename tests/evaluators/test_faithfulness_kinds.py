@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 
 from ragsieve.evaluators.judges import get_judge
-from ragsieve.evaluators.judges.offline.binding import context_units, find_kind_conflict
+from ragsieve.evaluators.judges.offline.binding import (
+    context_units,
+    find_attribute_conflict,
+    find_kind_conflict,
+)
 from ragsieve.evaluators.testing import make_interaction
 
 HELP_DESK = (
@@ -96,3 +100,42 @@ def test_a_number_the_context_also_gives_bare_or_in_words_binds_to_either():
         claim = "You are refunded within 15 business days."
         units = context_units(context)
         assert find_kind_conflict(claim, "Refund?", units, " ".join(context)) is None, extra
+
+
+SCOOTER = (
+    "Prices\nUnlocking a scooter costs 1 EUR, riding costs 0.25 EUR per minute, and parking"
+    " outside the zone costs a 5 EUR fee.",
+)
+
+
+async def test_a_number_the_sentence_gives_for_another_attribute_is_flagged_and_named():
+    bad = await faithfulness(
+        "What does parking cost?", SCOOTER, "There is a 1 EUR fee for parking."
+    )
+    assert bad.label == "unfaithful"
+    assert "1 is given for Unlocking scooter, the claim gives it for parking; parking: 5" in (
+        bad.explanation
+    )
+    [claim] = bad.metadata["claims"]
+    assert claim["contradiction"] and claim["value_conflict"]["value"] == "1"
+    for right in ("There is a 5 EUR fee for parking.", "Unlocking a scooter costs 1 EUR."):
+        good = await faithfulness("What does it cost?", SCOOTER, right)
+        assert good.label == "faithful", good.explanation
+
+
+@pytest.mark.parametrize(
+    ("context", "claim"),
+    [
+        # the attribute sits in another sentence than the number: it may be about it
+        (
+            "Unlocking a scooter costs 1 EUR. Parking outside the zone costs a 5 EUR fee.",
+            "There is a 1 EUR fee for parking.",
+        ),
+        # a claim with two numbers: its words may be the other number's
+        (SCOOTER[0], "Parking costs a 1 EUR fee and riding 0.25 EUR per minute."),
+    ],
+    ids=["other-sentence", "two-numbers"],
+)
+def test_the_attribute_rule_needs_one_sentence_that_tells_the_attributes_apart(context, claim):
+    units = context_units([context])
+    assert find_attribute_conflict(claim, "Prices?", units, context) is None

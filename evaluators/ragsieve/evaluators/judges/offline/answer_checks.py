@@ -32,10 +32,13 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
         if entity is not None:
             reason, found = entity.reason, {"value": entity.value, "given_for": entity.rival}
         else:
-            kind = binding.find_kind_conflict(v["claim"], question, units, " ".join(chunks))
+            context = "\n\n".join(chunks)
+            kind = binding.find_kind_conflict(v["claim"], question, units, context)
+            kind = kind or binding.find_attribute_conflict(v["claim"], question, units, context)
             if kind is None:
                 continue
-            reason, found = kind.reason, {"value": kind.value, "given_as": kind.given_as}
+            key = "given_as" if kind.as_kind else "given_for"
+            reason, found = kind.reason, {"value": kind.value, key: kind.given}
         v["support"] = min(v["support"], VALUE_MISSING_SUPPORT)
         v["contradiction"] = True
         v["value_conflict"] = found

@@ -9,7 +9,11 @@ context to give the claim's subject or kind another value; otherwise nothing is 
 """
 
 from ragsieve.evaluators.judges.offline.binding.entity import Conflict, find_conflict
-from ragsieve.evaluators.judges.offline.binding.kind import KindConflict, find_kind_conflict
+from ragsieve.evaluators.judges.offline.binding.kind import (
+    KindConflict,
+    find_attribute_conflict,
+    find_kind_conflict,
+)
 from ragsieve.evaluators.judges.offline.binding.units import Unit, context_units, number_kinds
 
 __all__ = [
@@ -17,6 +21,7 @@ __all__ = [
     "KindConflict",
     "Unit",
     "context_units",
+    "find_attribute_conflict",
     "find_conflict",
     "find_kind_conflict",
     "number_kinds",
