@@ -225,18 +225,41 @@ def realrag_table(data: dict[str, Any]) -> str:
             f" | {_f(j['f1'])} | {_f(j['auc'])}"
             f" | {_f(b.get('false_alarms'))} / {_f(b.get('recall'))}{fitted} |"
         )
-    models = sorted(k for k in judge if k.startswith("model:") and k != "model:unknown")
-    worst = max(models, key=lambda k: judge[k]["false_alarms"] or 0.0)
     anchors = ", ".join(f"{k} {v:.3f}" for k, v in ANCHORS.items())
     out.append("")
     out.append(
-        f"Worst generating model for false alarms: {worst.split(':', 1)[1]}"
-        f" ({_f(judge[worst]['false_alarms'])}). Published RAGTruth answer-level F1 (all three"
+        f"{worst_generator(judge)} Published RAGTruth answer-level F1 (all three"
         f" tasks, full test set): {anchors}."
     )
     out.append("")
     out.append(source_table(judge))
     return "\n".join(out)
+
+
+def worst_generator(judge: dict[str, Any]) -> str:
+    """The generator whose faithful answers are flagged most, counted as the fit counts one:
+    only with at least ``GENERATOR_MIN_FAITHFUL`` faithful answers in a set (fewer say little;
+    they are listed apart with their size)."""
+    least = fit_faithfulness.GENERATOR_MIN_FAITHFUL
+    sources = sorted(k for k in judge if k.startswith("source:") and not k.endswith(":unknown"))
+    counted = [k for k in sources if judge[k]["faithful"] >= least]
+    small = [k for k in sources if 0 < judge[k]["faithful"] < least]
+    line = "Worst generating model for false alarms"
+    if counted:
+        worst = max(counted, key=lambda k: judge[k]["false_alarms"] or 0.0)
+        line += (
+            f" (of those with at least {least} faithful answers in a set, the fit's rule):"
+            f" {worst.split(':', 2)[2]} ({_f(judge[worst]['false_alarms'])})."
+        )
+    else:
+        line += f": none has {least} faithful answers in a set."
+    if small:
+        listed = ", ".join(
+            f"{k.split(':', 2)[2]} {_f(judge[k]['false_alarms'])} of {judge[k]['faithful']}"
+            for k in small
+        )
+        line += f" Fewer faithful answers, not counted: {listed}."
+    return line
 
 
 def source_table(judge: dict[str, Any]) -> str:

@@ -215,8 +215,8 @@ def test_no_module_over_400_lines(portion: str) -> None:
 # threshold per metric (a module all kinds read), the text helpers, the offline judges, the LLM
 # judges (which reuse offline evidence), the combined ones, then the protocol and registry.
 EVAL_LAYERS = (
-    "tools", "judges/thresholds", "judges/offline/text", "judges/offline", "judges/llm",
-    "judges/combined", "judges/model", "judges",
+    "tools", "judges/thresholds", "judges/offline/text", "judges/offline/binding",
+    "judges/offline", "judges/llm", "judges/combined", "judges/model", "judges",
     "quality", "golden", "metrics", "gate",
 )  # fmt: skip
 EVALUATORS = Path(__file__).resolve().parents[1] / "evaluators"

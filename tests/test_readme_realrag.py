@@ -33,6 +33,24 @@ def test_a_changed_figure_is_caught() -> None:
     assert _bench().realrag_table(data) not in readme
 
 
+def test_the_worst_generator_is_counted_as_the_fit_counts_one() -> None:
+    """A generator counts for the worst line only from the fit's minimum of faithful answers in
+    a set; smaller ones are listed apart with their size."""
+    data = json.loads(RESULTS.read_text(encoding="utf-8"))
+    judge = {k: v for k, v in data["judge"].items() if not k.startswith("source:")}
+    for key, faithful, flagged in [
+        ("source:a:Big-A", 40, 0.10),
+        ("source:b:Big-B", 31, 0.12),
+        ("source:b:Tiny-C", 4, 0.75),
+    ]:
+        judge[key] = {**data["judge"]["all"], "faithful": faithful, "false_alarms": flagged}
+    table = _bench().realrag_table({**data, "judge": judge})
+    [line] = [x for x in table.splitlines() if x.startswith("Worst generating model")]
+    head, _, rest = line.partition("Fewer faithful answers, not counted:")
+    assert "Big-B (0.12)" in head and "Tiny-C" not in head
+    assert "Tiny-C 0.75 of 4" in rest
+
+
 def test_the_shipped_faithfulness_model_is_what_the_fit_gives(shared_data: Path) -> None:
     """bench/fit_faithfulness.py --check: the shipped numbers come from the licensed data."""
     import subprocess

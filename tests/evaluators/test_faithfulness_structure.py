@@ -146,3 +146,22 @@ async def test_the_head_of_a_contracted_negation_is_no_word_to_find():
     [claim] = r.metadata["claims"]
     assert claim["novel"] == 0.0, claim  # every word it needs is in the context
     assert claim["support"] == 1.0
+
+
+async def test_words_a_page_ran_together_are_read_apart():
+    # a web page whose line breaks were lost: "Better sleepBetter moodBetter grades"
+    page = (
+        "Get your kids moving\nYou know kids need physical activity to grow up strong and"
+        " healthy.But did you know it can help them feel better right away?Better sleepBetter"
+        " moodBetter grades",
+    )
+    good = "Physical activity helps kids feel better right away, with better sleep and mood."
+    r = await faithfulness(good, page, "How does activity help kids?")
+    assert r.label == "faithful", r.explanation
+    # the facts stay strict: what the page never says still fails
+    bad = "Physical activity helps kids feel better right away, with better eyesight and posture."
+    assert (await faithfulness(bad, page, "How does activity help kids?")).label == "unfaithful"
+    # the run-together word as written stays findable (an identifier, a name)
+    named = "Kids get better grades, says the page (moodBetter grades)."
+    r = await faithfulness(named, page, "How does activity help kids?")
+    assert r.label == "faithful", r.explanation

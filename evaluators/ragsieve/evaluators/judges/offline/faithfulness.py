@@ -17,8 +17,8 @@ from collections.abc import Set as AbstractSet
 from types import MappingProxyType
 from typing import Any
 
+from ragsieve.evaluators.judges.offline.answer_checks import check_whole_answer
 from ragsieve.evaluators.judges.offline.base import OfflineJudge, chunk_texts
-from ragsieve.evaluators.judges.offline.binding import check_whole_answer
 from ragsieve.evaluators.judges.offline.claims import (
     ParsedAnswer,
     find_injections,

@@ -48,6 +48,7 @@ from ragsieve.evaluators.judges.offline.text.text import (
     negation_differs,
     sentences,
     uncontracted,
+    unglued,
     words,
 )
 from ragsieve.evaluators.tools.embeddings import embed
@@ -88,7 +89,7 @@ def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
     return Context(
         sents=sents,
         sent_chunk=[cid for cid, _ in pairs],
-        index=TermIndex([uncontracted(s) for s in sents], cross_lingual=translate),
+        index=TermIndex([unglued(uncontracted(s)) for s in sents], cross_lingual=translate),
         values=_with_decades(set().union(*(all_values(c) for _, c in chunks))),
         value_sents=_value_sentences(sents),
         lang=language(" ".join(c for _, c in chunks)),

@@ -141,6 +141,18 @@ def uncontracted(sent: str) -> str:
     return CONTRACTED.sub(lambda m: f"{_HEADS.get(fold(m.group(1)), m.group(1))} not", sent)
 
 
+# a page whose line breaks were lost runs its words together ("Better sleepBetter moodBetter
+# grades"), as camelCase identifiers do ("descriptionField"): a lowercase word directly followed
+# by capitalised ones
+_GLUED = re.compile(r"\b[a-z]{2,}(?:[A-Z][a-z]+)+\b")
+
+
+def unglued(sent: str) -> str:
+    """``sent`` with each run-together word also written apart ("sleepBetter" -> "sleepBetter
+    sleep Better"): its words are found; the word as written stays findable (a name)."""
+    return _GLUED.sub(lambda m: f"{m.group()} {re.sub(r'(?=[A-Z])', ' ', m.group())}", sent)
+
+
 # a negated comparison is a bound, not a denial: "doesn't show more than 1000 rows" says "at
 # most 1000", "no later than 5 May" says "by 5 May"
 _BOUND = re.compile(

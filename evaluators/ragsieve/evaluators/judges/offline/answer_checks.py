@@ -1,0 +1,105 @@
+"""Checks that read the whole answer once each claim has its support.
+
+Names the sources never write in one piece, values the context binds to another entity or
+another kind (:mod:`.binding`), short denials, comparisons and choices. Each marks the claims it
+finds at fault as contradicted; the contradiction is decisive in the faithfulness judge.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import ragsieve.evaluators.judges.offline.binding as binding
+from ragsieve.evaluators.judges.offline.support import BROKEN_SPAN_SUPPORT, VALUE_MISSING_SUPPORT
+from ragsieve.evaluators.judges.offline.support_model import SHORT_CLAIMS
+from ragsieve.evaluators.judges.offline.text.choice import check_choice, check_restriction
+from ragsieve.evaluators.judges.offline.text.compare import check_comparison
+from ragsieve.evaluators.judges.offline.text.spans import broken_spans
+from ragsieve.evaluators.judges.offline.text.text import fold
+
+
+def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: list[str]) -> None:
+    """A value the context gives for another entity than the claim's (the Pro plan's limit
+    for the Starter plan's) or as another kind (15 minutes for 15 business days,
+    :mod:`.binding`) makes the claim contradicted, the conflict named."""
+    units: list[binding.Unit] | None = None
+    for v in verdicts:
+        if v.get("values_missing") or not any(ch.isdigit() for ch in v["claim"]):
+            continue
+        units = binding.context_units(chunks) if units is None else units
+        entity = binding.find_conflict(v["claim"], question, units)
+        if entity is not None:
+            reason, found = entity.reason, {"value": entity.value, "given_for": entity.rival}
+        else:
+            context = "\n\n".join(chunks)
+            kind = binding.find_kind_conflict(v["claim"], question, units, context)
+            kind = kind or binding.find_attribute_conflict(v["claim"], question, units, context)
+            if kind is None:
+                continue
+            key = "given_as" if kind.as_kind else "given_for"
+            reason, found = kind.reason, {"value": kind.value, key: kind.given}
+        v["support"] = min(v["support"], VALUE_MISSING_SUPPORT)
+        v["contradiction"] = True
+        v["value_conflict"] = found
+        known = v["reason"] if v["reason"] != "content words found in the context" else ""
+        v["reason"] = "; ".join(r for r in (reason, known) if r)
+
+
+# -- the checks that read the whole answer, after each claim has its support ----------------
+
+
+def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: list[str]) -> None:
+    """A name the sources never write in one piece ("Amy Johnson" for "Amy Jo Johnson")
+    makes the claim that states it unsupported, whatever its word-level support."""
+    prose = re.sub(r"```.*?(?:```|$)|`[^`\n]*`", " ", answer, flags=re.DOTALL)  # example code
+    for broken in broken_spans(prose, sources):
+        for v in verdicts:
+            if broken.span in v["claim"] or len(verdicts) == 1:
+                v["support"] = min(v["support"], BROKEN_SPAN_SUPPORT)
+                v["contradiction"] = True
+                known = v["reason"] if v["reason"] != "content words found in the context" else ""
+                v["reason"] = "; ".join(r for r in (broken.reason, known) if r)
+
+
+def check_whole_answer(
+    verdicts: list[dict[str, Any]], question: str, answer: str, chunks: list[str]
+) -> None:
+    """Checks that read the whole answer: broken names, values given for another entity,
+    comparisons, choices and restrictions."""
+    _mark_broken_spans(verdicts, answer, [*chunks, question])
+    mark_value_conflicts(verdicts, question, chunks)
+    _mark_short_denials(verdicts)
+    context = " ".join(chunks)
+    # "X or Y, which came first?" answered against the years; "X or Y?" / "are both X and Y
+    # …?" against what the context says of each option; a yes giving what the context gives
+    # one entity only ("on the Enterprise plan only") to another of its kind
+    clash = check_comparison(question, answer, context) or check_choice(question, answer, context)
+    clash = clash or check_restriction(question, answer, context)
+    if clash is None:
+        return
+    for v in verdicts:
+        if fold(clash.picked) in fold(v["claim"]) or len(verdicts) == 1:
+            v["support"] = min(v["support"], 0.25)
+            v["reason"] = clash.reason
+            v["contradiction"] = True
+
+
+SHORT_REPLY_CLAIMS = SHORT_CLAIMS  # a reply of at most this many claims stands on each of them
+
+
+def _mark_short_denials(verdicts: list[dict[str, Any]]) -> None:
+    """A short reply negated against the context sentence it restates ("No, there is no data
+    limit." where the context gives one) contradicts the context: in a long answer a negated
+    clause is often a true detail beside a positive sentence, in one or two claims it is the
+    answer."""
+    if len(verdicts) > SHORT_REPLY_CLAIMS:
+        return
+    for v in verdicts:
+        if v.get("negation") and not v.get("translated") and not v.get("contradiction"):
+            v["support"] = min(v["support"], BROKEN_SPAN_SUPPORT)
+            v["contradiction"] = True
+            v["reason"] = "a short reply that denies what the context states: " + v["reason"]
+
+
+__all__ = ["SHORT_REPLY_CLAIMS", "check_whole_answer", "mark_value_conflicts"]

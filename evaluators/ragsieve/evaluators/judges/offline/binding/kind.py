@@ -1,0 +1,203 @@
+"""A value the context gives as another kind than the claim gives it.
+
+"You are refunded within 15 business days", where the context says "Refunds arrive within 5
+business days" and writes 15 only in "replies within 15 minutes": every check that looks for 15
+finds it. A number is bound to what it counts as well as to what it belongs to. A claim's value
+is in conflict with its kind when:
+
+- the claim says what its number counts (the words after it, a currency, a percent);
+- every unit of the context that gives the number says what it counts, and none says what the
+  claim says (15 is given only as minutes);
+- a unit gives the claim's kind with another number (5 business days), and that unit is about
+  the claim's attribute: it holds a content word of the claim that no unit giving the number
+  holds ("refund").
+
+Conservative by construction: a number the context also gives bare (a table cell among them: its
+kind is its column, which the entity rule reads), in words or as a year, or a kind the context
+never gives with another number for the claim's attribute, says nothing here; the other checks
+judge the claim.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragsieve.evaluators.judges.offline.binding.units import Unit, number_kinds
+from ragsieve.evaluators.judges.offline.text.terms import (
+    NUMBER_PATTERN,
+    key,
+    number_values,
+    tokens,
+    values_of,
+)
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, sentences
+
+KIND_WORDS = 2  # "15 business days": the words after a number that say what it counts
+_AFTER = re.compile(r"[\s/-]*(?:per\s+|a\s+|an\s+)?([^\W\d_][\w'-]*)")
+_SIGNS = ("<money>", "<pct>")
+
+
+@dataclass(frozen=True, slots=True)
+class KindConflict:
+    """``value`` is given as ``given`` (another kind) or for ``given`` (another attribute) while
+    the claim gives it as or for ``claimed``; the context gives ``claimed`` ``claimed_values``."""
+
+    value: str
+    given: str
+    claimed: str
+    claimed_values: tuple[str, ...]
+    as_kind: bool = True  # False: the same kind, given for another attribute
+
+    @property
+    def reason(self) -> str:
+        """ "15 is given as minutes, the claim gives business days; business days: 5", or "1 is
+        given for unlocking, the claim gives it for parking; parking: 5"."""
+        theirs = ", ".join(self.claimed_values)
+        if self.as_kind:
+            said = f"is given as {self.given}, the claim gives {self.claimed}"
+        else:
+            said = f"is given for {self.given}, the claim gives it for {self.claimed}"
+        return f"{self.value} {said}; {self.claimed}: {theirs}"
+
+
+def _words_after(text: str, end: int) -> list[str]:
+    """Up to ``KIND_WORDS`` content words right after a number, as written."""
+    out: list[str] = []
+    pos = end
+    while len(out) < KIND_WORDS:
+        m = _AFTER.match(text, pos)
+        if m is None or fold(m.group(1)) in STOPWORDS:
+            break
+        out.append(m.group(1))
+        pos = m.end()
+    return out
+
+
+def _kinds_of(text: str) -> dict[str, tuple[set[str], str]]:
+    """Each digit value of ``text`` -> (the keys of what it counts, the kind as written); a year
+    or a bare number holds the marker ``""`` (nothing says what it counts)."""
+    out: dict[str, tuple[set[str], str]] = {}
+    signs = number_kinds(text)
+    for m in NUMBER_PATTERN.finditer(text):
+        after = _words_after(text, m.end())
+        for value in values_of(m.group().strip()):
+            had, shown = out.get(value, (set(), ""))
+            marks = {k for k in signs.get(value, ("", frozenset()))[1] if k in _SIGNS}
+            found = {key(fold(w)) for w in after} | marks
+            if not found or any(k.startswith("<year>") for k in signs.get(value, ("", ()))[1]):
+                found = {""}
+            out[value] = (had | found, shown or " ".join(after))
+    return out
+
+
+def _same_kind(a: set[str], b: set[str]) -> bool:
+    """Two kinds agree when a word of one is a word of the other or its abbreviation ("min")."""
+    return any(x == y or min(len(x), len(y)) >= 3 and (x.startswith(y) or y.startswith(x))
+               for x in a for y in b if x and y)  # fmt: skip
+
+
+def find_kind_conflict(
+    claim: str, question: str, units: list[Unit], context: str
+) -> KindConflict | None:
+    """The first value of ``claim`` the context gives only as another kind, while it gives the
+    claim's kind with another number for the claim's attribute (the module's docstring)."""
+    asked = {v for m in NUMBER_PATTERN.finditer(question) for v in values_of(m.group().strip())}
+    skipped = _skipped(context)
+    per_unit = [(u, _kinds_of(u.text)) for u in units]
+    content = {key(t) for t in tokens(claim) if t not in STOPWORDS and not t[0].isdigit()}
+    for value, (kinds, shown) in _kinds_of(claim).items():
+        if "" in kinds or value in asked | skipped:
+            continue
+        holding = [(u, ks[value]) for u, ks in per_unit if value in ks]
+        if not holding or any("" in k or _same_kind(k, kinds) for _, (k, _s) in holding):
+            continue  # not given, given bare, or given as the claim's kind somewhere
+        attribute = content - kinds - frozenset().union(*(u.scope for u, _ in holding))
+        rivals = sorted(
+            {
+                u.raw.get(v, v)
+                for u, ks in per_unit
+                if attribute & u.scope
+                for v, (k, _s) in ks.items()
+                if v != value and "" not in k and _same_kind(k, kinds)
+            }
+        )
+        if rivals:
+            raw = _claim_raw(claim, value)
+            return KindConflict(raw, holding[0][1][1], shown, tuple(rivals[:3]))
+    return None
+
+
+def find_attribute_conflict(
+    claim: str, question: str, units: list[Unit], context: str
+) -> KindConflict | None:
+    """The claim's one number, given as the claim's kind but for another attribute in a sentence
+    that gives the claim's attribute another number of that kind ("Unlocking costs 1 EUR and
+    parking costs a 5 EUR fee": "a 1 EUR fee for parking"), or None.
+
+    The sentence itself tells the two attributes apart, so it binds each number to its own; a
+    claim with more numbers, or whose attribute the value's clause names too, says nothing."""
+    claimed = _kinds_of(claim)
+    if len(claimed) != 1:
+        return None
+    [(value, (kinds, _))] = claimed.items()
+    asked = {v for m in NUMBER_PATTERN.finditer(question) for v in values_of(m.group().strip())}
+    if "" in kinds or value in asked or value in _skipped(context):
+        return None
+    per_unit = [(u, _kinds_of(u.text)) for u in units]
+    holding = [u for u, ks in per_unit if value in ks]
+    if not holding or not all(
+        _same_kind(ks[value][0], kinds) for u, ks in per_unit if u in holding
+    ):
+        return None
+    content = {key(t) for t in tokens(claim) if t not in STOPWORDS and not t[0].isdigit()}
+    attribute = content - kinds - frozenset().union(*(u.scope for u in holding))
+    if not attribute:
+        return None
+    sents = sentences(context)
+    for rival, ks in per_unit:
+        theirs = sorted(
+            rival.raw.get(v, v)
+            for v, (k, _s) in ks.items()
+            if v != value and "" not in k and _same_kind(k, kinds)
+        )
+        if rival in holding or not theirs or not attribute <= rival.scope:
+            continue
+        for unit in holding:
+            own = {k for k in unit.scope - rival.scope - content - kinds if k[:1].isalpha()}
+            if own and any(unit.text in s and rival.text in s for s in sents):
+                given = _written(unit.text, content | kinds | rival.scope)
+                shown = _written(claim, set(), attribute)
+                return KindConflict(_claim_raw(claim, value), given, shown, tuple(theirs), False)
+    return None
+
+
+def _skipped(context: str) -> set[str]:
+    """Values the context also writes in words or bare: nothing binds them."""
+    in_words = {
+        v for written, vs in number_values(context).items() if not written[0].isdigit() for v in vs
+    }
+    return in_words | {v for v, (kinds, _) in _kinds_of(context).items() if "" in kinds}
+
+
+def _written(text: str, skip: set[str], only: set[str] | None = None) -> str:
+    """Up to two content words of ``text`` as written: those whose key is not in ``skip`` (and
+    is in ``only``, when given)."""
+    out: list[str] = []
+    for w in re.findall(r"[^\W\d_][\w'-]*", text):
+        k, f = key(fold(w)), fold(w)
+        if f in STOPWORDS or k in skip or (only is not None and k not in only) or w in out:
+            continue
+        out.append(w)
+    return " ".join(out[:2])
+
+
+def _claim_raw(claim: str, value: str) -> str:
+    """``value`` as the claim writes it."""
+    for m in NUMBER_PATTERN.finditer(claim):
+        if value in values_of(m.group().strip()):
+            return m.group().strip()
+    return value
+
+
+__all__ = ["KindConflict", "find_attribute_conflict", "find_kind_conflict"]

@@ -1,0 +1,179 @@
+"""The context read in units, the places that bind a value to what it belongs to.
+
+A unit is a clause of a sentence, a table row (under its header) or a list item, each with the
+heading it sits under. A value's *kind* is what it counts: the word after it ("requests", a
+unit, "month"), a currency, a percent, a table column, or for a year what its clause does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, key, tokens, values_of
+from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, sentences
+
+MAX_UNITS = 600  # units of the context read (long pages: their start)
+HEADING_WORDS = 8  # an unpunctuated line this short titles what follows it
+_CAPITALISED = re.compile(r"(?<![\w$€£])[A-Z][\w'’-]*")
+_CLAUSE_SPLIT = re.compile(r";\s+|,\s+|\s+(?:while|whereas|but|and|y|pero|mientras)\s+")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+_MARKER_END = re.compile(r"(?:^|\s)(?:[-*•◊▪+]|\d{1,2}[.)]|step \d+)$", re.IGNORECASE)
+_LABEL = re.compile(r"^\s*([^\W\d_][^:.;]{0,40}?):\s+(?=\S)")
+_YEAR = re.compile(r"(?:1[5-9]|20)\d\d")
+_MONEY_BEFORE = re.compile(r"[$€£]\s*$|\b(?:usd|eur|gbp)\s*$", re.IGNORECASE)
+_PCT_AFTER = re.compile(r"^\s*(?:%|percent\b|per cent\b|por ciento\b)", re.IGNORECASE)
+_NEXT_WORD = re.compile(r"^[\s/-]*(?:per\s+|a\s+|an\s+)?([^\W\d_][\w'-]*)")
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One place of the context that binds values to names: its words, names and values."""
+
+    text: str
+    scope: frozenset[str]  # keys of every content word of the unit and its heading
+    names: dict[str, str]  # key -> the word as written, for the names of the unit's scope
+    values: dict[str, frozenset[str]]  # canonical value -> its kinds
+    raw: dict[str, str] = field(default_factory=dict)  # canonical value -> as written
+
+
+def _kinds(text: str, start: int, end: int, column: str = "") -> frozenset[str]:
+    """What the number at ``text[start:end]`` counts: a currency, a percent, the word after it
+    (its unit: "requests", "month"), a table column; a year counts what its clause does
+    ("joined in 2015": ``<year>:join``). Empty when nothing says (a bare number binds nothing)."""
+    out: set[str] = set()
+    before, after = text[max(0, start - 6) : start], text[end : end + 40]
+    if _MONEY_BEFORE.search(before):
+        out.add("<money>")
+    if _PCT_AFTER.match(after):
+        out.add("<pct>")
+    nxt = _NEXT_WORD.match(after)
+    if nxt and fold(nxt.group(1)) not in STOPWORDS:
+        out.add(key(fold(nxt.group(1))))
+    if not out and _YEAR.fullmatch(text[start:end]):
+        lead = re.findall(r"(?<![\w'’])[a-z][a-z'-]+", text[:start])
+        out.update(f"<year>:{key(w)}" for w in lead if w not in STOPWORDS)
+    if column:
+        out.add(f"<col:{column}>")
+    return frozenset(out)
+
+
+def number_kinds(text: str, column: str = "") -> dict[str, tuple[str, frozenset[str]]]:
+    """Each value written in digits in ``text`` -> (as written, its kinds)."""
+    out: dict[str, tuple[str, frozenset[str]]] = {}
+    for m in NUMBER_PATTERN.finditer(text):
+        kinds = _kinds(text, m.start(), m.end(), column)
+        for value in values_of(m.group().strip()):
+            raw, had = out.get(value, (m.group().strip(), frozenset()))
+            out[value] = (raw, had | kinds)
+    return out
+
+
+def _names(text: str, *, heading: bool = False) -> dict[str, str]:
+    """Keys of the names of ``text`` -> the word as written: capitalised words after a
+    clause's first word, or a first word another capitalised word follows ("Alice Moreno");
+    a heading's capitalised words all count."""
+    out: dict[str, str] = {}
+    for sent in [text] if heading else sentences(text):
+        found = list(_CAPITALISED.finditer(sent))
+        for i, m in enumerate(found):
+            lead = sent[: m.start()].rstrip(" \t\"'(*#")
+            opens = not lead or lead.endswith(":") or bool(_MARKER_END.search(lead))
+            joined = i + 1 < len(found) and not sent[m.end() : found[i + 1].start()].strip()
+            if opens and not heading and not joined:
+                continue  # a clause's first word is capitalised whatever it is
+            word = m.group().rstrip("'’")
+            folded = fold(re.sub(r"['’]\w{1,2}$", "", word))
+            if folded and folded not in STOPWORDS and len(folded) > 1:
+                out.setdefault(key(folded), word)
+    return out
+
+
+def _unit(
+    text: str,
+    heading: str,
+    column_of: list[tuple[str, str]] | None = None,
+    before: Unit | None = None,
+) -> Unit:
+    """A unit of ``text`` under ``heading``; a clause that names nothing ("and 10 GB of
+    storage") is about what the clause ``before`` it in its sentence names."""
+    scope = {key(t) for t in tokens(f"{heading} {text}") if t not in STOPWORDS}
+    values: dict[str, frozenset[str]] = {}
+    raw: dict[str, str] = {}
+    pieces = column_of or [(text, "")]
+    for piece, column in pieces:
+        for value, (written, kinds) in number_kinds(piece, column).items():
+            values[value] = values.get(value, frozenset()) | kinds
+            raw.setdefault(value, written)
+    names = _names(heading, heading=True) | _names(text)
+    if column_of:  # a table row's first cell names what the row is about
+        first = column_of[0][0]
+        for t in tokens(first):
+            if t not in STOPWORDS and not t[0].isdigit():
+                names.setdefault(key(t), first.strip())
+    if before is not None and not _names(text):
+        scope |= before.scope
+        names = before.names | names
+    return Unit(text, frozenset(scope), names, values, raw)
+
+
+def _is_heading(line: str) -> bool:
+    text = line.strip().lstrip("#").strip()
+    n = len(text.split())
+    return 0 < n <= HEADING_WORDS and (
+        text.endswith(":") or not re.search(r"[.!?;,\d]\s*$", text) and text[:1].isupper()
+    )
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _prose_units(line: str, heading: str) -> list[Unit]:
+    out: list[Unit] = []
+    for sent in sentences(line):
+        clauses = [sent]
+        if len(number_kinds(sent)) >= 2:  # "Starter allows 120, while Pro allows 600"
+            clauses = [c for c in _CLAUSE_SPLIT.split(sent) if c.strip()]
+        before: Unit | None = None
+        for clause in clauses:
+            before = _unit(clause, heading, before=before)
+            out.append(before)
+    return out
+
+
+def context_units(chunks: list[str]) -> list[Unit]:
+    """The context's units: clauses, table rows (with their header) and list items, each
+    under the heading it sits below in its chunk."""
+    units: list[Unit] = []
+    for chunk in chunks:
+        heading, header = "", None
+        for line in chunk.replace("\r", "").split("\n"):
+            if not line.strip() or _TABLE_RULE.match(line):
+                continue
+            if line.count("|") >= 2:
+                cells = _cells(line)
+                if header is None:
+                    header = cells
+                    continue
+                cols = [
+                    (c, fold(header[i]) if i < len(header) else "") for i, c in enumerate(cells)
+                ]
+                units.append(_unit(" ; ".join(cells), heading, cols))
+                continue
+            header = None
+            stripped = re.sub(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+", "", line)
+            if _is_heading(stripped):
+                heading = stripped.strip().lstrip("#").rstrip(":").strip()
+                continue
+            label = _LABEL.match(stripped)  # "- Team: $29 per month": the item's name
+            if label:
+                units.extend(_prose_units(stripped[label.end() :], label.group(1)))
+            else:
+                units.extend(_prose_units(stripped, heading))
+            if len(units) >= MAX_UNITS:
+                return units[:MAX_UNITS]
+    return units
+
+
+__all__ = ["Unit", "context_units", "number_kinds"]
