@@ -90,12 +90,14 @@ def find_conflict(claim: str, question: str, units: list[Unit]) -> Conflict | No
         *(values_of(m.group().strip()) for m in NUMBER_PATTERN.finditer(question))
     )
     mentioned = {key(t) for t in tokens(f"{claim} {question}")}
-    for value, (raw, _) in number_kinds(claim).items():
+    for value, (raw, kinds) in number_kinds(claim).items():
         if value in q_values:
             continue
         holding = [u for u in units if value in u.values]
         if not holding:
             continue  # a value the context never states: the value check's business
+        if kinds and not any(kinds & u.values[value] for u in holding):
+            continue  # the context gives it as another kind only: the kind check's business
         from_claim = _candidates(claim, names)
         found = _against(from_claim, value, holding, units)
         bound = [s for s in from_claim if any(s in u.scope for u in holding)]

@@ -142,13 +142,24 @@ def _prose_units(line: str, heading: str) -> list[Unit]:
     return out
 
 
+def _lines(chunk: str) -> list[str]:
+    """``chunk``'s lines; a line whose sentences are table rows (a chunker dropped the breaks:
+    "Plan | Data. Basic | 5 GB. Plus | 30 GB.") gives each sentence as a line of its own."""
+    out: list[str] = []
+    for line in chunk.replace("\r", "").split("\n"):
+        parts = sentences(line) if line.count("|") >= 4 else [line]
+        rows = sum(p.count("|") >= 2 for p in parts)
+        out.extend(p.rstrip(".") for p in parts) if rows >= 2 else out.append(line)
+    return out
+
+
 def context_units(chunks: list[str]) -> list[Unit]:
     """The context's units: clauses, table rows (with their header) and list items, each
     under the heading it sits below in its chunk."""
     units: list[Unit] = []
     for chunk in chunks:
         heading, header = "", None
-        for line in chunk.replace("\r", "").split("\n"):
+        for line in _lines(chunk):
             if not line.strip() or _TABLE_RULE.match(line):
                 continue
             if line.count("|") >= 2:

@@ -91,11 +91,16 @@ def stems(tokens: list[str]) -> set[str]:
     return {stem(t) for t in tokens}
 
 
-# where one clause of a sentence ends and another begins: a comma or semicolon, or a
-# subordinating or contrasting word ("because", "unless", "but", "porque", "pero")
+# where one clause of a sentence ends and another begins: a comma or semicolon, a
+# subordinating or contrasting word ("because", "unless", "but", "porque", "pero"), or an "and"
+# that opens a second predicate of the same subject ("costs 6 EUR on Plus and is included at no
+# cost on Pro": its verb follows; "salt and pepper" stays one clause)
 _CLAUSE_RE = re.compile(
     r"[,;:()]\s*|\s(?=(?:because|since|unless|although|though|while|whereas|but|so that|which"
-    r"|porque|aunque|pero|sino|mientras)\b)",
+    r"|porque|aunque|pero|sino|mientras)\b)"
+    r"|\s(?=(?:and|y|e)\s+(?:is|are|was|were|has|have|had|does|do|did|can|cannot|will|would"
+    r"|must|costs?|includes?|est[aá]n?|es|son|era|fue|tiene|tienen|puede|pueden|cuestan?"
+    r"|incluyen?)\b)",
     re.I,
 )
 

@@ -1,0 +1,107 @@
+"""Faithfulness on a phone carrier's pages as a new user's bot retrieved them (issue 44): a table
+whose line breaks a chunker lost, a price the context gives as "no extra cost", and a sentence
+whose second predicate, not the claim's, holds the negation."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragsieve.evaluators.judges import get_judge
+from ragsieve.evaluators.judges.offline.binding import context_units
+from ragsieve.evaluators.testing import make_interaction
+
+TABLE_EN = (
+    "Data allowance table. Plan | Monthly data | Speed after the allowance | Extra 1 GB."
+    " Prepaid Basic | 5 GB | 128 kbps | 3 EUR. Postpaid Plus | 30 GB | 512 kbps | 2 EUR."
+    " Postpaid Pro | 200 GB (fair use) | 1 Mbps | 1 EUR."
+)
+TABLE_ES = (
+    "Tabla de datos incluidos. Plan | Datos al mes | Velocidad tras agotar los datos | 1 GB extra."
+    " Prepago Básico | 5 GB | 128 kbps | 3 EUR. Pospago Plus | 30 GB | 512 kbps | 2 EUR."
+    " Pospago Pro | 200 GB (uso razonable) | 1 Mbps | 1 EUR."
+)
+ROAMING_EN = (
+    "Roaming in the EU is included at no extra cost on all plans. Zone 2 roaming (USA, Canada,"
+    " Switzerland) costs 6 EUR per day for 1 GB on Postpaid Plus and is included at no extra"
+    " cost on Postpaid Pro. Prepaid Basic cannot roam outside the EU."
+)
+ROAMING_ES = (
+    "El roaming en la UE está incluido sin coste extra en todos los planes. El roaming en la"
+    " Zona 2 (Estados Unidos, Canadá, Suiza) cuesta 6 EUR al día por 1 GB con Pospago Plus y"
+    " está incluido sin coste extra con Pospago Pro. Prepago Básico no permite roaming fuera de"
+    " la UE."
+)
+
+
+async def faithfulness(question: str, context: tuple[str, ...], answer: str):
+    [r] = await get_judge("faithfulness").evaluate(
+        make_interaction(query=question, context=context, answer=answer)
+    )
+    return r
+
+
+def test_a_table_written_on_one_line_is_read_row_by_row():
+    units = context_units([TABLE_EN])
+    rows = {u.text.split(" ; ")[0]: u for u in units if " ; " in u.text}
+    assert set(rows) == {"Prepaid Basic", "Postpaid Plus", "Postpaid Pro"}
+    assert "5" in rows["Prepaid Basic"].values and "30" not in rows["Prepaid Basic"].values
+
+
+@pytest.mark.parametrize(
+    ("context", "question", "wrong", "right", "named"),
+    [
+        (
+            (TABLE_EN, ROAMING_EN),
+            "How much data does the Prepaid Basic plan include?",
+            "The Prepaid Basic plan includes 30 GB of data per month.",
+            "The Prepaid Basic plan includes 5 GB of data per month.",
+            "30 is given for Postpaid",
+        ),
+        (
+            (TABLE_ES, ROAMING_ES),
+            "¿Cuántos datos incluye el plan Prepago Básico?",
+            "El plan Prepago Básico incluye 30 GB de datos al mes.",
+            "El plan Prepago Básico incluye 5 GB de datos al mes.",
+            "30 is given for Pospago",
+        ),
+    ],
+)
+async def test_a_flattened_tables_other_row_is_flagged_and_named(
+    context, question, wrong, right, named
+):
+    bad = await faithfulness(question, context, wrong)
+    assert bad.label == "unfaithful" and named in bad.explanation, bad.explanation
+    good = await faithfulness(question, context, right)
+    assert good.label == "faithful", good.explanation
+
+
+async def test_a_price_given_where_the_context_says_no_extra_cost_is_flagged():
+    bad = await faithfulness(
+        "¿Cuánto cuesta el roaming en Estados Unidos con Pospago Pro?",
+        (ROAMING_ES, TABLE_ES),
+        "Con Pospago Pro, el roaming en Estados Unidos cuesta 6 EUR al día.",
+    )
+    assert bad.label == "unfaithful", bad.explanation
+    assert "the claim is about Pro" in bad.explanation, bad.explanation
+
+
+@pytest.mark.parametrize(
+    ("question", "context", "answer"),
+    [
+        (
+            "How much does roaming in the USA cost on Postpaid Plus?",
+            (ROAMING_EN, TABLE_EN),
+            "On Postpaid Plus, roaming in the USA (Zone 2) costs 6 EUR per day for 1 GB.",
+        ),
+        (
+            "¿Cuánto cuesta el roaming en Estados Unidos con Pospago Plus?",
+            (ROAMING_ES, TABLE_ES),
+            "Con Pospago Plus, el roaming en Estados Unidos cuesta 6 EUR al día por 1 GB.",
+        ),
+    ],
+)
+async def test_a_negation_in_the_sentences_other_predicate_denies_nothing(
+    question, context, answer
+):
+    r = await faithfulness(question, context, answer)
+    assert r.label == "faithful", r.explanation
