@@ -375,6 +375,10 @@ PLANS = (
     [
         ("How much does the Pro plan cost per month?", "And for the Basic plan?", "month", "pro"),
         ("¿Cuánto cuesta el plan Pro al mes?", "¿Y el plan Básico?", "cuesta", "pro"),
+        # in lower case, and with the name first in its sentence (found in review)
+        ("How much does the Pro plan cost per month?", "and for the basic plan?", "month", "pro"),
+        ("Pro plan: how much per month?", "And for the Basic plan?", "month", "pro"),
+        ("How much does the Pro plan cost per month?", "And per week?", "pro", "month"),
         # a name the follow-up does not replace is still what it is about
         ("How much does the Pro plan cost in Lisbon?", "And in Madrid?", "pro", "lisbon"),
     ],

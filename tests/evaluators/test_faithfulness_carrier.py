@@ -105,3 +105,33 @@ async def test_a_negation_in_the_sentences_other_predicate_denies_nothing(
 ):
     r = await faithfulness(question, context, answer)
     assert r.label == "faithful", r.explanation
+
+
+@pytest.mark.parametrize(
+    ("context", "answer"),
+    [
+        # two columns: one pipe a row (found in review)
+        (("Plan | Data. Basic | 5 GB. Plus | 30 GB.",), "The Basic plan includes 30 GB of data."),
+        # a sentence of prose after the rows stays prose, its value read
+        (
+            ("Plan | Data | Price. Basic | 5 GB | 10 EUR. Plus | 30 GB | 20 EUR. Prices include"
+             " VAT of 21 %.",),
+            "Prices include VAT of 30 %.",
+        ),
+    ],
+)  # fmt: skip
+async def test_a_flattened_table_of_any_width_and_the_prose_beside_it_are_read(context, answer):
+    r = await faithfulness("How much data does the Basic plan include?", context, answer)
+    assert r.label == "unfaithful", r.explanation
+
+
+@pytest.mark.parametrize("price", ["EUR 20", "€20", "20 €", "20 euros"])
+async def test_a_currency_before_or_after_the_number_is_one_kind(price):
+    table = (
+        "| Plan | Data | Price |\n|---|---|---|\n| Basic | 5 GB | 10 EUR |\n"
+        "| Plus | 30 GB | 20 EUR |",
+    )
+    r = await faithfulness(
+        "How much does the Basic plan cost?", table, f"The Basic plan costs {price}."
+    )
+    assert r.label == "unfaithful" and "Basic: 10" in r.explanation, r.explanation

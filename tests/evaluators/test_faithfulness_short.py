@@ -271,6 +271,18 @@ BIKES = (
         ("¿Qué hago si tengo un accidente?", "Llama al equipo de emergencias.", "unfaithful"),
         ("¿Qué hago si tengo un accidente?", "Puedes llamar al equipo de seguros.", "unfaithful"),
         ("What do I do after an accident?", "Call the emergency team.", "unfaithful"),
+        ("What do I do after an accident?", "Contact the emergency team.", "unfaithful"),
+        # a team of the assistant's own is its help desk, in either language and with any verb
+        (
+            "Where can I park?",
+            "You can park in any green zone. Puedes contactar con nuestro equipo de ventas.",
+            "faithful",
+        ),
+        (
+            "Where can I park?",
+            "You can park in any green zone. You can contact our sales team.",
+            "faithful",
+        ),
     ],
 )
 async def test_a_closing_wish_or_referral_is_no_claim(question, reply, label):

@@ -339,7 +339,22 @@ async def test_a_quantity_of_nothing_answers_how_much(question: str, answer: str
 
 
 @pytest.mark.parametrize(
-    "answer", ["It costs nothing.", "No cuesta nada.", "None.", "Es gratis.", "It's free."]
+    "answer",
+    [
+        "It costs nothing.",
+        "No cuesta nada.",
+        "None.",
+        "Es gratis.",
+        "It's free.",
+        # the short ways a reply says it (found in review)
+        "Free.",
+        "¡Gratis!",
+        "No cost.",
+        "There is no charge.",
+        "No tiene ningún coste.",
+        "Totalmente gratis.",
+        "The app is free to download.",
+    ],
 )
 def test_nothing_stated_as_the_amount_gives_the_number(answer: str) -> None:
     assert answers_type(answer, "number")
@@ -357,6 +372,7 @@ def test_nothing_stated_as_the_amount_gives_the_number(answer: str) -> None:
         "Pro gives you free minutes on weekends.",
         "Hands-free calling is included.",
         "None of our plans include that.",
+        "You are free to cancel at any time.",
     ],
 )
 def test_a_reply_without_an_amount_still_gives_no_number(answer: str) -> None:

@@ -230,32 +230,25 @@ _ANYTIME = re.compile(r"\W*(?:any ?time|cuando quieras|cuando quiera)\W*", re.IG
 # a closing that states nothing: a wish ("Happy riding!", "Enjoy your trip!", "¡Buen viaje!")
 # or a referral to the help desk with nothing to check ("Please contact PedalGo support.": no
 # number, address or hours; "Contact support at 555-0100" stays a claim)
-_HELPERS = (
-    r"(?:support|customer (?:service|support|care)|help ?desk|service desk|team|staff|agents?"
-    r"|soporte|atenci[oó]n al cliente|equipo)"
-)
-# the help desk by name, for the verbs that also send people elsewhere ("call", "consult",
-# "llama", "consulta"): "Call customer service" is a referral, "Call the emergency team" and
-# "Llama al equipo de emergencias" are instructions to check (matched on folded text)
+# the help desk, named (matched on folded text): customer service, support, a help desk, or a
+# team of the assistant's own ("our sales team", "nuestro equipo de ventas"). "Contact the
+# emergency team" and "Llama al equipo de emergencias" are instructions to check
 _DESK = (
-    r"(?:(?:our |the |your |tu |su )?(?:customer (?:service|support|care)|support|help ?desk"
-    r"|service desk)(?: team| agents| staff)?|our (?:team|agents|staff)|soporte|atencion al cliente"
-    r"|servicio (?:de atencion )?al cliente|(?:nuestro|nuestra) (?:equipo|oficina)|nuestros agentes"
-    r"|equipo de (?:atencion|soporte|ayuda|asistencia))(?: de (?:atencion|soporte|ayuda"
-    r"|asistencia))?(?: al cliente)?"
+    r"(?:(?:our |the |your |tu |su |el |al |a |la )?(?:[\w-]+ ){0,2}?(?:customer (?:service|support"
+    r"|care)|support|help ?desk|service desk|soporte|atencion al cliente|servicio (?:de atencion )?"
+    r"al cliente)(?: team| agents| staff| de [\w-]+)?|our (?:[\w-]+ ){0,2}?(?:team|agents|staff"
+    r"|department)|(?:nuestr[oa]s?) (?:equipo|agentes|departamento|oficina)(?: de [\w-]+)?"
+    r"(?: al cliente)?)"
 )
 _CLOSING = re.compile(
     r"\W*(?:(?:happy|feliz) \w+|enjoy (?:your|the) \w+|have a (?:great|good|nice|lovely"
     r"|wonderful) \w+|safe travels|take care|buen viaje|que (?:lo )?disfrutes?"
     r"|disfruta (?:de )?(?:tu|el|la) \w+"
     r"|(?:please |you (?:can|may|could) |feel free to )?(?:contact|reach out to|get in touch with"
-    rf"|ask) (?:our |the |your )?(?:[\w-]+ ){{0,2}}{_HELPERS}(?: for (?:more )?(?:help|assistance"
-    r"|details))?|(?:por favor,? )?(?:contacta|contacte|escribe|escriba)(?: con)? (?:el |al |a )?"
-    rf"(?:[\w-]+ ){{0,2}}{_HELPERS}(?: de [\w-]+)?"
-    r"|(?:please |you (?:can|may|could) |feel free to )?(?:call|phone|consult|check with"
-    rf"|speak (?:to|with)|talk to) {_DESK}(?: for (?:more )?(?:help|assistance|details))?"
+    r"|ask|call|phone|consult|check with|speak (?:to|with)|talk to) "
+    rf"{_DESK}(?: for (?:more )?(?:help|assistance|details))?"
     r"|(?:por favor,? )?(?:(?:puedes|puede|pueden|podeis) )?(?:contact|escrib|consult|llam"
-    rf"|pregunt|habl)(?:a|e|ar|ir|ad)(?: con)? (?:el |al |a |con )?{_DESK})\W*",
+    rf"|pregunt|habl)(?:a|e|ar|ir|ad)(?: con)? {_DESK})\W*",
     re.IGNORECASE,
 )
 

@@ -247,7 +247,7 @@ def open_topic(turns: list[Message]) -> tuple[str, ...]:
 
 def carried_words(typed: str, earlier: list[str]) -> list[str]:
     """Content words and names of the ``earlier`` user turns (latest first) that ``typed`` leaves
-    out, rarest first, at most ``MAX_CARRIED``; no name it replaces (:func:`replaced_names`)."""
+    out, rarest first, at most ``MAX_CARRIED``; no word it replaces (:func:`replaced_names`)."""
     have = {key(w) for w in content_words(typed)}
     out: dict[str, str] = {}
     for turn in earlier:

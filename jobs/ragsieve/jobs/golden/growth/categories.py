@@ -271,7 +271,8 @@ def kept_names(
     recorded: Mapping[str, Sequence[str]],
 ) -> dict[str, tuple[list[str], str]]:
     """Each category's name: the one it was last given (``recorded``: the category log) while
-    every term of it is still a word of one of the category's failures, else the new one.
+    every term of it is still a word of one of the category's failures and one a name may take
+    (:func:`surface_terms`), else the new one.
 
     A category is one thing from run to run (its id); its name changes only when it no longer
     describes the failures in it, not whenever the most telling terms reorder (one false alarm
@@ -281,7 +282,8 @@ def kept_names(
     for cat, members in groups.items():
         old = [str(t) for t in recorded.get(cat) or ()]
         words = set().union(*(terms(m.query) for m in members))
-        if old and cat in named and set(surface_terms(" ".join(old))) <= words:
+        kept = surface_terms(" ".join(old))  # a name word the name rules now refuse: renamed
+        if old and cat in named and len(kept) == len(old) and set(kept) <= words:
             out[cat] = (old, named[cat][1])
     return out
 

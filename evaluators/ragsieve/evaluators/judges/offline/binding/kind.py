@@ -87,7 +87,10 @@ def _kinds_of(text: str) -> dict[str, tuple[set[str], str]]:
             found = {key(fold(w)) for w in after} | marks
             if not found or any(k.startswith("<year>") for k in signs.get(value, ("", ()))[1]):
                 found = {""}
-            out[value] = (had | found, shown or " ".join(after))
+            written = " ".join(after) or {"<pct>": "%", "<money>": "money"}.get(
+                min(marks, default=""), ""
+            )
+            out[value] = (had | found, shown or written)
     return out
 
 

@@ -22,6 +22,10 @@ _MARKER_END = re.compile(r"(?:^|\s)(?:[-*•◊▪+]|\d{1,2}[.)]|step \d+)$", re
 _LABEL = re.compile(r"^\s*([^\W\d_][^:.;]{0,40}?):\s+(?=\S)")
 _YEAR = re.compile(r"(?:1[5-9]|20)\d\d")
 _MONEY_BEFORE = re.compile(r"[$€£]\s*$|\b(?:usd|eur|gbp)\s*$", re.IGNORECASE)
+# a currency after the number ("20 EUR", "20 €", "20 dollars") is money as one before it is
+_MONEY_AFTER = re.compile(
+    r"^\s*(?:[$€£]|(?:usd|eur|euros?|gbp|dollars?|d[oó]lares|pounds?|libras?)\b)", re.IGNORECASE
+)
 _PCT_AFTER = re.compile(r"^\s*(?:%|percent\b|per cent\b|por ciento\b)", re.IGNORECASE)
 _NEXT_WORD = re.compile(r"^[\s/-]*(?:per\s+|a\s+|an\s+)?([^\W\d_][\w'-]*)")
 
@@ -43,7 +47,7 @@ def _kinds(text: str, start: int, end: int, column: str = "") -> frozenset[str]:
     ("joined in 2015": ``<year>:join``). Empty when nothing says (a bare number binds nothing)."""
     out: set[str] = set()
     before, after = text[max(0, start - 6) : start], text[end : end + 40]
-    if _MONEY_BEFORE.search(before):
+    if _MONEY_BEFORE.search(before) or _MONEY_AFTER.match(after):
         out.add("<money>")
     if _PCT_AFTER.match(after):
         out.add("<pct>")
@@ -143,13 +147,16 @@ def _prose_units(line: str, heading: str) -> list[Unit]:
 
 
 def _lines(chunk: str) -> list[str]:
-    """``chunk``'s lines; a line whose sentences are table rows (a chunker dropped the breaks:
-    "Plan | Data. Basic | 5 GB. Plus | 30 GB.") gives each sentence as a line of its own."""
+    """``chunk``'s lines; a line of several sentences, two or more of them table rows (a chunker
+    dropped the breaks: "Plan | Data. Basic | 5 GB. Plus | 30 GB. Prices include VAT."), gives
+    each sentence as a line of its own: a row as a table line, any other sentence as prose."""
     out: list[str] = []
     for line in chunk.replace("\r", "").split("\n"):
-        parts = sentences(line) if line.count("|") >= 4 else [line]
-        rows = sum(p.count("|") >= 2 for p in parts)
-        out.extend(p.rstrip(".") for p in parts) if rows >= 2 else out.append(line)
+        parts = sentences(line) if "|" in line else [line]
+        if len(parts) < 2 or sum("|" in p for p in parts) < 2:
+            out.append(line)
+            continue
+        out.extend(f"| {p.strip().rstrip('.')} |" if "|" in p else p for p in parts)
     return out
 
 

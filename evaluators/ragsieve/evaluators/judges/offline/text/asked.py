@@ -219,32 +219,34 @@ def asked_gap(question: str, prompt: Sequence[str], other: str) -> AskedGap:
     return AskedGap(gap / total, tuple(missing), kept / held if held else 1.0)
 
 
-_ARTICLES = frozenset("the a an el la los las un una lo del al".split())
+# the words before a word that frame it: a preposition ("in Lisbon", "per month", "con Pro")
+_PLACING = frozenset("in at on for per from to with by en para por con de desde hasta".split())
 
 
-def _name_frames(text: str) -> dict[str, set[str]]:
-    """Each name of ``text`` (a capitalised word past a sentence's first) -> the frames it sits
-    in: the content word after it ("Pro plan" -> ``>plan``) and the word before it unless an
-    article ("in Lisbon" -> ``<in``)."""
+def _word_frames(text: str) -> dict[str, set[str]]:
+    """Each content word of ``text`` (folded, any case, a sentence's first too) -> the frames it
+    sits in: the content word after it ("pro plan" -> ``>plan``) and the content word or
+    preposition before it ("in Lisbon" -> ``<in``)."""
     out: dict[str, set[str]] = {}
     for sent in sentences(text) or [text]:
-        toks = re.findall(r"[^\W\d_][\w'-]*", sent)
-        for i, tok in enumerate(toks[1:], 1):
-            if not tok[0].isupper() or fold(tok) in STOPWORDS or len(tok) < 2:
+        toks = [fold(t) for t in re.findall(r"[^\W\d_][\w'-]*", sent)]
+        for i, tok in enumerate(toks):
+            if tok in _FUNCTION or len(tok) < 2:
                 continue
-            frames = out.setdefault(fold(tok), set())
-            if i + 1 < len(toks) and fold(toks[i + 1]) not in _FUNCTION:
-                frames.add(">" + key(fold(toks[i + 1])))
-            if fold(toks[i - 1]) not in _ARTICLES:
-                frames.add("<" + fold(toks[i - 1]))
+            frames = out.setdefault(tok, set())
+            if i + 1 < len(toks) and toks[i + 1] not in _FUNCTION:
+                frames.add(">" + key(toks[i + 1]))
+            if i and (toks[i - 1] in _PLACING or toks[i - 1] not in _FUNCTION):
+                frames.add("<" + toks[i - 1])
     return out
 
 
 def replaced_names(typed: str, earlier: str) -> set[str]:
-    """The names of an ``earlier`` turn that a follow-up ``typed`` replaces with one of its own
-    in the same frame: "And for the Basic plan?" after "... the Pro plan ..." replaces "pro"
-    (both before "plan"); "And in Madrid?" after "... in Lisbon?" replaces "lisbon". A name the
-    follow-up does not replace ("Pro" beside "And in Madrid?") is still what it is about."""
-    mine = _name_frames(" x " + typed)
+    """The words of an ``earlier`` turn that a follow-up ``typed`` replaces with one of its own
+    in the same frame: "and for the basic plan?" after "... the Pro plan ..." replaces "pro"
+    (both before "plan"); "And in Madrid?" after "... in Lisbon?" replaces "lisbon". A word the
+    follow-up does not replace ("Pro" beside "And in Madrid?") is still what it is about; a
+    name in no shared frame ("What about Basic?") is not read as a replacement."""
+    mine = _word_frames(typed)
     frames = set().union(*mine.values()) if mine else set()
-    return {n for n, f in _name_frames(earlier).items() if n not in mine and f & frames}
+    return {w for w, f in _word_frames(earlier).items() if w not in mine and f & frames}

@@ -166,18 +166,23 @@ def has_type(text: str, kind: str, question: str = "") -> bool:
 
 # a quantity of nothing, which answers "how much / how many?" in a reply with no digit: a price
 # of nothing stated as the predicate ("it is free", "included at no extra cost", "costs
-# nothing", "es gratis", "sin coste", "no cuesta nada"), or a sentence that is only "None." /
-# "Ninguno.". "A free trial", "feel free to ask", "hands-free" and "none of our plans" state no
-# amount. Read in replies only: a passage's "free text" is not an amount it states
+# nothing", "es gratis", "sin coste", "no cuesta nada"), or a sentence that is only that ("Free.",
+# "No cost.", "None.", "Ninguno."). "A free trial", "feel free to ask", "you are free to cancel",
+# "hands-free" and "none of our plans" state no amount. Read in replies only: a passage's "free
+# text" is not an amount it states
 _NOTHING = re.compile(
     r"\b(?:is|are|it'?s|be|comes?|for|es|son|sale|salen|resulta)\s+(?:\w+ly\s+|always\s+"
-    r"|completamente\s+|siempre\s+)?(?:free|gratis|gratuit[oa]s?)\b(?!\s+(?:to|trial|de)\b)"
-    r"|\bfree of charge\b|\b(?:at|with|for|has|have|con|sin)\s+no\s+(?:extra\s+|additional\s+)?"
-    r"(?:cost|charge|fee)s?\b|\bno (?:extra |additional )?(?:cost|charge|fee)s? (?:at all|for)\b"
-    r"|\bcosts? nothing\b|\bno (?:cuesta|cuestan|cobra|cobran|cobramos) nada\b"
-    r"|\bsin (?:ningun )?(?:coste|costo|cargo)s?\b|\bno tiene (?:coste|costo|cargo)\b"
+    r"|completamente\s+|totalmente\s+|siempre\s+)?(?:free|gratis|gratuit[oa]s?)\b"
+    r"(?!\s+(?:trial|de|to)\b)|\bfree of charge\b|\bfree to (?:download|use|install|join|try"
+    r"|register|sign up)\b|\b(?:at|with|for|has|have|is|there'?s|there is|con|sin|hay)\s+no\s+"
+    r"(?:extra\s+|additional\s+)?(?:cost|charge|fee)s?\b|\bcosts? nothing\b"
+    r"|\bno (?:cuesta|cuestan|cobra|cobran|cobramos) nada\b|\bsin (?:ningun )?(?:coste|costo"
+    r"|cargo)s?\b|\bno tiene (?:ningun )?(?:coste|costo|cargo)\b"
 )
-_NONE = re.compile(r"\W*(?:none|zero|nothing|ninguno|ninguna|cero|nada)\W*")
+_NONE = re.compile(
+    r"\W*(?:none|zero|nothing|ninguno|ninguna|cero|nada|(?:completely |totally |totalmente )?"
+    r"(?:free|gratis)|no (?:extra )?(?:cost|charge|fee))\W*"
+)
 
 
 def _states_nothing(answer: str) -> bool:

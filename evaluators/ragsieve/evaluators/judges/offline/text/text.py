@@ -94,13 +94,13 @@ def stems(tokens: list[str]) -> set[str]:
 # where one clause of a sentence ends and another begins: a comma or semicolon, a
 # subordinating or contrasting word ("because", "unless", "but", "porque", "pero"), or an "and"
 # that opens a second predicate of the same subject ("costs 6 EUR on Plus and is included at no
-# cost on Pro": its verb follows; "salt and pepper" stays one clause)
+# cost on Pro": a verb that cannot be a noun follows; "fees and costs", "y esta tasa" and "salt
+# and pepper" stay one clause)
 _CLAUSE_RE = re.compile(
     r"[,;:()]\s*|\s(?=(?:because|since|unless|although|though|while|whereas|but|so that|which"
     r"|porque|aunque|pero|sino|mientras)\b)"
-    r"|\s(?=(?:and|y|e)\s+(?:is|are|was|were|has|have|had|does|do|did|can|cannot|will|would"
-    r"|must|costs?|includes?|est[aá]n?|es|son|era|fue|tiene|tienen|puede|pueden|cuestan?"
-    r"|incluyen?)\b)",
+    r"|\s(?=(?:and|y|e)\s+(?:is|are|was|were|has|have|had|does|did|can|cannot|will|would|must"
+    r"|includes|está|están|es|son|era|fue|tiene|tienen|puede|pueden|incluye|incluyen)\b)",
     re.I,
 )
 
