@@ -8,6 +8,7 @@ import pytest
 
 from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.judges.offline.binding import context_units
+from ragsieve.evaluators.judges.offline.text.text import negation_differs
 from ragsieve.evaluators.testing import make_interaction
 
 TABLE_EN = (
@@ -135,3 +136,20 @@ async def test_a_currency_before_or_after_the_number_is_one_kind(price):
         "How much does the Basic plan cost?", table, f"The Basic plan costs {price}."
     )
     assert r.label == "unfaithful" and "Basic: 10" in r.explanation, r.explanation
+
+
+@pytest.mark.parametrize(
+    ("context", "question", "answer"),
+    [  # "and" before a noun or a demonstrative joins, it opens no clause (found in review)
+        (
+            "Los gastos de envío y esta tasa no se reembolsan.",
+            "¿Se reembolsan los gastos de envío?",
+            "Los gastos de envío se reembolsan.",
+        ),
+    ],
+)
+async def test_and_before_a_noun_keeps_the_sentence_one_clause(context, question, answer):
+    r = await faithfulness(question, (context,), answer)
+    assert r.label == "unfaithful", r.explanation
+    said = "Shipping fees and costs of the return label are not refunded."
+    assert negation_differs("Shipping fees are refunded.", said, None)
