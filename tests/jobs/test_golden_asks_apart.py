@@ -86,3 +86,23 @@ def test_two_plans_are_two_subjects_and_a_rewording_still_merges(store: Store) -
         ],
     )
     assert got == [[basic], sorted([pro, again])]
+
+
+def test_two_questions_no_language_is_read_from_are_not_held_to_the_same_language_rules() -> None:
+    """ "Warsaw office hours?" / "Horario oficina Varsovia?" are both too short for a language:
+    the answering-chunk rule, which holds only within one language, must not part them."""
+    from ragsieve.jobs.golden.growth.signature import Signature, asks_apart
+
+    def sig(query: str, answers: tuple[str, ...]) -> Signature:
+        chunks = frozenset({"kb-1", "kb-2"})
+        return Signature(query, query.lower(), "generation", chunks, None, frozenset(), "unknown",
+                         answers)  # fmt: skip
+
+    a, b = (
+        sig("Warsaw office hours?", ("kb-1",)),
+        sig("Horario oficina Varsovia?", ("kb-2", "kb-1")),
+    )
+    assert asks_apart(a, b, both=True) is None
+    same = Signature("x", "x", "generation", frozenset(), None, frozenset(), "en", ("kb-1",))
+    other = Signature("y", "y", "generation", frozenset(), None, frozenset(), "en", ("kb-2",))
+    assert asks_apart(same, other, both=True) == "answered by different chunks (kb-1 / kb-2)"

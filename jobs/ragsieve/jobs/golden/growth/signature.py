@@ -341,14 +341,15 @@ def asks_apart(a: Signature, b: Signature, *, tied: bool = False, both: bool = F
     best_elsewhere = bool(a.answers and b.answers) and (
         a.answers[0] not in b.answers or b.answers[0] not in a.answers
     )
-    if a.lang == b.lang and best_elsewhere:
+    same_lang = a.lang == b.lang != "unknown"  # two questions no language is read from: either
+    if same_lang and best_elsewhere:
         return f"answered by different chunks ({a.answers[0]} / {b.answers[0]})"
     if both:
         return None
     one_chunk = bool(set(a.answers) & set(b.answers)) or bool(a.missed and a.missed == b.missed)
     if not one_chunk and _content(a.query) and _content(b.query) and not term_share(a, b):
         return "no key term in common"  # unless one chunk answers both: the same thing asked
-    if not tied and a.lang == b.lang:
+    if not tied and same_lang:
         only_a, only_b = _names_missing(a, b), _names_missing(b, a)
         if only_a and only_b:
             return f"names different subjects ({only_a[0]} / {only_b[0]})"
