@@ -45,7 +45,7 @@ def test_judge_was_wrong_becomes_a_label(tmp_path: Path) -> None:
     assert "kb-1  (rank 0)" in res.output  # chunk ids, not list positions
     assert "golden set untouched" in res.output
     # the summary tells a false alarm from a rejected case (a new user read "2 rejected")
-    assert "reviewed: 0 accepted, 1 rejected (1 false alarms)," in res.output
+    assert "reviewed: 0 accepted, 1 rejected (of them 1 false alarm)," in res.output
     st = open_store(url, create=False)
     try:
         labels = {(x.trace_id, x.verdict, x.source, x.root_cause) for x in store_labels(st)}

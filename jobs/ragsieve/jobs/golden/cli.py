@@ -152,7 +152,8 @@ def review_cmd(
             click.echo("no open candidates")
             return
         rep = review(ctx.repo, rows, sums, reviewer=reviewer or getpass.getuser())
-        alarms = f" ({len(rep.false_alarms)} false alarms)" if rep.false_alarms else ""
+        n = len(rep.false_alarms)
+        alarms = f" (of them {n} false alarm{'s' if n > 1 else ''})" if n else ""
         click.echo(
             f"reviewed: {len(rep.accepted)} accepted,"
             f" {len(rep.rejected) + len(rep.false_alarms)} rejected{alarms},"
