@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import pytest
+from judged import faithfulness
 
-from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.judges.offline.binding import context_units, find_conflict
-from ragsieve.evaluators.testing import make_interaction
 
 PLANS = (
     "Starter plan\nThe Starter plan allows 120 requests per minute and includes 5 GB of storage.",
@@ -25,12 +24,6 @@ PEOPLE = (
     "Alice Moreno joined the company in 2015 and leads the data team. Bob Keller joined in"
     " 2019 and runs customer support.",
 )
-
-
-async def faithfulness(question: str, context: tuple[str, ...], answer: str):
-    interaction = make_interaction(query=question, context=context, answer=answer)
-    [result] = await get_judge("faithfulness").evaluate(interaction)
-    return result
 
 
 @pytest.mark.parametrize(

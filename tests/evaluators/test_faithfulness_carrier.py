@@ -5,11 +5,10 @@ whose second predicate, not the claim's, holds the negation."""
 from __future__ import annotations
 
 import pytest
+from judged import faithfulness
 
-from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.judges.offline.binding import context_units
 from ragsieve.evaluators.judges.offline.text.text import negation_differs
-from ragsieve.evaluators.testing import make_interaction
 
 TABLE_EN = (
     "Data allowance table. Plan | Monthly data | Speed after the allowance | Extra 1 GB."
@@ -32,13 +31,6 @@ ROAMING_ES = (
     " está incluido sin coste extra con Pospago Pro. Prepago Básico no permite roaming fuera de"
     " la UE."
 )
-
-
-async def faithfulness(question: str, context: tuple[str, ...], answer: str):
-    [r] = await get_judge("faithfulness").evaluate(
-        make_interaction(query=question, context=context, answer=answer)
-    )
-    return r
 
 
 def test_a_table_written_on_one_line_is_read_row_by_row():

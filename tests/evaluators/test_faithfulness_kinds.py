@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import pytest
+from judged import faithfulness
 
-from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.judges.offline.binding import (
     context_units,
     find_attribute_conflict,
     find_kind_conflict,
 )
-from ragsieve.evaluators.testing import make_interaction
 
 HELP_DESK = (
     "Refunds\nRefunds arrive within 5 business days of the return being received.",
@@ -25,12 +24,6 @@ TABLE = (
     "| Plan | Price per month | Requests per minute |\n|---|---|---|\n"
     "| Starter | $10 | 120 |\n| Pro | $25 | 600 |",
 )
-
-
-async def faithfulness(question: str, context: tuple[str, ...], answer: str):
-    interaction = make_interaction(query=question, context=context, answer=answer)
-    [result] = await get_judge("faithfulness").evaluate(interaction)
-    return result
 
 
 @pytest.mark.parametrize(

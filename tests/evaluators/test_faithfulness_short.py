@@ -4,10 +4,9 @@ lacks, or deny what it states, are caught; a short grounded reply passes."""
 from __future__ import annotations
 
 import pytest
+from judged import faithfulness
 
-from ragsieve.evaluators.judges import get_judge
 from ragsieve.evaluators.judges.offline.claims import is_abstention, parse_answer
-from ragsieve.evaluators.testing import make_interaction
 
 PLAN = (
     "The Lite plan includes 2 GB of mobile data per month. Usage above the data limit is"
@@ -17,12 +16,6 @@ STORE = (
     "Our store on Main Street is open from 9 am to 9 pm on weekdays and from 10 am to 6 pm on"
     " weekends. Returns are accepted within 30 days with a receipt.",
 )
-
-
-async def faithfulness(question: str, context: tuple[str, ...], answer: str):
-    interaction = make_interaction(query=question, context=context, answer=answer)
-    [result] = await get_judge("faithfulness").evaluate(interaction)
-    return result
 
 
 async def test_a_short_denial_against_the_knowledge_is_caught_not_read_as_abstention():
