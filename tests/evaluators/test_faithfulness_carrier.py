@@ -145,3 +145,17 @@ async def test_and_before_a_noun_keeps_the_sentence_one_clause(context, question
     assert r.label == "unfaithful", r.explanation
     said = "Shipping fees and costs of the return label are not refunded."
     assert negation_differs("Shipping fees are refunded.", said, None)
+
+
+async def test_a_value_binds_only_where_it_counts_the_same_thing():
+    """The subject's own sentence gives 30 as days ("cuesta 10 EUR cada 30 días"): that does
+    not make "30 GB" the Prepago Básico's, which the table gives to Pospago Plus."""
+    prepaid = "El Prepago Básico cuesta 10 EUR cada 30 días e incluye 5 GB."
+    bad = await faithfulness(
+        "¿Cuántos datos incluye el plan Prepago Básico?",
+        (TABLE_ES, prepaid, ROAMING_ES),
+        "El plan Prepago Básico incluye 30 GB de datos al mes.",
+    )
+    assert bad.label == "unfaithful" and "30 is given for Pospago" in bad.explanation, (
+        bad.explanation
+    )

@@ -96,7 +96,10 @@ def find_conflict(claim: str, question: str, units: list[Unit]) -> Conflict | No
         holding = [u for u in units if value in u.values]
         if not holding:
             continue  # a value the context never states: the value check's business
-        if kinds and not any(kinds & u.values[value] for u in holding):
+        if kinds:  # a value binds only where it counts what the claim's does ("30 GB" is not
+            # the "30 days" the subject's own sentence gives)
+            holding = [u for u in holding if kinds & u.values[value]]
+        if not holding:
             continue  # the context gives it as another kind only: the kind check's business
         from_claim = _candidates(claim, names)
         found = _against(from_claim, value, holding, units)
