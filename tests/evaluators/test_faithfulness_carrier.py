@@ -159,3 +159,59 @@ async def test_a_value_binds_only_where_it_counts_the_same_thing():
     assert bad.label == "unfaithful" and "30 is given for Pospago" in bad.explanation, (
         bad.explanation
     )
+
+
+SIM_ES = (
+    "Activación de la eSIM: después de escanear el código QR, la eSIM se activa en un plazo de"
+    " 15 minutos. La tarjeta SIM física se entrega en 2 a 3 días laborables."
+)
+SIM_EN = (
+    "eSIM activation: after you scan the QR code, the eSIM activates within 15 minutes. A"
+    " physical SIM card is delivered in 2 to 3 working days."
+)
+
+
+@pytest.mark.parametrize(
+    ("context", "question", "answer", "named"),
+    [
+        (
+            SIM_ES,
+            "¿Cuánto tarda en activarse la eSIM?",
+            "La eSIM se activa en un plazo de 15 días después de escanear el código QR.",
+            "15 is given as minutos, the claim gives días",
+        ),
+        (
+            SIM_EN,
+            "How long does eSIM activation take?",
+            "Your eSIM activates within 15 days after you scan the QR code.",
+            "15 is given as minutes, the claim gives days",
+        ),
+        (
+            SIM_ES,
+            "¿En cuánto tiempo recibo la SIM física?",
+            "Recibirás la SIM física en 2 a 3 horas.",
+            "is given as días laborables, the claim gives horas",
+        ),
+    ],
+)
+async def test_a_number_in_another_unit_of_the_same_dimension_is_another_quantity(
+    context, question, answer, named
+):
+    """A new user's bot: "15 días" where the page says 15 minutos. No other number of days is
+    given for the activation, so only the units tell it: a duration in days is not one in
+    minutes, whatever it is about."""
+    r = await faithfulness(question, (context,), answer)
+    assert r.label == "unfaithful" and named in r.explanation, r.explanation
+
+
+@pytest.mark.parametrize(
+    ("context", "answer"),
+    [
+        (SIM_EN, "Your eSIM activates within 15 min after you scan the QR code."),
+        (SIM_EN, "La eSIM se activa en 15 minutos."),  # the unit in another language
+        (SIM_ES, "La SIM física llega en 2 a 3 días."),
+    ],
+)
+async def test_the_same_unit_however_written_is_the_same_quantity(context, answer):
+    r = await faithfulness("How long does it take?", (context,), answer)
+    assert r.label == "faithful", r.explanation

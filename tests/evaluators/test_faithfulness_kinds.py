@@ -79,12 +79,17 @@ def test_a_table_cell_is_left_to_the_entity_rule():
     assert find_kind_conflict(claim, "Starter limits?", units, TABLE[0]) is None
 
 
-def test_without_another_number_of_the_claims_kind_for_its_attribute_nothing_is_said():
-    # 15 is minutes in the context, and nothing gives the refund a number of business days:
-    # the claim may be wrong, but no unit says what the refund's business days are
+def test_without_another_number_of_the_claims_kind_only_another_unit_says_it():
+    # 15 is minutes in the context, and nothing gives the refund a number of business days: the
+    # unit alone says it (15 days is not 15 minutes), with no rival value to name
     context = ["Support replies within 15 minutes.", "Refunds are issued to the original card."]
     claim = "You are refunded within 15 business days."
-    assert find_kind_conflict(claim, "Refund?", context_units(context), " ".join(context)) is None
+    got = find_kind_conflict(claim, "Refund?", context_units(context), " ".join(context))
+    assert got is not None and got.claimed_values == ()
+    assert got.reason == "15 is given as minutes, the claim gives business days"
+    # a kind of no shared dimension ("15 tickets" where 15 is minutes) still says nothing
+    claim = "You can open 15 tickets."
+    assert find_kind_conflict(claim, "Tickets?", context_units(context), " ".join(context)) is None
 
 
 def test_a_number_the_context_also_gives_bare_or_in_words_binds_to_either():

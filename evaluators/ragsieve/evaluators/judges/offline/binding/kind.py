@@ -10,7 +10,9 @@ is in conflict with its kind when:
   claim says (15 is given only as minutes);
 - a unit gives the claim's kind with another number (5 business days), and that unit is about
   the claim's attribute: it holds a content word of the claim that no unit giving the number
-  holds ("refund").
+  holds ("refund"); or, with no such unit, the claim counts the number in one unit of a
+  dimension and the context only in another unit of it (15 days where it says 15 minutes:
+  another duration, whatever it is about).
 
 Conservative by construction: a number the context also gives bare (a table cell among them: its
 kind is its column, which the entity rule reads), in words or as a year, or a kind the context
@@ -34,6 +36,17 @@ from ragsieve.evaluators.judges.offline.text.terms import (
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, sentences
 
 KIND_WORDS = 2  # "15 business days": the words after a number that say what it counts
+# units of one dimension (keys as ``key`` gives them, abbreviations mapped): "15 days" where the
+# context gives 15 only as minutes is another duration, whatever it is about
+_UNIT = {
+    **{k: k for k in ("<s>", "<min>", "<h>", "<day>", "<wk>", "<mo>", "<yr>")},
+    **{"sec": "<s>", "secs": "<s>", "min": "<min>", "mins": "<min>", "h": "<h>", "hr": "<h>"},
+    **{"hrs": "<h>", "d": "<day>", "wk": "<wk>", "wks": "<wk>", "mo": "<mo>", "yr": "<yr>"},
+    **{"yrs": "<yr>", "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb"},
+}
+_DIMENSION = {u: "time" for u in ("<s>", "<min>", "<h>", "<day>", "<wk>", "<mo>", "<yr>")} | {
+    u: "data" for u in ("kb", "mb", "gb", "tb")
+}
 _AFTER = re.compile(r"[\s/-]*(?:per\s+|a\s+|an\s+)?([^\W\d_][\w'-]*)")
 _SIGNS = ("<money>", "<pct>")
 
@@ -53,12 +66,14 @@ class KindConflict:
     def reason(self) -> str:
         """ "15 is given as minutes, the claim gives business days; business days: 5", or "1 is
         given for unlocking, the claim gives it for parking; parking: 5"."""
-        theirs = ", ".join(self.claimed_values)
+        theirs = (
+            f"; {self.claimed}: {', '.join(self.claimed_values)}" if self.claimed_values else ""
+        )
         if self.as_kind:
             said = f"is given as {self.given}, the claim gives {self.claimed}"
         else:
             said = f"is given for {self.given}, the claim gives it for {self.claimed}"
-        return f"{self.value} {said}; {self.claimed}: {theirs}"
+        return f"{self.value} {said}{theirs}"
 
 
 def _words_after(text: str, end: int) -> list[str]:
@@ -125,10 +140,21 @@ def find_kind_conflict(
                 if v != value and "" not in k and _same_kind(k, kinds)
             }
         )
-        if rivals:
+        if rivals or _other_unit(kinds, [k for _, (k, _s) in holding]):
             raw = _claim_raw(claim, value)
             return KindConflict(raw, holding[0][1][1], shown, tuple(rivals[:3]))
     return None
+
+
+def _other_unit(claimed: set[str], given: list[set[str]]) -> bool:
+    """The claim counts its number in one unit of a dimension (days) and every place that gives
+    the number counts it in another unit of that dimension (minutes): another quantity."""
+    mine = {_UNIT[k] for k in claimed if k in _UNIT}
+    if len(mine) != 1:
+        return False
+    dim = _DIMENSION[next(iter(mine))]
+    theirs = [{_UNIT[k] for k in ks if k in _UNIT} for ks in given]
+    return all(t and not t & mine and {_DIMENSION[u] for u in t} == {dim} for t in theirs)
 
 
 def find_attribute_conflict(
