@@ -260,6 +260,13 @@ def test_the_review_screen_shows_the_merged_askings(grown) -> None:  # type: ign
     screen = render(_by_query(repo, PORTS_EN), None)
     assert "also asked as (1):" in screen
     assert "Which ports does the on-prem agent need opened?" in screen
+    # each merged wording with the answer its own failure gave: the reviewer judges them all
+    other = next(
+        s for s in _by_query(repo, PORTS_EN).body["sources"]
+        if s["query"] == "Which ports does the on-prem agent need opened?"
+    )  # fmt: skip
+    flat = " ".join(screen.split())
+    assert f"Which ports does the on-prem agent need opened? -> answered: {other['answer']}" in flat
     alone = render(_by_query(repo, "Can I get a refund on my annual plan?"), None)
     assert "also asked as" not in alone
 

@@ -89,9 +89,13 @@ class Scrubber:
         return clean
 
 
-def _source(f: FlaggedCase, scrub: Scrubber, now: datetime) -> dict[str, Any]:
+def _source(
+    f: FlaggedCase, scrub: Scrubber, now: datetime, query: str, answer: str | None
+) -> dict[str, Any]:
     return {
         "trace_id": f.interaction.trace_id,
+        "query": query,  # this failure's own wording and answer (scrubbed), shown in review
+        "answer": (answer or "")[:MAX_CHUNK_CHARS],  # (asked_as)
         "span_id": f.interaction.span_id,
         "run_id": f.run_id,
         "stratum": f.stratum,
@@ -116,11 +120,12 @@ def _new_body(f: FlaggedCase, query: str, scrub: Scrubber, now: datetime) -> dic
     ]
     missed = f.metadata.get("missed_chunk")
     suggested = [str(missed), *it.retrieved_ids] if missed else list(it.retrieved_ids)
+    answer = scrub(it.answer)
     return {
         "query": query,
         "askings": [query],  # every distinct wording merged into this candidate
         **_conversation(it, query, scrub),
-        "answer": scrub(it.answer),
+        "answer": answer,
         "chunks": chunks,
         "suggested_chunk_ids": suggested,  # a chunk the retriever missed comes first
         "missed_chunk": str(missed) if missed else None,
@@ -128,7 +133,7 @@ def _new_body(f: FlaggedCase, query: str, scrub: Scrubber, now: datetime) -> dic
         "relevant_chunks": {},
         "source_trace_ids": [it.trace_id],
         "source_span_ids": [it.span_id],
-        "sources": [_source(f, scrub, now)],
+        "sources": [_source(f, scrub, now, query, answer)],
         "root_causes": {f.root_cause: 1},
         "evidence": scrub(f.evidence),
         "judges": [
@@ -181,6 +186,17 @@ def add_asking(body: dict[str, Any], query: str) -> None:
         askings.append(query)
 
 
+def asked_as(body: dict[str, Any]) -> list[str]:
+    """The candidate's other wordings, each with the answer its own failure gave when known: a
+    reviewer judges every merged failure, not only the first one's answer."""
+    answers = {s.get("query"): s.get("answer") for s in body.get("sources") or []}
+    return [
+        f"{q}  -> answered: {answers[q]}" if answers.get(q) else str(q)
+        for q in body.get("askings") or []
+        if q != body.get("query")
+    ]
+
+
 def _merge(
     row: Candidate,
     f: FlaggedCase,
@@ -199,7 +215,7 @@ def _merge(
     body.setdefault("source_span_ids", []).append(f.interaction.span_id)
     sources = body.setdefault("sources", [])
     if len(sources) < MAX_SOURCES:
-        entry = _source(f, scrub, now)
+        entry = _source(f, scrub, now, query, scrub(f.interaction.answer))
         entry["similarity"] = round(sim, 4)
         entry["merged_because"] = why
         sources.append(entry)

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from ragsieve.jobs.golden.growth.candidates import asked_as
 from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.review import keys, suggest
@@ -76,9 +77,8 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
     lines = ["=" * _WIDTH, *head, "", *_conversation(b, wrap), "QUESTION", wrap.fill(c.query)]
     if b.get("standalone_query"):  # the app's own rewrite of a follow-up: what it searched for
         lines += ["  as the app rewrote it:", wrap.fill(str(b["standalone_query"]))]
-    others = [q for q in b.get("askings") or [] if q != c.query]
-    if others:  # the same failure asked in other words, merged into this candidate (issue 46)
-        lines += [f"  also asked as ({len(others)}):", *(wrap.fill(str(q)) for q in others[:5])]
+    if others := asked_as(b):  # the same failure asked in other words, merged (issue 46)
+        lines += [f"  also asked as ({len(others)}):", *(wrap.fill(q) for q in others[:5])]
     lines += ["", "RETRIEVED CHUNKS"]
     for ch in b.get("chunks", []) or []:
         mark = "" if ch.get("in_prompt") is not False else ", not in prompt"
