@@ -42,8 +42,14 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
         v["support"] = min(v["support"], VALUE_MISSING_SUPPORT)
         v["contradiction"] = True
         v["value_conflict"] = found
-        known = v["reason"] if v["reason"] != "content words found in the context" else ""
-        v["reason"] = "; ".join(r for r in (reason, known) if r)
+        _lead_with(v, reason)
+
+
+def _lead_with(verdict: dict[str, Any], reason: str) -> None:
+    """``reason`` first in the claim's reason, before any problem already named (the plain
+    "content words found" is no problem)."""
+    known = verdict["reason"] if verdict["reason"] != "content words found in the context" else ""
+    verdict["reason"] = "; ".join(r for r in (reason, known) if r)
 
 
 # -- the checks that read the whole answer, after each claim has its support ----------------
@@ -58,8 +64,7 @@ def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: lis
             if broken.span in v["claim"] or len(verdicts) == 1:
                 v["support"] = min(v["support"], BROKEN_SPAN_SUPPORT)
                 v["contradiction"] = True
-                known = v["reason"] if v["reason"] != "content words found in the context" else ""
-                v["reason"] = "; ".join(r for r in (broken.reason, known) if r)
+                _lead_with(v, broken.reason)
 
 
 def check_whole_answer(

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ragsieve.evaluators.judges.offline.binding.units import Unit, number_kinds
-from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, key, tokens, values_of
+from ragsieve.evaluators.judges.offline.binding.units import Unit, digit_values, number_kinds
+from ragsieve.evaluators.judges.offline.text.terms import key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS
 
 
@@ -86,9 +86,7 @@ def find_conflict(claim: str, question: str, units: list[Unit]) -> Conflict | No
     if not units:
         return None
     names = _context_names(units)
-    q_values = set().union(
-        *(values_of(m.group().strip()) for m in NUMBER_PATTERN.finditer(question))
-    )
+    q_values = digit_values(question)
     mentioned = {key(t) for t in tokens(f"{claim} {question}")}
     for value, (raw, kinds) in number_kinds(claim).items():
         if value in q_values:

@@ -25,12 +25,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ragsieve.evaluators.judges.offline.binding.units import Unit, number_kinds
+from ragsieve.evaluators.judges.offline.binding.units import (
+    Unit,
+    content_keys,
+    digit_values,
+    number_kinds,
+)
 from ragsieve.evaluators.judges.offline.text.terms import (
     NUMBER_PATTERN,
     key,
     number_values,
-    tokens,
     values_of,
 )
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, sentences
@@ -120,10 +124,10 @@ def find_kind_conflict(
 ) -> KindConflict | None:
     """The first value of ``claim`` the context gives only as another kind, while it gives the
     claim's kind with another number for the claim's attribute (the module's docstring)."""
-    asked = {v for m in NUMBER_PATTERN.finditer(question) for v in values_of(m.group().strip())}
+    asked = digit_values(question)
     skipped = _skipped(context)
     per_unit = [(u, _kinds_of(u.text)) for u in units]
-    content = {key(t) for t in tokens(claim) if t not in STOPWORDS and not t[0].isdigit()}
+    content = content_keys(claim)
     for value, (kinds, shown) in _kinds_of(claim).items():
         if "" in kinds or value in asked | skipped:
             continue
@@ -170,7 +174,7 @@ def find_attribute_conflict(
     if len(claimed) != 1:
         return None
     [(value, (kinds, _))] = claimed.items()
-    asked = {v for m in NUMBER_PATTERN.finditer(question) for v in values_of(m.group().strip())}
+    asked = digit_values(question)
     if "" in kinds or value in asked or value in _skipped(context):
         return None
     per_unit = [(u, _kinds_of(u.text)) for u in units]
@@ -179,7 +183,7 @@ def find_attribute_conflict(
         _same_kind(ks[value][0], kinds) for u, ks in per_unit if u in holding
     ):
         return None
-    content = {key(t) for t in tokens(claim) if t not in STOPWORDS and not t[0].isdigit()}
+    content = content_keys(claim)
     attribute = content - kinds - frozenset().union(*(u.scope for u in holding))
     if not attribute:
         return None

@@ -62,6 +62,16 @@ def _kinds(text: str, start: int, end: int, column: str = "") -> frozenset[str]:
     return frozenset(out)
 
 
+def digit_values(text: str) -> set[str]:
+    """Every value a number ``text`` writes in digits may mean (a question's: its subject)."""
+    return {v for m in NUMBER_PATTERN.finditer(text) for v in values_of(m.group().strip())}
+
+
+def content_keys(text: str) -> set[str]:
+    """Keys of ``text``'s words, past stop words and numbers: what a claim is about."""
+    return {key(t) for t in tokens(text) if t not in STOPWORDS and not t[0].isdigit()}
+
+
 def number_kinds(text: str, column: str = "") -> dict[str, tuple[str, frozenset[str]]]:
     """Each value written in digits in ``text`` -> (as written, its kinds)."""
     out: dict[str, tuple[str, frozenset[str]]] = {}
@@ -194,4 +204,4 @@ def context_units(chunks: list[str]) -> list[Unit]:
     return units
 
 
-__all__ = ["Unit", "context_units", "number_kinds"]
+__all__ = ["Unit", "content_keys", "context_units", "digit_values", "number_kinds"]
