@@ -241,6 +241,15 @@ def test_an_apology_before_a_decline_is_courtesy_and_the_answer_abstains() -> No
     ):
         parsed = parse_answer(answer)
         assert parsed.abstained and parsed.claims == [], answer
+    # every declining phrase is set apart, not only the first; facts beside them stay facts
+    declined = parse_answer(
+        "I'm sorry, our policy documents don't say anything about a discount for burglar alarms,"
+        " so I can't tell you.",
+        "Do you give a discount if I install a burglar alarm?",
+    )
+    assert declined.abstained and declined.claims == [], declined
+    stated = "I'm sorry, I can't tell you; the Basic policy costs 20 EUR a month and covers fire."
+    assert parse_answer(stated).claims
 
 
 BENEFITS_PAGE = (

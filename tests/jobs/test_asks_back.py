@@ -139,3 +139,30 @@ async def test_a_question_in_the_users_own_voice_is_no_clarification(reply: str)
     assert _offer(results) is None
     assert relevance.label == "irrelevant"
     assert verdict.outcome == "fail" and "answer_relevance" in verdict.failed_metrics
+
+
+@pytest.mark.parametrize(
+    ("turn", "reply"),
+    [
+        ("Hola, buenos días", "¡Buenos días! ¿En qué puedo ayudarte con tu póliza de hogar?"),
+        ("Hola", "¡Hola! ¿En qué puedo ayudarte?"),
+        ("Hello", "Hello! How can I help you with your home insurance today?"),
+        ("Thanks!", "You're welcome, have a nice day!"),
+        ("Muchas gracias", "¡De nada! Que tengas un buen día."),
+    ],
+)
+async def test_a_greeting_or_thanks_answered_with_courtesy_and_an_offer_of_help_passes(
+    turn: str, reply: str
+) -> None:
+    """A greeting, a wish and an offer of help after a turn that asked nothing state nothing the
+    passages must hold, and what the offer names ("tu póliza de hogar") is the product's own
+    business, not a topic to ground."""
+    results, verdict = await _verdict(reply, query=turn)
+    faith = next(r for r in results if r.evaluator == "faithfulness")
+    assert faith.label == "skipped", faith.explanation
+    assert verdict.outcome == "pass", verdict
+
+
+async def test_an_offer_of_help_does_not_answer_a_question() -> None:
+    _, verdict = await _verdict("How can I help you with your home insurance today?")
+    assert verdict.outcome == "fail", verdict

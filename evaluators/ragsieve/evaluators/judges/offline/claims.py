@@ -168,16 +168,17 @@ def is_abstention(sentence: str, asked: str = "") -> bool:
     """True when a sentence declines to answer (English or Spanish).
 
     Bracketed asides ("[citation needed]") are not read, and a sentence that states much
-    besides the declining phrase is a claim, not an abstention; the words of the question it
+    besides the declining phrases is a claim, not an abstention; the words of the question it
     declines (``asked``) state nothing new ("I do not have information on whether common and
-    preferred stocks differ in the share of the company they represent").
+    preferred stocks differ in the share of the company they represent"). Every declining
+    phrase is set apart, not only the first: "I'm sorry, our documents don't say anything about
+    a discount for alarms, so I can't tell you." declines three times and states nothing.
     """
     text = re.sub(r"\[[^\]]*\]|\([^)]*\)", " ", fold(sentence).replace("’", "'"))
-    m = _ABSTAIN.search(text)
-    if m is None:
+    if _ABSTAIN.search(text) is None:
         return False
     said = set(re.findall(r"\w+", fold(asked)))
-    rest = re.findall(r"\S+", text[: m.start()] + " " + text[m.end() :])
+    rest = re.findall(r"\S+", _ABSTAIN.sub(" ", text))
     new = [w for w in rest if not said or re.sub(r"\W", "", w) not in said]
     return len(new) <= MAX_WORDS_BESIDE_ABSTENTION
 
@@ -240,15 +241,25 @@ _DESK = (
     r"|department)|(?:nuestr[oa]s?) (?:equipo|agentes|departamento|oficina)(?: de [\w-]+)?"
     r"(?: al cliente)?)"
 )
+# a greeting, thanks or "you're welcome" beside a wish makes one courtesy: "You're welcome, have
+# a nice day!", "¡De nada! Que tengas un buen día.", "¡Buenos días!"
+_GREETING = (
+    r"(?:good (?:morning|afternoon|evening|day)|buen(?:os|as) (?:dias|tardes|noches)|hello|hi|hey"
+    r"|hola|buenas|(?:many )?thanks(?: a lot| so much)?|thank you(?: so much| very much)?"
+    r"|(?:muchas )?gracias|(?:you['’]?re|you are)(?: very| most)? welcome|de nada)"
+)
 _CLOSING = re.compile(
-    r"\W*(?:(?:happy|feliz) \w+|enjoy (?:your|the) \w+|have a (?:great|good|nice|lovely"
+    r"\W*(?:(?:(?:happy|feliz) \w+|enjoy (?:your|the) \w+|have a (?:great|good|nice|lovely"
     r"|wonderful) \w+|safe travels|take care|buen viaje|que (?:lo )?disfrutes?"
-    r"|disfruta (?:de )?(?:tu|el|la) \w+"
+    r"|que (?:tengas|tenga|teng[aá]is|pases|pase) (?:un |una )?(?:buen|buena|feliz|bonito"
+    r"|bonita|gran|excelente) \w+(?: de semana)?|"
+    + _GREETING
+    + r"|disfruta (?:de )?(?:tu|el|la) \w+"
     r"|(?:please |you (?:can|may|could) |feel free to )?(?:contact|reach out to|get in touch with"
     r"|ask|call|phone|consult|check with|speak (?:to|with)|talk to) "
     rf"{_DESK}(?: for (?:more )?(?:help|assistance|details))?"
     r"|(?:por favor,? )?(?:(?:puedes|puede|pueden|podeis) )?(?:contact|escrib|consult|llam"
-    rf"|pregunt|habl)(?:a|e|ar|ir|ad)(?: con)? {_DESK})\W*",
+    rf"|pregunt|habl)(?:a|e|ar|ir|ad)(?: con)? {_DESK})\W*)+",
     re.IGNORECASE,
 )
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
 from ragsieve.evaluators.judges.offline.text.asked import replaced_names
+from ragsieve.evaluators.judges.offline.text.question import in_user_voice
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key, tokens
 from ragsieve.evaluators.judges.offline.text.text import (
     STOPWORDS,
@@ -284,32 +285,23 @@ def _elliptical(typed: str, kind: TurnKind) -> bool:
 
 # the words of an offer to narrow the question or a request to rephrase it, not what it offers
 _OFFER_WORDS = frozenset(
-    """would like know learn more about interested interest help want need wondering asking ask
-    mean looking find out tell specific specifically information info details detail topic
-    topics related something anything else other some any kind which what involving regarding
-    concerning please rephrase clarify question provide repeat explain say again sure
-    gustaria saber quiere quieres interesa interesaria informacion detalles tema temas algo
-    otro otra alguno alguna cual cuales sobre acerca mas ayuda podria puede pregunta aclarar
-    repetir explicar""".split()
+    """would like know learn more about interested interest help want need wondering asking ask mean
+    looking find out tell specific specifically information info details detail topic topics related
+    something anything else other some any kind which what involving regarding concerning please
+    rephrase clarify question provide repeat explain say again sure assistance gustaria saber quiere
+    quieres interesa interesaria informacion detalles tema temas algo otro otra alguno alguna cual
+    cuales sobre acerca mas ayuda podria puede pregunta aclarar puedo repetir explicar podemos
+    ayudar ayudarte ayudarle ayudaros assist today hoy""".split()
 )
+_HELPING = frozenset("help assist assistance ayudar ayudarte ayudarle ayudaros ayuda".split())
 # a question about the user's own situation ("What is your order number?", "Are you using
 # Windows?"): its words come from the user's world, not from the passages
 _ABOUT_THE_USER = re.compile(
     r"\b(?:your|yours|are you|were you|do you have|did you|have you|you (?:are|were|have|had|use"
     r"|using|did)|tu|tus|su|sus|usted|eres|tienes|tiene usted)\b"
 )
-# a question in the user's own voice ("Am I eligible for ...?", "Which forms would my service
-# member need?") is a page's heading or the user's question repeated, not one put to the user
-_USER_VOICE = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|myself|yo|mi|mis)\b")
-_TO_THE_USER = re.compile(r"\b(?:you|your|yours|usted|ustedes|tu|tus|te|ti)\b")
 GROUNDED_ASK = 0.5  # share of an offer's words the context or the conversation must hold
 FOUND = 0.6  # a word found at least this strongly (exact, misspelt or translated) is held
-
-
-def in_user_voice(text: str) -> bool:
-    """``text`` speaks as the user ("Am I eligible ...?", "my service member"), to nobody."""
-    folded = fold(text)
-    return bool(_USER_VOICE.search(folded)) and not _TO_THE_USER.search(folded)
 
 
 def asks_back_grounding(
@@ -320,20 +312,24 @@ def asks_back_grounding(
     share of its content words they hold (exactly, misspelt or translated), and the words they do
     not. Asking to narrow the question is a turn, not an answer; it is on topic when what it
     offers comes from the passages or what was said, with at least one word from the passages.
+    An offer of help after a turn that asked nothing ("Anything else?", "¿En qué puedo ayudarte
+    con tu póliza?" after thanks or a greeting) is grounded: ``(1.0, [])``.
 
     None when the reply is not such an offer: it names nothing of its own ("Could you rephrase
-    that?") in reply to a question ("Anything else?" fits a statement or thanks: grounded),
-    states values ("... over 5 kg?"), asks about the user's situation naming nothing the
-    passages hold ("What is your order number?"), or asks in the user's voice ("Am I eligible
-    for ...?": a heading copied out)."""
+    that?") in reply to a question, states values ("... over 5 kg?"), asks about the user's
+    situation naming nothing the passages hold ("What is your order number?"), or asks in the
+    user's voice ("Am I eligible for ...?": a heading copied out)."""
     if in_user_voice(" ".join(questions_back)):
         return None
     said_back = [t for q in questions_back for t in tokens(q)]
     asked = [t for t in said_back if t not in STOPWORDS and t not in _OFFER_WORDS and len(t) > 2]
     if any(t[0].isdigit() for t in said_back):
         return None
-    if not asked:  # "Anything else I can help with?" fits a turn that asked nothing
-        return (1.0, []) if turn_kind(interaction.query or "") != "question" else None
+    offers = not asked or bool(_HELPING.intersection(said_back))
+    if offers and turn_kind(interaction.query or "") != "question":
+        return 1.0, []
+    if not asked:
+        return None
     said = [interaction.query or "", *(m.content for m in interaction.chat_history)]
     other = language(" ".join(questions_back)) != language(" ".join(context))
     passages = TermIndex(context, cross_lingual=other)

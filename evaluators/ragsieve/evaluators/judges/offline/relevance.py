@@ -22,7 +22,6 @@ from ragsieve.evaluators.judges.offline.context import (
 )
 from ragsieve.evaluators.judges.offline.conversation import (
     JudgedQuestion,
-    in_user_voice,
     judged_question,
     names_its_subject,
 )
@@ -41,7 +40,11 @@ from ragsieve.evaluators.judges.offline.sources import (
     stays_on,
     term_coverage,
 )
-from ragsieve.evaluators.judges.offline.text.question import answers_type, expected_type
+from ragsieve.evaluators.judges.offline.text.question import (
+    answers_type,
+    expected_type,
+    in_user_voice,
+)
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, key
 from ragsieve.evaluators.judges.offline.text.text import (
     content_words,

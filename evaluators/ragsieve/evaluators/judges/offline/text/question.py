@@ -294,3 +294,15 @@ def without_preamble(question: str) -> str:
     if not any(_preamble_word(w, _ASKING_WORDS) for w in lead) or len(words) - end < 2:
         return question
     return question[words[end - 1].end() :].lstrip(" ,:;-")
+
+
+# a question in the user's own voice ("Am I eligible for ...?", "Which forms would my service
+# member need?") is a page's heading or the user's question repeated, not one put to the user
+_USER_VOICE = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|myself|yo|mi|mis)\b")
+_TO_THE_USER = re.compile(r"\b(?:you|your|yours|usted|ustedes|tu|tus|te|ti)\b")
+
+
+def in_user_voice(text: str) -> bool:
+    """``text`` speaks as the user ("Am I eligible ...?", "my service member"), to nobody."""
+    folded = fold(text)
+    return bool(_USER_VOICE.search(folded)) and not _TO_THE_USER.search(folded)
