@@ -101,6 +101,12 @@ def _flagged(data: ReportData, phoenix: str | None) -> str:
     return _table(head, rows, "No flagged cases in this window.")
 
 
+def _measured(q: Mapping[str, Any], name: str) -> str:
+    """A judge measure with its 95% interval: read off a handful of reviews, it is wide."""
+    ci = q.get(f"{name}_ci")
+    return _pct(q.get(name)) + (f" (95% CI {_pct(ci[0])}–{_pct(ci[1])})" if ci else "")
+
+
 def _quality(data: ReportData) -> str:
     q = data.quality
     if not (q.get("reviewed_flagged") or q.get("reviewed_audits")):
@@ -110,9 +116,9 @@ def _quality(data: ReportData) -> str:
     rows = [
         ["reviewed flagged", flagged],
         ["audited passes", audits],
-        ["precision", _pct(q.get("precision"))],
-        ["false-omission rate", _pct(q.get("false_omission_rate"))],
-        ["TPR / FPR", f"{_pct(q.get('tpr'))} / {_pct(q.get('fpr'))}"],
+        ["precision", _measured(q, "precision")],
+        ["false-omission rate", _measured(q, "false_omission_rate")],
+        ["TPR / FPR", f"{_measured(q, 'tpr')} / {_measured(q, 'fpr')}"],
     ]
     s = data.series
     chart = _over_time(data, lambda: charts.agreement(data.times, s.precision, s.false_omission))

@@ -275,6 +275,8 @@ def judge_quality(
         "false_omission_rate_ci": None,
         "tpr": None,
         "fpr": None,
+        "tpr_ci": None,
+        "fpr_ci": None,
         "raw_failure_rate": raw,
         "failure_rate_ppi": _ppi(raw, raw_ci, raw_variance, labels, pass_shares),
         "corrected_failure_rate": None,
@@ -305,14 +307,21 @@ def _corrected(
     ppv: tuple[float, tuple[float, float]],
     fomr: tuple[float, tuple[float, float]],
 ) -> dict[str, Any]:
-    """TPR, FPR and the corrected failure rate with its box interval (module docstring)."""
+    """TPR, FPR and the corrected failure rate, each with its box interval (module docstring):
+    all three are monotone in the raw rate, precision and false-omission rate, so the box's
+    corners bound them. A TPR read off one audited pass says so by its width."""
     corr = _clamp(raw * ppv[0] + (1 - raw) * fomr[0])
-    corners = [
-        _clamp(q * p + (1 - q) * f) for q, p, f in itertools.product(raw_ci, ppv[1], fomr[1])
+    box = list(itertools.product(raw_ci, ppv[1], fomr[1]))
+    corners = [_clamp(q * p + (1 - q) * f) for q, p, f in box]
+    tprs = [_clamp(q * p / c) for (q, p, _), c in zip(box, corners, strict=True) if c > 0]
+    fprs = [
+        _clamp(q * (1 - p) / (1 - c)) for (q, p, _), c in zip(box, corners, strict=True) if c < 1
     ]
     return {
         "tpr": round(_clamp(raw * ppv[0] / corr), 6) if corr > 0 else None,
         "fpr": round(_clamp(raw * (1 - ppv[0]) / (1 - corr)), 6) if corr < 1 else None,
+        "tpr_ci": [round(min(tprs), 6), round(max(tprs), 6)] if tprs and corr > 0 else None,
+        "fpr_ci": [round(min(fprs), 6), round(max(fprs), 6)] if fprs and corr < 1 else None,
         "corrected_failure_rate": {
             "estimate": round(corr, 6),
             "ci_low": round(min(corners + [corr]), 6),
@@ -325,6 +334,17 @@ def _corrected(
 def pct(v: float | None) -> str:
     """A share as the reports print it: ``12.5%``, or ``-`` when unknown."""
     return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def pct_ci(v: float | None, ci: Sequence[float] | None, n: int | None = None) -> str:
+    """A measured share with its 95% interval and the labels it rests on: ``20.0% (95% CI
+    3.6%-62.4%, 5 labels)``; ``-`` when unknown."""
+    if v is None:
+        return "-"
+    if not ci:
+        return pct(v)
+    labels = f", {n} label{'s' if n != 1 else ''}" if n is not None else ""
+    return f"{pct(v)} (95% CI {pct(ci[0])}-{pct(ci[1])}{labels})"
 
 
 def rate_line(fr: Mapping[str, Any]) -> str:
@@ -352,3 +372,26 @@ __all__ = [
     "unaudited",
     "wilson",
 ]
+
+
+def measure_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The judge's measured precision, false-omission rate and TPR / FPR as report rows, each
+    with its 95% interval and the labels it rests on: a TPR read off one audited pass is not a
+    finding, and its interval says so."""
+    tpr = pct_ci(q.get("tpr"), q.get("tpr_ci"))
+    fpr = pct_ci(q.get("fpr"), q.get("fpr_ci"))
+    return [
+        (
+            "judge precision",
+            pct_ci(q.get("precision"), q.get("precision_ci"), q.get("reviewed_flagged")),
+        ),
+        (
+            "judge false-omission rate",
+            pct_ci(
+                q.get("false_omission_rate"),
+                q.get("false_omission_rate_ci"),
+                q.get("reviewed_audits"),
+            ),
+        ),
+        ("judge TPR / FPR", f"{tpr} / {fpr}"),
+    ]

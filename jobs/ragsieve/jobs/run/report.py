@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import ragsieve.jobs.run.estimate as estimate
 from ragsieve.evaluators.judges.thresholds import calibration_id
 from ragsieve.evaluators.tools.redact import redact
 from ragsieve.jobs.judging.spend import Spend
@@ -352,11 +353,7 @@ def _quality_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:
             f" ({q.get('false_alarms', 0)} false alarms), {q.get('reviewed_audits', 0)}"
             f" audited passes ({q.get('missed_failures', 0)} missed failures)",
         ),
-        (
-            "judge precision / FOR",
-            f"{pct(q.get('precision'))} / {pct(q.get('false_omission_rate'))}",
-        ),
-        ("judge TPR / FPR", f"{pct(q.get('tpr'))} / {pct(q.get('fpr'))}"),
+        *estimate.measure_rows(q),
         ("corrected failure rate", corrected),
         ("prediction-powered rate", _ppi_line(q.get("failure_rate_ppi"), bool(waiting))),
     ]
