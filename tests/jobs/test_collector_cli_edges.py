@@ -88,6 +88,25 @@ def test_interactions_list_says_not_judged_until_a_run_decides(
     assert after[SECOND].split()[1] == "FLAGGED"  # the unsupported answer
 
 
+def test_a_listing_cut_short_by_its_limit_says_so(two_traces: str, tmp_path: Path) -> None:
+    cut = _ragsieve("interactions", "list", "--store", two_traces, "--limit", "2", cwd=tmp_path)
+    assert len(_rows(cut)) == 2
+    assert "showing the newest 2; more match" in cut.stderr
+    whole = _ragsieve("interactions", "list", "--store", two_traces, "--limit", "3", cwd=tmp_path)
+    assert len(_rows(whole)) == 3 and "more match" not in whole.stderr
+
+
+def test_results_show_says_why_a_stored_trace_has_no_verdict(
+    two_traces: str, tmp_path: Path
+) -> None:
+    unsampled = _ragsieve("results", "show", FIRST, "--store", two_traces, cwd=tmp_path)
+    assert unsampled.returncode == 2
+    assert "no run of the job has sampled it yet" in unsampled.stderr
+    assert "ragsieve jobs run --all" in unsampled.stderr
+    missing = _ragsieve("results", "show", "f" * 32, "--store", two_traces, cwd=tmp_path)
+    assert missing.returncode == 2 and "the store has no such trace" in missing.stderr
+
+
 def test_a_unique_trace_id_prefix_is_enough_and_an_ambiguous_one_is_refused(
     two_traces: str, tmp_path: Path
 ) -> None:

@@ -182,7 +182,8 @@ def list_cmd(
 
     lo = datetime.now(UTC) - parse_duration(since) if since else None
     with opened_store(obj, store) as (settings, st):
-        rows = st.list_interactions(since=lo, limit=limit)
+        rows = st.list_interactions(since=lo, limit=limit + 1)
+        more, rows = len(rows) > limit, rows[:limit]
         verdicts = latest_verdicts(st, [r.trace_id for r in rows]) if not as_json else {}
         cfg = settings.collector
         count, last_due = st.settling(quiet_s=cfg.quiet_period_s, max_wait_s=cfg.max_wait_s)
@@ -191,6 +192,8 @@ def list_cmd(
     )
     if note:  # on stderr, so --json output stays one record per line
         click.echo(note, err=True)
+    if more:  # a listing cut short says so
+        click.echo(f"showing the newest {limit}; more match (--limit N, --since 1h)", err=True)
     if as_json:
         for rec in rows:
             click.echo(json.dumps(interaction_json(rec), ensure_ascii=False))

@@ -145,8 +145,14 @@ def show_command(obj: AppContext, trace_id: str, store: str | None, as_json: boo
     with opened_store(obj, store) as (_, st):
         tid = resolve_trace_id(st, trace_id)
         doc = trace_verdict(st, tid) or trace_verdict(st, find_trace(st, tid))
+        stored = doc is None and st.get_interaction(tid) is not None
+    if doc is None and stored:  # a run judges a sample of its window, not every trace
+        raise click.UsageError(
+            f"no verdict for trace {tid}: no run of the job has sampled it yet (a run judges a"
+            " sample of each window's traces; `ragsieve jobs run --all` judges every trace)"
+        )
     if doc is None:
-        raise click.UsageError(f"no verdict for trace {trace_id}: no run of the job decided it")
+        raise click.UsageError(f"no verdict for trace {trace_id}: the store has no such trace")
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False) if as_json else render(doc))
 
 
