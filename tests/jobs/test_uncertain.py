@@ -13,8 +13,9 @@ from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.results.reviews import ReviewLabel, audit_stratum
 from ragsieve.jobs.run.estimate import audit_shares, judge_quality
 from ragsieve.jobs.sampling.sampling import Pick
+from ragsieve.jobs.verdicts.flagged_case import emit_fresh, sample_rows
 from ragsieve.jobs.verdicts.flagging import decide
-from ragsieve.jobs.verdicts.verdicts import Decision, emit_fresh, sample_rows
+from ragsieve.jobs.verdicts.verdicts import Decision
 
 TH = {"faithfulness": 0.65, "answer_relevance": 0.5, "context_relevance": 0.6}
 
@@ -38,11 +39,11 @@ def _results(trace_id: str, faith_label: str, faith_score: float) -> list[EvalRe
     ]
 
 
-def _decision(n: int, faith_label: str, faith_score: float) -> Decision:
+def _decision(n: int, faith_label: str, faith_score: float, stratum: str = "uniform") -> Decision:
     it = make_interaction("What is the capital of France?", trace_id=f"{n:032x}")
     results = _results(it.trace_id, faith_label, faith_score)
     verdict = decide(it, results, TH)
-    return Decision(Pick(it.trace_id, "uniform", 0.5), it, results, verdict, "uncategorized")
+    return Decision(Pick(it.trace_id, stratum, 0.5), it, results, verdict, "uncategorized")
 
 
 def test_uncertain_is_a_pass_that_names_the_metric() -> None:
@@ -63,6 +64,27 @@ def test_every_uncertain_pass_is_audited_and_says_so() -> None:
     assert "uncertain" in case.evidence
     rows = sample_rows(decisions, "k", {}, {case.interaction.trace_id}, audit_share=0.1)
     assert [r.body["audit_p"] for r in rows] == [1.0, 0.1]
+
+
+def test_a_pass_the_user_marked_as_bad_is_audited_even_when_judged_before() -> None:
+    """A thumbs-down on a pass is a disagreement a person should settle: such a pass is always
+    audited, in an audit stratum of its own, including one judged in an earlier run (the
+    feedback came after); other passes judged before are not emitted again."""
+    bad = _decision(1, "faithful", 0.95, stratum="negative_feedback")
+    judged_before = _decision(2, "faithful", 0.95, stratum="negative_feedback")
+    plain_before = _decision(3, "faithful", 0.95)
+    decisions = [bad, judged_before, plain_before]
+    before = {judged_before.pick.trace_id, plain_before.pick.trace_id}
+    flagged, audit, fresh = emit_fresh(decisions, before, "run-2", seed=0, audit_share=0.0)
+    assert not flagged and fresh == [bad]
+    assert [c.interaction.trace_id for c in audit] == [
+        bad.pick.trace_id,
+        judged_before.pick.trace_id,
+    ]
+    assert all("marked as bad" in c.evidence and c.metadata["audit_p"] == 1.0 for c in audit)
+    rows = sample_rows(decisions, "k", {}, {c.interaction.trace_id for c in audit}, 0.05)
+    assert [r.body["audit_p"] for r in rows] == [1.0, 1.0, 0.05]
+    assert [audit_stratum(r.body) for r in rows] == ["disagreed", "disagreed", "random"]
 
 
 def test_an_audit_weighs_one_over_its_audit_probability(store: Store) -> None:

@@ -146,9 +146,11 @@ def review_labels(store: Store, key: str) -> list[ReviewLabel]:
 
 
 def audit_stratum(sample: Mapping[str, Any]) -> str:
-    """The audit stratum of a pass (its ``samples`` body): every pass a judge was uncertain of is
-    audited, the others at random."""
-    return "uncertain" if sample.get("uncertain") else "random"
+    """The audit stratum of a pass (its ``samples`` body): every pass a judge was uncertain of,
+    or the user marked as bad, is audited, the others at random."""
+    if sample.get("uncertain"):
+        return "uncertain"
+    return "disagreed" if sample.get("user_disagreed") else "random"
 
 
 def open_audits(store: Store) -> int:

@@ -24,7 +24,7 @@ from ragsieve.jobs.results.reviews import ReviewLabel, audit_stratum
 from ragsieve.jobs.run import breakdown, turns
 from ragsieve.jobs.run.estimate import audit_shares, failure_rate, judge_quality, pct, rate_line
 from ragsieve.jobs.sampling.sampling import Pick, Selection
-from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
+from ragsieve.jobs.verdicts.flagged_case import DISAGREED, FlaggedCase
 from ragsieve.jobs.verdicts.verdicts import Decision
 
 if TYPE_CHECKING:
@@ -72,7 +72,12 @@ def build_report(inp: RunReportInput) -> dict[str, Any]:
     )
     ci = (rate["ci_low"], rate["ci_high"]) if rate["estimate"] is not None else None
     shares = audit_shares(  # the audit strata's shares of the passes, weighted as the rate is
-        (audit_stratum({"uncertain": d.verdict.uncertain}), 1.0 / (d.pick.inclusion_p or 1.0))
+        (
+            audit_stratum(
+                {"uncertain": d.verdict.uncertain, "user_disagreed": d.pick.stratum == DISAGREED}
+            ),
+            1.0 / (d.pick.inclusion_p or 1.0),
+        )
         for d in inp.decided()
         if d.verdict.outcome == "pass"
     )
@@ -331,7 +336,11 @@ def _summary_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-_STRATA = {"random": "the ones the judges were sure of", "uncertain": "the uncertain ones"}
+_STRATA = {
+    "random": "the ones the judges were sure of",
+    "uncertain": "the uncertain ones",
+    "disagreed": "the ones users marked as bad",
+}
 
 
 def _quality_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -54,8 +54,8 @@ from ragsieve.jobs.sampling.sampling import (
 from ragsieve.jobs.settings import SamplingSettings, Settings
 from ragsieve.jobs.sinks import annotations as phoenix
 from ragsieve.jobs.verdicts.corpus import ObservedCorpus
-from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
-from ragsieve.jobs.verdicts.verdicts import Decision, decide_all, emit_fresh, sample_rows
+from ragsieve.jobs.verdicts.flagged_case import FlaggedCase, emit_fresh, sample_rows
+from ragsieve.jobs.verdicts.verdicts import Decision, decide_all
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ audited passes, and the ``samples`` rows that record the verdicts. Imports nothi
 workers or sinks.
 
 Modules: ``flagging`` (failure policy: per-metric thresholds turn results into pass or fail),
-``rootcause`` (which part failed, with the evidence), ``verdicts`` (decisions for a run's picks
-and what a fresh one emits), ``flagged_case`` (``FlaggedCase``: a judged interaction with its
-evidence, what golden growth and audits consume).
+``rootcause`` (which part failed, with the evidence), ``verdicts`` (decisions for a run's picks),
+``flagged_case`` (``FlaggedCase``: a judged interaction with its evidence, what golden growth
+and audits consume, and what a fresh decision emits).
 """

@@ -1,10 +1,9 @@
-"""Verdict decisions for a run's picks, and what a fresh decision emits: flags, audits, rows.
+"""Verdict decisions for a run's picks.
 
 A pass is final only when every configured judge has a usable result (a checkpoint) for its
 current version; until then the trace is ``unjudged`` (partial) and a later run decides it. A
-fail is kept as soon as one decided metric fails. A fresh pass or fail (one not decided before
-for the judge set) is emitted once: a fail becomes a flagged case, a hash-chosen share of
-passes becomes an audit case, and the run annotates every fresh decision in Phoenix.
+fail is kept as soon as one decided metric fails. What a fresh decision emits (a flagged case,
+an audit, a ``samples`` row) is :mod:`.flagged_case`'s.
 """
 
 from __future__ import annotations
@@ -22,11 +21,9 @@ from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.results import resultstore
 from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.sampling.sampling import Pick
-from ragsieve.jobs.sampling.strata import unit_hash
 from ragsieve.jobs.verdicts import rewordings
 from ragsieve.jobs.verdicts.branches import missed_attribute, near_refusal
 from ragsieve.jobs.verdicts.corpus import VOUCHED_LEAD, CorpusHit, ObservedCorpus
-from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 from ragsieve.jobs.verdicts.flagging import (
     CorpusAnswer,
     Verdict,
@@ -275,118 +272,4 @@ def _agree_rewordings(
             d.verdict = v
 
 
-def audit_probability(verdict: Verdict, audit_share: float) -> float:
-    """The chance a pass had of being audited: 1 when a judge was uncertain, else the share."""
-    return 1.0 if verdict.uncertain else audit_share
-
-
-def _case_meta(d: Decision) -> dict[str, object]:
-    """A flagged case's metadata: category, failed metrics, the missed chunk, and the two
-    competing lines of an ``undetermined`` root cause."""
-    meta: dict[str, object] = {
-        "category": d.category,
-        "failed_metrics": list(d.verdict.failed_metrics),
-    }
-    if d.verdict.missed_chunk:
-        meta["missed_chunk"] = d.verdict.missed_chunk
-    if d.verdict.competing:
-        meta["competing"] = list(d.verdict.competing)
-    return meta
-
-
-def emit_fresh(
-    decisions: Sequence[Decision],
-    before: set[str],
-    run_id: str,
-    *,
-    seed: int,
-    audit_share: float,
-) -> tuple[list[FlaggedCase], list[FlaggedCase], list[Decision]]:
-    """``(flagged, audit, fresh)`` from the passes and fails not in ``before``."""
-    flagged: list[FlaggedCase] = []
-    audit: list[FlaggedCase] = []
-    fresh = [
-        d
-        for d in decisions
-        if d.pick.trace_id not in before and d.verdict.outcome in ("pass", "fail")
-    ]
-    for d in fresh:
-        meta = _case_meta(d)
-        case = FlaggedCase(
-            d.interaction,
-            d.results,
-            d.verdict.root_cause or "",
-            d.verdict.evidence,
-            run_id,
-            d.pick.stratum,
-            d.pick.inclusion_p,
-            dict(meta),
-        )
-        if d.verdict.outcome == "fail":
-            flagged.append(case)
-            continue
-        audit_p = audit_probability(d.verdict, audit_share)
-        if d.verdict.uncertain or unit_hash(d.pick.trace_id, "audit", seed) < audit_share:
-            why = "audit of a pass"
-            if d.verdict.uncertain:
-                why += f" the judges could not call ({', '.join(d.verdict.uncertain)} uncertain)"
-            audit.append(
-                FlaggedCase(
-                    d.interaction,
-                    d.results,
-                    "none",
-                    why,
-                    run_id,
-                    d.pick.stratum,
-                    d.pick.inclusion_p,
-                    {
-                        "audit": True,
-                        "audit_p": audit_p,
-                        "uncertain": list(d.verdict.uncertain),
-                        "category": d.category,
-                    },
-                )
-            )
-    return flagged, audit, fresh
-
-
-def sample_rows(
-    decisions: Sequence[Decision],
-    key: str,
-    versions: dict[str, str],
-    audit_ids: set[str],
-    audit_share: float = 1.0,
-) -> list[resultstore.SampleRow]:
-    """One ``samples`` row per decision, recording the verdict under the judge set ``key`` (and,
-    for a pass, the probability it had of being audited: 1 when a judge was uncertain)."""
-    return [
-        resultstore.SampleRow(
-            d.pick.trace_id,
-            d.pick.stratum,
-            d.pick.inclusion_p,
-            d.verdict.outcome,
-            d.verdict.root_cause,
-            {
-                "key": key,
-                "complete": not d.missing,
-                "missing": list(d.missing),
-                "recovered": d.pick.recovered,
-                "audit": d.pick.trace_id in audit_ids,
-                "evidence": d.verdict.evidence,
-                "failed_metrics": list(d.verdict.failed_metrics),
-                "category": d.category,
-                "upstream_p": d.pick.upstream_p,
-                "missed_chunk": d.verdict.missed_chunk,
-                "missed_holds_answer": d.verdict.missed_holds_answer,
-                "uncertain": list(d.verdict.uncertain),
-                "audit_p": audit_probability(d.verdict, audit_share),
-                "competing": list(d.verdict.competing),
-                "pieces": [p.as_dict() for p in d.verdict.pieces],
-            },
-            versions,
-        )
-        for d in decisions
-    ]
-
-
-__all__ = ["Decision", "audit_probability", "decide_all", "emit_fresh", "sample_rows"]
+__all__ = ["Decision", "decide_all"]
