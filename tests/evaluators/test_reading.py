@@ -248,6 +248,11 @@ def test_an_apology_before_a_decline_is_courtesy_and_the_answer_abstains() -> No
         "Do you give a discount if I install a burglar alarm?",
     )
     assert declined.abstained and declined.claims == [], declined
+    for stated, asked in (
+        ("I'm not sure and I cannot say for certain: the Pro plan costs 30 EUR.", "Pro price?"),
+        ("Lo siento, no lo sé, no puedo confirmar: el plan Pro cuesta 30 EUR.", "¿Precio?"),
+    ):  # a value beside several declining phrases is stated, not declined
+        assert parse_answer(stated, asked).claims, stated
     stated = "I'm sorry, I can't tell you; the Basic policy costs 20 EUR a month and covers fire."
     assert parse_answer(stated).claims
 

@@ -149,6 +149,9 @@ async def test_a_question_in_the_users_own_voice_is_no_clarification(reply: str)
         ("Hello", "Hello! How can I help you with your home insurance today?"),
         ("Thanks!", "You're welcome, have a nice day!"),
         ("Muchas gracias", "¡De nada! Que tengas un buen día."),
+        ("Thanks!", "Thank you for your patience, have a nice day!"),
+        ("Thanks!", "Hi there! Have a nice day."),
+        ("Gracias", "¡Gracias a ti! Que tengas un buen día."),
     ],
 )
 async def test_a_greeting_or_thanks_answered_with_courtesy_and_an_offer_of_help_passes(
@@ -166,3 +169,11 @@ async def test_a_greeting_or_thanks_answered_with_courtesy_and_an_offer_of_help_
 async def test_an_offer_of_help_does_not_answer_a_question() -> None:
     _, verdict = await _verdict("How can I help you with your home insurance today?")
     assert verdict.outcome == "fail", verdict
+
+
+async def test_an_offer_of_help_about_what_nobody_mentioned_fails_after_a_statement() -> None:
+    _, verdict = await _verdict(
+        "Would you like help with student loan repayment topics?",
+        query="I am flying my drone in Spain next week.",
+    )
+    assert verdict.outcome == "fail" and verdict.root_cause == "generation", verdict

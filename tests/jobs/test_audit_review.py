@@ -223,7 +223,8 @@ def test_audit_through_the_terminal_then_rates_in_the_report(
     # each measure reads with its interval and the labels it rests on: two reviews say little
     assert q["tpr_ci"][0] < 0.5 < q["tpr_ci"][1] and q["fpr_ci"][0] < 0.5 < q["fpr_ci"][1]
     assert re.search(
-        r"judge TPR / FPR +50\.0% \(95% CI [\d.]+%-[\d.]+%\) / 50\.0% \(95% CI", table.stdout
+        r"judge TPR / FPR +50\.0% \(95% CI [\d.]+%-[\d.]+%, 4 labels\) / 50\.0% \(95% CI",
+        table.stdout,
     )
     assert re.search(r"judge precision +50\.0% \(95% CI [\d.]+%-[\d.]+%, 2 labels\)", table.stdout)
     assert re.search(r"judge false-omission rate +50\.0% \(95% CI .*, 2 labels\)", table.stdout)

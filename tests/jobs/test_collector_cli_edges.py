@@ -105,6 +105,18 @@ def test_results_show_says_why_a_stored_trace_has_no_verdict(
     assert "ragsieve jobs run --all" in unsampled.stderr
     missing = _ragsieve("results", "show", "f" * 32, "--store", two_traces, cwd=tmp_path)
     assert missing.returncode == 2 and "the store has no such trace" in missing.stderr
+    st = open_store(two_traces)
+    try:  # a run picked it and no judge result was usable: not "never sampled"
+        st.execute("INSERT INTO runs (run_id, started_at) VALUES ('r1', 1.0)", ())
+        st.execute(
+            "INSERT INTO samples (run_id, trace_id, stratum, inclusion_p, verdict, body)"
+            " VALUES ('r1', ?, 'uniform', 1.0, 'unjudged', '{}')",
+            (SECOND,),
+        )
+    finally:
+        st.close()
+    unjudged = _ragsieve("results", "show", SECOND, "--store", two_traces, cwd=tmp_path)
+    assert unjudged.returncode == 2 and "a run sampled it and left it unjudged" in unjudged.stderr
 
 
 def test_a_unique_trace_id_prefix_is_enough_and_an_ambiguous_one_is_refused(

@@ -169,7 +169,7 @@ def interactions() -> None:
 @click.option(
     "--since", type=DURATION, default=None, help="Only traces started in this window, e.g. 1h."
 )
-@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @json_option
 @click.pass_obj
 def list_cmd(

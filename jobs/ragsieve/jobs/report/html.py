@@ -101,24 +101,29 @@ def _flagged(data: ReportData, phoenix: str | None) -> str:
     return _table(head, rows, "No flagged cases in this window.")
 
 
-def _measured(q: Mapping[str, Any], name: str) -> str:
-    """A judge measure with its 95% interval: read off a handful of reviews, it is wide."""
+def _measured(q: Mapping[str, Any], name: str, labels: int) -> str:
+    """A judge measure with its 95% interval and the labels it rests on: read off a handful of
+    reviews, it is wide (as the job's table prints it: ``estimate.pct_ci``)."""
     ci = q.get(f"{name}_ci")
-    return _pct(q.get(name)) + (f" (95% CI {_pct(ci[0])}–{_pct(ci[1])})" if ci else "")
+    if q.get(name) is None or not ci:
+        return _pct(q.get(name))
+    return f"{_pct(q[name])} (95% CI {_pct(ci[0])}–{_pct(ci[1])}, {labels} labels)"
 
 
 def _quality(data: ReportData) -> str:
     q = data.quality
     if not (q.get("reviewed_flagged") or q.get("reviewed_audits")):
         return '<p class="muted">No reviewed labels yet: agreement appears once people review.</p>'
+    flagged_n, audits_n = q.get("reviewed_flagged") or 0, q.get("reviewed_audits") or 0
+    both = flagged_n + audits_n
     flagged = f"{q.get('reviewed_flagged', 0)} ({q.get('false_alarms', 0)} false alarms)"
     audits = f"{q.get('reviewed_audits', 0)} ({q.get('missed_failures', 0)} missed)"
     rows = [
         ["reviewed flagged", flagged],
         ["audited passes", audits],
-        ["precision", _measured(q, "precision")],
-        ["false-omission rate", _measured(q, "false_omission_rate")],
-        ["TPR / FPR", f"{_measured(q, 'tpr')} / {_measured(q, 'fpr')}"],
+        ["precision", _measured(q, "precision", flagged_n)],
+        ["false-omission rate", _measured(q, "false_omission_rate", audits_n)],
+        ["TPR / FPR", f"{_measured(q, 'tpr', both)} / {_measured(q, 'fpr', both)}"],
     ]
     s = data.series
     chart = _over_time(data, lambda: charts.agreement(data.times, s.precision, s.false_omission))

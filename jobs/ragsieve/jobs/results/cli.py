@@ -146,6 +146,12 @@ def show_command(obj: AppContext, trace_id: str, store: str | None, as_json: boo
         tid = resolve_trace_id(st, trace_id)
         doc = trace_verdict(st, tid) or trace_verdict(st, find_trace(st, tid))
         stored = doc is None and st.get_interaction(tid) is not None
+        sampled = st.query("SELECT verdict FROM samples WHERE trace_id = ? LIMIT 1", (tid,))
+    if doc is None and sampled:  # picked, but no judge result was usable yet
+        raise click.UsageError(
+            f"no verdict for trace {tid}: a run sampled it and left it {sampled[0][0]}"
+            " (a judge had no usable result yet); the next run decides it"
+        )
     if doc is None and stored:  # a run judges a sample of its window, not every trace
         raise click.UsageError(
             f"no verdict for trace {tid}: no run of the job has sampled it yet (a run judges a"

@@ -360,23 +360,13 @@ def rate_line(fr: Mapping[str, Any]) -> str:
     )
 
 
-__all__ = [
-    "audit_shares",
-    "failure_rate",
-    "judge_quality",
-    "pct",
-    "rate_line",
-    "unaudited",
-    "wilson",
-]
-
-
 def measure_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The judge's measured precision, false-omission rate and TPR / FPR as report rows, each
     with its 95% interval and the labels it rests on: a TPR read off one audited pass is not a
     finding, and its interval says so."""
-    tpr = pct_ci(q.get("tpr"), q.get("tpr_ci"))
-    fpr = pct_ci(q.get("fpr"), q.get("fpr_ci"))
+    both = (q.get("reviewed_flagged") or 0) + (q.get("reviewed_audits") or 0)
+    tpr = pct_ci(q.get("tpr"), q.get("tpr_ci"), both)
+    fpr = pct_ci(q.get("fpr"), q.get("fpr_ci"), both)
     return [
         (
             "judge precision",
@@ -392,3 +382,16 @@ def measure_rows(q: Mapping[str, Any]) -> list[tuple[str, str]]:
         ),
         ("judge TPR / FPR", f"{tpr} / {fpr}"),
     ]
+
+
+__all__ = [
+    "audit_shares",
+    "failure_rate",
+    "judge_quality",
+    "measure_rows",
+    "pct",
+    "pct_ci",
+    "rate_line",
+    "unaudited",
+    "wilson",
+]

@@ -172,14 +172,17 @@ def is_abstention(sentence: str, asked: str = "") -> bool:
     declines (``asked``) state nothing new ("I do not have information on whether common and
     preferred stocks differ in the share of the company they represent"). Every declining
     phrase is set apart, not only the first: "I'm sorry, our documents don't say anything about
-    a discount for alarms, so I can't tell you." declines three times and states nothing.
+    a discount for alarms, so I can't tell you." declines three times and states nothing; beside
+    several, a number the question does not write is a value stated, and the sentence a claim.
     """
     text = re.sub(r"\[[^\]]*\]|\([^)]*\)", " ", fold(sentence).replace("’", "'"))
     if _ABSTAIN.search(text) is None:
         return False
     said = set(re.findall(r"\w+", fold(asked)))
-    rest = re.findall(r"\S+", _ABSTAIN.sub(" ", text))
-    new = [w for w in rest if not said or re.sub(r"\W", "", w) not in said]
+    rest, phrases = _ABSTAIN.subn(" ", text)
+    new = [w for w in rest.split() if not said or re.sub(r"\W", "", w) not in said]
+    if phrases > 1 and any(ch.isdigit() for w in new for ch in w):
+        return False  # "I can't confirm it: Pro costs 30 EUR": a value stated, not declined
     return len(new) <= MAX_WORDS_BESIDE_ABSTENTION
 
 
@@ -264,7 +267,27 @@ _CLOSING = re.compile(
 )
 
 
+# the words of thanks, greetings and wishes: a sentence made only of them ("Thank you for your
+# patience, have a nice day!", "¡Gracias a ti!") states nothing, however they are combined
+_COURTESY_WORDS = frozenset(
+    """hi hello hey there thanks thank you so much very lot for your the patience reaching out
+    contacting us writing asking have a nice great good lovely wonderful day evening weekend
+    morning afternoon night welcome youre re most glad happy to help it was my pleasure and all
+    best regards cheers take care bye goodbye see soon again hola buenos buenas dias dia tardes
+    noches gracias muchas mil ti usted de nada que tengas tenga pases pase un una buen buena
+    feliz bonito gran excelente fin semana por tu su paciencia contactarnos escribirnos placer
+    saludos hasta pronto luego adios cuidate y""".split()
+)
+_COURTESY_MARKS = frozenset(
+    "hi hello hey thanks thank welcome bye goodbye cheers hola buenos buenas gracias nada adios"
+    " day dia".split()
+)
+
+
 def _courtesy(part: str, question: str) -> bool:
+    said = re.findall(r"[a-z']+|\d", fold(part).replace("'", ""))
+    if said and _COURTESY_MARKS.intersection(said) and _COURTESY_WORDS.issuperset(said):
+        return True
     if _CLOSING.fullmatch(fold(part)):
         return True
     return bool(_ANYTIME.fullmatch(part)) and expected_type(question) != "date"

@@ -293,7 +293,6 @@ _OFFER_WORDS = frozenset(
     cuales sobre acerca mas ayuda podria puede pregunta aclarar puedo repetir explicar podemos
     ayudar ayudarte ayudarle ayudaros assist today hoy""".split()
 )
-_HELPING = frozenset("help assist assistance ayudar ayudarte ayudarle ayudaros ayuda".split())
 # a question about the user's own situation ("What is your order number?", "Are you using
 # Windows?"): its words come from the user's world, not from the passages
 _ABOUT_THE_USER = re.compile(
@@ -312,8 +311,8 @@ def asks_back_grounding(
     share of its content words they hold (exactly, misspelt or translated), and the words they do
     not. Asking to narrow the question is a turn, not an answer; it is on topic when what it
     offers comes from the passages or what was said, with at least one word from the passages.
-    An offer of help after a turn that asked nothing ("Anything else?", "¿En qué puedo ayudarte
-    con tu póliza?" after thanks or a greeting) is grounded: ``(1.0, [])``.
+    An offer of help that names nothing else ("Anything else?", "¿En qué puedo ayudarte?") after
+    a turn that asked nothing (thanks, a greeting) is grounded: ``(1.0, [])``.
 
     None when the reply is not such an offer: it names nothing of its own ("Could you rephrase
     that?") in reply to a question, states values ("... over 5 kg?"), asks about the user's
@@ -325,11 +324,8 @@ def asks_back_grounding(
     asked = [t for t in said_back if t not in STOPWORDS and t not in _OFFER_WORDS and len(t) > 2]
     if any(t[0].isdigit() for t in said_back):
         return None
-    offers = not asked or bool(_HELPING.intersection(said_back))
-    if offers and turn_kind(interaction.query or "") != "question":
-        return 1.0, []
-    if not asked:
-        return None
+    if not asked:  # "Anything else?", "¿En qué puedo ayudarte?" fit a turn that asked nothing
+        return (1.0, []) if turn_kind(interaction.query or "") != "question" else None
     said = [interaction.query or "", *(m.content for m in interaction.chat_history)]
     other = language(" ".join(questions_back)) != language(" ".join(context))
     passages = TermIndex(context, cross_lingual=other)
