@@ -332,7 +332,7 @@ def main() -> None:
     if args.ci_slice:
         print(json.dumps(ci_slice(args.data), indent=2, ensure_ascii=False))
         return
-    traces = build(args.data, miss_abstentions=True)
+    traces = build(args.data, miss_abstentions=True, miss_recalls=True)
     with tempfile.TemporaryDirectory() as tmp:
         sent, report, db = run_pipeline(traces, Path(tmp))
         decided = verdicts(db)

@@ -29,6 +29,11 @@ Kinds (one trace each):
   the same article that lack the answer), and the model correctly says it cannot tell: its
   refusal is right for its prompt, the retriever missed the paragraph other traces retrieved →
   ``retrieval`` (never ``abstained_wrongly``).
+- ``miss_recalled`` (``build(miss_recalls=True)``): a retrieval miss's chunks, answered with the
+  question's right value, phrased as ``retrieval_miss`` phrases its invented one: the model
+  answered from memory what the missed paragraph holds → ``retrieval``. A real miss comes both
+  ways; ``retrieval_miss``'s invented value never sits in the missed paragraph, this one always
+  does, so "the answer's value sits only in a chunk the retriever missed" is measured here.
 
 Articles are split in two halves by their order in the corpus: ``tune`` (the first 24) and
 ``heldout`` (the last 24). Figures are reported on held-out articles only.
@@ -61,6 +66,7 @@ EXPECT = {
 FAILURE_KINDS = tuple(k for k in EXPECT if k not in CLEAN_KINDS)
 # added after the kinds above, so the traffic they plant stays as it was
 EXPECT["miss_abstention"] = "retrieval"
+EXPECT["miss_recalled"] = "retrieval"
 OUT_OF_CORPUS_SHARE = 0.12  # of paragraphs never shown in any trace
 
 ABSTAIN = {
@@ -264,9 +270,48 @@ def refusals_after_miss(traces: list[Trace], seed: int) -> list[Trace]:
     ]
 
 
-def build(data: Path = DATA, seed: int = 7, miss_abstentions: bool = False) -> list[Trace]:
+def recalls_after_miss(traces: list[Trace], data: Path) -> list[Trace]:
+    """For every retrieval miss, the same prompt answered with the question's right value (the
+    value the missed paragraph holds; ``miss_recalled``, expected ``retrieval``), in the frame
+    ``retrieval_miss`` gives its invented value. No random draw: the rest is unchanged."""
+    queries = {lang: d["queries"] for lang, d in _load(data).items()}
+    out = []
+    for t in traces:
+        if t.kind != "retrieval_miss" or t.meta.get("repeat"):
+            continue
+        right = queries[t.q_lang][t.qid]["answers"][0]
+        if any(right.lower() in c["content"].lower() for c in t.chunks):
+            continue  # the prompt holds the value after all: no miss
+        answer = declarative(t.question, right, t.q_lang) or {
+            "en": "The answer is {a}.",
+            "es": "La respuesta es {a}.",
+        }[t.q_lang].format(a=right)
+        out.append(
+            Trace(
+                f"miss_recalled:{t.qid}",
+                "miss_recalled",
+                EXPECT["miss_recalled"],
+                t.split,
+                t.article,
+                t.qid,
+                t.question,
+                answer,
+                t.q_lang,
+                t.c_lang,
+                t.chunks,
+                None,
+                dict(t.meta),
+            )  # fmt: skip
+        )
+    return out
+
+
+def build(
+    data: Path = DATA, seed: int = 7, miss_abstentions: bool = False, miss_recalls: bool = False
+) -> list[Trace]:
     """Every planned trace, deterministic for ``seed`` (``miss_abstentions``: with the
-    ``miss_abstention`` kind added, :func:`refusals_after_miss`)."""
+    ``miss_abstention`` kind added, :func:`refusals_after_miss`; ``miss_recalls``: with the
+    ``miss_recalled`` kind added, :func:`recalls_after_miss`)."""
     rng = random.Random(seed)
     d = _load(data)
     corpus_en, corpus_es = d["en"]["corpus"], d["es"]["corpus"]
@@ -414,7 +459,11 @@ def build(data: Path = DATA, seed: int = 7, miss_abstentions: bool = False) -> l
                 "es": "La respuesta es {a}.",
             }[lang].format(a=wrong)
             add(kind, q, invented, lang, lang, miss, False, missed=f"{gold}-{lang}")
-    return traces + (refusals_after_miss(traces, seed) if miss_abstentions else [])
+    return (
+        traces
+        + (refusals_after_miss(traces, seed) if miss_abstentions else [])
+        + (recalls_after_miss(traces, data) if miss_recalls else [])
+    )
 
 
 if __name__ == "__main__":  # a look at the traffic: one example per kind

@@ -154,6 +154,13 @@ def e2e_table(data: dict[str, Any]) -> str:
             f"| planted `{cause}` failures named `{cause}` (n = {h['n']}) |"
             f" **{_f(h['right'])}** | {_f(t.get('right'))} | – | ≥ 0.70 |"
         )
+    for kind, h in held["per_kind"].items():  # each way a retrieval miss is planted, apart
+        if h["expect"] == "retrieval":
+            t = tune["per_kind"].get(kind, {})
+            out.append(
+                f"| … of them `{kind}` named `retrieval` (n = {h['n']}) |"
+                f" **{_f(h['right'])}** | {_f(t.get('right'))} | – | – |"
+            )
     out.append("")
     out.append(
         f"{held['traces']} held-out and {tune['traces']} tuning traces; offline judge, default"
