@@ -173,7 +173,12 @@ def ask_split(repo: CandidateRepo, c: Candidate, reviewer: str) -> list[str]:
         "It is: [w] no failure, the judge was wrong on it  [o]wn candidate, a different failure",
         ["w", "o"],
     )
-    traces = [str(s["trace_id"]) for s in c.body.get("sources") or [] if s.get("query") == query]
+    norm = normalize_text(query)  # every failure of this wording, however it was cased
+    traces = [
+        str(s["trace_id"])
+        for s in c.body.get("sources") or []
+        if normalize_text(str(s.get("query", ""))) == norm and s.get("trace_id")
+    ]
     try:
         if how == "w":
             why = judge_was_wrong(repo, c, reviewer, "pass", traces)
