@@ -410,3 +410,6 @@ def test_a_follow_up_replaces_a_whole_phrase_from_its_anchor() -> None:
     assert "data" in carried  # what was asked is still carried
     lower = carried_words("and for the postpaid plus plan?", [earlier.lower()])
     assert "prepaid" not in lower and "basic" not in lower
+    # anchored by the preposition alone: "on" places both names
+    roaming = carried_words("And on Postpaid Plus?", ["How much is roaming on Prepaid Basic?"])
+    assert "roaming" in roaming and "prepaid" not in roaming and "basic" not in roaming

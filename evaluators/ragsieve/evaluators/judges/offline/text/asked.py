@@ -278,11 +278,12 @@ def replacements(typed: str, earlier: str, *, subjects: bool = False) -> dict[st
     grew = True
     while grew:
         grew = False
-        renamed = {**out, **{key(w): key(t) for w, t in out.items()}}
+        # a frame names the word after by its key (">plan"), the word before as written
+        renamed = {">": {key(w): key(t) for w, t in out.items()}, "<": out}
         for word, frames in theirs.items():
             if word in mine or word in out:
                 continue
-            read = {f[0] + renamed.get(f[1:], f[1:]) for f in frames}
+            read = {f[0] + renamed[f[0]].get(f[1:], f[1:]) for f in frames}
             new = next((t for t, own in mine.items() if own & read), None)
             if new is not None:
                 out[word], grew = new, True
