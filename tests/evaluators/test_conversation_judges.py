@@ -396,3 +396,20 @@ def test_a_follow_up_that_names_its_own_subject_does_not_carry_the_old_one(
     assert asked.source == "resolved", asked
     words = asked.text.casefold()
     assert carried in words and not_carried not in words.split("(", 1)[1], asked.text
+
+
+def test_a_follow_up_replaces_a_whole_phrase_from_its_anchor() -> None:
+    """ "And for the Postpaid Plus plan?" after "... the Prepaid Basic plan ...": "Plus" takes
+    "Basic"'s place before "plan", and "Postpaid" the place before what "Basic" became; neither
+    earlier word is carried into the judged question."""
+    from ragsieve.evaluators.judges.offline.conversation import carried_words
+
+    earlier = "How much data does the Prepaid Basic plan include?"
+    carried = carried_words("And for the Postpaid Plus plan?", [earlier])
+    assert "prepaid" not in carried and "basic" not in carried
+    assert "data" in carried  # what was asked is still carried
+    lower = carried_words("and for the postpaid plus plan?", [earlier.lower()])
+    assert "prepaid" not in lower and "basic" not in lower
+    # anchored by the preposition alone: "on" places both names
+    roaming = carried_words("And on Postpaid Plus?", ["How much is roaming on Prepaid Basic?"])
+    assert "roaming" in roaming and "prepaid" not in roaming and "basic" not in roaming

@@ -35,8 +35,11 @@ PLANS = {
 }
 
 
-def _failure(n: int, query: str, chunks: Sequence[tuple[str, str]], answer: str) -> FlaggedCase:
-    """A flagged generation failure judged by the real offline context judge."""
+def _failure(
+    n: int, query: str, chunks: Sequence[tuple[str, str]], answer: str, *, judged: bool = True
+) -> FlaggedCase:
+    """A flagged generation failure judged by the real offline context judge (``judged``; else
+    no judge said which chunk answers, as with a judge that scores the prompt as a whole)."""
     it = RagInteraction(
         trace_id=f"{n:032x}",
         span_id=f"{n:016x}",
@@ -48,7 +51,7 @@ def _failure(n: int, query: str, chunks: Sequence[tuple[str, str]], answer: str)
             for i, (cid, text) in enumerate(chunks)
         ),
     )
-    results = list(asyncio.run(ContextRelevanceJudge().evaluate(it)))
+    results = list(asyncio.run(ContextRelevanceJudge().evaluate(it))) if judged else []
     return FlaggedCase(it, results, "generation", "the answer is unfaithful", "run-1")
 
 
@@ -106,3 +109,37 @@ def test_two_questions_no_language_is_read_from_are_not_held_to_the_same_languag
     same = Signature("x", "x", "generation", frozenset(), None, frozenset(), "en", ("kb-1",))
     other = Signature("y", "y", "generation", frozenset(), None, frozenset(), "en", ("kb-2",))
     assert asks_apart(same, other, both=True) == "answered by different chunks (kb-1 / kb-2)"
+
+
+def test_lower_case_subjects_in_the_same_frame_ask_apart() -> None:
+    """The words that tell two askings apart are those that differ in the same frame, whatever
+    their case; a synonym or a typo in that frame is the same asking."""
+    from ragsieve.jobs.golden.growth.signature import Signature, asks_apart
+
+    def sig(q: str) -> Signature:
+        return Signature(q, q.lower(), "generation", frozenset({"kb-1"}), None, frozenset(), "en")
+
+    pro, basic = sig("how much is the pro plan"), sig("how much is the basic plan")
+    assert asks_apart(pro, basic) == "names different subjects (pro / basic)"
+    assert asks_apart(sig("what is the monthly cost of the plan"), sig(
+        "what is the monthly price of the plan")) is None  # fmt: skip
+    assert asks_apart(sig("how long does esim activation take"), sig(
+        "how long does esim actvation take")) is None  # fmt: skip
+
+
+def test_two_plans_typed_in_lower_case_are_two_subjects(store: Store) -> None:
+    # no judge said which chunk answers each: only the words can part them
+    pro = "how much is the pro plan a month"
+    basic = "how much is the basic plan a month"
+    again = "whats the monthly price of the pro plan"
+    three = list(PLANS.items())
+    two = [(k, PLANS[k]) for k in ("plans#basic", "plans#pro")]
+    got = _candidates(
+        store,
+        [
+            _failure(1, pro, three, "It costs 9 EUR per month.", judged=False),
+            _failure(2, basic, two, "It costs 19 EUR per month.", judged=False),
+            _failure(3, again, three, "It is 9 EUR a month.", judged=False),
+        ],
+    )
+    assert got == [[basic], sorted([pro, again])]

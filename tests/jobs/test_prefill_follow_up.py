@@ -72,3 +72,20 @@ def test_a_follow_up_prefills_its_own_subjects_chunk(store: Store) -> None:
 def test_the_apps_rewrite_names_the_subject(store: Store) -> None:
     case = _follow_up("How much does the Basic plan cost per month?")
     assert _prefilled(store, case) == {"plans#basic": 1}
+
+
+def test_a_lower_case_follow_up_prefills_its_own_subjects_chunk(store: Store) -> None:
+    # people type "basic" and "pro" in lower case: the word in the frame where the earlier turn
+    # had "pro" ("... plan") is the subject, whatever its case
+    case = _follow_up()
+    it = case.interaction.model_copy(
+        update={
+            "query": "and for the basic plan?",
+            "chat_history": (
+                Message(role="user", content="how much does the pro plan cost per month?"),
+                Message(role="assistant", content="The Pro plan costs 19 EUR per month."),
+            ),
+        }
+    )
+    evidence = "plans#pro, plans#basic reached the prompt; unfaithful"
+    assert _prefilled(store, replace(case, interaction=it, evidence=evidence)) == {"plans#basic": 1}

@@ -154,10 +154,11 @@ def review_cmd(
         rep = review(ctx.repo, rows, sums, reviewer=reviewer or getpass.getuser())
         n = len(rep.false_alarms)
         alarms = f" (of them {n} false alarm{'s' if n > 1 else ''})" if n else ""
+        split = f", {len(rep.split_off)} split off" if rep.split_off else ""
         click.echo(
             f"reviewed: {len(rep.accepted)} accepted,"
             f" {len(rep.rejected) + len(rep.false_alarms)} rejected{alarms},"
-            f" {len(rep.skipped)} skipped, {len(rep.edited)} edits;"
+            f" {len(rep.skipped)} skipped, {len(rep.edited)} edits{split};"
             f" audits: {len(rep.audit_passes)} confirmed passes,"
             f" {len(rep.audit_misses)} missed failures"
         )

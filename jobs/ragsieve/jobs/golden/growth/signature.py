@@ -29,8 +29,10 @@ ask the same of them. They are two cases when, in one language, the chunk that b
 each does not also answer the other; when they share no key term in any language (unless one
 chunk answers both); and, where the failure does not tie them (only the wording, or mostly the
 same chunks), when two same-language questions each name a subject the other does not ("the
-Pro plan" / "the Basic plan"). Nothing here is fitted. The answering chunk does not merge on its
-own: other questions on one passage share it (a missed chunk already counts as strong evidence).
+Pro plan" / "the Basic plan"), or differ by a word in the same frame, in any case ("the pro
+plan" / "the basic plan": ``text.asked.told_apart``; a synonym or a typo there is no
+difference). Nothing here is fitted. The answering chunk does not merge on its own: other
+questions on one passage share it (a missed chunk already counts as strong evidence).
 
 The root cause is not part of the rule: the judges may name one failure's repeats differently
 (a paraphrase read as ``retrieval``, its translation as ``no_answer_expected``), and a golden
@@ -47,7 +49,12 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.evaluators.judges.offline.text.asked import find_term, name_keys, question_terms
+from ragsieve.evaluators.judges.offline.text.asked import (
+    find_term,
+    name_keys,
+    question_terms,
+    told_apart,
+)
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex, all_values, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, entities, language
 from ragsieve.evaluators.records import EvalResult, RagInteraction, normalize_text
@@ -353,6 +360,8 @@ def asks_apart(a: Signature, b: Signature, *, tied: bool = False, both: bool = F
         only_a, only_b = _names_missing(a, b), _names_missing(b, a)
         if only_a and only_b:
             return f"names different subjects ({only_a[0]} / {only_b[0]})"
+        if differ := told_apart(a.query, b.query):  # the same frame, another word: any case
+            return f"names different subjects ({differ[0][0]} / {differ[0][1]})"
     return None
 
 

@@ -18,8 +18,8 @@ import httpx
 from ragsieve.evaluators.errors import ConfigError, RagsieveError
 from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
+from ragsieve.jobs.golden.review.decisions import decide
 from ragsieve.jobs.golden.review.keys import parse_chunks
-from ragsieve.jobs.golden.review.review import decide
 from ragsieve.jobs.golden.review.suggest import REVIEW_CAUSES, acceptance_gap, evidence_chunks
 
 ACCEPT = {"accept", "accepted", "yes", "ok"}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -22,15 +21,21 @@ from ragsieve.jobs.golden.growth.categories import CategorySummary
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.review import keys, suggest
 from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
+from ragsieve.jobs.golden.review.decisions import (
+    ask_reason,
+    ask_root_cause,
+    ask_split,
+    decide,
+    judge_was_wrong,
+    other_askings,
+)
 from ragsieve.jobs.golden.review.keys import choose, confirm, format_chunks, parse_chunks
 from ragsieve.jobs.golden.review.suggest import (
-    REVIEW_CAUSES,
     acceptance_gap,
     asks_root_cause,
     evidence_chunks,
 )
 
-REASONS = {"f": "false_alarm: the judge was wrong", "o": "out_of_scope", "d": "duplicate"}
 _WIDTH = 96
 
 
@@ -45,6 +50,7 @@ class ReviewReport:
     edited: list[str] = field(default_factory=list)
     audit_passes: list[str] = field(default_factory=list)
     audit_misses: list[str] = field(default_factory=list)
+    split_off: list[str] = field(default_factory=list)  # rows split off a merged candidate
 
 
 def _conversation(b: dict[str, Any], wrap: textwrap.TextWrapper) -> list[str]:
@@ -78,7 +84,10 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
     if b.get("standalone_query"):  # the app's own rewrite of a follow-up: what it searched for
         lines += ["  as the app rewrote it:", wrap.fill(str(b["standalone_query"]))]
     if others := asked_as(b):  # the same failure asked in other words, merged (issue 46)
-        lines += [f"  also asked as ({len(others)}):", *(wrap.fill(q) for q in others[:5])]
+        lines += [f"  also asked as ({len(others)}):  ([p] splits one off)"]
+        lines += [wrap.fill(f"{i}. {q}") for i, q in enumerate(others[:5], 2)]
+    for gone in b.get("split_off") or ():  # what a reviewer split off, and into which row
+        lines.append(wrap.fill(f"split off: {gone['query']} ({gone['as']}, {gone['into']})"))
     lines += ["", "RETRIEVED CHUNKS"]
     for ch in b.get("chunks", []) or []:
         mark = "" if ch.get("in_prompt") is not False else ", not in prompt"
@@ -211,11 +220,16 @@ def _walk(
 
 def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> str:
     """One answer on a flagged candidate: show it again, go to the next, or quit."""
+    split = ["p"] if other_askings(c) else []  # only a merged candidate has askings to split
     action = choose(
-        "[a]ccept  [e]dit reference  [c]orrect root cause  [r]eject"
-        "  [w] the judge was wrong  [s]kip  [q]uit",
-        ["a", "e", "c", "r", "w", "s", "q"],
+        "[a]ccept  [e]dit reference  [c]orrect root cause  [r]eject  [w] the judge was wrong"
+        + ("  s[p]lit an asking off" if split else "")
+        + "  [s]kip  [q]uit",
+        ["a", "e", "c", "r", "w", *split, "s", "q"],
     )
+    if action == "p":
+        report.split_off += ask_split(repo, c, reviewer)
+        return _AGAIN
     if action == "e":
         _record_edit(repo, c, reviewer, report)
         return _AGAIN
@@ -247,7 +261,7 @@ def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: Revi
         click.echo(f"accepted {c.id}")
         return _NEXT
     if action == "r":
-        reason = _reason()
+        reason = ask_reason()
         decide(repo, c, "rejected", reviewer, reason)
         report.rejected.append(c.id)
         click.echo(f"rejected {c.id}: {reason}")
@@ -325,33 +339,6 @@ def _missed(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewRepo
     return _NEXT
 
 
-def judge_was_wrong(repo: CandidateRepo, c: Candidate, reviewer: str, verdict: str) -> str:
-    """Ask why, and record a label (the trace's true ``verdict``) for ``ragsieve judges fit``;
-    nothing is added to or removed from the golden set."""
-    from ragsieve.jobs.fitting.labels import Label, add_label
-
-    why = ""
-    while not why:
-        why = click.prompt("Why was the judge wrong? (one line)").strip()
-    cause = None
-    if verdict == "fail":
-        cause = _ask_root_cause(None)
-    traces = c.source_trace_ids
-    if traces:
-        add_label(repo.store, Label(traces[0], verdict, "review", None, cause, why), by=reviewer)  # type: ignore[arg-type]
-    return why
-
-
-def _ask_root_cause(current: str | None) -> str | None:
-    raw = click.prompt(
-        f"Root cause ({', '.join(REVIEW_CAUSES)}; '-' for none)",
-        type=click.Choice([*REVIEW_CAUSES, "-"]),
-        default=(current or "-") if current in (*REVIEW_CAUSES, None) else None,
-        show_choices=False,
-    )  # an undetermined cause is no choice: the reviewer types one (or '-')
-    return None if raw == "-" else raw
-
-
 def _root_cause(c: Candidate) -> str | None:  # the reviewer's, with the job's beside it
     return c.cause if c.cause == c.root_cause else f"{c.cause} (the job said {c.root_cause})"
 
@@ -359,42 +346,6 @@ def _root_cause(c: Candidate) -> str | None:  # the reviewer's, with the job's b
 def _correct_root_cause(repo: CandidateRepo, c: Candidate) -> None:
     """The reviewer's root cause, kept beside the job's (a fit learns from both)."""
     review = c.body.setdefault("review", {})
-    review["root_cause"] = _ask_root_cause(review.get("root_cause") or c.root_cause)
+    review["root_cause"] = ask_root_cause(review.get("root_cause") or c.root_cause)
     repo.save([c])
     click.echo(f"  root cause: {review['root_cause'] or '-'} (the job said {c.root_cause})")
-
-
-def _reason() -> str:
-    while True:
-        raw = click.prompt(
-            "Reason: [f]alse alarm (judge wrong), [o]ut of scope, [d]uplicate, or type it"
-        ).strip()
-        if raw:
-            return REASONS.get(raw.lower(), raw)
-
-
-def decide(
-    repo: CandidateRepo,
-    c: Candidate,
-    status: str,
-    by: str,
-    reason: str | None,
-    *,
-    verdict: str | None = None,
-    via: str | None = None,
-) -> None:
-    """Record a person's decision on one candidate (``verdict``: an audit's pass / fail;
-    ``via``: where it was given when not here, e.g. ``phoenix``; labels name it as their source)."""
-    c.status = status
-    c.body["review"] = {
-        **c.body.get("review", {}),
-        "decision": status,
-        "by": by,
-        "at": datetime.now(UTC).isoformat(),
-        "reason": reason,
-    }
-    if verdict is not None:
-        c.body["review"]["verdict"] = verdict
-    if via is not None:
-        c.body["review"]["via"] = via
-    repo.save([c])

@@ -26,7 +26,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ragsieve.evaluators.judges.offline.text.asked import find_term, name_keys, question_terms
+from ragsieve.evaluators.judges.offline.text.asked import (
+    find_term,
+    name_keys,
+    question_terms,
+    replacements,
+)
 from ragsieve.evaluators.judges.offline.text.terms import TermIndex
 from ragsieve.jobs.verdicts.ledger import UNDETERMINED
 from ragsieve.jobs.verdicts.rootcause import ROOT_CAUSES
@@ -43,6 +48,7 @@ _NAMED = (
     re.compile(r"^(?P<ids>.*?), in the prompt, is the golden set's relevant chunk"),
 )
 _ID_CHARS = r"[\w#./:@-]"
+_ASKS = ("user", "human")  # the turns that asked
 _OBSERVED = re.compile(r"the observed chunk (?P<id>[\w#./:@-]+) (?:holds|answers)")
 
 
@@ -91,13 +97,20 @@ def of_its_subject(body: Mapping[str, Any], ids: list[str]) -> list[str]:
     The question is the one the turn means: the app's own rewrite of a follow-up when it has
     one, else the turn as typed; words the judges carried over from earlier turns ("And for the
     Basic plan?" read with "cost month pro") named the earlier question's subject, so they never
-    choose. A chunk about another named subject (the Pro plan's chunk, relevant to the carried
-    words) answers the earlier question, not this one. When no chunk holds them all, every named
-    chunk is kept: the reviewer decides.
+    choose. Its names are its capitalised words and, in any case, the words it puts in the frame
+    where the turn before had other words (:func:`.text.asked.replacements`). A chunk about
+    another named subject (the Pro plan's chunk, relevant to the carried words) answers the
+    earlier question, not this one. When no chunk holds them all, every named chunk is kept: the
+    reviewer decides.
     """
     question = str(body.get("standalone_query") or body.get("query") or "")
     names = name_keys(question)
     words = [w for k, (w, _) in question_terms(question).items() if k in names]
+    # and, in any case, the words it puts where the turn before had its own ("and for the basic
+    # plan?" after "how much is the pro plan?": basic)
+    earlier = [t.get("content") for t in body.get("chat_history") or [] if t.get("role") in _ASKS]
+    if earlier:
+        words += [w for w in replacements(question, str(earlier[-1])).values() if w not in words]
     if len(ids) < 2 or not words:
         return ids
     text = {str(ch.get("id")): str(ch.get("content") or "") for ch in body.get("chunks") or []}

@@ -221,32 +221,96 @@ def asked_gap(question: str, prompt: Sequence[str], other: str) -> AskedGap:
 
 # the words before a word that frame it: a preposition ("in Lisbon", "per month", "con Pro")
 _PLACING = frozenset("in at on for per from to with by en para por con de desde hasta".split())
+_POSSESSIVE = re.compile(r"['’]s?$")  # "Anna's" is Anna, "users'" users
 
 
-def _word_frames(text: str) -> dict[str, set[str]]:
-    """Each content word of ``text`` (folded, any case, a sentence's first too) -> the frames it
-    sits in: the content word after it ("pro plan" -> ``>plan``) and the content word or
-    preposition before it ("in Lisbon" -> ``<in``)."""
+def _word_frames(text: str, *, subjects: bool = False) -> dict[str, set[str]]:
+    """Each content word of ``text`` (folded, any case, a sentence's first too, a possessive
+    "'s" dropped) -> the frames it sits in: the content word after it ("pro plan" -> ``>plan``)
+    and the content word or preposition before it ("in Lisbon" -> ``<in``).
+
+    ``subjects``: only the frames of a thing named (:func:`_in_noun_phrase`), the head it
+    modifies (``>plan``) and the preposition that places it (``<in``; not "to", which also
+    leads a verb: "to use"). A word after a content word ("Narcissus prideful") or a question
+    word ("Who led Milly") is most often a predicate or a verb, which people re-word freely
+    ("haughty", "took"), not a subject."""
     out: dict[str, set[str]] = {}
     for sent in sentences(text) or [text]:
-        toks = [fold(t) for t in re.findall(r"[^\W\d_][\w'-]*", sent)]
+        toks = [_POSSESSIVE.sub("", fold(t)) for t in re.findall(r"[^\W\d_][\w'-]*", sent)]
+        named = _in_noun_phrase(toks)
         for i, tok in enumerate(toks):
             if tok in _FUNCTION or len(tok) < 2:
                 continue
             frames = out.setdefault(tok, set())
-            if i + 1 < len(toks) and toks[i + 1] not in _FUNCTION:
+            if i + 1 < len(toks) and toks[i + 1] not in _FUNCTION and (named[i] or not subjects):
                 frames.add(">" + key(toks[i + 1]))
-            if i and (toks[i - 1] in _PLACING or toks[i - 1] not in _FUNCTION):
-                frames.add("<" + toks[i - 1])
+            before = toks[i - 1] if i else ""
+            if subjects and before in _PLACING and before != "to":
+                frames.add("<" + before)
+            elif not subjects and before and (before in _PLACING or before not in _FUNCTION):
+                frames.add("<" + before)
+    return out
+
+
+def _in_noun_phrase(toks: list[str]) -> list[bool]:
+    """Whether each word opens or continues a thing named: it starts the sentence, follows a
+    determiner or preposition ("the pro plan", "on Prepaid Basic"), or follows such a word
+    ("basic" in "the prepaid basic plan"). A word after a question word, an auxiliary or the
+    subject it tells of ("Who led ...", "did Andrea find ...") is a verb's place."""
+    out: list[bool] = []
+    for i in range(len(toks)):
+        before = toks[i - 1] if i else ""
+        plain = before in STOPWORDS and before not in _QUESTION_WORDS
+        out.append(not i or plain or (before not in _FUNCTION and out[i - 1]))
+    return out
+
+
+def replacements(typed: str, earlier: str, *, subjects: bool = False) -> dict[str, str]:
+    """Each word of ``earlier`` that ``typed`` replaces -> the word of ``typed`` in its place:
+    a word ``typed`` lacks that sits in a frame (:func:`_word_frames`) a word of ``typed`` sits
+    in. A frame word that is itself replaced reads as its replacement, so a phrase is replaced
+    word by word from its anchor: "the Postpaid Plus plan" replaces "the Prepaid Basic plan"
+    whole ("basic" before "plan" first, then "prepaid" before what "basic" became).
+    ``subjects``: in the frames of a thing named only (:func:`_word_frames`)."""
+    mine = _word_frames(typed, subjects=subjects)
+    theirs = _word_frames(earlier, subjects=subjects)
+    out: dict[str, str] = {}
+    grew = True
+    while grew:
+        grew = False
+        # a frame names the word after by its key (">plan"), the word before as written
+        renamed = {">": {key(w): key(t) for w, t in out.items()}, "<": out}
+        for word, frames in theirs.items():
+            if word in mine or word in out:
+                continue
+            read = {f[0] + renamed[f[0]].get(f[1:], f[1:]) for f in frames}
+            new = next((t for t, own in mine.items() if own & read), None)
+            if new is not None:
+                out[word], grew = new, True
     return out
 
 
 def replaced_names(typed: str, earlier: str) -> set[str]:
     """The words of an ``earlier`` turn that a follow-up ``typed`` replaces with one of its own
-    in the same frame: "and for the basic plan?" after "... the Pro plan ..." replaces "pro"
-    (both before "plan"); "And in Madrid?" after "... in Lisbon?" replaces "lisbon". A word the
-    follow-up does not replace ("Pro" beside "And in Madrid?") is still what it is about; a
-    name in no shared frame ("What about Basic?") is not read as a replacement."""
-    mine = _word_frames(typed)
-    frames = set().union(*mine.values()) if mine else set()
-    return {w for w, f in _word_frames(earlier).items() if w not in mine and f & frames}
+    in the same frame (:func:`replacements`): "and for the basic plan?" after "... the Pro plan
+    ..." replaces "pro" (both before "plan"); "And in Madrid?" after "... in Lisbon?" replaces
+    "lisbon"; "And for the Postpaid Plus plan?" after "... the Prepaid Basic plan ..." replaces
+    both words. A word the follow-up does not replace ("Pro" beside "And in Madrid?") is still
+    what it is about; a name in no shared frame ("What about Basic?") is not read as a
+    replacement."""
+    return set(replacements(typed, earlier))
+
+
+def told_apart(a: str, b: str) -> list[tuple[str, str]]:
+    """The words that tell two askings apart: pairs (a word of ``a``, a word of ``b``) that
+    differ between them in the same frame of a thing named (:func:`replacements` with
+    ``subjects``), whatever their case ("how much is the pro plan" / "how much is the basic
+    plan": ``[("pro", "basic")]``; "in lisbon" / "in madrid"). A word the
+    other text holds in any spelling or as a near word is no difference ("cost" / "price",
+    "activation" / "actvation"), and a word both hold frames, it does not differ."""
+    index_a, index_b = TermIndex([a]), TermIndex([b])
+    return [
+        (w, t)
+        for w, t in replacements(b, a, subjects=True).items()
+        if not find_term(index_b, w, False).strength and not find_term(index_a, t, False).strength
+    ]
