@@ -284,6 +284,14 @@ def yes_no(answer: str) -> bool | None:
     return True if first[0] in YES else False if first[0] in NO else None
 
 
+def bare_answer(claim: str) -> bool:
+    """A yes or no with nothing of its own to check: "Yes.", "No, it doesn't.", "No, you
+    cannot.": past the particle only pronouns, auxiliaries and "not" (the question's
+    proposition, with the particle's polarity)."""
+    toks = words(uncontracted(claim))
+    return not [t for t in toks if t not in YES | NO | {"not", "cannot"} and t not in STOPWORDS]
+
+
 @dataclass(frozen=True, slots=True)
 class _Found:
     """What the word-level search found for one claim, for the checks that follow it."""
