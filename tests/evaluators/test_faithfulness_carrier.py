@@ -284,6 +284,36 @@ async def test_nothing_given_for_the_claims_own_entity_passes(question, context,
     assert r.label == "faithful", r.explanation
 
 
+PORTING = (
+    "Number portability: keeping your number when you switch to Ondalinea is free and takes 1"
+    " working day."
+)
+PREPAID = "The Prepaid Basic plan costs 10 EUR per 30 days and includes 5 GB of data."
+
+
+@pytest.mark.parametrize(
+    ("question", "context", "answer"),
+    [
+        (
+            "¿Cuánto cuesta el roaming en la Zona 2 con Pospago Pro?",
+            (ROAMING_ES, TABLE_ES),
+            "Con Pospago Pro el roaming en la Zona 2 es gratis.",
+        ),
+        ("How much does keeping my number cost?", (PORTING, PREPAID), "It costs nothing."),
+        ("How much does keeping my number cost?", (PORTING, PREPAID), "It is free of charge."),
+    ],
+)
+async def test_a_price_of_nothing_however_worded_supports_another(question, context, answer):
+    r = await faithfulness(question, context, answer)
+    assert r.label == "faithful", r.explanation
+
+
+async def test_a_price_of_nothing_given_for_something_else_supports_nothing():
+    q = "How much does the Prepaid Basic plan cost?"
+    r = await faithfulness(q, (PORTING, PREPAID), "The Prepaid Basic plan costs nothing.")
+    assert r.label == "unfaithful", r.explanation
+
+
 MARKDOWN_ONE_LINE = (
     "| Plan | Data | Price | |---|---|---| | Basic | 5 GB | 10 EUR | | Plus | 30 GB | 20 EUR |"
 )

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+import ragsieve.evaluators.judges.offline.binding.units as units
 from ragsieve.evaluators.judges.offline.text.reading import advice_verb
 from ragsieve.evaluators.judges.offline.text.spelling import (
     acronyms,
@@ -81,6 +82,8 @@ class Context:
     acronyms: frozenset[str] = frozenset()  # initials of the context's multi-word names
     written: frozenset[str] = frozenset()  # the acronyms the context writes ("SSO")
     text: str = ""  # the context's sentences, for the terms an acronym may stand for
+    # the keys of each sentence that states a price of nothing ("at no extra cost", "gratis")
+    nothing: tuple[frozenset[str], ...] = ()
 
 
 def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
@@ -96,6 +99,7 @@ def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
         acronyms=acronyms(" ".join(c for _, c in chunks)),
         written=written_acronyms(" ".join(c for _, c in chunks)),
         text=" ".join(sents),
+        nothing=tuple(frozenset(units.content_keys(s)) for s in sents if units.nothing_price(s)),
     )
 
 
@@ -208,7 +212,7 @@ def _optional_keys(claim: str) -> set[str]:
 def claim_verdict(
     claim: str, ctx: Context, q_keys: set[str], q_values: set[str], polarity: bool | None
 ) -> dict[str, Any]:
-    optional = _optional_keys(claim)
+    optional = _optional_keys(claim) | units.nothing_keys(claim, q_keys, ctx.nothing)
     said, claim = claim, _CODE.sub(" ", claim) if "`" in claim else claim
 
     def needed(t: str) -> bool:

@@ -94,6 +94,28 @@ def nothing_price(text: str) -> str:
     return _PREDICATE.sub("", written.strip(), count=1) if m.re is not _INCLUDED else "included"
 
 
+def nothing_words(text: str) -> set[str]:
+    """The words of every price of nothing ``text`` states, however the phrases overlap
+    ("is free of charge": "free", "of", "charge")."""
+    folded = fold(text)
+    out: set[str] = set()
+    for start in (m.start() for m in re.finditer(r"\b\w", folded)):
+        m = NOTHING_PRICE.match(folded, start)
+        if m is not None:
+            out.update(tokens(_PREDICATE.sub("", m.group(), count=1)))
+    return out
+
+
+def nothing_keys(claim: str, asked: set[str], stated: tuple[frozenset[str], ...]) -> set[str]:
+    """Keys of the claim's price of nothing, when a context sentence (``stated``: the keys of
+    each that states one) is about the claim's subject or the question's (``asked``: "It costs
+    nothing"): one wording supports another ("free" for "sin coste"); whose price it is, is
+    the binding's check."""
+    nothing = {key(t) for t in nothing_words(claim)}
+    about = (content_keys(claim) | asked) - nothing
+    return nothing if nothing and any(about & keys for keys in stated) else set()
+
+
 def number_kinds(text: str, column: str = "") -> dict[str, tuple[str, frozenset[str]]]:
     """Each value written in digits in ``text`` -> (as written, its kinds); a price of nothing
     (:func:`nothing_price`) is 0 of the money kind."""
@@ -265,6 +287,8 @@ __all__ = [
     "content_keys",
     "context_units",
     "digit_values",
+    "nothing_keys",
     "nothing_price",
+    "nothing_words",
     "number_kinds",
 ]
