@@ -215,3 +215,116 @@ async def test_a_number_in_another_unit_of_the_same_dimension_is_another_quantit
 async def test_the_same_unit_however_written_is_the_same_quantity(context, answer):
     r = await faithfulness("How long does it take?", (context,), answer)
     assert r.label == "faithful", r.explanation
+
+
+ROAMING_FREE = (
+    "Roaming in the EU is free on all plans. Zone 2 roaming (USA, Canada, Switzerland) costs"
+    " 6 EUR per day on Postpaid Plus and is free on Postpaid Pro."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "context", "answer", "named"),
+    [
+        # a price where the context gives the subject's as nothing: nothing is what it is named
+        (
+            "How much does roaming in the USA cost on Postpaid Pro?",
+            (ROAMING_EN, TABLE_EN),
+            "Roaming costs 6 EUR on Pro.",
+            "Pro: at no extra cost",
+        ),
+        (
+            "¿Cuánto cuesta el roaming en Estados Unidos con Pospago Pro?",
+            (ROAMING_ES, TABLE_ES),
+            "Con Pospago Pro, el roaming en Estados Unidos cuesta 6 EUR al día.",
+            "Pro: sin coste extra",
+        ),
+        # nothing where the context gives the subject a price and nothing only to another
+        (
+            "How much does Zone 2 roaming cost on Postpaid Plus?",
+            (ROAMING_FREE, TABLE_EN),
+            "Zone 2 roaming is free on Postpaid Plus.",
+            "the claim is about Plus",
+        ),
+        (
+            "¿Cuánto cuesta el roaming en la Zona 2 con Pospago Plus?",
+            (ROAMING_ES, TABLE_ES),
+            "Con Pospago Plus el roaming en la Zona 2 está incluido sin coste extra.",
+            "the claim is about Plus",
+        ),
+    ],
+)
+async def test_a_price_of_nothing_is_a_price_bound_to_its_entity(question, context, answer, named):
+    r = await faithfulness(question, context, answer)
+    assert r.label == "unfaithful" and named in r.explanation, r.explanation
+
+
+@pytest.mark.parametrize(
+    ("question", "context", "answer"),
+    [
+        (
+            "How much does roaming in the USA cost on Postpaid Pro?",
+            (ROAMING_EN, TABLE_EN),
+            "On Postpaid Pro roaming in the USA is included at no extra cost.",
+        ),
+        (
+            "How much does Zone 2 roaming cost on Postpaid Pro?",
+            (ROAMING_FREE, TABLE_EN),
+            "Zone 2 roaming is free on Postpaid Pro.",
+        ),
+        (
+            "¿Cuánto cuesta el roaming en la Zona 2 con Pospago Pro?",
+            (ROAMING_ES, TABLE_ES),
+            "Con Pospago Pro el roaming en la Zona 2 está incluido sin coste extra.",
+        ),
+    ],
+)
+async def test_nothing_given_for_the_claims_own_entity_passes(question, context, answer):
+    r = await faithfulness(question, context, answer)
+    assert r.label == "faithful", r.explanation
+
+
+PORTING = (
+    "Number portability: keeping your number when you switch to Ondalinea is free and takes 1"
+    " working day."
+)
+PREPAID = "The Prepaid Basic plan costs 10 EUR per 30 days and includes 5 GB of data."
+
+
+@pytest.mark.parametrize(
+    ("question", "context", "answer"),
+    [
+        (
+            "¿Cuánto cuesta el roaming en la Zona 2 con Pospago Pro?",
+            (ROAMING_ES, TABLE_ES),
+            "Con Pospago Pro el roaming en la Zona 2 es gratis.",
+        ),
+        ("How much does keeping my number cost?", (PORTING, PREPAID), "It costs nothing."),
+        ("How much does keeping my number cost?", (PORTING, PREPAID), "It is free of charge."),
+    ],
+)
+async def test_a_price_of_nothing_however_worded_supports_another(question, context, answer):
+    r = await faithfulness(question, context, answer)
+    assert r.label == "faithful", r.explanation
+
+
+async def test_a_price_of_nothing_given_for_something_else_supports_nothing():
+    q = "How much does the Prepaid Basic plan cost?"
+    r = await faithfulness(q, (PORTING, PREPAID), "The Prepaid Basic plan costs nothing.")
+    assert r.label == "unfaithful", r.explanation
+
+
+MARKDOWN_ONE_LINE = (
+    "| Plan | Data | Price | |---|---|---| | Basic | 5 GB | 10 EUR | | Plus | 30 GB | 20 EUR |"
+)
+
+
+async def test_a_markdown_table_run_onto_one_line_is_read_row_by_row():
+    rows = {u.text.split(" ; ")[0]: u for u in context_units([MARKDOWN_ONE_LINE])}
+    assert set(rows) == {"Basic", "Plus"}
+    assert "5" in rows["Basic"].values and "30" in rows["Plus"].values
+    question = "How much data does the Plus plan include?"
+    bad = await faithfulness(question, (MARKDOWN_ONE_LINE,), "The Plus plan includes 5 GB of data.")
+    assert bad.label == "unfaithful" and "5 is given for Basic" in bad.explanation, bad.explanation
+    good = await faithfulness(question, (MARKDOWN_ONE_LINE,), "The Plus plan includes 30 GB.")
+    assert good.label == "faithful", good.explanation

@@ -165,3 +165,17 @@ async def test_words_a_page_ran_together_are_read_apart():
     named = "Kids get better grades, says the page (moodBetter grades)."
     r = await faithfulness(named, page, "How does activity help kids?")
     assert r.label == "faithful", r.explanation
+
+
+async def test_words_run_together_are_read_apart_in_any_alphabet():
+    # "estrésMás", "díasEl": the letters where the words meet are not ASCII
+    page = (
+        "Beneficios del ejercicio\nEl ejercicio regular reduce el estrésMás energía durante el"
+        " díaEl sueño mejora en pocos díasEl ánimo también mejora",
+    )
+    question = "¿Qué beneficios tiene el ejercicio?"
+    good = "El ejercicio regular reduce el estrés y da más energía durante el día."
+    r = await faithfulness(good, page, question)
+    assert r.label == "faithful", r.explanation
+    bad = "El ejercicio regular reduce el colesterol y da más fuerza durante el día."
+    assert (await faithfulness(bad, page, question)).label == "unfaithful"

@@ -115,6 +115,20 @@ async def test_yes_no_answers_are_judged_as_the_question_proposition():
     assert no.score is not None and yes.score is not None and no.score > yes.score
 
 
+@pytest.mark.parametrize("denial", ["No, it doesn't.", "No, it does not.", "No, you can't."])
+async def test_a_short_denial_is_the_question_proposition_denied(denial):
+    # past the particle only a pronoun, an auxiliary and "not": nothing of its own to check
+    ctx = ("Prepaid plans: you top up credit in advance. Unused data does not roll over. After"
+           " the allowance, speed drops to 128 kbps.",)  # fmt: skip
+    q = "Does the speed drop after the allowance?" if "can" not in denial else "Can I top up?"
+    against = await judge("faithfulness", query=q, context=ctx, answer=denial)
+    assert against.label == "unfaithful", against.explanation
+    assert "negation differs" in against.explanation
+    right = await judge("faithfulness", query="Does unused data roll over?", context=ctx,
+                        answer=denial.replace("you can't", "it doesn't"))  # fmt: skip
+    assert right.label == "faithful", right.explanation
+
+
 async def test_negation_mismatch_lowers_support():
     ctx = ("The bridge was not damaged during the 2011 earthquake in the city.",)
     ok = await judge(

@@ -25,7 +25,8 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
     :mod:`.binding`) makes the claim contradicted, the conflict named."""
     units: list[binding.Unit] | None = None
     for v in verdicts:
-        if v.get("values_missing") or not any(ch.isdigit() for ch in v["claim"]):
+        valued = any(ch.isdigit() for ch in v["claim"]) or binding.nothing_price(v["claim"])
+        if v.get("values_missing") or not valued:
             continue
         units = binding.context_units(chunks) if units is None else units
         entity = binding.find_conflict(v["claim"], question, units)

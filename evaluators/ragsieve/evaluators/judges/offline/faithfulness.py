@@ -27,10 +27,9 @@ from ragsieve.evaluators.judges.offline.claims import (
 )
 from ragsieve.evaluators.judges.offline.conversation import ASSISTANT_ROLES, asks_back_grounding
 from ragsieve.evaluators.judges.offline.support import (
-    NO,
     SUPPORT_THRESHOLD,
-    YES,
     Context,
+    bare_answer,
     build_context,
     claim_verdict,
     yes_no,
@@ -95,7 +94,7 @@ def _claim_verdicts(
     verdicts = []
     lead_ins = parsed.lead_ins or [""] * len(parsed.claims)
     for claim, lead_in in zip(parsed.claims, lead_ins, strict=True):
-        bare = not [t for t in tokens(claim) if t not in YES | NO and t not in STOPWORDS]
+        bare = bare_answer(claim)
         if polarity is not None and bare:  # "Yes." / "No.": the question's proposition
             verdict = {**claim_verdict(question, ctx, set(), set(), polarity), "claim": claim}
             if polarity is False:
@@ -288,7 +287,7 @@ class FaithfulnessJudge(OfflineJudge):
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
         self.model = shipped_model()
-        self.version = f"offline-16:t{threshold}:{self.model.version}" + (
+        self.version = f"offline-18:t{threshold}:{self.model.version}" + (
             f":{calibration}" if calibration else ""
         )
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+import ragsieve.evaluators.judges.offline.binding.units as units
 from ragsieve.evaluators.judges.offline.text.reading import advice_verb
 from ragsieve.evaluators.judges.offline.text.spelling import (
     acronyms,
@@ -81,6 +82,8 @@ class Context:
     acronyms: frozenset[str] = frozenset()  # initials of the context's multi-word names
     written: frozenset[str] = frozenset()  # the acronyms the context writes ("SSO")
     text: str = ""  # the context's sentences, for the terms an acronym may stand for
+    # the keys of each sentence that states a price of nothing ("at no extra cost", "gratis")
+    nothing: tuple[frozenset[str], ...] = ()
 
 
 def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
@@ -96,6 +99,7 @@ def build_context(chunks: list[tuple[str, str]], *, translate: bool) -> Context:
         acronyms=acronyms(" ".join(c for _, c in chunks)),
         written=written_acronyms(" ".join(c for _, c in chunks)),
         text=" ".join(sents),
+        nothing=tuple(frozenset(units.content_keys(s)) for s in sents if units.nothing_price(s)),
     )
 
 
@@ -208,7 +212,7 @@ def _optional_keys(claim: str) -> set[str]:
 def claim_verdict(
     claim: str, ctx: Context, q_keys: set[str], q_values: set[str], polarity: bool | None
 ) -> dict[str, Any]:
-    optional = _optional_keys(claim)
+    optional = _optional_keys(claim) | units.nothing_keys(claim, q_keys, ctx.nothing)
     said, claim = claim, _CODE.sub(" ", claim) if "`" in claim else claim
 
     def needed(t: str) -> bool:
@@ -282,6 +286,14 @@ def yes_no(answer: str) -> bool | None:
     if not first:
         return None
     return True if first[0] in YES else False if first[0] in NO else None
+
+
+def bare_answer(claim: str) -> bool:
+    """A yes or no with nothing of its own to check: "Yes.", "No, it doesn't.", "No, you
+    cannot.": past the particle only pronouns, auxiliaries and "not" (the question's
+    proposition, with the particle's polarity)."""
+    toks = words(uncontracted(claim))
+    return not [t for t in toks if t not in YES | NO | {"not", "cannot"} and t not in STOPWORDS]
 
 
 @dataclass(frozen=True, slots=True)

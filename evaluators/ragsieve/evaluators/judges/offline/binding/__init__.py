@@ -14,7 +14,12 @@ from ragsieve.evaluators.judges.offline.binding.kind import (
     find_attribute_conflict,
     find_kind_conflict,
 )
-from ragsieve.evaluators.judges.offline.binding.units import Unit, context_units, number_kinds
+from ragsieve.evaluators.judges.offline.binding.units import (
+    Unit,
+    context_units,
+    nothing_price,
+    number_kinds,
+)
 
 __all__ = [
     "Conflict",
@@ -24,5 +29,6 @@ __all__ = [
     "find_attribute_conflict",
     "find_conflict",
     "find_kind_conflict",
+    "nothing_price",
     "number_kinds",
 ]

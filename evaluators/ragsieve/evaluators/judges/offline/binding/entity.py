@@ -109,15 +109,22 @@ def find_conflict(claim: str, question: str, units: list[Unit]) -> Conflict | No
         subject, theirs = found
         if any(all(b not in u.scope for u in theirs) for b in bound):
             continue  # the claim names what the value's units name, and the subject's do not
-        rival = _rival(holding, theirs, mentioned)
+        # the sentence that gives both the value and the subject's own sets them side by side
+        rival = _rival(_near(holding, theirs) + holding, theirs, mentioned)
         if rival is None:
             continue
+        shown_by = _near(theirs, holding) or theirs
         their_values = sorted(
-            {u.raw.get(v, v) for u in theirs for v in u.values if _same(u, v, holding, value)}
+            {u.raw.get(v, v) for u in shown_by for v in u.values if _same(u, v, holding, value)}
         )
         shown = theirs[0].names.get(subject) or subject
         return Conflict(raw, shown, rival, tuple(their_values[:3]))
     return None
+
+
+def _near(units: list[Unit], others: list[Unit]) -> list[Unit]:
+    """The clauses of ``units`` whose sentence also holds a clause of ``others``."""
+    return [u for u in units if u.sentence and any(u.sentence == o.sentence for o in others)]
 
 
 def _same(unit: Unit, v: str, holding: list[Unit], value: str) -> bool:

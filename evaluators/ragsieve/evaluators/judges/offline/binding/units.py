@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ragsieve.evaluators.judges.offline.text.question import NOTHING_PRICE
 from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, key, tokens, values_of
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, sentences
 
@@ -28,6 +29,14 @@ _MONEY_AFTER = re.compile(
 )
 _PCT_AFTER = re.compile(r"^\s*(?:%|percent\b|per cent\b|por ciento\b)", re.IGNORECASE)
 _NEXT_WORD = re.compile(r"^[\s/-]*(?:per\s+|a\s+|an\s+)?([^\W\d_][\w'-]*)")
+# a price of nothing is a value of the money kind, 0: "included at no extra cost", "is free",
+# "sin coste", "es gratis" (:data:`question.NOTHING_PRICE`), or "included" / "incluido" as the
+# predicate of a clause that writes no number ("5 GB are included" counts the gigabytes)
+_INCLUDED = re.compile(
+    r"\b(?:is|are|be|comes|esta|estan|va|van|viene|vienen)\s+(?:\w+\s+)?(?:included|incluid[oa]s?)\b"
+)
+_PREDICATE = re.compile(r"^(?:is|are|it'?s|be|comes?|for|es|son|sale|salen|resulta|esta|estan"
+                        r"|has|have|there'?s|there is|hay)\s+")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +48,7 @@ class Unit:
     names: dict[str, str]  # key -> the word as written, for the names of the unit's scope
     values: dict[str, frozenset[str]]  # canonical value -> its kinds
     raw: dict[str, str] = field(default_factory=dict)  # canonical value -> as written
+    sentence: str = ""  # the sentence a clause is part of ("" for a row or an item)
 
 
 def _kinds(text: str, start: int, end: int, column: str = "") -> frozenset[str]:
@@ -72,14 +82,52 @@ def content_keys(text: str) -> set[str]:
     return {key(t) for t in tokens(text) if t not in STOPWORDS and not t[0].isdigit()}
 
 
+def nothing_price(text: str) -> str:
+    """The price of nothing ``text`` states, as written ("no extra cost", "gratis"), or ""."""
+    folded = fold(text)
+    m = NOTHING_PRICE.search(folded)
+    if m is None and not any(ch.isdigit() for ch in text):
+        m = _INCLUDED.search(folded)
+    if m is None:
+        return ""
+    written = text[m.start() : m.end()] if len(folded) == len(text) else m.group()
+    return _PREDICATE.sub("", written.strip(), count=1) if m.re is not _INCLUDED else "included"
+
+
+def nothing_words(text: str) -> set[str]:
+    """The words of every price of nothing ``text`` states, however the phrases overlap
+    ("is free of charge": "free", "of", "charge")."""
+    folded = fold(text)
+    out: set[str] = set()
+    for start in (m.start() for m in re.finditer(r"\b\w", folded)):
+        m = NOTHING_PRICE.match(folded, start)
+        if m is not None:
+            out.update(tokens(_PREDICATE.sub("", m.group(), count=1)))
+    return out
+
+
+def nothing_keys(claim: str, asked: set[str], stated: tuple[frozenset[str], ...]) -> set[str]:
+    """Keys of the claim's price of nothing, when a context sentence (``stated``: the keys of
+    each that states one) is about the claim's subject or the question's (``asked``: "It costs
+    nothing"): one wording supports another ("free" for "sin coste"); whose price it is, is
+    the binding's check."""
+    nothing = {key(t) for t in nothing_words(claim)}
+    about = (content_keys(claim) | asked) - nothing
+    return nothing if nothing and any(about & keys for keys in stated) else set()
+
+
 def number_kinds(text: str, column: str = "") -> dict[str, tuple[str, frozenset[str]]]:
-    """Each value written in digits in ``text`` -> (as written, its kinds)."""
+    """Each value written in digits in ``text`` -> (as written, its kinds); a price of nothing
+    (:func:`nothing_price`) is 0 of the money kind."""
     out: dict[str, tuple[str, frozenset[str]]] = {}
     for m in NUMBER_PATTERN.finditer(text):
         kinds = _kinds(text, m.start(), m.end(), column)
         for value in values_of(m.group().strip()):
             raw, had = out.get(value, (m.group().strip(), frozenset()))
             out[value] = (raw, had | kinds)
+    nothing = "0" not in out and nothing_price(text)
+    if nothing:
+        out["0"] = (nothing, frozenset({"<money>", *([f"<col:{column}>"] if column else [])}))
     return out
 
 
@@ -108,6 +156,7 @@ def _unit(
     heading: str,
     column_of: list[tuple[str, str]] | None = None,
     before: Unit | None = None,
+    sentence: str = "",
 ) -> Unit:
     """A unit of ``text`` under ``heading``; a clause that names nothing ("and 10 GB of
     storage") is about what the clause ``before`` it in its sentence names."""
@@ -128,7 +177,7 @@ def _unit(
     if before is not None and not _names(text):
         scope |= before.scope
         names = before.names | names
-    return Unit(text, frozenset(scope), names, values, raw)
+    return Unit(text, frozenset(scope), names, values, raw, sentence)
 
 
 def _is_heading(line: str) -> bool:
@@ -151,17 +200,46 @@ def _prose_units(line: str, heading: str) -> list[Unit]:
             clauses = [c for c in _CLAUSE_SPLIT.split(sent) if c.strip()]
         before: Unit | None = None
         for clause in clauses:
-            before = _unit(clause, heading, before=before)
+            before = _unit(clause, heading, before=before, sentence=sent)
             out.append(before)
     return out
+
+
+def _rows(line: str) -> list[str]:
+    """A markdown table run onto one line ("| Plan | Data | |---|---| | Basic | 5 GB |") as its
+    rows, one line each: the rule row says how many cells a row has, and the empty cell of the
+    "| |" between two rows is dropped (a row's first cell names it: it is not empty). Any other
+    line: itself."""
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    rule = [i for i, c in enumerate(cells) if _TABLE_RULE.match(c)]
+    width = len(rule)
+    if width < 2 or rule != list(range(rule[0], rule[0] + width)):
+        return [line]
+    head = cells[: rule[0]]
+    rows = [head[:-1] if head and not head[-1] else head]
+    rest, i = cells[rule[-1] + 1 :], 0
+    while i < len(rest):
+        if not rest[i]:
+            i += 1
+            continue
+        rows.append(rest[i : i + width])
+        i += width
+    if len(rows) < 2 or any(len(r) != width for r in rows):
+        return [line]
+    return ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def _lines(chunk: str) -> list[str]:
     """``chunk``'s lines; a line of several sentences, two or more of them table rows (a chunker
     dropped the breaks: "Plan | Data. Basic | 5 GB. Plus | 30 GB. Prices include VAT."), gives
-    each sentence as a line of its own: a row as a table line, any other sentence as prose."""
+    each sentence as a line of its own: a row as a table line, any other sentence as prose; a
+    markdown table on one line gives its rows (:func:`_rows`)."""
     out: list[str] = []
-    for line in chunk.replace("\r", "").split("\n"):
+    for whole in chunk.replace("\r", "").split("\n"):
+        if whole.count("|") > 2 and len(rows := _rows(whole)) > 1:
+            out.extend(rows)
+            continue
+        line = whole
         parts = sentences(line) if "|" in line else [line]
         if len(parts) < 2 or sum("|" in p for p in parts) < 2:
             out.append(line)
@@ -204,4 +282,13 @@ def context_units(chunks: list[str]) -> list[Unit]:
     return units
 
 
-__all__ = ["Unit", "content_keys", "context_units", "digit_values", "number_kinds"]
+__all__ = [
+    "Unit",
+    "content_keys",
+    "context_units",
+    "digit_values",
+    "nothing_keys",
+    "nothing_price",
+    "nothing_words",
+    "number_kinds",
+]

@@ -168,16 +168,16 @@ def has_type(text: str, kind: str, question: str = "") -> bool:
 # of nothing stated as the predicate ("it is free", "included at no extra cost", "costs
 # nothing", "es gratis", "sin coste", "no cuesta nada"), or a sentence that is only that ("Free.",
 # "No cost.", "None.", "Ninguno."). "A free trial", "feel free to ask", "you are free to cancel",
-# "hands-free" and "none of our plans" state no amount. Read in replies only: a passage's "free
-# text" is not an amount it states
-_NOTHING = re.compile(
+# "hands-free" and "none of our plans" state no amount, nor does a passage's "free text". Binding
+# reads it as a price of nothing in the context as well (``binding.units.nothing_price``)
+NOTHING_PRICE = re.compile(
     r"\b(?:is|are|it'?s|be|comes?|for|es|son|sale|salen|resulta)\s+(?:\w+ly\s+|always\s+"
     r"|completamente\s+|totalmente\s+|siempre\s+)?(?:free|gratis|gratuit[oa]s?)\b"
     r"(?!\s+(?:trial|de|to)\b)|\bfree of charge\b|\bfree to (?:download|use|install|join|try"
     r"|register|sign up)\b|\b(?:at|with|for|has|have|is|there'?s|there is|con|sin|hay)\s+no\s+"
     r"(?:extra\s+|additional\s+)?(?:cost|charge|fee)s?\b|\bcosts? nothing\b"
     r"|\bno (?:cuesta|cuestan|cobra|cobran|cobramos) nada\b|\bsin (?:ningun )?(?:coste|costo"
-    r"|cargo)s?\b|\bno tiene (?:ningun )?(?:coste|costo|cargo)\b"
+    r"|cargo)s?(?: extra| adicional)?\b|\bno tiene (?:ningun )?(?:coste|costo|cargo)\b"
 )
 _NONE = re.compile(
     r"\W*(?:none|zero|nothing|ninguno|ninguna|cero|nada|(?:completely |totally |totalmente )?"
@@ -186,9 +186,9 @@ _NONE = re.compile(
 
 
 def _states_nothing(answer: str) -> bool:
-    """A reply that gives a quantity of nothing (:data:`_NOTHING`, :data:`_NONE`)."""
+    """A reply that gives a quantity of nothing (:data:`NOTHING_PRICE`, :data:`_NONE`)."""
     folded = fold(answer)
-    return bool(_NOTHING.search(folded)) or any(_NONE.fullmatch(s) for s in folded.split("."))
+    return bool(NOTHING_PRICE.search(folded)) or any(_NONE.fullmatch(s) for s in folded.split("."))
 
 
 def answers_type(answer: str, kind: str, question: str = "") -> bool:

@@ -147,15 +147,30 @@ def uncontracted(sent: str) -> str:
 
 
 # a page whose line breaks were lost runs its words together ("Better sleepBetter moodBetter
-# grades"), as camelCase identifiers do ("descriptionField"): a lowercase word directly followed
-# by capitalised ones
-_GLUED = re.compile(r"\b[a-z]{2,}(?:[A-Z][a-z]+)+\b")
+# grades", "estrésMás energía"), as camelCase identifiers do ("descriptionField"): a lowercase
+# word directly followed by capitalised ones, in any alphabet
+_WORD = re.compile(r"(?<!\w)[^\W\d_]{4,}(?!\w)")
+
+
+def _apart(word: str) -> str:
+    """``word`` written apart where a lowercase letter meets a capital one ("díasEl" -> "días
+    El"), when it is a lowercase word and capitalised ones; otherwise ""."""
+    cuts = [i for i in range(1, len(word)) if word[i].isupper() and word[i - 1].islower()]
+    if not cuts:
+        return ""
+    parts = [word[a:b] for a, b in zip([0, *cuts], [*cuts, len(word)], strict=True)]
+    head, tail = parts[0], parts[1:]
+    if len(head) < 2 or not head.islower():
+        return ""
+    if not all(len(p) >= 2 and p[0].isupper() and p[1:].islower() for p in tail):
+        return ""
+    return " ".join(parts)
 
 
 def unglued(sent: str) -> str:
     """``sent`` with each run-together word also written apart ("sleepBetter" -> "sleepBetter
     sleep Better"): its words are found; the word as written stays findable (a name)."""
-    return _GLUED.sub(lambda m: f"{m.group()} {re.sub(r'(?=[A-Z])', ' ', m.group())}", sent)
+    return _WORD.sub(lambda m: f"{m.group()} {_apart(m.group())}".rstrip(), sent)
 
 
 # a negated comparison is a bound, not a denial: "doesn't show more than 1000 rows" says "at
