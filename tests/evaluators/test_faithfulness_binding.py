@@ -111,3 +111,96 @@ def test_without_a_competing_value_for_the_subject_nothing_is_said():
         ]
     )
     assert find_conflict("It allows 600 requests per minute.", "Starter limits?", units) is None
+
+
+CARDS = (
+    "The Silver card comes with travel insurance and airport lounge access. The Silver annual"
+    " fee is 30 EUR, and Silver includes 2 lounge visits per year.",
+    "The Gold card adds car rental cover to Silver. Its annual fee is 90 EUR. Gold has no"
+    " foreign transaction fee.",
+)
+GYM = (
+    "Prices (EUR):\n| Item | Basic | Plus | Premium |\n"
+    "| Membership | 20 | 35 | 60 |\n| Personal trainer session | 40 | 25 | 15 |",
+)
+SPORT_ES = (
+    "Límites por plan (EUR):\n| Concepto | Básico | Plus | Premium |\n"
+    "| Reembolso de fisioterapia | 1.200 | 3.500 | 6.000 |\n"
+    "| Reembolso de material deportivo | 400 | 2.500 | 1.500 |",
+    "Los reembolsos se piden en la app. Los planes cubren también lesiones en competición.",
+)
+
+
+@pytest.mark.parametrize(
+    ("context", "question", "wrong", "right", "named"),
+    [
+        # "Its annual fee is 90 EUR" names no card of its own: it speaks of its chunk's subject
+        (
+            CARDS,
+            "What is the annual fee of the Silver card?",
+            "The Silver card has an annual fee of 90 EUR.",
+            "The Silver card has an annual fee of 30 EUR.",
+            "90 is given for Gold, the claim is about Silver; Silver: 30",
+        ),
+        # a cell belongs to its row and its column: Plus's trainer price is not its membership
+        (
+            GYM,
+            "How much is the Plus membership?",
+            "The Plus membership is 25 EUR.",
+            "The Plus membership is 35 EUR.",
+            "25 is given for Personal trainer session, the claim is about Membership;"
+            " Membership: 35",
+        ),
+        # ... and the Basic column's membership price is not Plus's
+        (
+            GYM,
+            "How much is the Plus membership?",
+            "The Plus membership is 20 EUR.",
+            "The Plus membership is 35 EUR.",
+            "20 is given for Basic, the claim is about Plus; Plus: 35",
+        ),
+        (  # thousands written "1.200"
+            SPORT_ES,
+            "¿Cuál es el reembolso de fisioterapia del plan Plus?",
+            "El plan Plus cubre la fisioterapia hasta 1.200 euros.",
+            "El plan Plus cubre la fisioterapia hasta 3.500 euros.",
+            "1.200 is given for Básico, the claim is about Plus; Plus: 3.500",
+        ),
+    ],
+    ids=["pronoun-subject", "column-table-row", "column-table-column", "column-table-es"],
+)
+async def test_a_value_bound_by_its_chunk_or_its_column_is_flagged_and_named(
+    context, question, wrong, right, named
+):
+    bad = await faithfulness(question, context, wrong)
+    assert bad.label == "unfaithful", bad.explanation
+    assert named in bad.explanation
+    [claim] = bad.metadata["claims"]
+    assert claim["contradiction"] and claim["value_conflict"]["value"] in wrong
+    good = await faithfulness(question, context, right)
+    assert good.label == "faithful", good.explanation
+    assert not any(c.get("value_conflict") for c in good.metadata["claims"])
+
+
+def test_a_sentence_that_names_its_own_entity_keeps_it():
+    # "Gold has no foreign transaction fee" and "Its annual fee" belong to Gold; Silver's own
+    # sentence does not take Gold's chunk subject
+    units = context_units(list(CARDS))
+    gold = [u for u in units if "90" in u.values]
+    assert [sorted(k for k in u.names if k[0] != "<") for u in gold] == [["gold"]]
+    silver = [u for u in units if "30" in u.values]
+    assert all("gold" not in u.scope for u in silver)
+
+
+async def test_a_cell_that_meets_the_claims_entity_and_attribute_supports_it():
+    # the header writes "Premium" lines above the row: the cell is where the claim's plan and
+    # its attribute meet, so its words are read together there
+    r = await faithfulness(
+        "¿Cuál es el reembolso de fisioterapia del plan Premium?",
+        SPORT_ES,
+        "El plan Premium cubre fisioterapia hasta 6.000 euros.",
+    )
+    assert r.label == "faithful", r.explanation
+    [claim] = r.metadata["claims"]
+    assert claim["supported"]
+    assert claim["reason"] == "found in a table cell (Reembolso de fisioterapia, Premium: 6.000)"

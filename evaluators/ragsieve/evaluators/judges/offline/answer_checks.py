@@ -11,7 +11,11 @@ import re
 from typing import Any
 
 import ragsieve.evaluators.judges.offline.binding as binding
-from ragsieve.evaluators.judges.offline.support import BROKEN_SPAN_SUPPORT, VALUE_MISSING_SUPPORT
+from ragsieve.evaluators.judges.offline.support import (
+    BROKEN_SPAN_SUPPORT,
+    SUPPORT_THRESHOLD,
+    VALUE_MISSING_SUPPORT,
+)
 from ragsieve.evaluators.judges.offline.support_model import SHORT_CLAIMS
 from ragsieve.evaluators.judges.offline.text.choice import check_choice, check_restriction
 from ragsieve.evaluators.judges.offline.text.compare import check_comparison
@@ -36,7 +40,9 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
             context = "\n\n".join(chunks)
             kind = binding.find_kind_conflict(v["claim"], question, units, context)
             kind = kind or binding.find_attribute_conflict(v["claim"], question, units, context)
+            kind = kind or binding.find_clause_conflict(v["claim"], question, units, context)
             if kind is None:
+                _mark_bound_cell(v, question, units)
                 continue
             key = "given_as" if kind.as_kind else "given_for"
             reason, found = kind.reason, {"value": kind.value, key: kind.given}
@@ -44,6 +50,23 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
         v["contradiction"] = True
         v["value_conflict"] = found
         _lead_with(v, reason)
+
+
+def _mark_bound_cell(verdict: dict[str, Any], question: str, units: list[binding.Unit]) -> None:
+    """A claim whose every word the context holds, and whose value a table cell gives for the
+    claim's entity and attribute (:func:`.binding.bound_cell`), is supported there: the cell's
+    row and column hold its words together, however far apart the table writes them."""
+    if (
+        verdict["support"] >= SUPPORT_THRESHOLD
+        or verdict.get("novel")
+        or verdict["reason"] != ("content words found in the context")
+    ):
+        return
+    cell = binding.bound_cell(verdict["claim"], question, units)
+    if cell is not None:
+        verdict["support"] = SUPPORT_THRESHOLD
+        verdict["together"] = 1.0
+        verdict["reason"] = f"found in a table cell ({cell})"
 
 
 def _lead_with(verdict: dict[str, Any], reason: str) -> None:

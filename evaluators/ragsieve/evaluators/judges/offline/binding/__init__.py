@@ -1,17 +1,20 @@
 """Values bound to what they belong to: the entity and the kind the context gives a value for.
 
 Takes the context's chunks and a claim; gives the conflicts a person would name. The context is
-read in *units* (:mod:`.units`: a clause, a table row under its header, a list item, each with
-its heading). A claim's number is supported only where a unit gives it for the same entity
-(:mod:`.entity`: not the Pro plan's limit for the Starter plan) and as the same kind
-(:mod:`.kind`: not 15 minutes for 15 business days). Conservative: each conflict needs the
+read in *units* (:mod:`.units`: a clause, a table cell under its row and column, a list item,
+each with its heading; a sentence that names nothing, with its chunk's subject). A claim's
+number is supported only where a unit gives it for the same entity (:mod:`.entity`: not the Pro
+plan's limit for the Starter plan) and as the same kind (:mod:`.kind`: not 15 minutes for 15
+business days, nor the 30 days of another clause); a table cell where the claim's entity and
+attribute meet supports it (:func:`.entity.bound_cell`). Conservative: each conflict needs the
 context to give the claim's subject or kind another value; otherwise nothing is said.
 """
 
-from ragsieve.evaluators.judges.offline.binding.entity import Conflict, find_conflict
+from ragsieve.evaluators.judges.offline.binding.entity import Conflict, bound_cell, find_conflict
 from ragsieve.evaluators.judges.offline.binding.kind import (
     KindConflict,
     find_attribute_conflict,
+    find_clause_conflict,
     find_kind_conflict,
 )
 from ragsieve.evaluators.judges.offline.binding.units import (
@@ -25,8 +28,10 @@ __all__ = [
     "Conflict",
     "KindConflict",
     "Unit",
+    "bound_cell",
     "context_units",
     "find_attribute_conflict",
+    "find_clause_conflict",
     "find_conflict",
     "find_kind_conflict",
     "nothing_price",

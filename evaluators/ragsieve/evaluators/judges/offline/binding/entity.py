@@ -21,7 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ragsieve.evaluators.judges.offline.binding.units import Unit, digit_values, number_kinds
+from ragsieve.evaluators.judges.offline.binding.units import (
+    Unit,
+    content_keys,
+    digit_values,
+    number_kinds,
+)
 from ragsieve.evaluators.judges.offline.text.terms import key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS
 
@@ -95,8 +100,11 @@ def find_conflict(claim: str, question: str, units: list[Unit]) -> Conflict | No
         if not holding:
             continue  # a value the context never states: the value check's business
         if kinds:  # a value binds only where it counts what the claim's does ("30 GB" is not
-            # the "30 days" the subject's own sentence gives)
-            holding = [u for u in holding if kinds & u.values[value]]
+            # the "30 days" the subject's own sentence gives); a bare table cell counts what
+            # its row, its column or the table's heading says ("(EUR)")
+            holding = [
+                u for u in holding if kinds & (u.scope if _cell(u, value) else u.values[value])
+            ]
         if not holding:
             continue  # the context gives it as another kind only: the kind check's business
         from_claim = _candidates(claim, names)
@@ -122,6 +130,41 @@ def find_conflict(claim: str, question: str, units: list[Unit]) -> Conflict | No
     return None
 
 
+def bound_cell(claim: str, question: str, units: list[Unit]) -> str | None:
+    """The table cell that gives a value of ``claim`` for the claim's entity and attribute, as
+    "row label, column header: value", or None: the claim's value is the cell's, its row label
+    and its column header each share a word with the claim (or, for a subject the claim
+    elides, the question), and every name the claim shares with the context is the cell's.
+    A table writes a cell's two halves apart (the header lines above the row): the cell is
+    where they meet."""
+    names = _context_names(units)
+    asked = content_keys(f"{claim} {question}")
+    mine = set(_candidates(claim, names))
+    for value, (_raw, kinds) in number_kinds(claim).items():
+        for u in units:
+            if value not in u.values or not _cell(u, value) or kinds and not kinds & u.scope:
+                continue
+            row, column = _row_and_column(u, value)
+            if asked & row and asked & column and mine <= u.scope:
+                header = next((u.names[k] for k in column if k in u.names), "")
+                return f"{u.text.split(' ; ')[0]}, {header}: {u.raw.get(value, value)}"
+    return None
+
+
+def _row_and_column(unit: Unit, value: str) -> tuple[set[str], set[str]]:
+    """The keys of the words of the row label and the column header of ``unit``'s cell."""
+    marks = unit.values[value]
+    row = {k for m in marks if m.startswith("<row:") for k in content_keys(m[5:-1])}
+    column = {k for m in marks if m.startswith("<col:") for k in content_keys(m[5:-1])}
+    return row, column
+
+
+def _cell(unit: Unit, value: str) -> bool:
+    """Only a table cell's row and column say what ``value`` counts in ``unit``."""
+    kinds = unit.values[value]
+    return bool(kinds) and all(k.startswith(("<col:", "<row:")) for k in kinds)
+
+
 def _near(units: list[Unit], others: list[Unit]) -> list[Unit]:
     """The clauses of ``units`` whose sentence also holds a clause of ``others``."""
     return [u for u in units if u.sentence and any(u.sentence == o.sentence for o in others)]
@@ -143,4 +186,4 @@ def _rival(holding: list[Unit], theirs: list[Unit], mentioned: set[str]) -> str 
     return None
 
 
-__all__ = ["Conflict", "find_conflict"]
+__all__ = ["Conflict", "bound_cell", "find_conflict"]

@@ -14,6 +14,11 @@ is in conflict with its kind when:
   dimension and the context only in another unit of it (15 days where it says 15 minutes:
   another duration, whatever it is about).
 
+A number is bound to the words around it too (:func:`find_clause_conflict`): given as the
+claim's kind only in clauses that share none of the claim's words, while a clause sharing most
+of them gives another amount ("report a burglary to the police within 30 days" where 30 days is
+when theft cover starts and the police must hear within 30 hours).
+
 Conservative by construction: a number the context also gives bare (a table cell among them: its
 kind is its column, which the entity rule reads), in words or as a year, or a kind the context
 never gives with another number for the claim's attribute, says nothing here; the other checks
@@ -205,6 +210,56 @@ def find_attribute_conflict(
     return None
 
 
+def find_clause_conflict(
+    claim: str, question: str, units: list[Unit], context: str
+) -> KindConflict | None:
+    """The claim's one number, given as the claim's kind only in clauses that share none of the
+    claim's words, while a clause that shares most of them gives that quantity another amount
+    ("You must report a burglary to the police within 30 days": 30 days only in "theft cover
+    starts 30 days after the policy start date", and "a burglary must be reported to the
+    police within 30 hours"), or None.
+
+    The words a claim wraps around its number say what the number is about; a number found
+    only where none of them are, beside a clause about them that gives another amount, is the
+    other clause's number moved, however the kinds compare. A clause that shares a word of the
+    claim may be a paraphrase of it: nothing is said then."""
+    claimed = _kinds_of(claim)
+    if len(claimed) != 1:
+        return None
+    [(value, (kinds, shown))] = claimed.items()
+    if "" in kinds or value in digit_values(question) or value in _skipped(context):
+        return None
+    content = content_keys(claim) - kinds
+    per_unit = [(u, _kinds_of(u.text)) for u in units]
+    holding = [u for u, ks in per_unit if value in ks and _same_kind(ks[value][0], kinds)]
+    if len(content) < 2 or not holding or any(content & content_keys(u.text) for u in holding):
+        return None
+    by_share = sorted(per_unit, key=lambda uk: -len(content & content_keys(uk[0].text)))
+    for rival, ks in by_share:  # the clause about most of the claim first
+        shared = content & content_keys(rival.text)
+        amounts = [
+            rival.raw.get(v, v) + " " + s for v, (k, s) in ks.items() if _amount(v, k, value, kinds)
+        ]
+        if 2 * len(shared) > len(content) and amounts:
+            given = _written(holding[0].text, content | kinds)
+            said = _written(claim, set(), shared)
+            return KindConflict(
+                f"{_claim_raw(claim, value)} {shown}", given, said, tuple(amounts[:3]), False
+            )
+    return None
+
+
+def _amount(v: str, kinds: set[str], value: str, claimed: set[str]) -> bool:
+    """``v`` counted as ``kinds`` is another amount of the quantity ``value`` counted as
+    ``claimed`` is: another number of the same kind, or a number of another unit of its
+    dimension (30 hours beside 30 days)."""
+    if "" in kinds:
+        return False
+    if _same_kind(kinds, claimed):
+        return v != value
+    return _other_unit(claimed, [kinds])
+
+
 def _skipped(context: str) -> set[str]:
     """Values the context also writes in words or bare: nothing binds them."""
     in_words = {
@@ -233,4 +288,9 @@ def _claim_raw(claim: str, value: str) -> str:
     return value
 
 
-__all__ = ["KindConflict", "find_attribute_conflict", "find_kind_conflict"]
+__all__ = [
+    "KindConflict",
+    "find_attribute_conflict",
+    "find_clause_conflict",
+    "find_kind_conflict",
+]

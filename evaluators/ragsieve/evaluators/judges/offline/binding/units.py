@@ -1,14 +1,17 @@
 """The context read in units, the places that bind a value to what it belongs to.
 
-A unit is a clause of a sentence, a table row (under its header) or a list item, each with the
-heading it sits under. A value's *kind* is what it counts: the word after it ("requests", a
-unit, "month"), a currency, a percent, a table column, or for a year what its clause does.
+A unit is a clause of a sentence, a table cell (under its row's label and its column's header)
+or a list item, each with the heading it sits under. A sentence that names no entity of its own
+("Its deductible is 1,000 EUR per claim.") is about what its chunk is about: the subject the
+chunk's first sentence names. A value's *kind* is what it counts: the word after it
+("requests", a unit, "month"), a currency, a percent, a table cell's row and column, or for a
+year what its clause does.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ragsieve.evaluators.judges.offline.text.question import NOTHING_PRICE
 from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, key, tokens, values_of
@@ -180,6 +183,32 @@ def _unit(
     return Unit(text, frozenset(scope), names, values, raw, sentence)
 
 
+def _row_units(cells: list[str], header: list[str], heading: str) -> list[Unit]:
+    """A table row's units: one a cell that holds a value, bound to both the row's label (its
+    first cell) and its column's header, and counting what either says (a column of plans and
+    a row of limits: the Plus column's theft limit is neither Plus's water limit nor Basic's
+    theft limit); a row without a value is one unit."""
+    text = " ; ".join(cells)
+    label = cells[0] if cells else ""
+    out: list[Unit] = []
+    for i, cell in enumerate(cells):
+        column = header[i] if i < len(header) else ""
+        if not number_kinds(cell):
+            continue
+        unit = _unit(text, heading, [(cell, fold(column))])
+        names = _names(heading, heading=True) | _names(cell)
+        for part in (label, column):
+            names |= {k: part.strip() for k in _keys(part) if k[:1] != "<"}
+        row = f"<row:{fold(label)}>"
+        values = {v: ks | {row} for v, ks in unit.values.items()}
+        out.append(replace(unit, scope=unit.scope | _keys(column), names=names, values=values))
+    return out or [_unit(text, heading, [(c, "") for c in cells])]
+
+
+def _keys(text: str) -> frozenset[str]:
+    return frozenset(key(t) for t in tokens(text) if t not in STOPWORDS and not t[0].isdigit())
+
+
 def _is_heading(line: str) -> bool:
     text = line.strip().lstrip("#").strip()
     n = len(text.split())
@@ -253,32 +282,71 @@ def context_units(chunks: list[str]) -> list[Unit]:
     under the heading it sits below in its chunk."""
     units: list[Unit] = []
     for chunk in chunks:
-        heading, header = "", None
-        for line in _lines(chunk):
-            if not line.strip() or _TABLE_RULE.match(line):
+        units.extend(_about(_chunk_units(chunk)))
+        if len(units) >= MAX_UNITS:
+            return units[:MAX_UNITS]
+    return units
+
+
+def _subject(sentence: str) -> dict[str, str]:
+    """The subject a sentence names: its first name, with the capitalised words that run on
+    from it ("The Basic policy covers ...": Basic; "Alice Moreno joined ...": Alice Moreno)."""
+    names = _names(sentence)
+    if not names:
+        return {}
+    first = next(iter(names.values()))
+    run = re.search(rf"(?<![\w]){re.escape(first)}(?:\s+[A-Z][\w'’-]*)*", sentence)
+    words = run.group().split() if run else [first]
+    return {k: w for k, w in names.items() if w in words}
+
+
+def _about(units: list[Unit]) -> list[Unit]:
+    """A sentence that names no entity of its own ("Its deductible is 1,000 EUR per claim.")
+    speaks of what its chunk is about: the subject the chunk's first sentence names (a chunk
+    under a heading already gives each unit the heading's names)."""
+    first = next((u for u in units if u.sentence), None)
+    topic = _subject(first.sentence) if first is not None else {}
+    if not topic:
+        return units
+    keys = frozenset(topic)
+    return [
+        replace(u, names=u.names | topic, scope=u.scope | keys) if _nameless(u) else u
+        for u in units
+    ]
+
+
+def _nameless(unit: Unit) -> bool:
+    """A clause of a sentence that names nothing (a currency, a unit or a month is no entity:
+    "EUR", "Apr"), under no heading that does."""
+    return bool(unit.sentence) and all(k[:1] == "<" for k in (*unit.names, *_names(unit.sentence)))
+
+
+def _chunk_units(chunk: str) -> list[Unit]:
+    """One chunk's units (:func:`context_units`)."""
+    units: list[Unit] = []
+    heading, header = "", None
+    for line in _lines(chunk):
+        if not line.strip() or _TABLE_RULE.match(line):
+            continue
+        if line.count("|") >= 2:
+            cells = _cells(line)
+            if header is None:
+                header = cells
                 continue
-            if line.count("|") >= 2:
-                cells = _cells(line)
-                if header is None:
-                    header = cells
-                    continue
-                cols = [
-                    (c, fold(header[i]) if i < len(header) else "") for i, c in enumerate(cells)
-                ]
-                units.append(_unit(" ; ".join(cells), heading, cols))
-                continue
-            header = None
-            stripped = re.sub(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+", "", line)
-            if _is_heading(stripped):
-                heading = stripped.strip().lstrip("#").rstrip(":").strip()
-                continue
-            label = _LABEL.match(stripped)  # "- Team: $29 per month": the item's name
-            if label:
-                units.extend(_prose_units(stripped[label.end() :], label.group(1)))
-            else:
-                units.extend(_prose_units(stripped, heading))
-            if len(units) >= MAX_UNITS:
-                return units[:MAX_UNITS]
+            units.extend(_row_units(cells, header, heading))
+            continue
+        header = None
+        stripped = re.sub(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+", "", line)
+        if _is_heading(stripped):
+            heading = stripped.strip().lstrip("#").rstrip(":").strip()
+            continue
+        label = _LABEL.match(stripped)  # "- Team: $29 per month": the item's name
+        if label:
+            units.extend(_prose_units(stripped[label.end() :], label.group(1)))
+        else:
+            units.extend(_prose_units(stripped, heading))
+        if len(units) >= MAX_UNITS:
+            break
     return units
 
 
