@@ -327,3 +327,28 @@ async def test_negation_is_compared_clause_with_clause():
     assert r.label == "faithful", r.explanation
     r = await faithfulness(q, down, "A 20 percent down payment is not usual.")
     assert r.label != "faithful", r.explanation
+
+
+@pytest.mark.parametrize(
+    ("context", "answer", "label"),
+    [
+        (
+            "Los socios tienen un descuento del 15 % en las clases.",
+            "Los socios tienen un 15 por ciento de descuento en las clases.",
+            "faithful",
+        ),
+        (
+            "Members get a 15% discount on classes.",
+            "Members get 15 per cent off classes.",
+            "faithful",
+        ),
+        (
+            "Los socios tienen un descuento del 15 % en las clases.",
+            "Los socios tienen un 20 por ciento de descuento en las clases.",
+            "unfaithful",
+        ),
+    ],
+)
+async def test_per_cent_in_words_is_the_percent_sign(context, answer, label):
+    r = await faithfulness("¿Qué descuento tienen los socios?", (context,), answer)
+    assert r.label == label, r.explanation

@@ -41,6 +41,7 @@ _ENGLISH_HINTS = frozenset(
 )
 
 _WORD_RE = re.compile(r"\w+(?:[.,]\d+)*", re.UNICODE)
+_PER_CENT = re.compile(r"\b(?:por ciento|per cent)\b")  # read as "%" is
 _NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
 # a full stop after a lone letter is an initial or an abbreviation ("Y. pestis", "J. R. R.")
 _SENT_RE = re.compile(r"(?<=[.!?;])(?<!\b\w\.)\s+|\n+|(?<=[a-z0-9)\]'\"])\.(?=[A-Z][a-z])")
@@ -61,9 +62,9 @@ def fold(text: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Folded word tokens; digit groups keep their separators ('2,121' -> '2121')."""
+    """Folded word tokens: '2,121' -> '2121', 'por ciento' / 'per cent' -> 'percent' (as '%')."""
     out = []
-    for tok in _WORD_RE.findall(fold(text)):
+    for tok in _WORD_RE.findall(_PER_CENT.sub("percent", fold(text))):
         if tok[0].isdigit():
             tok = tok.replace(",", "")
         out.append(tok)
