@@ -157,7 +157,7 @@ SHOP_POLICIES = (
             "How long do I have to return an item?",
             "You can return an item within 30 days of delivery and get a full refund.",
             "You can return an item within 14 days of delivery and get a full refund.",
-            "30 days is given for Loyalty points, the claim gives it for return item;"
+            "30 days is given for points expire, the claim gives it for return item;"
             " return item: 14 days",
         ),
         # 24 days only where statements are sent; the clause about reporting says 24 hours

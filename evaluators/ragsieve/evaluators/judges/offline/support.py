@@ -291,9 +291,13 @@ def yes_no(answer: str) -> bool | None:
 def bare_answer(claim: str) -> bool:
     """A yes or no with nothing of its own to check: "Yes.", "No, it doesn't.", "No, you
     cannot.": past the particle only pronouns, auxiliaries and "not" (the question's
-    proposition, with the particle's polarity)."""
+    proposition, with the particle's polarity; "No, no lo hace." too). A yes that a "not"
+    follows ("Yes, it doesn't.") says both: it is no bare answer."""
     toks = words(uncontracted(claim))
-    return not [t for t in toks if t not in YES | NO | {"not", "cannot"} and t not in STOPWORDS]
+    if toks[:1] and toks[0] in YES and {"not", "cannot", "no"} & set(toks[1:]):
+        return False
+    rest = YES | NO | {"not", "cannot", "hace", "hacen"}
+    return not [t for t in toks if t not in rest and t not in STOPWORDS]
 
 
 @dataclass(frozen=True, slots=True)
