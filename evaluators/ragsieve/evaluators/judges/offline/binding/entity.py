@@ -8,7 +8,11 @@ is in conflict when:
 - the subject the claim gives it for (a name the context uses, taken from the claim or, when
   the claim elides it as in "It allows ...", from the question) is in no unit that holds the
   value;
-- a unit that names the subject gives another value of the same kind (Starter: 120);
+- a unit that names the subject gives another value where the claim's would stand
+  (:func:`_competes`: of the same kind; a table cell in the value's column under the subject's
+  row or in its row under the subject's column; a sentence holding the words that bind the
+  claim's value, naming the subject itself, not within a longer name: Starter: 120), a value
+  the claim does not state too;
 - the units that hold the value name a rival the claim and the question never mention (Pro);
 - and every other name the claim shares with the value's units is shared with the subject's
   units too ("plan"), so it binds nothing.
@@ -19,6 +23,7 @@ without a rival, nothing is said.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ragsieve.evaluators.judges.offline.binding.units import (
@@ -29,6 +34,8 @@ from ragsieve.evaluators.judges.offline.binding.units import (
 )
 from ragsieve.evaluators.judges.offline.text.terms import key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS
+
+_RUN = re.compile(r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")  # capitalised words written as one name
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +121,7 @@ def _competes(
             if any(_aligned(h, value, u, v, s in row, s in column) for h in holding):
                 return True
         elif _plain(ks) & kinds and (
-            claim.attribute & u.scope if claim.attribute else kinds <= _plain(ks)
+            claim.attribute & _words(u) if claim.attribute else kinds <= _plain(ks)
         ):
             return True
     return False
@@ -133,10 +140,12 @@ def _aligned(h: Unit, value: str, u: Unit, v: str, by_row: bool, by_column: bool
 
 def _longer(u: Unit, s: str, holding: list[Unit], claim: _Claim, units: list[Unit]) -> bool:
     """``u`` names ``s`` within a longer name of another entity ("Home Plus" beside "the
-    Home policy"): with a name the claim and the question never mention, the value's units do
-    not name, and the context leaves out elsewhere where it names ``s``."""
+    Home policy"): written with ``s`` as one run of capitalised words, a name the claim and
+    the question never mention, the value's units do not name, and the context leaves out
+    elsewhere where it names ``s``."""
     held = {k for h in holding for k in h.names}
-    others = [k for k in u.names if k[:1] != "<" and k != s]
+    runs = [{key(t) for t in tokens(m.group())} for m in _RUN.finditer(u.text)]
+    others = {k for run in runs if s in run for k in run if k in u.names and k != s}
     apart = {k for k in others if any(s in w.names and k not in w.names for w in units)}
     return any(k not in claim.mentioned and k not in held for k in apart)
 
@@ -179,7 +188,7 @@ def find_conflict(claim: str, question: str, units: list[Unit]) -> Conflict | No
             ]
         if not holding:
             continue  # the context gives it as another kind only: the kind check's business
-        held = frozenset().union(*(u.scope for u in holding))
+        held = set().union(*(_words(u) for u in holding))
         about = _Claim(
             keys, set(claimed), mentioned, {k for k in keys & held - names if k[:1] != "<"}
         )
@@ -256,6 +265,12 @@ def _facing(holding: list[Unit], value: str, theirs: list[Unit], s: str) -> list
         return False
 
     return sorted(holding, key=lambda h: not faces(h))
+
+
+def _words(unit: Unit) -> set[str]:
+    """The keys of a unit's scope and of its whole sentence (a clause says what its sentence
+    is about: "... costs 6 EUR on Plus and is free on Pro")."""
+    return set(unit.scope) | content_keys(unit.sentence)
 
 
 def _in_table(unit: Unit, value: str) -> bool:

@@ -207,8 +207,10 @@ def _row_units(cells: list[str], header: list[str], heading: str) -> list[Unit]:
             continue
         unit = _unit(text, heading, [(cell, fold(column))])
         names = _names(heading, heading=True) | _names(cell)
-        for part in (label, column):
-            names |= {k: part.strip() for k in content_keys(part) if k[:1] != "<"}
+        names |= {k: label.strip() for k in content_keys(label) if k[:1] != "<"}
+        # a column header names as a heading does: its capitalised words ("Plus", not the
+        # "extra" of "1 GB extra")
+        names |= {k: column.strip() for k in _names(column, heading=True) if k[:1] != "<"}
         row = f"<row:{fold(label)}>"
         values = {v: ks | {row} for v, ks in unit.values.items()}
         scope = unit.scope | content_keys(column)
