@@ -13,7 +13,7 @@ from ragsieve.evaluators.judges.offline.binding import (
     find_clause_conflict,
     nothing_price,
 )
-from ragsieve.evaluators.judges.offline.support import bare_answer
+from ragsieve.evaluators.judges.offline.support import bare_answer, yes_no
 
 PLAN_TABLE = (
     "| Plan | Price | Data |\n|---|---|---|\n| Basic | 10 EUR | 5 GB |\n| Plus | 20 EUR | 50 GB |",
@@ -188,7 +188,18 @@ def test_not_included_is_no_price_of_nothing():
     assert nothing_price("Roaming is included in the Pro plan.") == "included"
 
 
-def test_a_yes_with_a_not_is_no_bare_answer_and_a_spanish_no_is():
-    assert not bare_answer("Yes, it doesn't.")
-    assert bare_answer("No, no lo hace.")
-    assert bare_answer("No, it doesn't.")
+async def test_a_yes_with_a_not_says_no_and_a_spanish_no_is_bare():
+    # "Yes, it doesn't." was read as yes: its words say no
+    assert yes_no("Yes, it doesn't.") is False and yes_no("Yes, it does.") is True
+    assert bare_answer("No, no lo hace.") and bare_answer("No, it doesn't.")
+    q = "Does the Basic plan include roaming?"
+    said_no = await faithfulness(
+        q, ("The Basic plan does not include roaming.",), "Yes, it doesn't."
+    )
+    assert said_no.label == "faithful", said_no.explanation
+    said_yes = await faithfulness(q, ("The Basic plan includes roaming.",), "Yes, it doesn't.")
+    assert said_yes.label == "unfaithful", said_yes.explanation
+    es = await faithfulness(
+        "¿El plan Basic incluye roaming?", ("El plan Basic no incluye roaming.",), "No, no lo hace."
+    )
+    assert es.label == "faithful", es.explanation
