@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from judged import faithfulness
+from judged import assert_flagged_and_named, faithfulness
 
 from ragsieve.evaluators.judges.offline.binding import context_units, find_conflict
 
@@ -63,14 +63,7 @@ PEOPLE = (
 async def test_a_value_given_for_another_entity_is_flagged_and_named(
     context, question, wrong, right, named
 ):
-    bad = await faithfulness(question, context, wrong)
-    assert bad.label == "unfaithful"
-    assert named in bad.explanation
-    [claim] = bad.metadata["claims"]
-    assert claim["contradiction"] and claim["value_conflict"]["value"] in wrong
-    good = await faithfulness(question, context, right)
-    assert good.label == "faithful", good.explanation
-    assert not any(c.get("value_conflict") for c in good.metadata["claims"])
+    await assert_flagged_and_named(question, context, wrong, right, named)
 
 
 async def test_a_claim_that_names_the_other_entity_is_bound_to_it():
@@ -172,14 +165,7 @@ SPORT_ES = (
 async def test_a_value_bound_by_its_chunk_or_its_column_is_flagged_and_named(
     context, question, wrong, right, named
 ):
-    bad = await faithfulness(question, context, wrong)
-    assert bad.label == "unfaithful", bad.explanation
-    assert named in bad.explanation
-    [claim] = bad.metadata["claims"]
-    assert claim["contradiction"] and claim["value_conflict"]["value"] in wrong
-    good = await faithfulness(question, context, right)
-    assert good.label == "faithful", good.explanation
-    assert not any(c.get("value_conflict") for c in good.metadata["claims"])
+    await assert_flagged_and_named(question, context, wrong, right, named)
 
 
 def test_a_sentence_that_names_its_own_entity_keeps_it():

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from judged import faithfulness
+from judged import assert_flagged_and_named, faithfulness
 
 from ragsieve.evaluators.judges.offline.binding import (
     context_units,
@@ -50,14 +50,7 @@ TABLE = (
 async def test_a_number_the_context_gives_only_as_another_kind_is_flagged_and_named(
     context, question, wrong, right, named
 ):
-    bad = await faithfulness(question, context, wrong)
-    assert bad.label == "unfaithful"
-    assert named in bad.explanation
-    [claim] = bad.metadata["claims"]
-    assert claim["contradiction"] and claim["value_conflict"]["value"] in wrong
-    good = await faithfulness(question, context, right)
-    assert good.label == "faithful", good.explanation
-    assert not any(c.get("value_conflict") for c in good.metadata["claims"])
+    await assert_flagged_and_named(question, context, wrong, right, named)
 
 
 @pytest.mark.parametrize(
@@ -157,7 +150,7 @@ SHOP_POLICIES = (
             "How long do I have to return an item?",
             "You can return an item within 30 days of delivery and get a full refund.",
             "You can return an item within 14 days of delivery and get a full refund.",
-            "30 days is given for Loyalty points, the claim gives it for return item;"
+            "30 days is given for points expire, the claim gives it for return item;"
             " return item: 14 days",
         ),
         # 24 days only where statements are sent; the clause about reporting says 24 hours
@@ -174,14 +167,7 @@ SHOP_POLICIES = (
 async def test_a_number_moved_from_a_clause_about_something_else_is_flagged_and_named(
     question, wrong, right, named
 ):
-    bad = await faithfulness(question, SHOP_POLICIES, wrong)
-    assert bad.label == "unfaithful", bad.explanation
-    assert named in bad.explanation
-    [claim] = bad.metadata["claims"]
-    assert claim["contradiction"] and claim["value_conflict"]["value"] in wrong
-    good = await faithfulness(question, SHOP_POLICIES, right)
-    assert good.label == "faithful", good.explanation
-    assert not any(c.get("value_conflict") for c in good.metadata["claims"])
+    await assert_flagged_and_named(question, SHOP_POLICIES, wrong, right, named)
 
 
 @pytest.mark.parametrize(

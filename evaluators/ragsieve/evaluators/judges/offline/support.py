@@ -281,19 +281,23 @@ def _closest_sentence(claim: str, ctx: Context) -> tuple[float, int]:
 
 
 def yes_no(answer: str) -> bool | None:
-    """True for an answer that opens with yes, False for no, None otherwise."""
-    first = words(answer[:40])[:1]
-    if not first:
+    """True for an answer that opens with yes, False for no, None otherwise; a yes that a "not"
+    follows in its bare words ("Yes, it doesn't.") says what its words say: no."""
+    toks = words(uncontracted(answer[:40]))
+    if not toks:
         return None
-    return True if first[0] in YES else False if first[0] in NO else None
+    if toks[0] in YES and bare_answer(answer) and {"not", "cannot", "no"} & set(toks[1:]):
+        return False
+    return True if toks[0] in YES else False if toks[0] in NO else None
 
 
 def bare_answer(claim: str) -> bool:
     """A yes or no with nothing of its own to check: "Yes.", "No, it doesn't.", "No, you
-    cannot.": past the particle only pronouns, auxiliaries and "not" (the question's
-    proposition, with the particle's polarity)."""
+    cannot.", "No, no lo hace.": past the particle only pronouns, auxiliaries and "not" (the
+    question's proposition, with the polarity :func:`yes_no` reads)."""
     toks = words(uncontracted(claim))
-    return not [t for t in toks if t not in YES | NO | {"not", "cannot"} and t not in STOPWORDS]
+    rest = YES | NO | {"not", "cannot", "hace", "hacen"}
+    return not [t for t in toks if t not in rest and t not in STOPWORDS]
 
 
 @dataclass(frozen=True, slots=True)

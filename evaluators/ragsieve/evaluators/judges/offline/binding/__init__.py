@@ -2,7 +2,8 @@
 
 Takes the context's chunks and a claim; gives the conflicts a person would name. The context is
 read in *units* (:mod:`.units`: a clause, a table cell under its row and column, a list item,
-each with its heading; a sentence that names nothing, with its chunk's subject). A claim's
+each with its heading; a nameless sentence that opens with a pronoun, with the
+subject of the nearest sentence before it that names one). A claim's
 number is supported only where a unit gives it for the same entity (:mod:`.entity`: not the Pro
 plan's limit for the Starter plan) and as the same kind (:mod:`.kind`: not 15 minutes for 15
 business days, nor the 30 days of another clause); a table cell where the claim's entity and

@@ -214,49 +214,92 @@ def find_clause_conflict(
     claim: str, question: str, units: list[Unit], context: str
 ) -> KindConflict | None:
     """The claim's one number, given as the claim's kind only in clauses that share none of the
-    claim's words, while a clause that shares most of them gives that quantity another amount
-    ("You must report a burglary to the police within 30 days": 30 days only in "theft cover
-    starts 30 days after the policy start date", and "a burglary must be reported to the
-    police within 30 hours"), or None.
+    claim's words, while a clause that shares most of them, and the word the number depends on,
+    gives that quantity another amount ("You must report a burglary to the police within 30
+    days": 30 days only in "theft cover starts 30 days after the policy start date", and "a
+    burglary must be reported to the police within 30 hours"), or None.
 
     The words a claim wraps around its number say what the number is about; a number found
-    only where none of them are, beside a clause about them that gives another amount, is the
-    other clause's number moved, however the kinds compare. A clause that shares a word of the
-    claim may be a paraphrase of it: nothing is said then."""
+    only where none of them are (not in its clause, its sentence or its heading), beside a
+    clause about them that gives another amount, is the other clause's number moved, however
+    the kinds compare. A clause that shares a word of the claim may be a paraphrase of it, and
+    one that lacks the claim's word before the number ("paid" in "claims are paid within 30
+    days") may be about another step: nothing is said then. One number as written ("1,000":
+    1 or 1000) is one number."""
+    found = [m for m in NUMBER_PATTERN.finditer(claim)]
     claimed = _kinds_of(claim)
-    if len(claimed) != 1:
+    if len(found) != 1 or not claimed:
         return None
-    [(value, (kinds, shown))] = claimed.items()
-    if "" in kinds or value in digit_values(question) or value in _skipped(context):
+    readings = set(claimed)
+    kinds, shown = next(iter(claimed.values()))
+    skipped = _skipped(context) | digit_values(question)
+    if "" in kinds or readings & skipped:
         return None
     content = content_keys(claim) - kinds
+    depends = _depends(claim[: found[0].start()], kinds)
     per_unit = [(u, _kinds_of(u.text)) for u in units]
-    holding = [u for u, ks in per_unit if value in ks and _same_kind(ks[value][0], kinds)]
-    if len(content) < 2 or not holding or any(content & content_keys(u.text) for u in holding):
+    holding = [
+        u for u, ks in per_unit if any(v in ks and _same_kind(ks[v][0], kinds) for v in readings)
+    ]
+    if len(content) < 2 or not depends or not holding or any(content & _around(u) for u in holding):
         return None
     by_share = sorted(per_unit, key=lambda uk: -len(content & content_keys(uk[0].text)))
     for rival, ks in by_share:  # the clause about most of the claim first
         shared = content & content_keys(rival.text)
         amounts = [
-            rival.raw.get(v, v) + " " + s for v, (k, s) in ks.items() if _amount(v, k, value, kinds)
+            rival.raw.get(v, v) + " " + s
+            for v, (k, s) in ks.items()
+            if _amount(v, k, readings, kinds)
         ]
-        if 2 * len(shared) > len(content) and amounts:
-            given = _written(holding[0].text, content | kinds)
+        if 2 * len(shared) > len(content) and depends in _around(rival) and amounts:
+            given = _attribute(holding[0].text, readings, content | kinds)
             said = _written(claim, set(), shared)
+            raw = found[0].group().strip()
+            unit = (
+                shown.split()[:1]
+                if key(fold(shown.split()[0] if shown else "x"))[:1] == "<"
+                else shown.split()
+            )
             return KindConflict(
-                f"{_claim_raw(claim, value)} {shown}", given, said, tuple(amounts[:3]), False
+                " ".join([raw, *unit]), given, said, tuple(dict.fromkeys(amounts))[:3], False
             )
     return None
 
 
-def _amount(v: str, kinds: set[str], value: str, claimed: set[str]) -> bool:
+def _attribute(text: str, readings: set[str], skip: set[str]) -> str:
+    """Up to two content words of ``text`` nearest before its number that reads as one of
+    ``readings``, as written: what the clause gives the number for ("points expire")."""
+    for m in NUMBER_PATTERN.finditer(text):
+        if readings & set(values_of(m.group().strip())):
+            words = [w for w in re.findall(r"[^\W\d_][\w'-]*", text[: m.start()])
+                     if fold(w) not in STOPWORDS and key(fold(w)) not in skip]  # fmt: skip
+            return " ".join(words[-2:]) or _written(text, skip)
+    return _written(text, skip)
+
+
+def _around(unit: Unit) -> set[str]:
+    """The content keys of a unit, its heading and its sentence: the words a number sits in."""
+    return set(unit.scope) | content_keys(unit.text) | content_keys(unit.sentence)
+
+
+def _depends(before: str, kinds: set[str]) -> str:
+    """The key of the content word nearest before a claim's number: the word it depends on
+    ("paid" in "claims are paid within 30 days"), or ""."""
+    for w in reversed(re.findall(r"[^\W\d_][\w'-]*", before)):
+        k = key(fold(w))
+        if fold(w) not in STOPWORDS and k not in kinds:
+            return k
+    return ""
+
+
+def _amount(v: str, kinds: set[str], readings: set[str], claimed: set[str]) -> bool:
     """``v`` counted as ``kinds`` is another amount of the quantity ``value`` counted as
     ``claimed`` is: another number of the same kind, or a number of another unit of its
     dimension (30 hours beside 30 days)."""
     if "" in kinds:
         return False
     if _same_kind(kinds, claimed):
-        return v != value
+        return v not in readings
     return _other_unit(claimed, [kinds])
 
 

@@ -2,10 +2,11 @@
 
 A unit is a clause of a sentence, a table cell (under its row's label and its column's header)
 or a list item, each with the heading it sits under. A sentence that names no entity of its own
-("Its deductible is 1,000 EUR per claim.") is about what its chunk is about: the subject the
-chunk's first sentence names. A value's *kind* is what it counts: the word after it
-("requests", a unit, "month"), a currency, a percent, a table cell's row and column, or for a
-year what its clause does.
+and opens with a pronoun ("Its deductible is 1,000 EUR per claim.") is about the subject of the
+nearest sentence before it that names one; any other nameless sentence ("The setup fee is 15
+EUR.", "Roaming is included in every plan.") is about nothing named. A value's *kind* is what
+it counts: the word after it ("requests", a unit, "month"), a currency, a percent, a table
+cell's row and column, or for a year what its clause does.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ _NEXT_WORD = re.compile(r"^[\s/-]*(?:per\s+|a\s+|an\s+)?([^\W\d_][\w'-]*)")
 _INCLUDED = re.compile(
     r"\b(?:is|are|be|comes|esta|estan|va|van|viene|vienen)\s+(?:\w+\s+)?(?:included|incluid[oa]s?)\b"
 )
+_NEGATED = re.compile(r"\b(?:not|no|never|nunca)\s+(?:\w+\s+)?(?:included|incluid[oa]s?)$")
+# a pronoun that opens a sentence points back at the subject of the sentence before it
+_PRONOUN = re.compile(
+    r"^\W*(?:it|its|they|their|this|that|these|those|su|sus|este|esta|estos|estas|dicho|dicha)\b",
+    re.IGNORECASE,
+)
 _PREDICATE = re.compile(r"^(?:is|are|it'?s|be|comes?|for|es|son|sale|salen|resulta|esta|estan"
                         r"|has|have|there'?s|there is|hay)\s+")  # fmt: skip
 
@@ -52,6 +59,7 @@ class Unit:
     values: dict[str, frozenset[str]]  # canonical value -> its kinds
     raw: dict[str, str] = field(default_factory=dict)  # canonical value -> as written
     sentence: str = ""  # the sentence a clause is part of ("" for a row or an item)
+    inherited: frozenset[str] = frozenset()  # name keys taken from the sentence before
 
 
 def _kinds(text: str, start: int, end: int, column: str = "") -> frozenset[str]:
@@ -91,6 +99,8 @@ def nothing_price(text: str) -> str:
     m = NOTHING_PRICE.search(folded)
     if m is None and not any(ch.isdigit() for ch in text):
         m = _INCLUDED.search(folded)
+        if m is not None and _NEGATED.search(folded[: m.end()]):
+            m = None  # "is not included", "no esta incluido": a price is not nothing
     if m is None:
         return ""
     written = text[m.start() : m.end()] if len(folded) == len(text) else m.group()
@@ -197,16 +207,15 @@ def _row_units(cells: list[str], header: list[str], heading: str) -> list[Unit]:
             continue
         unit = _unit(text, heading, [(cell, fold(column))])
         names = _names(heading, heading=True) | _names(cell)
-        for part in (label, column):
-            names |= {k: part.strip() for k in _keys(part) if k[:1] != "<"}
+        names |= {k: label.strip() for k in content_keys(label) if k[:1] != "<"}
+        # a column header names as a heading does: its capitalised words ("Plus", not the
+        # "extra" of "1 GB extra")
+        names |= {k: column.strip() for k in _names(column, heading=True) if k[:1] != "<"}
         row = f"<row:{fold(label)}>"
         values = {v: ks | {row} for v, ks in unit.values.items()}
-        out.append(replace(unit, scope=unit.scope | _keys(column), names=names, values=values))
+        scope = unit.scope | content_keys(column)
+        out.append(replace(unit, scope=scope, names=names, values=values))
     return out or [_unit(text, heading, [(c, "") for c in cells])]
-
-
-def _keys(text: str) -> frozenset[str]:
-    return frozenset(key(t) for t in tokens(text) if t not in STOPWORDS and not t[0].isdigit())
 
 
 def _is_heading(line: str) -> bool:
@@ -291,7 +300,7 @@ def context_units(chunks: list[str]) -> list[Unit]:
 def _subject(sentence: str) -> dict[str, str]:
     """The subject a sentence names: its first name, with the capitalised words that run on
     from it ("The Basic policy covers ...": Basic; "Alice Moreno joined ...": Alice Moreno)."""
-    names = _names(sentence)
+    names = {k: w for k, w in _names(sentence).items() if k[:1] != "<"}
     if not names:
         return {}
     first = next(iter(names.values()))
@@ -301,18 +310,22 @@ def _subject(sentence: str) -> dict[str, str]:
 
 
 def _about(units: list[Unit]) -> list[Unit]:
-    """A sentence that names no entity of its own ("Its deductible is 1,000 EUR per claim.")
-    speaks of what its chunk is about: the subject the chunk's first sentence names (a chunk
+    """A sentence that names no entity of its own and opens with a pronoun ("Its deductible is
+    1,000 EUR per claim.") speaks of the subject of the nearest sentence before it that names
+    one; the names it takes are marked ``inherited`` (a reading, not the context's words). A
+    nameless sentence that opens otherwise ("The setup fee is 15 EUR.") takes nothing (a chunk
     under a heading already gives each unit the heading's names)."""
-    first = next((u for u in units if u.sentence), None)
-    topic = _subject(first.sentence) if first is not None else {}
-    if not topic:
-        return units
-    keys = frozenset(topic)
-    return [
-        replace(u, names=u.names | topic, scope=u.scope | keys) if _nameless(u) else u
-        for u in units
-    ]
+    out: list[Unit] = []
+    topic: dict[str, str] = {}
+    for u in units:
+        if _nameless(u):
+            if topic and _PRONOUN.match(u.sentence):
+                keys = frozenset(topic)
+                u = replace(u, names=u.names | topic, scope=u.scope | keys, inherited=keys)
+        elif u.sentence:
+            topic = _subject(u.sentence) or topic
+        out.append(u)
+    return out
 
 
 def _nameless(unit: Unit) -> bool:
