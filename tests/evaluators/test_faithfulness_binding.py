@@ -26,6 +26,24 @@ PEOPLE = (
 )
 
 
+CARDS = (
+    "The Silver card comes with travel insurance and airport lounge access. The Silver annual"
+    " fee is 30 EUR, and Silver includes 2 lounge visits per year.",
+    "The Gold card adds car rental cover to Silver. Its annual fee is 90 EUR. Gold has no"
+    " foreign transaction fee.",
+)
+GYM = (
+    "Prices (EUR):\n| Item | Basic | Plus | Premium |\n"
+    "| Membership | 20 | 35 | 60 |\n| Personal trainer session | 40 | 25 | 15 |",
+)
+SPORT_ES = (
+    "Límites por plan (EUR):\n| Concepto | Básico | Plus | Premium |\n"
+    "| Reembolso de fisioterapia | 1.200 | 3.500 | 6.000 |\n"
+    "| Reembolso de material deportivo | 400 | 2.500 | 1.500 |",
+    "Los reembolsos se piden en la app. Los planes cubren también lesiones en competición.",
+)
+
+
 @pytest.mark.parametrize(
     ("context", "question", "wrong", "right", "named"),
     [
@@ -57,8 +75,43 @@ PEOPLE = (
             "Alice joined in 2015.",
             "2019 is given for Bob, the claim is about Alice; Alice: 2015",
         ),
+        # "Its annual fee is 90 EUR" names no card of its own: it speaks of its chunk's subject
+        (
+            CARDS,
+            "What is the annual fee of the Silver card?",
+            "The Silver card has an annual fee of 90 EUR.",
+            "The Silver card has an annual fee of 30 EUR.",
+            "90 is given for Gold, the claim is about Silver; Silver: 30",
+        ),
+        # a cell belongs to its row and its column: Plus's trainer price is not its membership
+        (
+            GYM,
+            "How much is the Plus membership?",
+            "The Plus membership is 25 EUR.",
+            "The Plus membership is 35 EUR.",
+            "25 is given for Personal trainer session, the claim is about Membership;"
+            " Membership: 35",
+        ),
+        # ... and the Basic column's membership price is not Plus's
+        (
+            GYM,
+            "How much is the Plus membership?",
+            "The Plus membership is 20 EUR.",
+            "The Plus membership is 35 EUR.",
+            "20 is given for Basic, the claim is about Plus; Plus: 35",
+        ),
+        (  # thousands written "1.200"
+            SPORT_ES,
+            "¿Cuál es el reembolso de fisioterapia del plan Plus?",
+            "El plan Plus cubre la fisioterapia hasta 1.200 euros.",
+            "El plan Plus cubre la fisioterapia hasta 3.500 euros.",
+            "1.200 is given for Básico, the claim is about Plus; Plus: 3.500",
+        ),
     ],
-    ids=["plan-chunks", "table-row", "price-list", "per-person"],
+    ids=[
+        *("plan-chunks", "table-row", "price-list", "per-person", "pronoun-subject"),
+        *("column-table-row", "column-table-column", "column-table-es"),
+    ],
 )
 async def test_a_value_given_for_another_entity_is_flagged_and_named(
     context, question, wrong, right, named
@@ -111,75 +164,6 @@ def test_without_a_competing_value_for_the_subject_nothing_is_said():
         ]
     )
     assert find_conflict("It allows 600 requests per minute.", "Starter limits?", units) is None
-
-
-CARDS = (
-    "The Silver card comes with travel insurance and airport lounge access. The Silver annual"
-    " fee is 30 EUR, and Silver includes 2 lounge visits per year.",
-    "The Gold card adds car rental cover to Silver. Its annual fee is 90 EUR. Gold has no"
-    " foreign transaction fee.",
-)
-GYM = (
-    "Prices (EUR):\n| Item | Basic | Plus | Premium |\n"
-    "| Membership | 20 | 35 | 60 |\n| Personal trainer session | 40 | 25 | 15 |",
-)
-SPORT_ES = (
-    "Límites por plan (EUR):\n| Concepto | Básico | Plus | Premium |\n"
-    "| Reembolso de fisioterapia | 1.200 | 3.500 | 6.000 |\n"
-    "| Reembolso de material deportivo | 400 | 2.500 | 1.500 |",
-    "Los reembolsos se piden en la app. Los planes cubren también lesiones en competición.",
-)
-
-
-@pytest.mark.parametrize(
-    ("context", "question", "wrong", "right", "named"),
-    [
-        # "Its annual fee is 90 EUR" names no card of its own: it speaks of its chunk's subject
-        (
-            CARDS,
-            "What is the annual fee of the Silver card?",
-            "The Silver card has an annual fee of 90 EUR.",
-            "The Silver card has an annual fee of 30 EUR.",
-            "90 is given for Gold, the claim is about Silver; Silver: 30",
-        ),
-        # a cell belongs to its row and its column: Plus's trainer price is not its membership
-        (
-            GYM,
-            "How much is the Plus membership?",
-            "The Plus membership is 25 EUR.",
-            "The Plus membership is 35 EUR.",
-            "25 is given for Personal trainer session, the claim is about Membership;"
-            " Membership: 35",
-        ),
-        # ... and the Basic column's membership price is not Plus's
-        (
-            GYM,
-            "How much is the Plus membership?",
-            "The Plus membership is 20 EUR.",
-            "The Plus membership is 35 EUR.",
-            "20 is given for Basic, the claim is about Plus; Plus: 35",
-        ),
-        (  # thousands written "1.200"
-            SPORT_ES,
-            "¿Cuál es el reembolso de fisioterapia del plan Plus?",
-            "El plan Plus cubre la fisioterapia hasta 1.200 euros.",
-            "El plan Plus cubre la fisioterapia hasta 3.500 euros.",
-            "1.200 is given for Básico, the claim is about Plus; Plus: 3.500",
-        ),
-    ],
-    ids=["pronoun-subject", "column-table-row", "column-table-column", "column-table-es"],
-)
-async def test_a_value_bound_by_its_chunk_or_its_column_is_flagged_and_named(
-    context, question, wrong, right, named
-):
-    bad = await faithfulness(question, context, wrong)
-    assert bad.label == "unfaithful", bad.explanation
-    assert named in bad.explanation
-    [claim] = bad.metadata["claims"]
-    assert claim["contradiction"] and claim["value_conflict"]["value"] in wrong
-    good = await faithfulness(question, context, right)
-    assert good.label == "faithful", good.explanation
-    assert not any(c.get("value_conflict") for c in good.metadata["claims"])
 
 
 def test_a_sentence_that_names_its_own_entity_keeps_it():

@@ -27,6 +27,15 @@ TABLE = (
 )
 
 
+SHOP_POLICIES = (
+    "You can return an item within 14 days of delivery and get a full refund. After 14 days,"
+    " returns earn store credit minus a 5 EUR handling fee.",
+    "Loyalty points expire 30 days after they are earned.",
+    "A lost card must be reported to the bank within 24 hours. Statements are sent 24 days"
+    " after the billing date.",
+)
+
+
 @pytest.mark.parametrize(
     ("context", "question", "wrong", "right", "named"),
     [
@@ -44,8 +53,26 @@ TABLE = (
             "Standard delivery takes 3 days.",
             "2 is given as hours, the claim gives days; days: 3",
         ),
+        # 30 days only where points expire; the clause about returns gives 14 days
+        (
+            SHOP_POLICIES,
+            "How long do I have to return an item?",
+            "You can return an item within 30 days of delivery and get a full refund.",
+            "You can return an item within 14 days of delivery and get a full refund.",
+            "30 days is given for Loyalty points, the claim gives it for return item;"
+            " return item: 14 days",
+        ),
+        # 24 days only where statements are sent; the clause about reporting says 24 hours
+        (
+            SHOP_POLICIES,
+            "How soon must I report a lost card?",
+            "You must report a lost card to the bank within 24 days.",
+            "You must report a lost card to the bank within 24 hours.",
+            "24 days is given for Statements sent, the claim gives it for report lost;"
+            " report lost: 24 hours",
+        ),
     ],
-    ids=["refund-minutes", "delivery-hours"],
+    ids=["refund-minutes", "delivery-hours", "moved-another-number", "moved-another-unit"],
 )
 async def test_a_number_the_context_gives_only_as_another_kind_is_flagged_and_named(
     context, question, wrong, right, named
@@ -138,50 +165,6 @@ async def test_a_number_the_sentence_gives_for_another_attribute_is_flagged_and_
 def test_the_attribute_rule_needs_one_sentence_that_tells_the_attributes_apart(context, claim):
     units = context_units([context])
     assert find_attribute_conflict(claim, "Prices?", units, context) is None
-
-
-SHOP_POLICIES = (
-    "You can return an item within 14 days of delivery and get a full refund. After 14 days,"
-    " returns earn store credit minus a 5 EUR handling fee.",
-    "Loyalty points expire 30 days after they are earned.",
-    "A lost card must be reported to the bank within 24 hours. Statements are sent 24 days"
-    " after the billing date.",
-)
-
-
-@pytest.mark.parametrize(
-    ("question", "wrong", "right", "named"),
-    [
-        # 30 days only where points expire; the clause about returns gives 14 days
-        (
-            "How long do I have to return an item?",
-            "You can return an item within 30 days of delivery and get a full refund.",
-            "You can return an item within 14 days of delivery and get a full refund.",
-            "30 days is given for Loyalty points, the claim gives it for return item;"
-            " return item: 14 days",
-        ),
-        # 24 days only where statements are sent; the clause about reporting says 24 hours
-        (
-            "How soon must I report a lost card?",
-            "You must report a lost card to the bank within 24 days.",
-            "You must report a lost card to the bank within 24 hours.",
-            "24 days is given for Statements sent, the claim gives it for report lost;"
-            " report lost: 24 hours",
-        ),
-    ],
-    ids=["another-number", "another-unit"],
-)
-async def test_a_number_moved_from_a_clause_about_something_else_is_flagged_and_named(
-    question, wrong, right, named
-):
-    bad = await faithfulness(question, SHOP_POLICIES, wrong)
-    assert bad.label == "unfaithful", bad.explanation
-    assert named in bad.explanation
-    [claim] = bad.metadata["claims"]
-    assert claim["contradiction"] and claim["value_conflict"]["value"] in wrong
-    good = await faithfulness(question, SHOP_POLICIES, right)
-    assert good.label == "faithful", good.explanation
-    assert not any(c.get("value_conflict") for c in good.metadata["claims"])
 
 
 @pytest.mark.parametrize(
