@@ -236,9 +236,10 @@ def _word_frames(text: str, *, subjects: bool = False) -> dict[str, set[str]]:
 
     ``subjects``: only the frames of a thing named (:func:`_in_noun_phrase`), the head it
     modifies (``>plan``) and the preposition that places it (``<in``; not "to", which also
-    leads a verb: "to use"). A word after a content word ("Narcissus prideful") or a question
-    word ("Who led Milly") is most often a predicate or a verb, which people re-word freely
-    ("haughty", "took"), not a subject."""
+    leads a verb: "to use"), and, for the word right after the noun a determiner or preposition
+    opens, that noun (``el plan pro`` -> ``<plan``). Any other word after a content word
+    ("Narcissus prideful") or a question word ("Who led Milly") is most often a predicate or a
+    verb, which people re-word freely ("haughty", "took"), not a subject."""
     out: dict[str, set[str]] = {}
     for sent in sentences(text) or [text]:
         toks = [_POSSESSIVE.sub("", fold(t)) for t in re.findall(r"[^\W\d_][\w'-]*", sent)]
@@ -261,7 +262,8 @@ def _after_head(toks: list[str], i: int) -> bool:
     """The word follows the head noun a determiner or preposition opens ("el plan pro", "the
     plan basic"): Spanish, and product names in English, put the word that names after it."""
     opener = toks[i - 2] if i > 1 else ""
-    return toks[i - 1] not in _FUNCTION and (opener in _DETERMINING or opener in _PLACING)
+    placing = opener in _PLACING and opener != "to"  # "to use Pro": a verb's object
+    return toks[i - 1] not in _FUNCTION and (opener in _DETERMINING or placing)
 
 
 def _in_noun_phrase(toks: list[str]) -> list[bool]:
