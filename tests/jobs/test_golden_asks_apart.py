@@ -125,6 +125,12 @@ def test_lower_case_subjects_in_the_same_frame_ask_apart() -> None:
         "what is the monthly price of the plan")) is None  # fmt: skip
     assert asks_apart(sig("how long does esim activation take"), sig(
         "how long does esim actvation take")) is None  # fmt: skip
+    # Spanish puts the word that names after its noun: "el plan pro"
+    pro_es = Signature("¿cuánto cuesta el plan pro?", "x", "generation", frozenset({"kb-1"}),
+                       None, frozenset(), "es")  # fmt: skip
+    basic_es = Signature("¿cuánto cuesta el plan básico?", "y", "generation", frozenset({"kb-1"}),
+                         None, frozenset(), "es")  # fmt: skip
+    assert asks_apart(pro_es, basic_es) == "names different subjects (pro / basico)"
 
 
 def test_two_plans_typed_in_lower_case_are_two_subjects(store: Store) -> None:

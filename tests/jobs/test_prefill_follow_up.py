@@ -89,3 +89,20 @@ def test_a_lower_case_follow_up_prefills_its_own_subjects_chunk(store: Store) ->
     )
     evidence = "plans#pro, plans#basic reached the prompt; unfaithful"
     assert _prefilled(store, replace(case, interaction=it, evidence=evidence)) == {"plans#basic": 1}
+
+
+def test_a_follow_ups_new_verb_is_no_subject(store: Store) -> None:
+    # "last" sits where the earlier turn had "cost", a verb's place: only "basic", in the place
+    # of "pro" before "plan", is a subject the pre-filled chunk must hold
+    case = _follow_up()
+    it = case.interaction.model_copy(
+        update={
+            "query": "and how long does the basic plan last?",
+            "chat_history": (
+                Message(role="user", content="how much does the pro plan cost?"),
+                Message(role="assistant", content="The Pro plan costs 19 EUR per month."),
+            ),
+        }
+    )
+    evidence = "plans#pro, plans#basic reached the prompt; unfaithful"
+    assert _prefilled(store, replace(case, interaction=it, evidence=evidence)) == {"plans#basic": 1}

@@ -87,3 +87,19 @@ def test_a_different_failure_becomes_its_own_candidate_and_its_repeats_follow_it
     own, ports = _row(repo, OTHER), _row(repo, PORTS_EN)
     assert own.source_trace_ids == [f"{3:032x}", f"{99:032x}"]
     assert f"{99:032x}" not in ports.source_trace_ids
+
+
+def test_a_refused_split_labels_nothing(store: Store, tmp_path: Path) -> None:
+    # a row of the wording exists already (another reviewer's): the split is refused, and its
+    # trace, still a failure inside the candidate, gets no pass label
+    from ragsieve.jobs.golden.growth.repo import Candidate
+
+    v3 = write_golden_v3(tmp_path)
+    grow(store, stream(), Settings(golden=GoldenSettings(path=str(v3))))
+    repo = CandidateRepo(store)
+    norm = normalize_text(OTHER)
+    repo.save([Candidate(candidate_id(norm), "rejected", norm, body={"query": OTHER})])
+    said = _review(store, tmp_path, v3, "p\nw\nits answer was right\nq\nq\n")
+    assert "already holds" in said and "1 split off" not in said
+    assert store.query("SELECT trace_id, verdict FROM labels") == []
+    assert OTHER in _row(repo, PORTS_EN).body["askings"]

@@ -76,15 +76,33 @@ def judge_was_wrong(
     """Ask why, and record a label (the trace's true ``verdict``) for ``ragsieve judges fit``:
     on the candidate's first trace, or on each of ``traces``; nothing is added to or removed
     from the golden set."""
-    from ragsieve.jobs.fitting.labels import Label, add_label
+    why = ask_why()
+    cause = ask_root_cause(None) if verdict == "fail" else None
+    label(repo, c.source_trace_ids[:1] if traces is None else traces, verdict, reviewer, why, cause)
+    return why
 
+
+def ask_why() -> str:
+    """The reviewer's one line on why the judge was wrong."""
     why = ""
     while not why:
         why = click.prompt("Why was the judge wrong? (one line)").strip()
-    cause = ask_root_cause(None) if verdict == "fail" else None
-    for trace in c.source_trace_ids[:1] if traces is None else traces:
-        add_label(repo.store, Label(trace, verdict, "review", None, cause, why), by=reviewer)  # type: ignore[arg-type]
     return why
+
+
+def label(
+    repo: CandidateRepo,
+    traces: Sequence[str],
+    verdict: str,
+    reviewer: str,
+    why: str,
+    cause: str | None = None,
+) -> None:
+    """Record each trace's true ``verdict`` for ``ragsieve judges fit``."""
+    from ragsieve.jobs.fitting.labels import Label, add_label
+
+    for trace in traces:
+        add_label(repo.store, Label(trace, verdict, "review", None, cause, why), by=reviewer)  # type: ignore[arg-type]
 
 
 def ask_root_cause(current: str | None) -> str | None:
@@ -124,12 +142,8 @@ def split_off(
         click.BadParameter: ``query`` is not a merged asking of ``c``, or a row of that
             question exists already.
     """
+    new_id = check_split(repo, c, query)
     norm = normalize_text(query)
-    if norm == c.norm_query or query not in other_askings(c):
-        raise click.BadParameter(f"not a merged asking of {c.id}: {query!r}")
-    new_id = candidate_id(norm)
-    if repo.get(new_id) is not None:
-        raise click.BadParameter(f"{new_id} already holds {query!r}; reject or merge it there")
     b = c.body
     moved = [s for s in b.get("sources") or [] if normalize_text(str(s.get("query", ""))) == norm]
     kept_index = [
@@ -156,6 +170,21 @@ def split_off(
     return row
 
 
+def check_split(repo: CandidateRepo, c: Candidate, query: str) -> str:
+    """The id of the row :func:`split_off` would make of ``query``.
+
+    Raises:
+        click.BadParameter: as :func:`split_off` refuses.
+    """
+    norm = normalize_text(query)
+    if norm == c.norm_query or query not in other_askings(c):
+        raise click.BadParameter(f"not a merged asking of {c.id}: {query!r}")
+    new_id = candidate_id(norm)
+    if repo.get(new_id) is not None:
+        raise click.BadParameter(f"{new_id} already holds {query!r}; reject or merge it there")
+    return new_id
+
+
 def ask_split(repo: CandidateRepo, c: Candidate, reviewer: str) -> list[str]:
     """The review's ``p``: which merged asking leaves ``c`` (its number on the screen) and as
     what, a false alarm (``w``, labelled a pass as ``w`` labels a whole candidate) or its own
@@ -179,12 +208,14 @@ def ask_split(repo: CandidateRepo, c: Candidate, reviewer: str) -> list[str]:
         for s in c.body.get("sources") or []
         if normalize_text(str(s.get("query", ""))) == norm and s.get("trace_id")
     ]
-    try:
+    try:  # refused before anything is written: no label on a trace that stays a failure here
+        check_split(repo, c, query)
         if how == "w":
-            why = judge_was_wrong(repo, c, reviewer, "pass", traces)
+            why = ask_why()
             row = split_off(
                 repo, c, query, how=FALSE_ALARM, by=reviewer, why=f"{FALSE_ALARM}: {why}"
             )
+            label(repo, traces, "pass", reviewer, why)  # once the split has moved them
         else:
             row = split_off(repo, c, query, how=DIFFERENT, by=reviewer, why=DIFFERENT)
     except click.BadParameter as exc:

@@ -110,7 +110,8 @@ def of_its_subject(body: Mapping[str, Any], ids: list[str]) -> list[str]:
     # plan?" after "how much is the pro plan?": basic)
     earlier = [t.get("content") for t in body.get("chat_history") or [] if t.get("role") in _ASKS]
     if earlier:
-        words += [w for w in replacements(question, str(earlier[-1])).values() if w not in words]
+        swapped = replacements(question, str(earlier[-1]), subjects=True)  # a verb is no subject
+        words += [w for w in swapped.values() if w not in words]
     if len(ids) < 2 or not words:
         return ids
     text = {str(ch.get("id")): str(ch.get("content") or "") for ch in body.get("chunks") or []}

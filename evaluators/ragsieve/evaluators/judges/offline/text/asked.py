@@ -221,6 +221,11 @@ def asked_gap(question: str, prompt: Sequence[str], other: str) -> AskedGap:
 
 # the words before a word that frame it: a preposition ("in Lisbon", "per month", "con Pro")
 _PLACING = frozenset("in at on for per from to with by en para por con de desde hasta".split())
+# the words that open a thing named ("the", "el", "mi"): the noun after one heads its phrase
+_DETERMINING = frozenset(
+    "the a an this that these those my your our his her its their el la los las lo un una unos"
+    " unas del al mi mis tu tus su sus este esta estos estas ese esa esos esas".split()
+)
 _POSSESSIVE = re.compile(r"['’]s?$")  # "Anna's" is Anna, "users'" users
 
 
@@ -231,9 +236,10 @@ def _word_frames(text: str, *, subjects: bool = False) -> dict[str, set[str]]:
 
     ``subjects``: only the frames of a thing named (:func:`_in_noun_phrase`), the head it
     modifies (``>plan``) and the preposition that places it (``<in``; not "to", which also
-    leads a verb: "to use"). A word after a content word ("Narcissus prideful") or a question
-    word ("Who led Milly") is most often a predicate or a verb, which people re-word freely
-    ("haughty", "took"), not a subject."""
+    leads a verb: "to use"), and, for the word right after the noun a determiner or preposition
+    opens, that noun (``el plan pro`` -> ``<plan``). Any other word after a content word
+    ("Narcissus prideful") or a question word ("Who led Milly") is most often a predicate or a
+    verb, which people re-word freely ("haughty", "took"), not a subject."""
     out: dict[str, set[str]] = {}
     for sent in sentences(text) or [text]:
         toks = [_POSSESSIVE.sub("", fold(t)) for t in re.findall(r"[^\W\d_][\w'-]*", sent)]
@@ -245,11 +251,19 @@ def _word_frames(text: str, *, subjects: bool = False) -> dict[str, set[str]]:
             if i + 1 < len(toks) and toks[i + 1] not in _FUNCTION and (named[i] or not subjects):
                 frames.add(">" + key(toks[i + 1]))
             before = toks[i - 1] if i else ""
-            if subjects and before in _PLACING and before != "to":
+            if subjects and (before in _PLACING and before != "to" or _after_head(toks, i)):
                 frames.add("<" + before)
             elif not subjects and before and (before in _PLACING or before not in _FUNCTION):
                 frames.add("<" + before)
     return out
+
+
+def _after_head(toks: list[str], i: int) -> bool:
+    """The word follows the head noun a determiner or preposition opens ("el plan pro", "the
+    plan basic"): Spanish, and product names in English, put the word that names after it."""
+    opener = toks[i - 2] if i > 1 else ""
+    placing = opener in _PLACING and opener != "to"  # "to use Pro": a verb's object
+    return toks[i - 1] not in _FUNCTION and (opener in _DETERMINING or placing)
 
 
 def _in_noun_phrase(toks: list[str]) -> list[bool]:
