@@ -88,6 +88,24 @@ def test_interactions_list_says_not_judged_until_a_run_decides(
     assert after[SECOND].split()[1] == "FLAGGED"  # the unsupported answer
 
 
+def test_a_reviewers_word_shows_beside_the_jobs_flag(two_traces: str, tmp_path: Path) -> None:
+    """After a reviewer says the judge was wrong, the listing reads theirs first; a label that
+    agrees with the job changes nothing."""
+    from ragsieve.jobs.fitting.labels import Label, add_label
+
+    run = _ragsieve("jobs", "run", "--store", two_traces, "--settle", "0", "--all", cwd=tmp_path)
+    assert run.returncode in (0, 1), run.stderr
+    st = open_store(two_traces)
+    try:
+        add_label(st, Label(SECOND, "pass", "review", reason="judge was wrong"), by="me")
+        add_label(st, Label(FIRST, "pass", "review"), by="me")
+    finally:
+        st.close()
+    rows = _rows(_ragsieve("interactions", "list", "--store", two_traces, cwd=tmp_path))
+    assert "reviewed pass (job FLAGGED)" in rows[SECOND]
+    assert rows[FIRST].split()[1] == "pass" and "reviewed" not in rows[FIRST]
+
+
 def test_a_listing_cut_short_by_its_limit_says_so(two_traces: str, tmp_path: Path) -> None:
     cut = _ragsieve("interactions", "list", "--store", two_traces, "--limit", "2", cwd=tmp_path)
     assert len(_rows(cut)) == 2

@@ -202,10 +202,14 @@ def list_cmd(
 
 
 def _verdict_text(v: Any) -> str:
-    """``not judged``, ``pass`` or ``FLAGGED <root cause>``: the job's latest verdict."""
+    """``not judged``, ``pass`` or ``FLAGGED <root cause>``: the job's latest verdict; where a
+    person's label says otherwise, theirs first (``reviewed pass (job FLAGGED)``)."""
     if v is None:
         return "not judged"
-    return f"FLAGGED {v.root_cause or ''}".rstrip() if v.verdict == "fail" else str(v.verdict)
+    job = f"FLAGGED {v.root_cause or ''}".rstrip() if v.verdict == "fail" else str(v.verdict)
+    if v.reviewed is None or v.reviewed == v.verdict:
+        return job
+    return f"reviewed {v.reviewed} (job {job.split()[0]})"
 
 
 def list_text(rows: list[Any], verdicts: dict[str, Any]) -> str:
@@ -322,6 +326,8 @@ def session_rows(turns: list[Any], verdicts: dict[str, Any]) -> list[dict[str, A
                 "verdict": v.verdict if v else None,
                 "root_cause": v.root_cause if v else None,
                 "flagged": bool(v and v.verdict == "fail"),
+                "reviewed": v.reviewed if v else None,
+                "verdict_text": _verdict_text(v),
             }
         )
     return rows
@@ -333,7 +339,7 @@ def session_text(session_id: str, rows: list[dict[str, Any]]) -> str:
     lines = [f"session {session_id}: {len(rows)} turn(s), {flagged} flagged"]
     for r in rows:
         mark = "!" if r["flagged"] else " "
-        verdict = f"FLAGGED {r['root_cause']}" if r["flagged"] else (r["verdict"] or "not judged")
+        verdict = r["verdict_text"]
         q, a = clip(r["query"], 70), clip(r["answer"], 50)
         lines.append(f"{mark}{r['turn']:>3}  {r['trace_id']}  {verdict:<26} {q!r} -> {a!r}")
         rewrite = [x for x in r["retrieval_queries"] if x != r["query"]]

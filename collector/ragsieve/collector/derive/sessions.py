@@ -12,8 +12,8 @@ LLM call sees only a rewritten question (a condense-question engine) has turn 1 
 turns still line up in ``session_turns`` by start time.
 
 Verdicts are the job's (the ``samples`` and ``runs`` tables, created with the store like every
-table); this module only reads them, so the collector's CLI can mark the flagged turns without
-importing the job.
+table) and the reviewers' (``labels``); this module only reads them, so the collector's CLI can
+mark the flagged turns without importing the job.
 """
 
 from __future__ import annotations
@@ -43,11 +43,12 @@ def session_turns(store: Store, session_id: str) -> list[RagInteraction]:
 
 @dataclass(frozen=True, slots=True)
 class TurnVerdict:
-    """The latest verdict the job took on one trace."""
+    """The latest verdict the job took on one trace, and a person's, when one reviewed it."""
 
     verdict: str
     root_cause: str | None
     run_id: str
+    reviewed: str | None = None  # "pass" / "fail": the latest whole-trace label a person gave
 
 
 def latest_verdicts(store: Store, trace_ids: Sequence[str]) -> dict[str, TurnVerdict]:
@@ -63,6 +64,14 @@ def latest_verdicts(store: Store, trace_ids: Sequence[str]) -> dict[str, TurnVer
     )
     for tid, verdict, cause, run_id in rows:  # each slice holds whole traces, in run order
         out[str(tid)] = TurnVerdict(str(verdict), cause, str(run_id))
+    labelled = store.query_in(  # a reviewer's word ("the judge was wrong") beside the job's
+        "SELECT trace_id, verdict FROM labels WHERE trace_id IN ({ids}) AND metric IS NULL"
+        " ORDER BY created_at, id",
+        list(out),
+    )
+    for tid, person in labelled:
+        v = out[str(tid)]
+        out[str(tid)] = TurnVerdict(v.verdict, v.root_cause, v.run_id, str(person))
     return out
 
 
