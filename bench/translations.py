@@ -25,7 +25,7 @@ Scored through ``signature.duplicate_reason`` with the shipped rule, three ways:
   repeated), which is what a translated repeat of one wrong answer shares;
 * ``twins`` (the product since golden22c): each side's chunk ids read through the chunk twins
   ``grow`` builds (``reference.nearest_chunks`` and ``mutual_twins`` over every chunk of the
-  bench, both languages, languages read from the text; ``matching.through``): the whole
+  bench, both languages, languages read from the text; ``matching.as_one``): the whole
   article is not in the corpus, only the paragraphs some pair retrieves;
 * ``twins+values``: that, and the shared numbers and names when the sets read as one.
 """
@@ -53,7 +53,7 @@ from ragsieve.evaluators.judges.offline.text.terms import all_values  # noqa: E4
 from ragsieve.evaluators.judges.offline.text.text import entities, fold, language  # noqa: E402
 from ragsieve.evaluators.records import normalize_text  # noqa: E402
 from ragsieve.evaluators.tools.embeddings import embed  # noqa: E402
-from ragsieve.jobs.golden.growth.matching import through  # noqa: E402
+from ragsieve.jobs.golden.growth.matching import as_one  # noqa: E402
 from ragsieve.jobs.golden.growth.reference import mutual_twins, nearest_chunks  # noqa: E402
 from ragsieve.jobs.golden.growth.signature import (  # noqa: E402
     DedupRule,
@@ -165,7 +165,7 @@ def main() -> None:
             sa = Signature(qa, normalize_text(qa), "generation", ca, None, va, language(qa))
             sb = Signature(qb, normalize_text(qb), "generation", cb, None, vb, language(qb))
             if how.startswith("twins"):
-                sa, sb = through(sa, twins), through(sb, twins)
+                sa, sb = as_one(sa, sb, twins)
                 if how == "twins+values" and sa.chunks == sb.chunks:
                     sa = replace(sa, values=frozenset(shared))
                     sb = replace(sb, values=frozenset(shared))

@@ -11,8 +11,10 @@ from golden_plant import CHUNKS, CHUNKS_ES, PORTS_EN, flagged
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.tools.embeddings import embed
 from ragsieve.jobs.golden import grow
+from ragsieve.jobs.golden.growth.matching import as_one
 from ragsieve.jobs.golden.growth.reference import mutual_twins, nearest_chunks, observed_twins
 from ragsieve.jobs.golden.growth.repo import CandidateRepo
+from ragsieve.jobs.golden.growth.signature import Signature
 from ragsieve.jobs.settings import GoldenSettings
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
@@ -77,3 +79,18 @@ def test_other_questions_on_the_same_bilingual_page_stay_apart(store: Store) -> 
     ]
     report = grow(store, cases, GoldenSettings())
     assert report["new_candidates"] == 2 and report["merged_duplicates"] == 0
+
+
+def test_only_a_whole_retrieval_reads_as_one_across_languages() -> None:
+    """A translated repeat retrieves the translation of every chunk; chunks that only partly
+    correspond are another question's retrieval on the same pages, and stay as they are."""
+    twins = {"p1-en": "p1-es", "p1-es": "p1-en", "p2-en": "p2-es", "p2-es": "p2-en"}
+
+    def sig(query: str, lang: str, chunks: set[str]) -> Signature:
+        return Signature(query, query, "generation", frozenset(chunks), None, frozenset(), lang)
+
+    en = sig("a", "en", {"p1-en", "p2-en"})
+    whole = as_one(en, sig("b", "es", {"p1-es", "p2-es"}), twins)
+    assert whole[0].chunks == whole[1].chunks == {"p1-en", "p2-en"}
+    part = sig("c", "es", {"p1-es", "p3-es"})
+    assert as_one(en, part, twins) == (en, part)

@@ -121,6 +121,21 @@ def through(sig: Signature, twins: Mapping[str, str]) -> Signature:
     )
 
 
+def as_one(a: Signature, b: Signature, twins: Mapping[str, str]) -> tuple[Signature, Signature]:
+    """The two failures read through the twins when that makes their whole retrieval one (every
+    chunk, or the missed chunk, the same or its translation), else as they are.
+
+    A translated repeat retrieves the translation of each chunk its original retrieved; two
+    askings whose chunks only partly correspond across languages are other questions on the
+    same pages, and "mostly the same chunks" says no more there than in one language.
+    """
+    ta, tb = through(a, twins), through(b, twins)
+    whole = bool(ta.chunks) and ta.chunks == tb.chunks
+    if whole or (ta.missed is not None and ta.missed == tb.missed):
+        return ta, tb
+    return a, b
+
+
 def _find_duplicate(
     p: Prepared,
     by_norm: dict[str, Candidate],
@@ -132,9 +147,8 @@ def _find_duplicate(
     same = by_norm.get(p.signature.norm)
     if same is not None:
         return same, 1.0, "same normalised query"
-    new = through(p.signature, twins)
     for row, old, cos in index.nearest(p.vector, SHORTLIST, rule.floor):
-        why = duplicate_reason(new, through(old, twins), cos, rule)
+        why = duplicate_reason(*as_one(p.signature, old, twins), cos, rule)
         if why:
             return row, cos, why
     return None, 0.0, ""
@@ -247,4 +261,12 @@ def _open(
     )
 
 
-__all__ = ["Changes", "Prepared", "chunks_of", "match_candidates", "remember_asking", "through"]
+__all__ = [
+    "Changes",
+    "Prepared",
+    "as_one",
+    "chunks_of",
+    "match_candidates",
+    "remember_asking",
+    "through",
+]
