@@ -45,7 +45,7 @@ from e2e_traffic import DATA  # noqa: E402
 from paraphrase_clean import SOURCES  # noqa: E402
 
 from ragsieve.evaluators.tools.embeddings import embed  # noqa: E402
-from ragsieve.jobs.golden.growth.candidates import CHUNK_HEAD  # noqa: E402
+from ragsieve.jobs.golden.growth.reference import CHUNK_HEAD  # noqa: E402
 from ragsieve.jobs.golden.growth.topics import topic_vector  # noqa: E402
 
 UNRELATED_Q = 95  # percentile of unrelated pairs a constant keeps out (RELATED_DOCS hi, MAX_CUT)

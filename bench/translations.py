@@ -22,7 +22,12 @@ Scored through ``signature.duplicate_reason`` with the shipped rule, three ways:
   set (the encoder's cosine on the chunk's head) is its own counterpart (no threshold: a
   paragraph and its translation are each other's nearest), i.e. "the same chunks";
 * ``chunks+values``: that, and the numbers and names both answers state (a made-up value
-  repeated), which is what a translated repeat of one wrong answer shares.
+  repeated), which is what a translated repeat of one wrong answer shares;
+* ``twins`` (the product since golden22c): each side's chunk ids read through the chunk twins
+  ``grow`` builds (``reference.nearest_chunks`` and ``mutual_twins`` over every chunk of the
+  bench, both languages, languages read from the text; ``matching.as_one``): the whole
+  article is not in the corpus, only the paragraphs some pair retrieves;
+* ``twins+values``: that, and the shared numbers and names when the sets read as one.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import random
 import sys
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +53,8 @@ from ragsieve.evaluators.judges.offline.text.terms import all_values  # noqa: E4
 from ragsieve.evaluators.judges.offline.text.text import entities, fold, language  # noqa: E402
 from ragsieve.evaluators.records import normalize_text  # noqa: E402
 from ragsieve.evaluators.tools.embeddings import embed  # noqa: E402
+from ragsieve.jobs.golden.growth.matching import as_one  # noqa: E402
+from ragsieve.jobs.golden.growth.reference import mutual_twins, nearest_chunks  # noqa: E402
 from ragsieve.jobs.golden.growth.signature import (  # noqa: E402
     DedupRule,
     Signature,
@@ -132,7 +140,10 @@ def main() -> None:
         d[c.rsplit("-", 1)[1]]["corpus"][c.rsplit("-", 1)[0]]["text"][:CHUNK_HEAD]
         for c in chunk_ids
     ]
-    vec = dict(zip(chunk_ids, embed(texts), strict=True))
+    vecs = embed(texts)
+    vec = dict(zip(chunk_ids, vecs, strict=True))
+    langs = dict(zip(chunk_ids, (language(t) for t in texts), strict=True))
+    twins = mutual_twins(nearest_chunks(chunk_ids, np.asarray(vecs), chunk_ids), langs)
     qs = sorted({p[s][0] for p in pairs for s in ("a", "b")})
     qv = dict(zip(qs, embed(qs), strict=True))
     rule = DedupRule()
@@ -144,15 +155,20 @@ def main() -> None:
         one = _corresponds(ids_a, ids_b, vec)
         shared = _values(aa) & _values(ab)
         table["chunks correspond"][p["kind"]].append(one)
-        for how in ("ids", "chunks", "chunks+values"):
+        for how in ("ids", "chunks", "chunks+values", "twins", "twins+values"):
             ca, cb = frozenset(ids_a), frozenset(ids_b)
             va = vb = frozenset()
-            if how != "ids" and one:
+            if how.startswith("chunks") and one:
                 ca = cb = frozenset(ra)
             if how == "chunks+values" and one:
                 va = vb = frozenset(shared)
             sa = Signature(qa, normalize_text(qa), "generation", ca, None, va, language(qa))
             sb = Signature(qb, normalize_text(qb), "generation", cb, None, vb, language(qb))
+            if how.startswith("twins"):
+                sa, sb = as_one(sa, sb, twins)
+                if how == "twins+values" and sa.chunks == sb.chunks:
+                    sa = replace(sa, values=frozenset(shared))
+                    sb = replace(sb, values=frozenset(shared))
             table[how][p["kind"]].append(duplicate_reason(sb, sa, cos, rule) is not None)
     result = {
         how: {k: {"n": len(v), "merged": round(sum(v) / len(v), 3)} for k, v in kinds.items()}
@@ -160,7 +176,10 @@ def main() -> None:
     }
     for how, kinds in result.items():
         print(f"{how:14s}", "  ".join(f"{k}: {v['merged']} (n {v['n']})" for k, v in kinds.items()))
+    pairs_found = sum(1 for c, t in twins.items() if c < t)
+    print(f"twins: {pairs_found} pairs among {len(chunk_ids)} chunks")
     out = {"benchmark": "translations", "seed": args.seed, "results": result,
+           "twin_pairs": pairs_found, "chunks": len(chunk_ids),
            "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
     args.out.write_text(json.dumps(out, indent=2) + "\n")
 

@@ -24,14 +24,15 @@ from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.records import RagInteraction, normalize_text
 from ragsieve.jobs.golden.growth.categories import CategorySummary, categorise, summarize
 from ragsieve.jobs.golden.growth.category_log import CategoryLog, announcement_json
-from ragsieve.jobs.golden.growth.matching import Changes, Prepared, match_candidates
+from ragsieve.jobs.golden.growth.matching import Changes, Prepared, chunks_of, match_candidates
 from ragsieve.jobs.golden.growth.merge import majority_cause
 from ragsieve.jobs.golden.growth.reference import (
     DOC_WEIGHT,
     Embed,
     GoldenReference,
-    chunk_vectors,
     load_reference,
+    observed_twins,
+    observed_vectors,
 )
 from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.growth.signature import DedupRule, doc_vector, from_interaction
@@ -45,7 +46,6 @@ MAX_SOURCES = 50  # provenance rows kept per candidate; source_trace_ids keeps e
 MAX_CHUNK_CHARS = 800
 MAX_HISTORY_TURNS = 12  # earlier messages a follow-up's candidate keeps (the latest ones)
 MAX_TURN_CHARS = 2000
-CHUNK_HEAD = 600  # the part of a chunk the encoder reads (as the observed corpus does)
 # query·documents cosine below which a failure's documents stop counting for its topic (no
 # closer than chance: the median cosine of a question with a passage it is not about), and from
 # which they count in full (closer than 19 of 20 such passages: their 95th percentile). Derived
@@ -258,32 +258,13 @@ def prepare(
         )
         for f, q in zip(todo, queries, strict=True)
     ]
-    chunks = _chunk_vectors(store, todo, embed)
+    chunks = observed_vectors(store, todo, embed)
     return [
         Prepared(
             f, q, v, topic_vector(v, doc_vector(chunks, s), DOC_WEIGHT, related=RELATED_DOCS), s
         )
         for f, q, v, s in zip(todo, queries, vectors, sigs, strict=True)
     ]
-
-
-def _chunk_vectors(
-    store: Store, todo: Sequence[FlaggedCase], embed: Embed
-) -> dict[str, np.ndarray]:
-    """Chunk id → vector: the observed corpus's, else the encoder's on the chunk's head."""
-    content: dict[str, str] = {}
-    for f in todo:
-        for d in f.interaction.documents:
-            if d.id and d.content:
-                content.setdefault(d.id, d.content[:CHUNK_HEAD])
-        missed = f.metadata.get("missed_chunk")
-        if missed:
-            content.setdefault(str(missed), "")
-    known = chunk_vectors(store, list(content))
-    rest = [c for c in content if c not in known and content[c]]
-    if rest:
-        known.update(zip(rest, embed([content[c] for c in rest]), strict=True))
-    return known
 
 
 def grow(
@@ -317,6 +298,7 @@ def grow(
         rows,
         reference,
         rule=dedup_rule(cfg),
+        twins=observed_twins(store, chunks_of(prepared)),
         new_body=lambda p: _new_body(p.case, p.query, scrub, stamp),
         merge=lambda row, p, sim, why: _merge(row, p.case, p.query, scrub, stamp, sim, why),
         candidate_id=candidate_id,

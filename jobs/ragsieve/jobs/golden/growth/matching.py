@@ -4,13 +4,18 @@
 the prepared failures (:class:`Prepared`: scrubbed query, vectors, signature) and returns
 :class:`Changes` (rows created or merged into, counts, one merge record per merged trace); a
 merge updates the given row in place. ``candidates.grow`` loads, calls it, categorises and saves.
+
+Chunk ids compare through the *twins* ``grow`` reads from the observed corpus
+(:func:`ragsieve.jobs.golden.growth.reference.observed_twins`): a chunk and its translation in
+a bilingual knowledge base count as one chunk, so an asking in each language of one failure,
+each retrieving its own language's copy, has "the same chunks".
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -94,15 +99,56 @@ class _Index:
         return out
 
 
+def chunks_of(prepared: Sequence[Prepared]) -> list[str]:
+    """Every chunk id the failures' signatures name (retrieved, missed, answering)."""
+    sigs = [p.signature for p in prepared]
+    return sorted({c for s in sigs for c in (*s.chunks, *s.answers, s.missed) if c})
+
+
+def through(sig: Signature, twins: Mapping[str, str]) -> Signature:
+    """``sig`` with each chunk id read as its pair's (a chunk and its twin: the lesser id)."""
+    if not twins:
+        return sig
+
+    def one(c: str) -> str:
+        return min(c, twins.get(c, c))
+
+    return replace(
+        sig,
+        chunks=frozenset(one(c) for c in sig.chunks),
+        missed=one(sig.missed) if sig.missed else sig.missed,
+        answers=tuple(dict.fromkeys(one(c) for c in sig.answers)),
+    )
+
+
+def as_one(a: Signature, b: Signature, twins: Mapping[str, str]) -> tuple[Signature, Signature]:
+    """The two failures read through the twins when that makes their whole retrieval one (every
+    chunk, or the missed chunk, the same or its translation), else as they are.
+
+    A translated repeat retrieves the translation of each chunk its original retrieved; two
+    askings whose chunks only partly correspond across languages are other questions on the
+    same pages, and "mostly the same chunks" says no more there than in one language.
+    """
+    ta, tb = through(a, twins), through(b, twins)
+    whole = bool(ta.chunks) and ta.chunks == tb.chunks
+    if whole or (ta.missed is not None and ta.missed == tb.missed):
+        return ta, tb
+    return a, b
+
+
 def _find_duplicate(
-    p: Prepared, by_norm: dict[str, Candidate], index: _Index, rule: DedupRule
+    p: Prepared,
+    by_norm: dict[str, Candidate],
+    index: _Index,
+    rule: DedupRule,
+    twins: Mapping[str, str],
 ) -> tuple[Candidate | None, float, str]:
     """The candidate ``p`` repeats, its query cosine and the reason (None, 0, '' when none)."""
     same = by_norm.get(p.signature.norm)
     if same is not None:
         return same, 1.0, "same normalised query"
     for row, old, cos in index.nearest(p.vector, SHORTLIST, rule.floor):
-        why = duplicate_reason(p.signature, old, cos, rule)
+        why = duplicate_reason(*as_one(p.signature, old, twins), cos, rule)
         if why:
             return row, cos, why
     return None, 0.0, ""
@@ -146,11 +192,13 @@ def match_candidates(
     new_body: Callable[[Prepared], dict[str, Any]],
     merge: Callable[[Candidate, Prepared, float, str], None],
     candidate_id: Callable[[str], str],
+    twins: Mapping[str, str] | None = None,
 ) -> Changes:
     """Merge each failure into the case it repeats, or open a candidate (or a covered row).
 
     A failure already merged (its trace id is a source of a row) is counted as already seen.
-    ``new_body`` and ``merge`` build and extend row bodies (scrubbing, provenance).
+    ``new_body`` and ``merge`` build and extend row bodies (scrubbing, provenance); ``twins``:
+    chunk → its translation's chunk, both ways (chunk sets compare through it).
     """
     out = Changes()
     by_norm = {r.norm_query: r for r in rows}
@@ -165,7 +213,7 @@ def match_candidates(
             out.counts["already_seen"] += 1
             out.by_trace[trace] = seen[trace]
             continue
-        target, sim, why = _find_duplicate(p, by_norm, index, rule)
+        target, sim, why = _find_duplicate(p, by_norm, index, rule, twins or {})
         gold_i, gold_sim = _golden_match(p, reference)
         # a golden case only outbids the repeat when it is the failure's own question
         golden = gold_sim >= rule.near_duplicate_cosine and gold_sim > sim
@@ -213,4 +261,12 @@ def _open(
     )
 
 
-__all__ = ["Changes", "Prepared", "match_candidates", "remember_asking"]
+__all__ = [
+    "Changes",
+    "Prepared",
+    "as_one",
+    "chunks_of",
+    "match_candidates",
+    "remember_asking",
+    "through",
+]

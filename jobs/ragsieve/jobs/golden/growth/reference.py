@@ -1,8 +1,13 @@
-"""The current golden set as dedup and novelty see it: store rows plus the newest file version.
+"""The current golden set as dedup and novelty see it, and what growth reads of the observed corpus.
 
 Each case carries two vectors: its query's (dedup: "is this failure already a golden case?")
 and its *topic* (novelty: the query plus the documents of its relevant chunks, read from the
 observed corpus when the traces retrieved them; the query alone otherwise).
+
+The observed corpus (``corpus_chunks``, written by the verdicts stage) also gives growth its
+chunk vectors and its *chunk twins* (:func:`observed_twins`): a bilingual knowledge base keeps
+a page once per language under two ids, and a failure asked in each language retrieves its own
+language's copy; twins let dedup read the two copies as one chunk.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ import numpy as np
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.errors import ConfigError
 from ragsieve.evaluators.golden.sets import load_golden, parse_version
+from ragsieve.evaluators.judges.offline.text.text import language
 from ragsieve.evaluators.records import GoldenCase, normalize_text
 from ragsieve.evaluators.tools.embeddings import DIM
 from ragsieve.evaluators.tools.userfile import regular_file
 from ragsieve.jobs.golden.growth.repo import CandidateRepo
 from ragsieve.jobs.golden.growth.topics import topic_vector, unit
 from ragsieve.jobs.sampling.golden_cache import golden_vectors
+from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 # the weight of the documents beside the query in a topic vector. Derived, not fitted: question
@@ -104,6 +111,77 @@ def chunk_vectors(store: Store, chunk_ids: Sequence[str]) -> dict[str, np.ndarra
         if blob:
             out[str(cid)] = np.frombuffer(bytes(blob), dtype=np.float32).copy()
     return out
+
+
+CHUNK_HEAD = 600  # the part of a chunk the encoder reads (as the observed corpus does)
+
+
+def observed_vectors(
+    store: Store, todo: Sequence[FlaggedCase], embed: Embed
+) -> dict[str, np.ndarray]:
+    """Chunk id → vector: the observed corpus's, else the encoder's on the chunk's head."""
+    content: dict[str, str] = {}
+    for f in todo:
+        for d in f.interaction.documents:
+            if d.id and d.content:
+                content.setdefault(d.id, d.content[:CHUNK_HEAD])
+        missed = f.metadata.get("missed_chunk")
+        if missed:
+            content.setdefault(str(missed), "")
+    known = chunk_vectors(store, list(content))
+    rest = [c for c in content if c not in known and content[c]]
+    if rest:
+        known.update(zip(rest, embed([content[c] for c in rest]), strict=True))
+    return known
+
+
+def nearest_chunks(ids: Sequence[str], vecs: np.ndarray, wanted: Sequence[str]) -> dict[str, str]:
+    """Each wanted chunk's nearest other chunk (cosine of unit vectors; ids not held skipped)."""
+    at = {c: i for i, c in enumerate(ids)}
+    rows = [at[c] for c in dict.fromkeys(wanted) if c in at]
+    if not rows or len(ids) < 2:
+        return {}
+    sims = vecs[rows] @ vecs.T
+    sims[np.arange(len(rows)), rows] = -np.inf  # not itself
+    return {ids[r]: ids[int(j)] for r, j in zip(rows, np.argmax(sims, axis=1), strict=True)}
+
+
+def mutual_twins(nearest: dict[str, str], langs: dict[str, str]) -> dict[str, str]:
+    """Chunk → its twin, both ways: two chunks in two languages, each the other's nearest chunk.
+
+    The principle: a page and its translation are nearer each other than either is to any
+    other page of its own language; with an incomplete corpus the nearest chunk of the *other*
+    language alone would pair unrelated pages (their translations were never retrieved), so a
+    chunk whose nearest chunk is of its own language, or of no language the text shows, has no
+    twin, and the relation must hold both ways.
+    """
+    out: dict[str, str] = {}
+    for c, t in nearest.items():
+        lc, lt = langs.get(c, "unknown"), langs.get(t, "unknown")
+        if nearest.get(t) == c and "unknown" not in (lc, lt) and lc != lt:
+            out[c], out[t] = t, c
+    return out
+
+
+def observed_twins(store: Store, chunk_ids: Sequence[str]) -> dict[str, str]:
+    """The twins (:func:`mutual_twins`) of ``chunk_ids`` among the observed corpus's chunks."""
+    wanted = sorted(set(chunk_ids))
+    if not wanted:
+        return {}
+    rows = store.query("SELECT chunk_id, vector FROM corpus_chunks")
+    rows = [r for r in rows if r[1]]
+    if len(rows) < 2:
+        return {}
+    ids = [str(r[0]) for r in rows]
+    vecs = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
+    vecs = vecs.reshape(len(rows), DIM)
+    near = nearest_chunks(ids, vecs, wanted)
+    near |= nearest_chunks(ids, vecs, sorted(set(near.values()) - set(near)))
+    text = store.query_in(
+        "SELECT chunk_id, content FROM corpus_chunks WHERE chunk_id IN ({ids})",
+        sorted(set(near) | set(near.values())),
+    )
+    return mutual_twins(near, {str(c): language(str(t)[:CHUNK_HEAD]) for c, t in text})
 
 
 def _topics(
