@@ -145,21 +145,26 @@ def show_command(obj: AppContext, trace_id: str, store: str | None, as_json: boo
     with opened_store(obj, store) as (_, st):
         tid = resolve_trace_id(st, trace_id)
         doc = trace_verdict(st, tid) or trace_verdict(st, find_trace(st, tid))
-        stored = doc is None and st.get_interaction(tid) is not None
-        sampled = st.query("SELECT verdict FROM samples WHERE trace_id = ? LIMIT 1", (tid,))
-    if doc is None and sampled:  # picked, but no judge result was usable yet
-        raise click.UsageError(
+        if doc is None:
+            raise click.UsageError(_no_verdict(st, tid, trace_id))
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False) if as_json else render(doc))
+
+
+def _no_verdict(st: Any, tid: str, given: str) -> str:
+    """Why a trace has no verdict: a run sampled it and left it unjudged, no run sampled it
+    yet, or the store has no such trace."""
+    sampled = st.query("SELECT verdict FROM samples WHERE trace_id = ? LIMIT 1", (tid,))
+    if sampled:  # picked, but no judge result was usable yet
+        return (
             f"no verdict for trace {tid}: a run sampled it and left it {sampled[0][0]}"
             " (a judge had no usable result yet); the next run decides it"
         )
-    if doc is None and stored:  # a run judges a sample of its window, not every trace
-        raise click.UsageError(
+    if st.get_interaction(tid) is not None:  # a run judges a sample of its window
+        return (
             f"no verdict for trace {tid}: no run of the job has sampled it yet (a run judges a"
             " sample of each window's traces; `ragsieve jobs run --all` judges every trace)"
         )
-    if doc is None:
-        raise click.UsageError(f"no verdict for trace {trace_id}: the store has no such trace")
-    click.echo(json.dumps(doc, indent=2, ensure_ascii=False) if as_json else render(doc))
+    return f"no verdict for trace {given}: the store has no such trace"
 
 
 @results.command("export")

@@ -31,6 +31,7 @@ from ragsieve.evaluators.judges.offline.binding.units import (
     content_keys,
     digit_values,
     number_kinds,
+    sentence_keys,
 )
 from ragsieve.evaluators.judges.offline.text.terms import key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS
@@ -121,7 +122,7 @@ def _competes(
             if any(_aligned(h, value, u, v, s in row, s in column) for h in holding):
                 return True
         elif _plain(ks) & kinds and (
-            claim.attribute & _words(u) if claim.attribute else kinds <= _plain(ks)
+            claim.attribute & sentence_keys(u) if claim.attribute else kinds <= _plain(ks)
         ):
             return True
     return False
@@ -188,7 +189,7 @@ def find_conflict(claim: str, question: str, units: list[Unit]) -> Conflict | No
             ]
         if not holding:
             continue  # the context gives it as another kind only: the kind check's business
-        held = set().union(*(_words(u) for u in holding))
+        held = set().union(*(sentence_keys(u) for u in holding))
         about = _Claim(
             keys, set(claimed), mentioned, {k for k in keys & held - names if k[:1] != "<"}
         )
@@ -265,12 +266,6 @@ def _facing(holding: list[Unit], value: str, theirs: list[Unit], s: str) -> list
         return False
 
     return sorted(holding, key=lambda h: not faces(h))
-
-
-def _words(unit: Unit) -> set[str]:
-    """The keys of a unit's scope and of its whole sentence (a clause says what its sentence
-    is about: "... costs 6 EUR on Plus and is free on Pro")."""
-    return set(unit.scope) | content_keys(unit.sentence)
 
 
 def _in_table(unit: Unit, value: str) -> bool:

@@ -35,6 +35,7 @@ from ragsieve.evaluators.judges.offline.binding.units import (
     content_keys,
     digit_values,
     number_kinds,
+    sentence_keys,
 )
 from ragsieve.evaluators.judges.offline.text.terms import (
     NUMBER_PATTERN,
@@ -226,7 +227,7 @@ def find_clause_conflict(
     one that lacks the claim's word before the number ("paid" in "claims are paid within 30
     days") may be about another step: nothing is said then. One number as written ("1,000":
     1 or 1000) is one number."""
-    found = [m for m in NUMBER_PATTERN.finditer(claim)]
+    found = list(NUMBER_PATTERN.finditer(claim))
     claimed = _kinds_of(claim)
     if len(found) != 1 or not claimed:
         return None
@@ -279,7 +280,7 @@ def _attribute(text: str, readings: set[str], skip: set[str]) -> str:
 
 def _around(unit: Unit) -> set[str]:
     """The content keys of a unit, its heading and its sentence: the words a number sits in."""
-    return set(unit.scope) | content_keys(unit.text) | content_keys(unit.sentence)
+    return sentence_keys(unit) | content_keys(unit.text)
 
 
 def _depends(before: str, kinds: set[str]) -> str:

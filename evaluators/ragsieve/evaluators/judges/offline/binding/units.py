@@ -93,6 +93,12 @@ def content_keys(text: str) -> set[str]:
     return {key(t) for t in tokens(text) if t not in STOPWORDS and not t[0].isdigit()}
 
 
+def sentence_keys(unit: Unit) -> set[str]:
+    """The keys of a unit's scope and of its whole sentence: the words a value sits among (a
+    clause says what its sentence is about: "... costs 6 EUR on Plus and is free on Pro")."""
+    return set(unit.scope) | content_keys(unit.sentence)
+
+
 def nothing_price(text: str) -> str:
     """The price of nothing ``text`` states, as written ("no extra cost", "gratis"), or ""."""
     folded = fold(text)
@@ -372,4 +378,5 @@ __all__ = [
     "nothing_price",
     "nothing_words",
     "number_kinds",
+    "sentence_keys",
 ]
