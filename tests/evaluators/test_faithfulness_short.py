@@ -276,6 +276,35 @@ BIKES = (
             "You can park in any green zone. You can contact our sales team.",
             "faithful",
         ),
+        # a recommendation to ask the company's sales or billing team closes a refusal as GPT-4o
+        # writes it, and "no encuentro información" declines (a second new user's docs bot)
+        (
+            "Can I take a bike on the train?",
+            "I'm sorry, but I couldn't find any information about bikes on trains in the PedalGo"
+            " documentation. I'd recommend contacting PedalGo's sales team to ask.",
+            "abstained",
+        ),
+        (
+            "Can I take a bike on the train?",
+            "The documentation doesn't mention trains. I would suggest calling the billing"
+            " department.",
+            "abstained",
+        ),
+        (
+            "¿Puedo subirla al tren?",
+            "Lo siento, no encuentro información sobre trenes en la documentación disponible."
+            " Te recomiendo consultar con el soporte de PedalGo.",
+            "abstained",
+        ),
+        (
+            "¿Puedo subirla al tren?",
+            "No encontré información sobre eso. Le sugiero contactar al equipo de ventas para"
+            " confirmarlo.",
+            "abstained",
+        ),
+        # what one cannot find that is not information is a claim; so is a team that is no desk
+        ("¿Puedo subirla al tren?", "No encuentro la bici en el tren.", "unfaithful"),
+        ("What do I do after an accident?", "I'd recommend calling the rescue team.", "unfaithful"),
     ],
 )
 async def test_a_closing_wish_or_referral_is_no_claim(question, reply, label):

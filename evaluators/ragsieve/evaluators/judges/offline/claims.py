@@ -68,6 +68,8 @@ _ABSTAIN = re.compile(
     r"|no (?:tengo|dispongo de|cuento con|hay) (?:esa |suficiente |la |ninguna )?informaci[oó]n"
     r"|no (?:lo )?s[eé](?=\s*(?:[.,;:!?]|$)|\s+(?:la respuesta|si|cual|que|como|cuando|donde)\b)"
     r"|no (?:puedo|pude) (?:responder|encontrar|determinar|confirmar|decir|dar)"
+    r"|no (?:encuentro|encontr[eé]|encontramos|he encontrado|hemos encontrado|logro encontrar"
+    r"|consigo encontrar) (?:ninguna |esa |la |m[aá]s |suficiente )?informaci[oó]n"
     r"|no se (?:menciona|especifica|indica|proporciona)"
     r"|no (?:hay|existe) informaci[oó]n"
     + rf"|{_SRC_GIVEN_ES}(?:{_SRC_WHICH})? no (?:menciona|incluye|contiene|dice|especifica"
@@ -232,16 +234,20 @@ def split_claims(sentence: str) -> list[str]:
 # "Anytime!" answers a "when" and is courtesy after anything else ("Thanks, that helps!")
 _ANYTIME = re.compile(r"\W*(?:any ?time|cuando quieras|cuando quiera)\W*", re.IGNORECASE)
 # a closing that states nothing: a wish ("Happy riding!", "Enjoy your trip!", "¡Buen viaje!")
-# or a referral to the help desk with nothing to check ("Please contact PedalGo support.": no
+# or a referral to the help desk with nothing to check ("Please contact PedalGo support.", "I'd
+# recommend contacting Acme's sales team to ask.", "Te recomiendo consultar con el soporte": no
 # number, address or hours; "Contact support at 555-0100" stays a claim)
 # the help desk, named (matched on folded text): customer service, support, a help desk, or a
-# team of the assistant's own ("our sales team", "nuestro equipo de ventas"). "Contact the
+# team of the assistant's own ("our sales team", "Acme's billing department", "nuestro equipo de
+# ventas", "el equipo de soporte"). "Contact the
 # emergency team" and "Llama al equipo de emergencias" are instructions to check
 _DESK = (
     r"(?:(?:our |the |your |tu |su |el |al |a |la )?(?:[\w-]+ ){0,2}?(?:customer (?:service|support"
     r"|care)|support|help ?desk|service desk|soporte|atencion al cliente|servicio (?:de atencion )?"
     r"al cliente)(?: team| agents| staff| de [\w-]+)?|our (?:[\w-]+ ){0,2}?(?:team|agents|staff"
-    r"|department)|(?:nuestr[oa]s?) (?:equipo|agentes|departamento|oficina)(?: de [\w-]+)?"
+    r"|department)|(?:the |your |[\w-]+'?s )?(?:sales|billing|account|support) (?:team|department)"
+    r"|(?:al |el )?(?:equipo|departamento) de (?:ventas|soporte|facturacion|cuentas)"
+    r"|(?:nuestr[oa]s?) (?:equipo|agentes|departamento|oficina)(?: de [\w-]+)?"
     r"(?: al cliente)?)"
 )
 # a greeting, thanks or "you're welcome" beside a wish makes one courtesy: "You're welcome, have
@@ -258,11 +264,14 @@ _CLOSING = re.compile(
     r"|bonita|gran|excelente) \w+(?: de semana)?|"
     + _GREETING
     + r"|disfruta (?:de )?(?:tu|el|la) \w+"
-    r"|(?:please |you (?:can|may|could) |feel free to )?(?:contact|reach out to|get in touch with"
-    r"|ask|call|phone|consult|check with|speak (?:to|with)|talk to) "
-    rf"{_DESK}(?: for (?:more )?(?:help|assistance|details))?"
-    r"|(?:por favor,? )?(?:(?:puedes|puede|pueden|podeis) )?(?:contact|escrib|consult|llam"
-    rf"|pregunt|habl)(?:a|e|ar|ir|ad)(?: con)? {_DESK})\W*)+",
+    r"|(?:please |you (?:can|may|could|might)(?: want to)? |feel free to |(?:i|we)(?:'d| would)?"
+    r" (?:recommend|suggest) (?:that you )?)?(?:contact|reach out to|get in touch with|ask|call"
+    r"|phone|consult|check with|speak (?:to|with)|talk to)(?:ing)? "
+    rf"{_DESK}(?: (?:for (?:more )?(?:help|assistance|details|information)|to (?:ask|confirm)))?"
+    r"|(?:por favor,? )?(?:(?:puedes|puede|pueden|podeis|te recomiendo|le recomiendo|te sugiero"
+    r"|le sugiero|recomiendo) )?(?:contact|escrib|consult|llam|pregunt|habl)(?:a|e|ar|ir|ad)"
+    rf"(?: con)? {_DESK}(?: para (?:confirmarlo|preguntar|m[aá]s (?:informaci[oó]n|detalles)))?)"
+    r"\W*)+",
     re.IGNORECASE,
 )
 
