@@ -47,6 +47,8 @@ def test_small_budget_still_covers_the_remainder(store: Store) -> None:
     fr = r["failure_rate"]
     assert fr["coverage"] == 1.0 and fr["estimate"] == 0.1  # the true rate, 10 / 100
     assert fr["uncovered_strata"] == [] and fr["n"] == 3 and fr["raw"] == pytest.approx(1 / 3)
+    row = next(x for x in render_table(r).splitlines() if x.startswith("sampled"))
+    assert "97 left out by the sampling rates; --all judges every trace" in row
     tight = run_once(store, settings(store=store.url), budget_calls=3, deliver=False).report
     # The free rerun picks plus one new trace: still every stratum has a decided pick.
     split = {k: (v["population"], v["sampled"]) for k, v in tight["sampled"]["by_stratum"].items()}

@@ -304,12 +304,17 @@ def render_table(report: Mapping[str, Any]) -> str:
 def _summary_rows(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     cost = report.get("cost") or {}
     by_stratum = report["sampled"]["by_stratum"]
+    left = sum(v["population"] - v["sampled"] for v in by_stratum.values())
     return [
         ("run", str(report.get("run_id") or "- (dry run: not stored)")),
         ("window", f"{report['window']['start']} .. {report['window']['end']}"),
         ("discovered", str(report["discovered"])),
         ("not applicable", _kv(report["not_applicable"]["reasons"]) or "0"),
-        ("sampled", _kv({k: v["sampled"] for k, v in by_stratum.items()}) or "0"),
+        (
+            "sampled",
+            (_kv({k: v["sampled"] for k, v in by_stratum.items()}) or "0")
+            + (f" ({left} left out by the sampling rates; --all judges every trace)" * (left > 0)),
+        ),
         ("already judged", str(report["already_judged"])),
         ("judged", str(report["judged"])),
         ("judge errors", str(report["judge_errors"])),
