@@ -69,6 +69,8 @@ def _time_axis(ax: Axes, times: Sequence[datetime]) -> None:
     if not times:
         return
     ax.xaxis_date()
+    if min(times) < max(times):  # the runs' span, also where a series has a point only in some
+        ax.set_xlim(_x([min(times), max(times)]))
     loc = mdates.AutoDateLocator(minticks=3, maxticks=10)  # 5 finds no interval for ~4.5 minutes
     ax.xaxis.set_major_locator(loc)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
@@ -204,8 +206,14 @@ def agreement(
         ):
             pts = [(t, v) for t, v in zip(times, values, strict=True) if v is not None]
             if pts:
-                ax.plot(
-                    _x([t for t, _ in pts]), [v for _, v in pts], lw=1.2, color=color, label=label
+                ax.plot(  # a marker on each run: a measure that only the latest run has shows
+                    _x([t for t, _ in pts]),
+                    [v for _, v in pts],
+                    lw=1.2,
+                    marker="o",
+                    ms=3,
+                    color=color,
+                    label=label,
                 )
         ax.set_ylim(0, 1.02)
         _pct_axis(ax)

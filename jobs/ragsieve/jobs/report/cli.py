@@ -36,15 +36,17 @@ def write_report(
     from ragsieve.jobs.alerts.service import describe
     from ragsieve.jobs.alerts.state import load_states
     from ragsieve.jobs.history.runs import load_runs
-    from ragsieve.jobs.report.data import category_first_seen, category_names, collect
+    from ragsieve.jobs.report.data import category_first_seen, category_names, collect, reviews
     from ragsieve.jobs.report.html import render
 
     now = time.time() if now is None else now
     start = now - parse_duration(since or settings.report.since).total_seconds()
     runs = load_runs(store, since=start)
     alerts = describe(settings.alerts.rules, load_states(store))
+    data = collect(runs, category_first_seen(store), category_names(store))
+    data.reviewed = reviews(store, [str(c["trace_id"]) for c in data.flagged])
     page = render(
-        collect(runs, category_first_seen(store), category_names(store)),
+        data,
         title="ragsieve: quality over time",
         generated=datetime.fromtimestamp(now, UTC),
         phoenix=settings.phoenix.base_url,

@@ -49,6 +49,7 @@ class ReportData:
     flagged: list[dict[str, Any]]
     runs: int
     latest: Mapping[str, Any]
+    reviewed: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)  # see reviews
 
 
 def _series(runs: Sequence[RunRecord]) -> Series:
@@ -168,9 +169,28 @@ def category_names(store: Store) -> dict[str, str]:
     return {str(r[0]): str(r[1]) for r in store.query("SELECT id, name FROM categories") if r[1]}
 
 
+def reviews(store: Store, trace_ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+    """Trace id -> (verdict, root cause) a person gave it last (``labels``, the review's word):
+    a flagged case a reviewer called a pass, or whose root cause they corrected, says so."""
+    rows = store.query_in(
+        "SELECT trace_id, verdict, root_cause FROM labels WHERE trace_id IN ({ids})"
+        " AND metric IS NULL ORDER BY created_at, id",
+        list(trace_ids),
+    )
+    return {str(t): (str(v), None if c is None else str(c)) for t, v, c in rows}
+
+
 def iso(t: datetime) -> str:
     """Minutes-precision UTC time for tables."""
     return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
 
 
-__all__ = ["ReportData", "Series", "category_first_seen", "category_names", "collect", "iso"]
+__all__ = [
+    "ReportData",
+    "Series",
+    "category_first_seen",
+    "category_names",
+    "collect",
+    "iso",
+    "reviews",
+]

@@ -91,10 +91,23 @@ def _trace_link(trace_id: str, phoenix: str | None) -> str:
     return f'<a href="{_e(url)}" rel="noreferrer">{_e(trace_id[:16])}</a>'
 
 
+def _cause(case: Mapping[str, Any], reviewed: tuple[str, str | None] | None) -> str:
+    """The job's root cause, or a reviewer's word where it differs: ``reviewed pass (job
+    FLAGGED generation)``, ``abstained_wrongly (reviewed; job no_answer_expected)``."""
+    job = case.get("root_cause") or ""
+    if reviewed is None:
+        return str(job)
+    verdict, cause = reviewed
+    if verdict != "fail":
+        return f"reviewed {verdict} (job FLAGGED {job})".replace(" )", ")")
+    return f"{cause} (reviewed; job {job})" if cause and cause != job else str(job)
+
+
 def _flagged(data: ReportData, phoenix: str | None) -> str:
     rows = [
-        [_e(iso(c["started"])), _trace_link(str(c["trace_id"]), phoenix), _e(c.get("root_cause")),
-         _e(c.get("stratum")), _e(c.get("query"))]
+        [_e(iso(c["started"])), _trace_link(str(c["trace_id"]), phoenix),
+         _e(_cause(c, data.reviewed.get(str(c["trace_id"])))), _e(c.get("stratum")),
+         _e(c.get("query"))]
         for c in data.flagged
     ]  # fmt: skip
     head = ("run", "trace" + (" (Phoenix)" if phoenix else ""), "root cause", "stratum", "query")
