@@ -86,6 +86,13 @@ def test_interactions_list_says_not_judged_until_a_run_decides(
     assert after[FIRST].split()[1] == "pass"
     assert "'What status code does the API send back when I exceed the…'" in after[THIRD]
     assert after[SECOND].split()[1] == "FLAGGED"  # the unsupported answer
+    # the run lists what it flagged and the command that shows it, which works as printed
+    listed = run.stdout.split("== flagged cases (2)\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert {line.split()[0] for line in listed} == {THIRD[:12], SECOND[:12]}
+    show = next(x for x in run.stdout.splitlines() if "ragsieve results show" in x).split()
+    shown = _ragsieve(*show[1:], cwd=tmp_path)
+    assert shown.returncode == 0 and show[3] == listed[0].split()[0], shown.stderr
+    assert {THIRD, SECOND} & set(shown.stdout.split()), shown.stdout
 
 
 def test_a_reviewers_word_shows_beside_the_jobs_flag(two_traces: str, tmp_path: Path) -> None:

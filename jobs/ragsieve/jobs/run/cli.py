@@ -60,6 +60,7 @@ def run_command(
 
     Exit 1 when the judge error rate exceeds jobs.max_judge_error_rate.
     """
+    from ragsieve.collector.store import masked_url
     from ragsieve.collector.timeutil import parse_window
     from ragsieve.jobs.run.after import after_run
     from ragsieve.jobs.run.report import render_table
@@ -89,6 +90,7 @@ def run_command(
         click.echo(json.dumps(report, ensure_ascii=False, default=str))
     else:
         click.echo(render_table(report))
+        click.echo(_flagged_text(report, masked_url(st.url)))
     html = report.get("html") or {}
     if html.get("error"):  # the run is stored; the page is not, and that is said
         click.echo(f"report {html['path']} not written: {html['error']}", err=True)
@@ -99,6 +101,26 @@ def run_command(
             err=True,
         )
         ctx.exit(outcome.exit_code)
+
+
+def _flagged_text(report: dict[str, Any], store: str) -> str:
+    """The run's flagged cases (the report keeps the first ``report.max_flagged_cases``), one
+    line each, and the commands that show one and review them, ready to paste."""
+    cases = report.get("flagged_cases") or []
+    if not cases:
+        return ""
+    shown = f"; first {len(cases)}" if len(cases) < report["flagged"] else ""
+    lines = [f"\n== flagged cases ({report['flagged']}{shown})"]
+    for c in cases:
+        query = " ".join(str(c.get("query") or "").split())
+        lines.append(f"{c['trace_id'][:12]}  {c.get('root_cause') or '-':<19} {query[:70]}")
+    tid = cases[0]["trace_id"][:12]
+    lines += [
+        "\nnext:",
+        f"  ragsieve results show {tid} --store {store}",
+        f"  ragsieve golden review --store {store}",
+    ]
+    return "\n".join(lines)
 
 
 __all__ = ["jobs", "run_command"]
