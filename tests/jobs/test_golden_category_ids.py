@@ -41,3 +41,37 @@ def test_the_part_without_the_founder_keeps_the_id_and_the_founder_s_part_gets_i
     (founders,) = by_part["founder's"]
     assert founders is not None and founders != old
     assert [(e.kind, e.category, e.other) for e in events] == [("split", founders, old)]
+
+
+def _lone_near(shares: bool) -> list[Candidate]:
+    """Two failures about one thing (one chunk) and a third the tree leaves alone, near their
+    centre (cosine 0.55): it shares that chunk or not."""
+    e0, e1 = np.eye(512, dtype=np.float32)[:2]
+    vecs = [e0, unit(e0 + 0.01 * e1), unit(0.55 * e0 + 0.835 * e1)]
+    chunks = [["kb-cooling", "kb-claims"], ["kb-cooling", "kb-waiting"]]
+    chunks.append(["kb-cooling"] if shares else ["kb-discounts", "kb-payment"])
+    return [
+        Candidate(
+            f"q_{i:012x}",
+            "candidate",
+            f"question {i}",
+            body={
+                "query": f"question {i}",
+                "topic_embedding": encode_vector(v),
+                "signature": {"chunks": c, "missed": None, "values": [], "answers": []},
+            },
+        )
+        for i, (v, c) in enumerate(zip(vecs, chunks, strict=True))
+    ]
+
+
+def test_a_failure_the_tree_left_alone_joins_an_area_only_through_what_failed() -> None:
+    # near the area's centre but sharing no chunk with its failures: a one-subject deployment
+    # puts every failure that near every area, so it stays uncategorised
+    assigned, _ = categorise(_lone_near(shares=False))
+    pair = {assigned["q_000000000000"], assigned["q_000000000001"]}
+    assert len(pair) == 1 and None not in pair
+    assert assigned["q_000000000002"] is None
+    # the same failure retrieving one of the area's chunks joins it
+    assigned, _ = categorise(_lone_near(shares=True))
+    assert assigned["q_000000000002"] == assigned["q_000000000000"] is not None
