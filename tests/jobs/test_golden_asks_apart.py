@@ -149,3 +149,27 @@ def test_two_plans_typed_in_lower_case_are_two_subjects(store: Store) -> None:
         ],
     )
     assert got == [[basic], sorted([pro, again])]
+
+
+def test_a_near_word_before_the_same_head_names_another_one(store: Store) -> None:
+    """ "monthly" / "annual" before "fee" name two fees (the encoder holds them as near as "cost"
+    / "price"); "yearly" / "annual" there are one word to it, and merge."""
+    fees = {
+        "plans#pro": "The Pro plan costs 19 EUR per month or 190 EUR per year.",
+        "plans#basic": "The Basic plan costs 9 EUR per month or 90 EUR per year.",
+        "ebike#unlock": "Unlocking an e-bike costs 1 EUR on every plan.",
+    }
+    monthly = "what is the monthly fee of the pro plan"
+    annual = "what is the annual fee of the pro plan"
+    yearly = "what is the yearly fee of the pro plan"
+    three = list(fees.items())
+    two = [(k, fees[k]) for k in ("plans#basic", "plans#pro")]
+    got = _candidates(
+        store,
+        [
+            _failure(1, monthly, three, "It costs 29 EUR.", judged=False),
+            _failure(2, annual, two, "It costs 250 EUR.", judged=False),
+            _failure(3, yearly, three, "It is 240 EUR.", judged=False),
+        ],
+    )
+    assert got == [sorted([annual, yearly]), [monthly]]

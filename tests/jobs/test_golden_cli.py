@@ -116,7 +116,10 @@ def _review_ports(store: Store, answers: str) -> None:
         # the Spanish one a false alarm: the open English one alone has 4, still new
         ("s\nw\nno failure\n", 4, True, True),
         # both rejected for other reasons: failures still, but nothing left to review or cover
-        ("r\nd\nr\no\n", 6, False, False),
+        ("r\nnot ours\nr\no\n", 6, False, False),
+        # the English one a duplicate of the Spanish one (the nearest), which then is out of
+        # scope: its failures count in the one it was merged into, nothing is left to review
+        ("d\n1\nr\no\n", 6, False, False),
     ],
 )
 def test_a_failure_the_reviewer_says_is_none_does_not_make_its_category_new(

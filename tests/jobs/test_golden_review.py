@@ -177,7 +177,7 @@ def test_piped_answers_that_run_out_at_a_choice_stop_the_review_keeping_them(
     grow(store, stream(), Settings(golden=GoldenSettings(path=str(v3))))
     first = CandidateRepo(store).select(["candidate"])
     assert len(first) >= 2  # answers run out before the second candidate
-    said = _piped_review(store, tmp_path, v3, "r\nd\n")
+    said = _piped_review(store, tmp_path, v3, "r\no\n")
     assert "end of input: review stopped" in said
     assert "0 accepted, 1 rejected, 0 skipped, 0 edits" in said
     statuses = sorted(c.status for c in CandidateRepo(store).select())

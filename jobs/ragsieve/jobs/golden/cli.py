@@ -155,6 +155,7 @@ def review_cmd(
         n = len(rep.false_alarms)
         alarms = f" (of them {n} false alarm{'s' if n > 1 else ''})" if n else ""
         split = f", {len(rep.split_off)} split off" if rep.split_off else ""
+        split += f", {len(rep.merged)} merged as duplicates" if rep.merged else ""
         click.echo(
             f"reviewed: {len(rep.accepted)} accepted,"
             f" {len(rep.rejected) + len(rep.false_alarms)} rejected{alarms},"

@@ -81,9 +81,12 @@ def adopt(
     *,
     cap: int,
     max_cut: float,
+    chunks: Sequence[frozenset[str]] | None = None,
 ) -> list[list[int]]:
     """``groups`` with each point of ``alone`` added to the group whose centre is nearest, when
-    that centre lies within ``max_cut`` (cosine distance) and the group has room under ``cap``."""
+    that centre lies within ``max_cut`` (cosine distance), the group has room under ``cap`` and,
+    given each point's ``chunks``, the point shares one with a member (a point that names no
+    chunk is judged by nearness alone)."""
     if not groups or not alone:
         return groups
     out = [list(g) for g in groups]
@@ -93,6 +96,8 @@ def adopt(
         for j in np.argsort(-sims):
             if 1.0 - float(sims[j]) > max_cut:
                 break
+            if chunks and chunks[i] and not any(chunks[i] & chunks[m] for m in groups[j]):
+                continue
             if len(out[j]) < cap:
                 out[j].append(i)
                 break

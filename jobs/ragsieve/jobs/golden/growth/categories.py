@@ -71,7 +71,9 @@ def topic_of(row: Candidate) -> np.ndarray | None:
     return unit(vec) if vec is not None else row.embedding
 
 
-def topic_groups(vectors: np.ndarray, seen: Sequence[int]) -> list[list[int]]:
+def topic_groups(
+    vectors: np.ndarray, seen: Sequence[int], chunks: Sequence[frozenset[str]] | None = None
+) -> list[list[int]]:
     """Index groups of failures that share a topic; the rest belong to no group.
 
     A group needs ``MIN_FAILURES`` failures (as seen): a question that failed once and shares
@@ -79,8 +81,10 @@ def topic_groups(vectors: np.ndarray, seen: Sequence[int]) -> list[list[int]]:
     candidates (once there are ``BALANCE_FROM``): a deployment about one subject (a town hall,
     a product) has every failure near every other, and one category of everything tells a
     reviewer nothing, so an oversized area is split along its own tree. A failure left alone
-    joins the nearest group whose centre lies within the widest cut: it is uncategorised only
-    when no area is near it.
+    joins the nearest group whose centre lies within the widest cut and one of whose failures
+    shares a chunk with it (``chunks``: retrieved, missed or answering): in a deployment about
+    one subject every failure lies that near every area, so nearness alone would file unrelated
+    questions together.
     """
     labels = cluster(vectors, min_cut=MIN_CUT, max_cut=MAX_CUT)
     groups = [np.flatnonzero(labels == k).tolist() for k in np.unique(labels)]
@@ -89,7 +93,7 @@ def topic_groups(vectors: np.ndarray, seen: Sequence[int]) -> list[list[int]]:
     alone = [i for g in groups if g not in kept for i in g]
     n = len(vectors)
     cap = max(1, int(MAX_SHARE * n)) if n >= BALANCE_FROM else n  # few failures: no balance
-    return adopt(vectors, kept, alone, cap=cap, max_cut=MAX_CUT)
+    return adopt(vectors, kept, alone, cap=cap, max_cut=MAX_CUT, chunks=chunks)
 
 
 def categorise(rows: Sequence[Candidate]) -> tuple[dict[str, str | None], list[Event]]:
@@ -106,7 +110,9 @@ def categorise(rows: Sequence[Candidate]) -> tuple[dict[str, str | None], list[E
     vectors = np.vstack([v for _, v in have])
     groups = {
         n: [have[i][0].id for i in g]
-        for n, g in enumerate(topic_groups(vectors, [r.seen for r, _ in have]))
+        for n, g in enumerate(
+            topic_groups(vectors, [r.seen for r, _ in have], [_documents(r) for r, _ in have])
+        )
     }
     previous = {r.id: r.category for r, _ in have}
     names, events = carry_ids(groups, previous, dict.fromkeys(groups, "topic"))
@@ -260,9 +266,10 @@ def _owners(
     return out
 
 
-def _documents(row: Candidate) -> set[str]:
+def _documents(row: Candidate) -> frozenset[str]:
     sig = row.body.get("signature") or {}
-    return {str(c) for c in [*(sig.get("chunks") or ()), sig.get("missed")] if c}
+    ids = [*(sig.get("chunks") or ()), sig.get("missed"), *(sig.get("answers") or ())]
+    return frozenset(str(c) for c in ids if c)
 
 
 def kept_names(

@@ -1,12 +1,14 @@
 """SQL over the ``candidates`` table: one row per candidate, golden reference rows beside them.
 
 Statuses: ``candidate`` (waiting for a person), ``accepted``, ``rejected`` (kept as a negative
-label), ``covered`` (a production failure whose query the golden set already holds; counted, never
-reviewed) and ``golden`` (a case of the current golden set, imported or promoted, so that dedup
-and novelty work before any golden file is configured). Audit items (ids ``audit:<trace id>``,
-see ``audit.py``) are passing traces a person checks: ``audit`` while open, then ``audit_pass``
-or ``audit_fail`` (or ``accepted`` when the missed failure is also taken as a case). Everything
-beyond the indexed columns lives in the JSON ``body``.
+label), ``merged`` (a duplicate a reviewer folded into another candidate, ``merged_into``: kept
+as the record, never matched, categorised or reviewed again), ``covered`` (a production failure
+whose query the golden set already holds; counted, never reviewed) and ``golden`` (a case of
+the current golden set, imported or promoted, so that dedup and novelty work before any golden
+file is configured). Audit items (ids ``audit:<trace id>``, see ``audit.py``) are passing
+traces a person checks: ``audit`` while open, then ``audit_pass`` or ``audit_fail`` (or
+``accepted`` when the missed failure is also taken as a case). Everything beyond the indexed
+columns lives in the JSON ``body``.
 
 Saves are optimistic: each row carries a ``version`` that every write raises by one, and a save
 writes only when the stored version is still the one it read. When another writer (a review, a
@@ -43,6 +45,7 @@ STATUSES = (
     "audit",
     "audit_pass",
     "audit_fail",
+    "merged",
 )
 REVIEWABLE = ("candidate", "accepted", "rejected")
 _COLUMNS = (

@@ -163,8 +163,9 @@ def carry_ids(
     """Name each group (of member ids) by the old id most of its members had.
 
     ``previous`` maps member → old group id (None for new members); an old id is only taken by
-    a group with the same ``prefix`` (its root cause). Returns group → id and the merges and
-    splits seen.
+    a group with the same ``prefix`` (its root cause). A group that takes no old id is named
+    after its first member whose id is free: the founder of an old category may now sit in a
+    part that lost that id to a larger one. Returns group → id and the merges and splits seen.
     """
     votes: dict[G, Counter[str]] = {
         g: Counter(old for m in ms if (old := previous.get(m))) for g, ms in groups.items()
@@ -178,9 +179,14 @@ def carry_ids(
         free = old not in names.values() and old.startswith(prefix[g] + "-")
         if g not in names and free:
             names[g] = old
+    taken = {*names.values(), *(old for old in previous.values() if old)}
     for g, ms in groups.items():
-        if g not in names:
-            names[g] = fresh_id(prefix[g], min(ms))
+        if g not in names:  # founded by a member; never an id another group has or had
+            ids = (
+                fresh_id(prefix[g], m) for m in [*sorted(ms), *(f"{min(ms)}#{i}" for i in range(9))]
+            )
+            names[g] = next(i for i in ids if i not in taken)
+            taken.add(names[g])
     kept = set(names.values())
     events = [
         Event("split" if old in kept else "merge", names[g], old, n)

@@ -22,6 +22,7 @@ from ragsieve.jobs.golden.growth.repo import Candidate, CandidateRepo
 from ragsieve.jobs.golden.review import keys, suggest
 from ragsieve.jobs.golden.review.audit import MISSED, PASSED, is_audit
 from ragsieve.jobs.golden.review.decisions import (
+    REASONS,
     ask_reason,
     ask_root_cause,
     ask_split,
@@ -29,6 +30,7 @@ from ragsieve.jobs.golden.review.decisions import (
     judge_was_wrong,
     other_askings,
 )
+from ragsieve.jobs.golden.review.duplicates import MERGED, ask_duplicate
 from ragsieve.jobs.golden.review.keys import choose, confirm, format_chunks, parse_chunks
 from ragsieve.jobs.golden.review.suggest import (
     acceptance_gap,
@@ -51,6 +53,7 @@ class ReviewReport:
     audit_passes: list[str] = field(default_factory=list)
     audit_misses: list[str] = field(default_factory=list)
     split_off: list[str] = field(default_factory=list)  # rows split off a merged candidate
+    merged: list[str] = field(default_factory=list)  # duplicates folded into another candidate
 
 
 def _conversation(b: dict[str, Any], wrap: textwrap.TextWrapper) -> list[str]:
@@ -86,6 +89,8 @@ def render(c: Candidate, summary: CategorySummary | None) -> str:
     if others := asked_as(b):  # the same failure asked in other words, merged (issue 46)
         lines += [f"  also asked as ({len(others)}):  ([p] splits one off)"]
         lines += [wrap.fill(f"{i}. {q}") for i, q in enumerate(others[:5], 2)]
+    for m in b.get("merged") or ():  # duplicates a reviewer folded in
+        lines.append(wrap.fill(f"merged in: {m['query']} ({m['id']}, by {m['by']})"))
     for gone in b.get("split_off") or ():  # what a reviewer split off, and into which row
         lines.append(wrap.fill(f"split off: {gone['query']} ({gone['as']}, {gone['into']})"))
     lines += ["", "RETRIEVED CHUNKS"]
@@ -208,6 +213,9 @@ def _walk(
             if not _review_audit(repo, c, where, reviewer, report):
                 return
             continue
+        c = repo.get(c.id) or c  # as stored now: a duplicate merged into it earlier shows
+        if c.status == MERGED:  # merged into another candidate earlier in this review
+            continue
         prefill(c)
         step = _AGAIN
         while step == _AGAIN:
@@ -223,10 +231,13 @@ def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: Revi
     split = ["p"] if other_askings(c) else []  # only a merged candidate has askings to split
     action = choose(
         "[a]ccept  [e]dit reference  [c]orrect root cause  [r]eject  [w] the judge was wrong"
+        "  [d]uplicate of another candidate"
         + ("  s[p]lit an asking off" if split else "")
         + "  [s]kip  [q]uit",
-        ["a", "e", "c", "r", "w", *split, "s", "q"],
+        ["a", "e", "c", "r", "w", "d", *split, "s", "q"],
     )
+    if action == "d":
+        return _duplicate(repo, c, reviewer, report)
     if action == "p":
         report.split_off += ask_split(repo, c, reviewer)
         return _AGAIN
@@ -262,6 +273,8 @@ def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: Revi
         return _NEXT
     if action == "r":
         reason = ask_reason()
+        if reason == REASONS["d"]:  # a duplicate says of which candidate
+            return _duplicate(repo, c, reviewer, report)
         decide(repo, c, "rejected", reviewer, reason)
         report.rejected.append(c.id)
         click.echo(f"rejected {c.id}: {reason}")
@@ -270,6 +283,15 @@ def _flagged_step(repo: CandidateRepo, c: Candidate, reviewer: str, report: Revi
         report.skipped.append(c.id)
         return _NEXT
     return _QUIT
+
+
+def _duplicate(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> str:
+    """``c`` is a duplicate: of which candidate (``duplicates.ask_duplicate``); back to its
+    screen when the reviewer names none."""
+    if ask_duplicate(repo, c, reviewer) is None:
+        return _AGAIN
+    report.merged.append(c.id)
+    return _NEXT
 
 
 def _record_edit(repo: CandidateRepo, c: Candidate, reviewer: str, report: ReviewReport) -> None:

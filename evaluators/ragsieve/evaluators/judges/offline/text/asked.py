@@ -319,12 +319,31 @@ def told_apart(a: str, b: str) -> list[tuple[str, str]]:
     """The words that tell two askings apart: pairs (a word of ``a``, a word of ``b``) that
     differ between them in the same frame of a thing named (:func:`replacements` with
     ``subjects``), whatever their case ("how much is the pro plan" / "how much is the basic
-    plan": ``[("pro", "basic")]``; "in lisbon" / "in madrid"). A word the
-    other text holds in any spelling or as a near word is no difference ("cost" / "price",
-    "activation" / "actvation"), and a word both hold frames, it does not differ."""
+    plan": ``[("pro", "basic")]``; "in lisbon" / "in madrid"). A word the other text holds in
+    any spelling is no difference ("activation" / "actvation"), and a word both hold frames, it
+    does not differ. A near word of the encoder is no difference either ("the monthly cost" /
+    "the monthly price"), except before the same head: there a word names which one of the
+    head's kind, and the encoder's near words are most often the kind's other members ("the
+    monthly fee" / "the annual fee", "the weekly pass" / "the daily pass", each held as near as
+    "cost" / "price", 0.83), so only a word it holds for the same as surely as a misspelling
+    counts ("the yearly fee" / "the annual fee")."""
     index_a, index_b = TermIndex([a]), TermIndex([b])
-    return [
-        (w, t)
-        for w, t in replacements(b, a, subjects=True).items()
-        if not find_term(index_b, w, False).strength and not find_term(index_a, t, False).strength
-    ]
+    frames_a = _word_frames(a, subjects=True)
+    frames_b = _word_frames(b, subjects=True)
+    out = []
+    for w, t in replacements(b, a, subjects=True).items():
+        shared = frames_a.get(w, set()) & frames_b.get(t, set())
+        naming = any(f.startswith(">") for f in shared)  # before the same head
+        if not _holds(index_b, w, naming) and not _holds(index_a, t, naming):
+            out.append((w, t))
+    return out
+
+
+def _holds(index: TermIndex, word: str, naming: bool) -> bool:
+    """``index`` writes ``word`` in some spelling or as a near word; ``naming`` (the word names
+    which one): a near word only when the encoder holds it for ``word`` at least as surely as a
+    misspelling (:data:`FOUND_AS_WRITTEN`)."""
+    m = find_term(index, word, False)
+    if not naming or m.via != "near":
+        return bool(m.strength)
+    return index.find(word, translate=True).strength >= FOUND_AS_WRITTEN
