@@ -18,7 +18,14 @@ from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 from typing import Any
 
-from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, UNDETERMINED, Piece, combine, fit_weights
+from ragsieve.jobs.verdicts.ledger import (
+    DEFAULT_WEIGHTS,
+    UNDETERMINED,
+    Piece,
+    combine,
+    fit_weights,
+    loss,
+)
 
 Pair = tuple[Any, dict[str, Any]]  # (planted trace, the job's decision)
 # bench/conversations.py's planted kinds (its dump names the kind, not the expectation)
@@ -147,9 +154,9 @@ NO_CLOSE = {**DEFAULT_WEIGHTS, **dict.fromkeys(CLOSE_BANDS, 0.0)}  # every close
 
 
 def _loss(rows: list[tuple[list[Piece], str]], weights: dict[str, float]) -> float:
-    """``fit_weights``' loss: a wrong stated cause 1, an undetermined one 0.5."""
-    said = [(combine(p, weights).label, y) for p, y in rows]
-    return sum(0.0 if s == y else 0.5 if s == UNDETERMINED else 1.0 for s, y in said)
+    """``fit_weights``' loss: a wrong stated cause 1, an undetermined one
+    ``1 - ledger.STATED_RIGHT``."""
+    return loss(rows, weights)[1]
 
 
 def _best_bands(rows: list[tuple[list[Piece], str]]) -> dict[str, float]:

@@ -29,6 +29,7 @@ PRO_PRICE = "The Pro plan costs $199 per month, billed monthly."
 GEN = Piece("rule", "generation", "plans#starter reached the prompt; the answer is unfaithful")
 SOURCE = Piece("answer_source", "retrieval", "the observed chunk prices#starter holds 49")
 RIVAL = Piece("rival", "retrieval", "the observed chunk prices#starter answers as well")
+STATES_SOURCE = {**DEFAULT_WEIGHTS, "answer_source": 1.5}  # where the answer sits decides
 
 
 def _trace(query: str, answer: str, *chunks: tuple[str, str, bool]):
@@ -68,10 +69,13 @@ def test_evidence_that_does_not_decide_is_undetermined_with_both_lines() -> None
 
 
 def test_where_the_answer_sits_outweighs_a_same_topic_chunk_in_the_prompt() -> None:
-    got = combine([GEN, SOURCE])
+    got = combine([GEN, SOURCE], STATES_SOURCE)
     assert got.label == "retrieval" and "prices#starter" in got.evidence
-    # ... unless the weights say it does not decide alone
-    assert combine([GEN, SOURCE], {**DEFAULT_WEIGHTS, "answer_source": 1.0}).label == UNDETERMINED
+    # ... unless the weights say it does not decide alone (the shipped weight, chosen leave one
+    # source out: the "could be either, here is why", with both lines)
+    alone = combine([GEN, SOURCE])
+    assert alone.label == UNDETERMINED
+    assert [c.split(":")[0] for c in alone.competing] == ["generation", "retrieval"]
 
 
 def test_assign_weighs_the_pieces_with_the_rule() -> None:
@@ -154,7 +158,7 @@ def test_the_verdict_carries_the_competing_lines_and_pre_fill_waits_for_the_revi
     assert asks_root_cause(UNDETERMINED, body)
     assert not asks_root_cause(UNDETERMINED, {"review": {"root_cause": "retrieval"}})
     # decided from where the answer sits: the observed chunk is offered, not the prompt's
-    v = decide(it, _results(it, 0.65), thresholds, pieces=(SOURCE,))
+    v = decide(it, _results(it, 0.65), thresholds, pieces=(SOURCE,), weights=STATES_SOURCE)
     assert v.root_cause == "retrieval"
     body = {"root_causes": {"retrieval": 1}, "evidence": v.evidence, "chunks": [
         {"id": "plans#starter"}]}  # fmt: skip
@@ -242,7 +246,8 @@ def test_an_off_question_answer_beside_a_chunk_that_nearly_answers_is_the_models
     assert (piece.name, piece.cause) == ("near_context", "generation")
     assert "plans#starter" in piece.line
     rule = Piece("rule", "no_answer_expected", "none of 1 chunk(s) in the prompt was relevant")
-    assert combine([rule, piece]).label == "generation"
+    assert combine([rule, piece], {**DEFAULT_WEIGHTS, "near_context": 1.5}).label == "generation"
+    assert combine([rule, piece]).label == UNDETERMINED  # the shipped weight: both lines
     # an answer made up for the question is what "nothing answers this" explains
     on = Verdict("fail", ("context_relevance", "faithfulness"), "no_answer_expected")
     assert near_context([_ctx(0.52, 0.45)], on, 0.6) == ()

@@ -13,7 +13,7 @@ from ragsieve.jobs.sampling.golden_index import GoldenIndex
 from ragsieve.jobs.verdicts.corpus import ObservedCorpus
 from ragsieve.jobs.verdicts.flagging import Verdict
 from ragsieve.jobs.verdicts.gather import answer_source, failure_pieces, golden_chunks
-from ragsieve.jobs.verdicts.ledger import UNDETERMINED, Piece, combine
+from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, UNDETERMINED, Piece, combine
 
 Q = "What is the rate limit of the Starter plan?"
 STARTER_LIMIT = "The Starter plan allows 120 requests per minute for every API key."
@@ -119,4 +119,5 @@ def test_a_chunk_that_nearly_answers_is_not_counted_again_as_partly_holding_the_
     names = [p.name for p in got]
     assert "near_context" in names and "answer_partly_in_prompt" not in names
     dropped = Piece("dropped", "retrieval", "plans#burst was retrieved, not in the prompt")
-    assert combine([NONE, *got, dropped]).label == UNDETERMINED
+    weighs = {**DEFAULT_WEIGHTS, "near_context": 1.5}  # as much as the dropped chunk
+    assert combine([NONE, *got, dropped], weighs).label == UNDETERMINED

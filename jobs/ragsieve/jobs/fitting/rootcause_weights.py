@@ -7,8 +7,9 @@ Each failing trace's verdict stored the pieces of evidence its root cause weighe
 pieces with the right cause; :func:`fit` refits the weights on them
 (:func:`~ragsieve.jobs.verdicts.ledger.fit_weights`) and keeps the refit only when it is better
 out of sample too: in ``FOLDS``-fold cross-validation, grouped by question, the refit's loss
-(a wrong stated cause 1, an undetermined one 0.5) is lower than the defaults'. The weights ride
-in the stored calibration's report (``root_cause_weights``), which the job reads
+(a wrong stated cause 1, an undetermined one ``1 - ledger.STATED_RIGHT``) is lower than the
+defaults', and the refit still states ``ledger.MIN_STATED`` of the labelled failures. The
+weights ride in the stored calibration's report (``root_cause_weights``), which the job reads
 (:func:`ragsieve.jobs.verdicts.verdicts.root_cause_weights`).
 """
 
@@ -21,7 +22,15 @@ from typing import Any
 from ragsieve.collector.store import Store
 from ragsieve.jobs.fitting.labels import Label, effective
 from ragsieve.jobs.verdicts.gather import body_query
-from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, UNDETERMINED, Piece, combine, fit_weights
+from ragsieve.jobs.verdicts.ledger import (
+    DEFAULT_WEIGHTS,
+    MIN_STATED,
+    UNDETERMINED,
+    Piece,
+    combine,
+    fit_weights,
+    loss,
+)
 
 MIN_LABELS = 6  # fewer labelled root causes cannot move a weight beyond one trace's say
 FOLDS = 5
@@ -60,12 +69,8 @@ def labelled_pieces(store: Store, labels: Sequence[Label]) -> list[Example]:
     ]
 
 
-def _loss(examples: Sequence[Example], weights: Mapping[str, float]) -> float:
-    total = 0.0
-    for pieces, truth, _ in examples:
-        said = combine(pieces, weights).label
-        total += 0.0 if said == truth else 0.5 if said == UNDETERMINED else 1.0
-    return total
+def _loss(examples: Sequence[Example], weights: Mapping[str, float]) -> tuple[bool, float]:
+    return loss([(p, y) for p, y, _ in examples], weights)
 
 
 def _stated(examples: Sequence[Example], weights: Mapping[str, float]) -> dict[str, Any]:
@@ -94,18 +99,22 @@ def fit(
         train = [(p, y) for p, y, g in examples if g not in held]
         test = [e for e in examples if e[2] in held]
         w = fit_weights(train, start)
-        cv_before += _loss(test, start)
-        cv_after += _loss(test, w)
+        cv_before += _loss(test, start)[1]
+        cv_after += _loss(test, w)[1]
     weights = fit_weights([(p, y) for p, y, _ in examples], start)
     out.update(
         before=_stated(examples, start),
         after=_stated(examples, weights),
         cv_loss={"before": cv_before, "after": cv_after},
     )
-    if weights != dict(start) and cv_after < cv_before:
+    if weights == dict(start):
+        out["why"] = "no change"
+    elif _loss(examples, weights)[0]:
+        out["why"] = f"the refit states fewer than {MIN_STATED:.0%} of the labelled root causes"
+    elif cv_after < cv_before:
         out["weights"] = weights
     else:
-        out["why"] = "no lower loss in cross-validation" if weights != dict(start) else "no change"
+        out["why"] = "no lower loss in cross-validation"
     return out
 
 
