@@ -74,7 +74,7 @@ TARGET_GRID = (0.15, 0.14, 0.13, 0.12, 0.11, 0.10)
 TARGET_FALSE_ALARMS = TARGET_GRID[0]
 UNCERTAIN_MARGIN = 0.07  # the next answers, up to this share more: "uncertain" (not flagged)
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
-VERSION = "m5"
+VERSION = "m6"
 SIGN = {  # the direction each feature may move P(faithful)
     "min": 1,
     "mean": 1,

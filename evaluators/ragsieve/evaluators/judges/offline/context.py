@@ -323,7 +323,7 @@ class ContextRelevanceJudge(OfflineJudge):
         self.max_embed_chars = max_embed_chars
         self.max_sentences = max_sentences
         self.version = (
-            f"offline-20:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
+            f"offline-21:t{threshold}:e{use_embeddings}:m{max_embed_chars}:s{max_sentences}"
         ) + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:

@@ -315,7 +315,7 @@ class AnswerRelevanceJudge(OfflineJudge):
         self.threshold = threshold
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
-        self.version = f"offline-21:t{threshold}" + (f":{calibration}" if calibration else "")
+        self.version = f"offline-22:t{threshold}" + (f":{calibration}" if calibration else "")
 
     def _judge(self, interaction: RagInteraction) -> EvalResult:
         asked = judged_question(interaction)  # a follow-up's standalone meaning

@@ -71,14 +71,21 @@ def words(text: str) -> list[str]:
     return out
 
 
+# after a sibilant and 3+ letters, a final "e"/"es" goes ("case"/"cases", "meses"/"mes"); a word
+# of <= 4 letters loses a final "s" when 3+ letters remain and "ss", "us" or "is" does not end it
+_SIBILANT_E = re.compile(r"(?<=\w\w[sxz])es?$")
+_SHORT_END = re.compile(rf"{_SIBILANT_E.pattern}|(?<=\w\w[^siu])s$")
+
+
 def stem(word: str) -> str:
-    """A crude, language-agnostic stem: enough to match 'released'/'release'/'releases'."""
-    if word[0].isdigit() or len(word) <= 4:
+    """A crude stem for English and Spanish: 'release'/'releases'/'released', 'mes'/'meses'."""
+    if word[0].isdigit():
         return word
+    if len(word) <= 4 or _SIBILANT_E.search(word):
+        return _SHORT_END.sub("", word)[:7]
     for suffix in ("ations", "ation", "ings", "ing", "ies", "ed", "es", "s", "ly", "mente"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            word = word[: -len(suffix)]
-            break
+            return word[: -len(suffix)][:7]
     return word[:7]
 
 
@@ -210,29 +217,10 @@ def sentences(text: str) -> list[str]:
 _NUMBER_WORDS = {
     w: str(i)
     for i, ws in enumerate(
-        [
-            "zero cero",
-            "one uno una",
-            "two dos",
-            "three tres",
-            "four cuatro",
-            "five cinco",
-            "six seis",
-            "seven siete",
-            "eight ocho",
-            "nine nueve",
-            "ten diez",
-            "eleven once",
-            "twelve doce",
-            "thirteen trece",
-            "fourteen catorce",
-            "fifteen quince",
-            "sixteen dieciseis",
-            "seventeen diecisiete",
-            "eighteen dieciocho",
-            "nineteen diecinueve",
-            "twenty veinte",
-        ]
+        "zero cero|one uno una|two dos|three tres|four cuatro|five cinco|six seis|seven siete|"
+        "eight ocho|nine nueve|ten diez|eleven once|twelve doce|thirteen trece|fourteen catorce|"
+        "fifteen quince|sixteen dieciseis|seventeen diecisiete|eighteen dieciocho|"
+        "nineteen diecinueve|twenty veinte".split("|")
     )
     for w in ws.split()
 }
