@@ -84,7 +84,8 @@ def test_strong_failure_evidence_is_never_asked_more_than_weak() -> None:
     q = dict(root_cause="generation", missed=None, values=frozenset(), lang="en")
     a = Signature("How long is the ride?", "a", chunks=frozenset({"c1", "c2", "c3"}), **q)
     # one key term in common (questions sharing none ask different things: signature.asks_apart)
-    other = "What does the ride cost?"
+    # and no other kind of answer read ("What does the ride cost?" asks a price: apart)
+    other = "What does the ride include?"
     same = Signature(other, "b", chunks=frozenset({"c1", "c2", "c3"}), **q)  # exactly: strong
     mostly = Signature(other, "b", chunks=frozenset({"c1", "c2", "c4"}), **q)  # mostly: weak
     for cosine in (rule.support_cosine, (rule.support_cosine + rule.strong_score) / 2):

@@ -329,13 +329,16 @@ def _print_status(
     if history:
         click.echo("\nCATEGORY CHANGES (latest last)", file=out)
         for e in history[-5:]:
-            verb = "merged into" if e["kind"] == "merge" else "split from"
-            moved = (
-                f"{e['other']} {verb} {e['category']}"
-                if e["kind"] == "merge"
-                else (f"{e['category']} {verb} {e['other']}")
-            )
-            click.echo(f"  {_iso(e['at'])[:16]}  {moved} ({e['members']} candidates)", file=out)
+            click.echo(f"  {_iso(e['at'])[:16]}  {_event_line(e)}", file=out)
+
+
+def _event_line(e: dict[str, Any]) -> str:
+    """One line of CATEGORY CHANGES."""
+    if e["kind"] == "rename":
+        return f"{e['category']} renamed: {e['other']} -> {e['to']}"
+    if e["kind"] == "merge":
+        return f"{e['other']} merged into {e['category']} ({e['members']} candidates)"
+    return f"{e['category']} split from {e['other']} ({e['members']} candidates)"
 
 
 def _print_counts(counts: dict[str, int], loose: int) -> None:

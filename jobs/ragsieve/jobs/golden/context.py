@@ -47,14 +47,17 @@ class GoldenContext:
             # a merged duplicate's failures are counted in the row it was merged into
             rows = self.repo.select([s for s in STATUSES if s not in ("golden", "merged")])
             log = CategoryLog(self.store)
+            names = log.names()
             items = summarize(
                 rows,
                 ref,
                 new_threshold=cfg.new_category_cosine,
                 min_cases=cfg.new_category_min_cases,
-                recorded=log.names(),
+                recorded=names,
                 announced=log.announced(),
             )
+            for s in items:  # a name changes in a run, which logs it, not under a reviewer's feet
+                s.terms = names.get(s.id) or s.terms
             self._summaries = {s.id: s for s in items}
         return self._summaries
 

@@ -71,12 +71,13 @@ def promote_cmd(
         )
         if as_json:
             click.echo(json.dumps(res.to_json(), ensure_ascii=False))
-        elif not res.added:
+        elif not res.added and not res.variants_added:
             click.echo(f"nothing to promote: no accepted candidates beyond {Path(path).name}")
         else:
             verb = "would write" if dry_run else "wrote"
-            added = len(res.added)
-            click.echo(f"{verb} {res.path} (+{added} case{'' if added == 1 else 's'})")
+            added, grown = len(res.added), len(res.variants_added)
+            more = f", new variants of {grown} promoted case(s)" if grown else ""
+            click.echo(f"{verb} {res.path} (+{added} case{'' if added == 1 else 's'}{more})")
             for name, n in res.by_category.items():
                 click.echo(f"  {n:>3}  {name}")
             if res.negatives_path:

@@ -1,7 +1,8 @@
 """What is said about a category (:class:`CategorySummary`: its name, its problem line, whether
 it is new) and the category map's memory across runs: names, when a new category was announced,
-and every merge and split (tables ``categories`` and ``category_events``, written by golden
-growth only).
+and every merge, split and rename (tables ``categories`` and ``category_events``, written by
+golden growth only). A name changes only in a run, which logs the rename; between runs the
+golden commands show the name last recorded (``GoldenContext.summaries``).
 
 A new category is announced once: the run in which it first qualifies (new, with at least
 ``golden.new_category_min_cases`` failures) lists it; later runs do not, while ``golden status``
@@ -113,15 +114,22 @@ class CategoryLog:
         return out
 
     def history(self, category: str | None = None) -> list[dict[str, Any]]:
-        """Merges and splits, oldest first (of one category when given)."""
-        sql = "SELECT at, kind, category, other, members FROM category_events"
+        """Merges, splits and renames (``to``: the new name), oldest first (of one category
+        when given)."""
+        sql = "SELECT at, kind, category, other, members, body FROM category_events"
         params: list[Any] = []
         if category is not None:
             sql += " WHERE category = ? OR other = ?"
             params = [category, category]
         rows = self.store.query(sql + " ORDER BY at, category, other", params)
         keys = ("at", "kind", "category", "other", "members")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+        out = []
+        for r in rows:
+            event = dict(zip(keys, r[:5], strict=True))
+            if event["kind"] == "rename":
+                event["to"] = (json.loads(r[5]) if r[5] else {}).get("to")
+            out.append(event)
+        return out
 
     def record(
         self,
@@ -132,8 +140,12 @@ class CategoryLog:
         now: float,
         run_id: str | None,
     ) -> None:
-        """Upsert every category's name; stamp ``announce``; append the events."""
+        """Upsert every category's name; stamp ``announce``; append the events, and a
+        ``rename`` event (``other``: the name it had, body ``to``: the new one) for each
+        category whose name changes: a reviewer finds what they reviewed under its old name."""
         fresh = set(announce)
+        before = self.names()
+        renamed = [s for s in summaries if before.get(s.id) not in (None, s.terms)]
         with self.store.transaction() as cur:
             for s in summaries:
                 cur.execute(
@@ -161,6 +173,15 @@ class CategoryLog:
                     ),
                     (now, e.kind, e.category, e.other, e.members, json.dumps({"run_id": run_id})),
                 )
+            for s in renamed:
+                cur.execute(
+                    self.store.sql(
+                        "INSERT INTO category_events (at, kind, category, other, members, body)"
+                        " VALUES (?,?,?,?,?,?)"
+                    ),
+                    (now, "rename", s.id, " / ".join(before[s.id]), s.candidates,
+                     json.dumps({"run_id": run_id, "to": s.name})),
+                )  # fmt: skip
 
     def announce(
         self,

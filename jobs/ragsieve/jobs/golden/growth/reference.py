@@ -251,7 +251,9 @@ def load_reference(
         ids.append(str(row.body.get("case_id", row.id)))
         queries.append(row.query)
         cats.append(row.category)
-        origins.append(row.category)
+        # the category's id, not its name (``row.category``): a name may change, and
+        # ``categories._owners`` keys categories by id
+        origins.append(((row.body.get("case") or {}).get("metadata") or {}).get("category_id"))
         relevant.append(list((row.body.get("case") or {}).get("relevant_chunks") or {}))
         vec = row.embedding
         if vec is None:

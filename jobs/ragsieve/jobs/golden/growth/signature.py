@@ -25,7 +25,9 @@ questions about one passage are two cases even when they fail on the same chunk.
 
 Before any of these (all but the same normalised query), the two questions must ask the same thing
 (:func:`asks_apart`): a high cosine says two questions are about the same things, not that they
-ask the same of them. They are two cases when, in one language, the chunk that best answers
+ask the same of them. They are two cases when they expect different kinds of answer (a count /
+a duration / a price / a date / a yes or no: ``text.asked.kinds_apart``), in any language and
+whatever the failure shares; when, in one language, the chunk that best answers
 each does not also answer the other; when they share no key term in any language (unless one
 chunk answers both); and, where the failure does not tie them (only the wording, or mostly the
 same chunks), when two same-language questions each name a subject the other does not ("the
@@ -51,6 +53,7 @@ import numpy as np
 
 from ragsieve.evaluators.judges.offline.text.asked import (
     find_term,
+    kinds_apart,
     name_keys,
     question_terms,
     told_apart,
@@ -343,6 +346,8 @@ def asks_apart(a: Signature, b: Signature, *, tied: bool = False, both: bool = F
     about different things; across languages a name takes the other language's form
     ("Warsaw" / "Varsovia"), so names cannot tell there.
     """
+    if kinds := kinds_apart(a.query, b.query):  # whatever chunks they share, in any language
+        return f"asks for another kind of answer (a {kinds[0]} / a {kinds[1]})"
     # the context judge reads each question in its own language: across languages its choice
     # of chunk is not comparable (a translation's best chunk may be another of the passage's)
     best_elsewhere = bool(a.answers and b.answers) and (

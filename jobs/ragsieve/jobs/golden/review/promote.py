@@ -54,12 +54,14 @@ class PromoteResult:
     changelog: Path | None = None
     dry_run: bool = False
     start: bool = False
+    # case id -> the wordings merged into its promoted candidate since (:func:`grown_variants`)
+    variants_added: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Stable JSON for ``golden promote --json``."""
         return {
             "source": str(self.source),
-            "path": str(self.path) if self.added else None,
+            "path": str(self.path) if self.added or self.variants_added else None,
             "added": [c.id for c in self.added],
             "already_in_golden": self.already_in_golden,
             "by_category": self.by_category,
@@ -69,6 +71,7 @@ class PromoteResult:
             "changelog": str(self.changelog) if self.changelog else None,
             "dry_run": self.dry_run,
             "start": self.start,
+            "variants_added": self.variants_added,
         }
 
 
@@ -206,7 +209,8 @@ def promote(
     result.by_category = dict(Counter(case.category or UNCATEGORIZED for case in result.added))
     rejected = repo.select(["rejected"])
     result.negatives = len(rejected)
-    if not fresh:
+    result.variants_added = grown_variants(repo, current.cases)
+    if not fresh and not result.variants_added:
         return result
     result.negatives_path = negatives_path(out) if rejected else None
     if dry_run:
@@ -223,7 +227,7 @@ def promote(
         except FileExistsError:
             raise ConfigError(f"{result.negatives_path}: exists; never overwritten") from None
     try:
-        write_golden(out, [*current.cases, *result.added])
+        write_golden(out, [*_with_variants(current.cases, result.variants_added), *result.added])
     except BaseException:
         if result.negatives_path is not None:
             result.negatives_path.unlink(missing_ok=True)  # ours: written just above
@@ -233,6 +237,32 @@ def promote(
     )
     _mark(repo, fresh, out, by, stamp)
     return result
+
+
+def grown_variants(repo: CandidateRepo, cases: Sequence[GoldenCase]) -> dict[str, list[str]]:
+    """Case id -> the wordings merged into its promoted candidate (a repeat dedup merged, a
+    ``[d]uplicate`` a reviewer named) that the case's ``metadata.variants`` lacks: the next
+    version carries them, and its changelog says so."""
+    rows = {c.id: c for c in repo.select(["accepted"]) if c.body.get("promoted_in")}
+    out: dict[str, list[str]] = {}
+    for case in cases:
+        row = rows.get(str(case.metadata.get("candidate_id") or case.id))
+        have = {case.query, *(case.metadata.get("variants") or ())}
+        new = [q for q in (row.body.get("askings") or []) if q not in have] if row else []
+        if new:
+            out[case.id] = new
+    return out
+
+
+def _with_variants(cases: Sequence[GoldenCase], added: Mapping[str, list[str]]) -> list[GoldenCase]:
+    return [
+        c.model_copy(
+            update={"metadata": {**c.metadata, "variants": [*c.metadata.get("variants", ()), *new]}}
+        )
+        if (new := added.get(c.id))
+        else c
+        for c in cases
+    ]
 
 
 def _with_roles(
@@ -265,9 +295,9 @@ def _entry(
         else f"Added {cases} from {result.source.name} ({n_before} → {n_before + n} cases)."
     )
     lines = [
-        f"{what} Promoted by {by}; reviewed by {', '.join(reviewers)}.",
-        "",
-        "By category:",
+        f"{what} Promoted by {by}; reviewed by {', '.join(reviewers) or 'nobody new'}.",
+        *_variant_lines(result.variants_added),
+        *(["", "By category:"] if fresh else []),
     ]
     groups: dict[str, list[tuple[Candidate, GoldenCase]]] = {}
     for c, case in fresh:
@@ -295,6 +325,15 @@ def _entry(
             f" ({result.negatives_path.name}).",
         ]
     return "\n".join(lines)
+
+
+def _variant_lines(added: Mapping[str, list[str]]) -> list[str]:
+    """The changelog's lines for wordings merged into cases promoted before."""
+    if not added:
+        return []
+    n = sum(len(v) for v in added.values())
+    head = f"Variants added ({n}, merged into {len(added)} promoted case(s) since):"
+    return ["", head, *(f"- {cid}: " + "; ".join(map(repr, qs)) for cid, qs in added.items())]
 
 
 def _mark(

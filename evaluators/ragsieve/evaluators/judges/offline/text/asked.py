@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragsieve.evaluators.judges.offline.text.question import without_preamble
+from ragsieve.evaluators.judges.offline.text.question import expected_type, without_preamble
 from ragsieve.evaluators.judges.offline.text.spelling import misspells
 from ragsieve.evaluators.judges.offline.text.terms import NO_MATCH, Match, TermIndex, key, tokens
 from ragsieve.evaluators.judges.offline.text.text import (
@@ -347,3 +347,54 @@ def _holds(index: TermIndex, word: str, naming: bool) -> bool:
     if not naming or m.via != "near":
         return bool(m.strength)
     return index.find(word, translate=True).strength >= FOUND_AS_WRITTEN
+
+
+# Finer than ``expected_type``'s 'number': a count, a duration, a price. A count of time units is
+# a duration ("how many days are logs kept"); "how much" is a price beside a word of paying.
+_TIME_UNIT = r"(?:second|minute|hour|day|week|month|year|segundo|minuto|hora|dia|semana|mes|ano)"
+_PAYING = re.compile(
+    r"\b(?:cost|costs|price|prices|pay|charge|charged|fee|fees|dollars?|euros?|cuesta|cuestan"
+    r"|costar|precio|precios|pagar|pago|cobran?|vale|valen|dolares|tarifa)\b|[$€£]"
+)
+_DURATION = re.compile(
+    rf"\b(?:how long|how many {_TIME_UNIT}e?s|cuanto tiempo|cuant[oa]s {_TIME_UNIT}e?s|cuanto tarda"
+    r"|cuanto dura|duration|duracion)\b"
+)
+_COUNT = re.compile(r"\b(?:how many|cuant[oa]s|number of|numero de)\b")
+# a yes/no question opens with its verb: "And on Enterprise?", "¿El plan Free incluye ...?" no
+_YES_NO = re.compile(
+    r"^\W*(?:(?:and|also|so|but|y|pero|entonces)\W+)?(?:is|are|was|were|do|does|did|can|could"
+    r"|will|would|should|shall|may|must|has|have|had|isn't|aren't|doesn't|don't|can't|puedo"
+    r"|puede|pueden|podemos|podria|hay|existe|existen|se puede|es posible)\b"
+)
+
+
+def answer_kind(question: str) -> str | None:
+    """The kind of answer ``question`` expects: 'yes/no' (it opens with its verb and no question
+    word follows: "can you tell me how many ..." asks how many), 'date', 'duration', 'price',
+    'count', 'number' (a quantity of no kind read), or None where the wording does not say."""
+    q, kind = fold(without_preamble(question)), expected_type(question)
+    if _YES_NO.search(q) and not _WH_WORDS & set(tokens(q)):
+        return "yes/no"
+    if kind != "number":
+        return "date" if kind == "date" else None
+    kinds = (("price", _PAYING), ("duration", _DURATION), ("count", _COUNT))
+    return next((k for k, pattern in kinds if pattern.search(q)), "number")
+
+
+# kinds one answer may give both: a quantity read no finer is any of them; a delay ("within 5
+# days") answers "when?" as well as "how long?" (``question.has_type`` reads it as a date)
+_SHARE_AN_ANSWER = {
+    frozenset(p.split())
+    for p in ("date duration", "number count", "number duration", "number price")
+}
+
+
+def kinds_apart(a: str, b: str) -> tuple[str, str] | None:
+    """The kinds of answer two askings expect (:func:`answer_kind`) when both are read and no
+    one answer gives both ("how many times ...?" / "how long ...?": a count, a duration), in
+    any language; else None."""
+    ka, kb = answer_kind(a), answer_kind(b)
+    if ka is None or kb is None or ka == kb or frozenset({ka, kb}) in _SHARE_AN_ANSWER:
+        return None
+    return ka, kb
