@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+import ragsieve.evaluators.judges.offline.binding.tables as tables
 from ragsieve.evaluators.judges.offline.text.question import NOTHING_PRICE
 from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, key, tokens, values_of
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, sentences
@@ -22,7 +23,6 @@ MAX_UNITS = 600  # units of the context read (long pages: their start)
 HEADING_WORDS = 8  # an unpunctuated line this short titles what follows it
 _CAPITALISED = re.compile(r"(?<![\w$€£])[A-Z][\w'’-]*")
 _CLAUSE_SPLIT = re.compile(r";\s+|,\s+|\s+(?:while|whereas|but|and|y|pero|mientras)\s+")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
 _MARKER_END = re.compile(r"(?:^|\s)(?:[-*•◊▪+]|\d{1,2}[.)]|step \d+)$", re.IGNORECASE)
 _LABEL = re.compile(r"^\s*([^\W\d_][^:.;]{0,40}?):\s+(?=\S)")
 _YEAR = re.compile(r"(?:1[5-9]|20)\d\d")
@@ -232,10 +232,6 @@ def _is_heading(line: str) -> bool:
     )
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def _prose_units(line: str, heading: str) -> list[Unit]:
     out: list[Unit] = []
     for sent in sentences(line):
@@ -246,49 +242,6 @@ def _prose_units(line: str, heading: str) -> list[Unit]:
         for clause in clauses:
             before = _unit(clause, heading, before=before, sentence=sent)
             out.append(before)
-    return out
-
-
-def _rows(line: str) -> list[str]:
-    """A markdown table run onto one line ("| Plan | Data | |---|---| | Basic | 5 GB |") as its
-    rows, one line each: the rule row says how many cells a row has, and the empty cell of the
-    "| |" between two rows is dropped (a row's first cell names it: it is not empty). Any other
-    line: itself."""
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    rule = [i for i, c in enumerate(cells) if _TABLE_RULE.match(c)]
-    width = len(rule)
-    if width < 2 or rule != list(range(rule[0], rule[0] + width)):
-        return [line]
-    head = cells[: rule[0]]
-    rows = [head[:-1] if head and not head[-1] else head]
-    rest, i = cells[rule[-1] + 1 :], 0
-    while i < len(rest):
-        if not rest[i]:
-            i += 1
-            continue
-        rows.append(rest[i : i + width])
-        i += width
-    if len(rows) < 2 or any(len(r) != width for r in rows):
-        return [line]
-    return ["| " + " | ".join(r) + " |" for r in rows]
-
-
-def _lines(chunk: str) -> list[str]:
-    """``chunk``'s lines; a line of several sentences, two or more of them table rows (a chunker
-    dropped the breaks: "Plan | Data. Basic | 5 GB. Plus | 30 GB. Prices include VAT."), gives
-    each sentence as a line of its own: a row as a table line, any other sentence as prose; a
-    markdown table on one line gives its rows (:func:`_rows`)."""
-    out: list[str] = []
-    for whole in chunk.replace("\r", "").split("\n"):
-        if whole.count("|") > 2 and len(rows := _rows(whole)) > 1:
-            out.extend(rows)
-            continue
-        line = whole
-        parts = sentences(line) if "|" in line else [line]
-        if len(parts) < 2 or sum("|" in p for p in parts) < 2:
-            out.append(line)
-            continue
-        out.extend(f"| {p.strip().rstrip('.')} |" if "|" in p else p for p in parts)
     return out
 
 
@@ -344,11 +297,11 @@ def _chunk_units(chunk: str) -> list[Unit]:
     """One chunk's units (:func:`context_units`)."""
     units: list[Unit] = []
     heading, header = "", None
-    for line in _lines(chunk):
-        if not line.strip() or _TABLE_RULE.match(line):
+    for line in tables.lines(chunk):
+        if not line.strip() or tables.TABLE_RULE.match(line):
             continue
         if line.count("|") >= 2:
-            cells = _cells(line)
+            cells = tables.cells(line)
             if header is None:
                 header = cells
                 continue

@@ -1,0 +1,108 @@
+"""Faithfulness reads a claim's number against the table cell the claim's own words point to
+(issue 44): a table gives each value for one row and one column, whether its entities head the
+columns or label the rows, whether it keeps its line breaks or a chunker ran it together."""
+
+from __future__ import annotations
+
+import pytest
+from judged import assert_flagged_and_named, faithfulness
+
+from ragsieve.evaluators.judges.offline.binding import context_units
+
+# entities as columns, attributes as rows (invented courier tiers)
+TIERS = (
+    "| | Lite | Standard | Express |\n|---|---|---|---|\n"
+    "| Parcels per week | 2 | 5 | 12 |\n| Insured value | €50 | €200 | €500 |\n"
+    "| Delivery window | 5 days | 3 days | 1 day |",
+)
+TIERS_ES = (
+    "| Concepto | Ligera | Estándar | Exprés |\n|---|---|---|---|\n"
+    "| Paquetes por semana | 2 | 5 | 12 |\n| Valor asegurado | 50 € | 200 € | 500 € |\n"
+    "| Plazo de entrega | 5 días | 3 días | 1 día |",
+)
+# the same kind of table run onto one line, its rule row and line breaks gone
+FLAT = (
+    "Course | Seats | Hours of lab work | Fee Chemistry | 40 | 120 hours | €900 Geology | 25"
+    " | 80 hours | €750 Botany | 30 | 60 hours | €600",
+)
+FLAT_ES = (
+    "Curso | Plazas | Horas de laboratorio | Precio Química | 40 | 120 horas | 900 € Geología"
+    " | 25 | 80 horas | 750 € Botánica | 30 | 60 horas | 600 €",
+)
+ROWS = (
+    "| Room | Price | Deposit | Late check-out |\n|---|---|---|---|\n"
+    "| Cabin | €90 | €20 | €15 |\n| Lodge | €140 | €40 | €25 |",
+)
+
+
+@pytest.mark.parametrize(
+    ("context", "question", "wrong", "right", "named"),
+    [
+        # another attribute's cell of the entity's column: 12 is Express's parcels a week
+        (
+            TIERS,
+            "How long is the Express delivery window?",
+            "The Express delivery window is 12 days.",
+            "The Express delivery window is 1 day.",
+            "Delivery window, Express: 1 day",
+        ),
+        # another attribute's cell of the same column: 3 days is Standard's delivery window
+        (
+            TIERS_ES,
+            "¿Cuántos paquetes por semana admite la tarifa Estándar?",
+            "La tarifa Estándar admite 3 paquetes por semana.",
+            "La tarifa Estándar admite 5 paquetes por semana.",
+            "Estándar: 5",
+        ),
+        # a table run together: every row's last cell shares a cell with the next row's label
+        (
+            FLAT,
+            "How many hours of lab work does Geology have?",
+            "Geology has 120 hours of lab work.",
+            "Geology has 80 hours of lab work.",
+            "Geology: 80",
+        ),
+        (
+            FLAT_ES,
+            "¿Cuántas plazas tiene Botánica?",
+            "Botánica tiene 40 plazas.",
+            "Botánica tiene 30 plazas.",
+            "Botánica: 30",
+        ),
+    ],
+)
+async def test_a_cell_where_the_claims_entity_and_attribute_meet_decides(
+    context, question, wrong, right, named
+):
+    await assert_flagged_and_named(question, context, wrong, right, named)
+
+
+def test_a_table_run_together_is_read_row_by_row():
+    rows = {u.text.split(" ; ")[0] for u in context_units(list(FLAT)) if u.values}
+    assert rows == {"Chemistry", "Geology", "Botany"}
+
+
+async def test_a_claim_that_elides_its_subject_is_not_read_against_the_asked_column():
+    """Asked the deposit, an answer that also gives the nightly rate ("it costs €140 a night")
+    states another column of the same row, which the claim's words name: no rival."""
+    result = await faithfulness(
+        "What is the Lodge's deposit?",
+        ROWS,
+        "The Lodge's deposit is €40, and it costs €140 per night.",
+    )
+    assert result.label == "faithful", result.explanation
+
+
+async def test_a_copied_cell_is_flagged_unless_a_sentence_gives_the_pair_the_value():
+    """12 is Express's parcels a week, not its delivery window; once the prose gives the Express
+    delivery window 12 days in December, a claim with that number is the prose's, not a copied
+    cell."""
+    question = "How long is the Express delivery window?"
+    copied = await faithfulness(question, TIERS, "The Express delivery window is 12 days.")
+    assert copied.label == "unfaithful", copied.explanation
+    assert "Delivery window, Express: 1 day" in copied.explanation
+    context = (*TIERS, "In December, the Express delivery window is 12 days.")
+    result = await faithfulness(
+        question, context, "In December, the Express delivery window is 12 days."
+    )
+    assert not any(c.get("value_conflict") for c in result.metadata["claims"]), result.explanation
