@@ -42,6 +42,7 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
             kind = binding.find_kind_conflict(v["claim"], question, units, context)
             kind = kind or binding.find_attribute_conflict(v["claim"], question, units, context)
             kind = kind or binding.find_clause_conflict(v["claim"], question, units, context)
+            kind = kind or binding.find_rate_conflict(v["claim"], question, context)
             cell = None if kind else binding.find_cell_conflict(v["claim"], question, chunks, units)
             if kind is not None:
                 key = "given_as" if kind.as_kind else "given_for"

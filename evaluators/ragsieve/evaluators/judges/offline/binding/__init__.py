@@ -19,6 +19,7 @@ from ragsieve.evaluators.judges.offline.binding.kind import (
     find_clause_conflict,
     find_kind_conflict,
 )
+from ragsieve.evaluators.judges.offline.binding.rates import find_rate_conflict
 from ragsieve.evaluators.judges.offline.binding.units import (
     Unit,
     context_units,
@@ -38,6 +39,7 @@ __all__ = [
     "find_clause_conflict",
     "find_conflict",
     "find_kind_conflict",
+    "find_rate_conflict",
     "nothing_price",
     "number_kinds",
 ]
