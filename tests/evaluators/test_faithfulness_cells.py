@@ -101,6 +101,10 @@ async def test_a_copied_cell_is_flagged_unless_a_sentence_gives_the_pair_the_val
     copied = await faithfulness(question, TIERS, "The Express delivery window is 12 days.")
     assert copied.label == "unfaithful", copied.explanation
     assert "Delivery window, Express: 1 day" in copied.explanation
+    # a sentence that names the pair but gives the number as parcels shields nothing
+    listed = (*TIERS, "Express takes 12 parcels per week, with a delivery window of 1 day.")
+    copied = await faithfulness(question, listed, "The Express delivery window is 12 days.")
+    assert copied.label == "unfaithful", copied.explanation
     context = (*TIERS, "In December, the Express delivery window is 12 days.")
     result = await faithfulness(
         question, context, "In December, the Express delivery window is 12 days."

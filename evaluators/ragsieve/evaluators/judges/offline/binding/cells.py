@@ -126,19 +126,31 @@ def find_cell_conflict(
     )
 
 
+def _pairs(unit: Unit, readings: set[str], meet: set[str]) -> bool:
+    """``unit`` may give the claim's row and column the claim's number: its clause holds the
+    words of both, or its sentence does and the number counts nothing else there (not "2 guest
+    passes" in a sentence that gives "8 group classes" too)."""
+    if meet <= content_keys(unit.text):
+        return True
+    if not meet <= sentence_keys(unit):
+        return False
+    counts = {k for v in readings & set(unit.values) for k in unit.values[v] if k[:1] != "<"}
+    return not counts or bool(counts & meet)
+
+
 def _given(
     readings: set[str], tables: list[list[list[str]]], units: list[Unit], meet: set[str]
 ) -> str | None:
     """What the context gives the claim's number for: a cell's row label and column header, or
-    the sentence that gives it; None when it is nowhere, or where a sentence holds the words of
-    the claim's row and column (the prose may give the pair that value)."""
+    the sentence that gives it; None when it is nowhere, or where a sentence may give the
+    claim's row and column that value (:func:`_pairs`)."""
     where = ""
     for unit in units:
         if not readings & set(unit.values):
             continue
         if not unit.sentence:
             continue  # a table cell: named from its grid below
-        if meet <= sentence_keys(unit) | content_keys(unit.text):
+        if _pairs(unit, readings, meet):
             return None
         where = where or unit.text.strip()
     for grid in tables:
