@@ -110,3 +110,36 @@ async def test_a_copied_cell_is_flagged_unless_a_sentence_gives_the_pair_the_val
         question, context, "In December, the Express delivery window is 12 days."
     )
     assert not any(c.get("value_conflict") for c in result.metadata["claims"]), result.explanation
+
+
+# a list under an entity's heading, and a list of "Entity: value" items under an attribute's
+RACKETS = (
+    "Junior racket:\n- Weight: 230 grams\n- Head size: 100 sq in\n\n"
+    "Pro racket:\n- Weight: 305 grams\n- Head size: 98 sq in",
+)
+FEES_ES = ("Cuotas de inscripción:\n- Infantil: 40 €\n- Juvenil: 55 €\n- Adulto: 80 €",)
+
+
+@pytest.mark.parametrize(
+    ("context", "question", "wrong", "right", "named"),
+    [
+        (
+            RACKETS,
+            "How much does the Pro racket weigh?",
+            "The Pro racket weighs 230 grams.",
+            "The Pro racket weighs 305 grams.",
+            "Pro: 305",
+        ),
+        (
+            FEES_ES,
+            "¿Cuánto cuesta la inscripción juvenil?",
+            "La inscripción Juvenil cuesta 80 €.",
+            "La inscripción Juvenil cuesta 55 €.",
+            "Juvenil: 55",
+        ),
+    ],
+)
+async def test_a_list_item_belongs_to_its_heading_and_its_label(
+    context, question, wrong, right, named
+):
+    await assert_flagged_and_named(question, context, wrong, right, named)

@@ -225,7 +225,11 @@ def _row_units(cells: list[str], header: list[str], heading: str) -> list[Unit]:
 
 
 def _is_heading(line: str) -> bool:
+    """A short unpunctuated line: a title; a labelled value ("- Oro: 129 €") is an item."""
     text = line.strip().lstrip("#").strip()
+    label = _LABEL.match(text)
+    if label and any(ch.isdigit() for ch in text[label.end() :]):
+        return False
     n = len(text.split())
     return 0 < n <= HEADING_WORDS and (
         text.endswith(":") or not re.search(r"[.!?;,\d]\s*$", text) and text[:1].isupper()
@@ -313,8 +317,10 @@ def _chunk_units(chunk: str) -> list[Unit]:
             heading = stripped.strip().lstrip("#").rstrip(":").strip()
             continue
         label = _LABEL.match(stripped)  # "- Team: $29 per month": the item's name
-        if label:
-            units.extend(_prose_units(stripped[label.end() :], label.group(1)))
+        if label:  # under its list's heading too ("Gold card:" / "- Annual fee: $129")
+            rest = stripped[label.end() :]
+            item = rest if any(ch.isalpha() for ch in rest) else stripped
+            units.extend(_prose_units(item, f"{heading} {label.group(1)}".strip()))
         else:
             units.extend(_prose_units(stripped, heading))
         if len(units) >= MAX_UNITS:
