@@ -143,3 +143,39 @@ async def test_a_list_item_belongs_to_its_heading_and_its_label(
     context, question, wrong, right, named
 ):
     await assert_flagged_and_named(question, context, wrong, right, named)
+
+
+# chunks whose later sentences point back with "Its" / "Su" at the one entity the first names
+BOATS = (
+    "The Heron kayak suits calm lakes. Its maximum load is 110 kg.",
+    "The Osprey kayak is built for the sea. Its maximum load is 150 kg.",
+)
+BOATS_ES = (
+    "El kayak Garza es para lagos tranquilos. Su carga máxima es de 110 kg.",
+    "El kayak Águila está pensado para el mar. Su carga máxima es de 150 kg.",
+)
+
+
+@pytest.mark.parametrize(
+    ("context", "question", "wrong", "right", "named"),
+    [
+        (
+            BOATS,
+            "What is the Osprey kayak's maximum load?",
+            "The Osprey kayak has a maximum load of 110 kg.",
+            "The Osprey kayak has a maximum load of 150 kg.",
+            "Osprey: 150",
+        ),
+        (
+            BOATS_ES,
+            "¿Cuál es la carga máxima del kayak Águila?",
+            "La carga máxima del kayak Águila es de 110 kg.",
+            "La carga máxima del kayak Águila es de 150 kg.",
+            "Águila: 150",
+        ),
+    ],
+)
+async def test_a_sentence_that_points_back_speaks_of_the_one_entity_before_it(
+    context, question, wrong, right, named
+):
+    await assert_flagged_and_named(question, context, wrong, right, named)

@@ -36,7 +36,9 @@ from ragsieve.evaluators.judges.offline.binding.units import (
 from ragsieve.evaluators.judges.offline.text.terms import key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS
 
-_RUN = re.compile(r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")  # capitalised words written as one name
+_RUN = re.compile(
+    r"[A-ZÀ-ÖØ-Þ][\w'’-]*(?:\s+[A-ZÀ-ÖØ-Þ][\w'’-]*)*"
+)  # capitalised words written as one name
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,9 @@ from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, senten
 
 MAX_UNITS = 600  # units of the context read (long pages: their start)
 HEADING_WORDS = 8  # an unpunctuated line this short titles what follows it
-_CAPITALISED = re.compile(r"(?<![\w$€£])[A-Z][\w'’-]*")
+_CAPITALISED = re.compile(
+    r"(?<![\w$€£])[A-ZÀ-ÖØ-Þ][\w'’-]*"
+)  # any Latin capital: "Águila", "Ñandú"
 _CLAUSE_SPLIT = re.compile(r";\s+|,\s+|\s+(?:while|whereas|but|and|y|pero|mientras)\s+")
 _MARKER_END = re.compile(r"(?:^|\s)(?:[-*•◊▪+]|\d{1,2}[.)]|step \d+)$", re.IGNORECASE)
 _LABEL = re.compile(r"^\s*([^\W\d_][^:.;]{0,40}?):\s+(?=\S)")
@@ -267,7 +269,7 @@ def _subject(sentence: str) -> dict[str, str]:
     if not names:
         return {}
     first = next(iter(names.values()))
-    run = re.search(rf"(?<![\w]){re.escape(first)}(?:\s+[A-Z][\w'’-]*)*", sentence)
+    run = re.search(rf"(?<![\w]){re.escape(first)}(?:\s+[A-ZÀ-ÖØ-Þ][\w'’-]*)*", sentence)
     words = run.group().split() if run else [first]
     return {k: w for k, w in names.items() if w in words}
 
@@ -275,18 +277,29 @@ def _subject(sentence: str) -> dict[str, str]:
 def _about(units: list[Unit]) -> list[Unit]:
     """A sentence that names no entity of its own and opens with a pronoun ("Its deductible is
     1,000 EUR per claim.") speaks of the subject of the nearest sentence before it that names
-    one; the names it takes are marked ``inherited`` (a reading, not the context's words). A
-    nameless sentence that opens otherwise ("The setup fee is 15 EUR.") takes nothing (a chunk
-    under a heading already gives each unit the heading's names)."""
+    one. The names it takes are marked ``inherited`` (a reading, not the context's words),
+    unless the reading is sure: that sentence names nothing but its subject, and every
+    sentence between them points back too ("The Gold card is for frequent flyers. Its annual
+    fee is $129."). A sentence that opens with a pronoun speaks of the subject even when it
+    names something else ("Its API limit is ...": the API is no new subject). A nameless
+    sentence that opens otherwise ("The setup fee is 15 EUR.") takes nothing (a chunk under a
+    heading already gives each unit the heading's names)."""
     out: list[Unit] = []
     topic: dict[str, str] = {}
+    sure, last = False, ""
     for u in units:
+        pointing = bool(_PRONOUN.match(u.sentence))
         if _nameless(u):
-            if topic and _PRONOUN.match(u.sentence):
+            if topic and pointing:
                 keys = frozenset(topic)
-                u = replace(u, names=u.names | topic, scope=u.scope | keys, inherited=keys)
-        elif u.sentence:
-            topic = _subject(u.sentence) or topic
+                inherited = frozenset() if sure else keys
+                u = replace(u, names=u.names | topic, scope=u.scope | keys, inherited=inherited)
+            elif u.sentence != last:
+                sure = False
+        elif u.sentence and not pointing and (subject := _subject(u.sentence)):
+            named = {k for k in _names(u.sentence) if k[:1] != "<"}
+            topic, sure = subject, named == set(subject)
+        last = u.sentence or last
         out.append(u)
     return out
 
