@@ -213,3 +213,21 @@ INTAKES_ES = (
 )
 async def test_a_date_is_bound_to_its_entity(context, question, wrong, right, named):
     await assert_flagged_and_named(question, context, wrong, right, named)
+
+
+SEATS = (
+    "| Plan | Users | Storage |\n|---|---|---|\n| Plus | 5 | 20 GB |\n| Pro | 25 | 200 GB |",
+    "Q: How much is an extra user? A: 6 EUR per month per user on Plus and 4 EUR on Pro.",
+)
+
+
+async def test_a_clause_that_leaves_its_sentences_words_out_still_says_them():
+    """ "… 6 EUR per month per user on Plus and 4 EUR on Pro": the second clause gives Pro's
+    price per user, though it leaves "user" to its sentence."""
+    await assert_flagged_and_named(
+        "How much is an extra user on Pro?",
+        SEATS,
+        "An extra user on Pro costs 6 EUR per month.",
+        "An extra user on Pro costs 4 EUR per month.",
+        "Pro: 4",
+    )

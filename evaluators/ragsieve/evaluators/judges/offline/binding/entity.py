@@ -217,8 +217,10 @@ def find_conflict(claim: str, question: str, units: list[Unit]) -> Conflict | No
         if found is None:
             continue
         subject, theirs = found
-        if any(all(b not in u.scope for u in theirs) for b in bound):
+        if any(all(b not in sentence_keys(u) for u in theirs) for b in bound):
             continue  # the claim names what the value's units name, and the subject's do not
+            # (a clause that leaves its sentence's words out says them: "6 EUR per user on
+            # Plus and 4 EUR on Pro")
         # the sentence that gives both the value and the subject's own sets them side by side
         rival = _rival(
             _near(holding, theirs) + _facing(holding, value, theirs, subject), theirs, mentioned
