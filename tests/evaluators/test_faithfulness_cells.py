@@ -181,40 +181,6 @@ async def test_a_sentence_that_points_back_speaks_of_the_one_entity_before_it(
     await assert_flagged_and_named(question, context, wrong, right, named)
 
 
-# a day of the month is a date, whatever month a clause gives it with
-INTAKES = (
-    "Enrolment for the Ceramics course closes on 12 March, and enrolment for the Weaving course"
-    " closes on 28 April.",
-)
-INTAKES_ES = (
-    "La inscripción del curso de Cerámica cierra el 12 de marzo y la del curso de Tejido cierra"
-    " el 28 de abril.",
-)
-
-
-@pytest.mark.parametrize(
-    ("context", "question", "wrong", "right", "named"),
-    [
-        (
-            INTAKES,
-            "When does enrolment for Ceramics close?",
-            "Enrolment for the Ceramics course closes on 28 April.",
-            "Enrolment for the Ceramics course closes on 12 March.",
-            "Ceramics: 12",
-        ),
-        (
-            INTAKES_ES,
-            "¿Cuándo cierra la inscripción de Tejido?",
-            "La inscripción del curso de Tejido cierra el 12 de marzo.",
-            "La inscripción del curso de Tejido cierra el 28 de abril.",
-            "Tejido: 28",
-        ),
-    ],
-)
-async def test_a_date_is_bound_to_its_entity(context, question, wrong, right, named):
-    await assert_flagged_and_named(question, context, wrong, right, named)
-
-
 SEATS = (
     "| Plan | Users | Storage |\n|---|---|---|\n| Plus | 5 | 20 GB |\n| Pro | 25 | 200 GB |",
     "Q: How much is an extra user? A: 6 EUR per month per user on Plus and 4 EUR on Pro.",

@@ -28,9 +28,6 @@ _CLAUSE_SPLIT = re.compile(r";\s+|,\s+|\s+(?:while|whereas|but|and|y|pero|mientr
 _MARKER_END = re.compile(r"(?:^|\s)(?:[-*•◊▪+]|\d{1,2}[.)]|step \d+)$", re.IGNORECASE)
 _LABEL = re.compile(r"^\s*([^\W\d_][^:.;]{0,40}?):\s+(?=\S)")
 _YEAR = re.compile(r"(?:1[5-9]|20)\d\d")
-# a day of the month: "15 de julio", "29 January", "July 4": a date, whatever the month
-_MONTH_AFTER = re.compile(r"^\s*(?:de\s+|of\s+)?([^\W\d_]+)")
-_MONTH_BEFORE = re.compile(r"([^\W\d_]+)\.?\s*$")
 _MONEY_BEFORE = re.compile(r"[$€£]\s*$|\b(?:usd|eur|gbp)\s*$", re.IGNORECASE)
 # a currency after the number ("20 EUR", "20 €", "20 dollars") is money as one before it is
 _MONEY_AFTER = re.compile(
@@ -80,27 +77,12 @@ def _kinds(text: str, start: int, end: int, column: str = "") -> frozenset[str]:
     nxt = _NEXT_WORD.match(after)
     if nxt and fold(nxt.group(1)) not in STOPWORDS:
         out.add(key(fold(nxt.group(1))))
-    if _day_of_month(text, start, end):
-        out.add("<date>")
     if not out and _YEAR.fullmatch(text[start:end]):
         lead = re.findall(r"(?<![\w'’])[a-z][a-z'-]+", text[:start])
         out.update(f"<year>:{key(w)}" for w in lead if w not in STOPWORDS)
     if column:
         out.add(f"<col:{column}>")
     return frozenset(out)
-
-
-def _day_of_month(text: str, start: int, end: int) -> bool:
-    """The number at ``text[start:end]`` is a day of a month the text names beside it."""
-    number = text[start:end]
-    if not number.isdigit() or not 1 <= int(number) <= 31:
-        return False
-    after = _MONTH_AFTER.match(text[end : end + 20])
-    before = _MONTH_BEFORE.search(text[max(0, start - 12) : start])
-    return any(
-        m is not None and re.fullmatch(r"<m\d\d>", key(fold(m.group(1)))) is not None
-        for m in (after, before)
-    )
 
 
 def digit_values(text: str) -> set[str]:
