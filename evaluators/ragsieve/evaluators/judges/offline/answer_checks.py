@@ -25,8 +25,9 @@ from ragsieve.evaluators.judges.offline.text.text import fold
 
 def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: list[str]) -> None:
     """A value the context gives for another entity than the claim's (the Pro plan's limit
-    for the Starter plan's) or as another kind (15 minutes for 15 business days,
-    :mod:`.binding`) makes the claim contradicted, the conflict named."""
+    for the Starter plan's), as another kind (15 minutes for 15 business days), or in
+    another table cell than the one where the claim's entity and attribute meet
+    (:mod:`.binding`) makes the claim contradicted, the conflict named."""
     units: list[binding.Unit] | None = None
     for v in verdicts:
         valued = any(ch.isdigit() for ch in v["claim"]) or binding.nothing_price(v["claim"])
@@ -41,11 +42,16 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
             kind = binding.find_kind_conflict(v["claim"], question, units, context)
             kind = kind or binding.find_attribute_conflict(v["claim"], question, units, context)
             kind = kind or binding.find_clause_conflict(v["claim"], question, units, context)
-            if kind is None:
+            kind = kind or binding.find_rate_conflict(v["claim"], question, context)
+            cell = None if kind else binding.find_cell_conflict(v["claim"], question, chunks, units)
+            if kind is not None:
+                key = "given_as" if kind.as_kind else "given_for"
+                reason, found = kind.reason, {"value": kind.value, key: kind.given}
+            elif cell is not None:
+                reason, found = cell.reason, {"value": cell.value, "given_for": cell.given}
+            else:
                 _mark_bound_cell(v, question, units)
                 continue
-            key = "given_as" if kind.as_kind else "given_for"
-            reason, found = kind.reason, {"value": kind.value, key: kind.given}
         v["support"] = min(v["support"], VALUE_MISSING_SUPPORT)
         v["contradiction"] = True
         v["value_conflict"] = found

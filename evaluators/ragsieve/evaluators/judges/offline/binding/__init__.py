@@ -11,6 +11,7 @@ attribute meet supports it (:func:`.entity.bound_cell`). Conservative: each conf
 context to give the claim's subject or kind another value; otherwise nothing is said.
 """
 
+from ragsieve.evaluators.judges.offline.binding.cells import CellConflict, find_cell_conflict
 from ragsieve.evaluators.judges.offline.binding.entity import Conflict, bound_cell, find_conflict
 from ragsieve.evaluators.judges.offline.binding.kind import (
     KindConflict,
@@ -18,6 +19,7 @@ from ragsieve.evaluators.judges.offline.binding.kind import (
     find_clause_conflict,
     find_kind_conflict,
 )
+from ragsieve.evaluators.judges.offline.binding.rates import find_rate_conflict
 from ragsieve.evaluators.judges.offline.binding.units import (
     Unit,
     context_units,
@@ -26,15 +28,18 @@ from ragsieve.evaluators.judges.offline.binding.units import (
 )
 
 __all__ = [
+    "CellConflict",
     "Conflict",
     "KindConflict",
     "Unit",
     "bound_cell",
     "context_units",
     "find_attribute_conflict",
+    "find_cell_conflict",
     "find_clause_conflict",
     "find_conflict",
     "find_kind_conflict",
+    "find_rate_conflict",
     "nothing_price",
     "number_kinds",
 ]

@@ -36,7 +36,9 @@ from ragsieve.evaluators.judges.offline.binding.units import (
 from ragsieve.evaluators.judges.offline.text.terms import key, tokens
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS
 
-_RUN = re.compile(r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")  # capitalised words written as one name
+_RUN = re.compile(
+    r"[A-ZÀ-ÖØ-Þ][\w'’-]*(?:\s+[A-ZÀ-ÖØ-Þ][\w'’-]*)*"
+)  # capitalised words written as one name
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,13 @@ def _binds(unit: Unit, value: str, s: str, claim: _Claim) -> bool:
 
 
 def _competes(
-    u: Unit, s: str, value: str, holding: list[Unit], claim: _Claim, units: list[Unit]
+    u: Unit,
+    s: str,
+    value: str,
+    holding: list[Unit],
+    claim: _Claim,
+    units: list[Unit],
+    elided: bool = False,
 ) -> bool:
     """``u`` gives the subject ``s`` another value where the claim's value would stand: a
     value of the same kind; for a table cell, one in a holding cell's column under the
@@ -108,7 +116,9 @@ def _competes(
     a word binding the claim's value (its attribute) and names ``s`` itself (a subject taken
     from the sentence before is a reading, not a name). A value the claim itself states is no
     rival (the claim gives it for its own name). A claim with no word binding its value
-    beyond names and kinds ("It is $79 per month.") needs every kind of the value."""
+    beyond names and kinds ("It is $79 per month.") needs every kind of the value. A subject
+    the claim elides (``elided``: taken from the question) is an entity, not a column: the
+    question's "joining fee" does not make the claim's monthly fee, in the same row, rival."""
     if s not in u.scope or value in u.values or s in u.inherited:
         return False
     if _longer(u, s, holding, claim, units):
@@ -119,7 +129,8 @@ def _competes(
             continue
         if _in_table(u, v):
             row, column = _row_and_column(u, v)
-            if any(_aligned(h, value, u, v, s in row, s in column) for h in holding):
+            by_column = s in column and not elided
+            if any(_aligned(h, value, u, v, s in row, by_column) for h in holding):
                 return True
         elif _plain(ks) & kinds and (
             claim.attribute & sentence_keys(u) if claim.attribute else kinds <= _plain(ks)
@@ -152,14 +163,19 @@ def _longer(u: Unit, s: str, holding: list[Unit], claim: _Claim, units: list[Uni
 
 
 def _against(
-    subjects: list[str], value: str, holding: list[Unit], units: list[Unit], claim: _Claim
+    subjects: list[str],
+    value: str,
+    holding: list[Unit],
+    units: list[Unit],
+    claim: _Claim,
+    elided: bool = False,
 ) -> tuple[str, list[Unit]] | None:
     """A subject no unit that holds ``value`` gives it for, and the units that give it
     another value where the claim's would stand (:func:`_competes`), or None."""
     for s in subjects:
         if any(_binds(u, value, s, claim) for u in holding):
             continue
-        theirs = [u for u in units if _competes(u, s, value, holding, claim, units)]
+        theirs = [u for u in units if _competes(u, s, value, holding, claim, units, elided)]
         if theirs:
             return s, theirs
     return None
@@ -197,12 +213,14 @@ def find_conflict(claim: str, question: str, units: list[Unit]) -> Conflict | No
         found = _against(from_claim, value, holding, units, about)
         bound = [s for s in from_claim if any(s in u.scope for u in holding)]
         if found is None and not bound:  # the claim names no subject: the question's
-            found = _against(_candidates(question, names), value, holding, units, about)
+            found = _against(_candidates(question, names), value, holding, units, about, True)
         if found is None:
             continue
         subject, theirs = found
-        if any(all(b not in u.scope for u in theirs) for b in bound):
+        if any(all(b not in sentence_keys(u) for u in theirs) for b in bound):
             continue  # the claim names what the value's units name, and the subject's do not
+            # (a clause that leaves its sentence's words out says them: "6 EUR per user on
+            # Plus and 4 EUR on Pro")
         # the sentence that gives both the value and the subject's own sets them side by side
         rival = _rival(
             _near(holding, theirs) + _facing(holding, value, theirs, subject), theirs, mentioned

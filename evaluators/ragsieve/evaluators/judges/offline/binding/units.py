@@ -14,15 +14,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+import ragsieve.evaluators.judges.offline.binding.tables as tables
 from ragsieve.evaluators.judges.offline.text.question import NOTHING_PRICE
 from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, key, tokens, values_of
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold, sentences
 
 MAX_UNITS = 600  # units of the context read (long pages: their start)
 HEADING_WORDS = 8  # an unpunctuated line this short titles what follows it
-_CAPITALISED = re.compile(r"(?<![\w$€£])[A-Z][\w'’-]*")
+_CAPITALISED = re.compile(
+    r"(?<![\w$€£])[A-ZÀ-ÖØ-Þ][\w'’-]*"
+)  # any Latin capital: "Águila", "Ñandú"
 _CLAUSE_SPLIT = re.compile(r";\s+|,\s+|\s+(?:while|whereas|but|and|y|pero|mientras)\s+")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
 _MARKER_END = re.compile(r"(?:^|\s)(?:[-*•◊▪+]|\d{1,2}[.)]|step \d+)$", re.IGNORECASE)
 _LABEL = re.compile(r"^\s*([^\W\d_][^:.;]{0,40}?):\s+(?=\S)")
 _YEAR = re.compile(r"(?:1[5-9]|20)\d\d")
@@ -225,15 +227,15 @@ def _row_units(cells: list[str], header: list[str], heading: str) -> list[Unit]:
 
 
 def _is_heading(line: str) -> bool:
+    """A short unpunctuated line: a title; a labelled value ("- Oro: 129 €") is an item."""
     text = line.strip().lstrip("#").strip()
+    label = _LABEL.match(text)
+    if label and any(ch.isdigit() for ch in text[label.end() :]):
+        return False
     n = len(text.split())
     return 0 < n <= HEADING_WORDS and (
         text.endswith(":") or not re.search(r"[.!?;,\d]\s*$", text) and text[:1].isupper()
     )
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
 def _prose_units(line: str, heading: str) -> list[Unit]:
@@ -246,49 +248,6 @@ def _prose_units(line: str, heading: str) -> list[Unit]:
         for clause in clauses:
             before = _unit(clause, heading, before=before, sentence=sent)
             out.append(before)
-    return out
-
-
-def _rows(line: str) -> list[str]:
-    """A markdown table run onto one line ("| Plan | Data | |---|---| | Basic | 5 GB |") as its
-    rows, one line each: the rule row says how many cells a row has, and the empty cell of the
-    "| |" between two rows is dropped (a row's first cell names it: it is not empty). Any other
-    line: itself."""
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    rule = [i for i, c in enumerate(cells) if _TABLE_RULE.match(c)]
-    width = len(rule)
-    if width < 2 or rule != list(range(rule[0], rule[0] + width)):
-        return [line]
-    head = cells[: rule[0]]
-    rows = [head[:-1] if head and not head[-1] else head]
-    rest, i = cells[rule[-1] + 1 :], 0
-    while i < len(rest):
-        if not rest[i]:
-            i += 1
-            continue
-        rows.append(rest[i : i + width])
-        i += width
-    if len(rows) < 2 or any(len(r) != width for r in rows):
-        return [line]
-    return ["| " + " | ".join(r) + " |" for r in rows]
-
-
-def _lines(chunk: str) -> list[str]:
-    """``chunk``'s lines; a line of several sentences, two or more of them table rows (a chunker
-    dropped the breaks: "Plan | Data. Basic | 5 GB. Plus | 30 GB. Prices include VAT."), gives
-    each sentence as a line of its own: a row as a table line, any other sentence as prose; a
-    markdown table on one line gives its rows (:func:`_rows`)."""
-    out: list[str] = []
-    for whole in chunk.replace("\r", "").split("\n"):
-        if whole.count("|") > 2 and len(rows := _rows(whole)) > 1:
-            out.extend(rows)
-            continue
-        line = whole
-        parts = sentences(line) if "|" in line else [line]
-        if len(parts) < 2 or sum("|" in p for p in parts) < 2:
-            out.append(line)
-            continue
-        out.extend(f"| {p.strip().rstrip('.')} |" if "|" in p else p for p in parts)
     return out
 
 
@@ -310,7 +269,7 @@ def _subject(sentence: str) -> dict[str, str]:
     if not names:
         return {}
     first = next(iter(names.values()))
-    run = re.search(rf"(?<![\w]){re.escape(first)}(?:\s+[A-Z][\w'’-]*)*", sentence)
+    run = re.search(rf"(?<![\w]){re.escape(first)}(?:\s+[A-ZÀ-ÖØ-Þ][\w'’-]*)*", sentence)
     words = run.group().split() if run else [first]
     return {k: w for k, w in names.items() if w in words}
 
@@ -318,18 +277,29 @@ def _subject(sentence: str) -> dict[str, str]:
 def _about(units: list[Unit]) -> list[Unit]:
     """A sentence that names no entity of its own and opens with a pronoun ("Its deductible is
     1,000 EUR per claim.") speaks of the subject of the nearest sentence before it that names
-    one; the names it takes are marked ``inherited`` (a reading, not the context's words). A
-    nameless sentence that opens otherwise ("The setup fee is 15 EUR.") takes nothing (a chunk
-    under a heading already gives each unit the heading's names)."""
+    one. The names it takes are marked ``inherited`` (a reading, not the context's words),
+    unless the reading is sure: that sentence names nothing but its subject, and every
+    sentence between them points back too ("The Gold card is for frequent flyers. Its annual
+    fee is $129."). A sentence that opens with a pronoun speaks of the subject even when it
+    names something else ("Its API limit is ...": the API is no new subject). A nameless
+    sentence that opens otherwise ("The setup fee is 15 EUR.") takes nothing (a chunk under a
+    heading already gives each unit the heading's names)."""
     out: list[Unit] = []
     topic: dict[str, str] = {}
+    sure, last = False, ""
     for u in units:
+        pointing = bool(_PRONOUN.match(u.sentence))
         if _nameless(u):
-            if topic and _PRONOUN.match(u.sentence):
+            if topic and pointing:
                 keys = frozenset(topic)
-                u = replace(u, names=u.names | topic, scope=u.scope | keys, inherited=keys)
-        elif u.sentence:
-            topic = _subject(u.sentence) or topic
+                inherited = frozenset() if sure else keys
+                u = replace(u, names=u.names | topic, scope=u.scope | keys, inherited=inherited)
+            elif u.sentence != last:
+                sure = False
+        elif u.sentence and not pointing and (subject := _subject(u.sentence)):
+            named = {k for k in _names(u.sentence) if k[:1] != "<"}
+            topic, sure = subject, named == set(subject)
+        last = u.sentence or last
         out.append(u)
     return out
 
@@ -344,11 +314,11 @@ def _chunk_units(chunk: str) -> list[Unit]:
     """One chunk's units (:func:`context_units`)."""
     units: list[Unit] = []
     heading, header = "", None
-    for line in _lines(chunk):
-        if not line.strip() or _TABLE_RULE.match(line):
+    for line in tables.lines(chunk):
+        if not line.strip() or tables.TABLE_RULE.match(line):
             continue
         if line.count("|") >= 2:
-            cells = _cells(line)
+            cells = tables.cells(line)
             if header is None:
                 header = cells
                 continue
@@ -360,8 +330,10 @@ def _chunk_units(chunk: str) -> list[Unit]:
             heading = stripped.strip().lstrip("#").rstrip(":").strip()
             continue
         label = _LABEL.match(stripped)  # "- Team: $29 per month": the item's name
-        if label:
-            units.extend(_prose_units(stripped[label.end() :], label.group(1)))
+        if label:  # under its list's heading too ("Gold card:" / "- Annual fee: $129")
+            rest = stripped[label.end() :]
+            item = rest if any(ch.isalpha() for ch in rest) else stripped
+            units.extend(_prose_units(item, f"{heading} {label.group(1)}".strip()))
         else:
             units.extend(_prose_units(stripped, heading))
         if len(units) >= MAX_UNITS:
