@@ -302,6 +302,12 @@ BIKES = (
             " confirmarlo.",
             "abstained",
         ),
+        (
+            "Can I take a bike on the train?",
+            "I don't have information about trains. You may want to reach out to PedalGo's sales"
+            " team for group options.",
+            "abstained",
+        ),
         # what one cannot find that is not information is a claim; so is a team that is no desk
         ("¿Puedo subirla al tren?", "No encuentro la bici en el tren.", "unfaithful"),
         ("What do I do after an accident?", "I'd recommend calling the rescue team.", "unfaithful"),
