@@ -72,3 +72,32 @@ async def test_a_row_label_that_says_per_what_gives_its_cells_that_period(
     context, question, wrong, right, named
 ):
     await assert_flagged_and_named(question, context, wrong, right, named)
+
+
+# an English table with its English heading, asked about in Spanish
+PLANS_EN = (f"## Limits for each plan of the scanning service\n\n{PLANS[0]}",)
+
+
+@pytest.mark.parametrize(
+    ("question", "wrong", "right", "named"),
+    [
+        (
+            "¿Cuántos escaneos por hora permite el plan Crew?",
+            "El plan Crew permite 1.000 escaneos por hora.",
+            "El plan Crew permite 200 escaneos por hora.",
+            "Scans per hour, Crew: 200",
+        ),
+        (
+            "¿Cuántos días se conservan los registros en el plan Crew?",
+            "En el plan Crew los registros se conservan 365 días.",
+            "En el plan Crew los registros se conservan 30 días.",
+            "Record retention, Crew: 30 days",
+        ),
+    ],
+)
+async def test_a_claim_in_another_language_meets_the_row_it_means(question, wrong, right, named):
+    """The claim's words meet no English label; their meaning meets one row clearly. Words that
+    mean no one row ("límite") leave the cell rule silent."""
+    await assert_flagged_and_named(question, PLANS_EN, wrong, right, named)
+    vague = await faithfulness(question, PLANS_EN, "El límite del plan Crew es 1.000.")
+    assert not any(c.get("value_conflict") for c in vague.metadata["claims"]), vague.explanation

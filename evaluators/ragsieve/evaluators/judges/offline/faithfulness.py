@@ -321,8 +321,7 @@ class FaithfulnessJudge(OfflineJudge):
         if translate:
             for v in verdicts:
                 v["translated"] = True
-        else:
-            check_whole_answer(verdicts, question, answer, chunks)
+        check_whole_answer(verdicts, question, answer, chunks, translated=translate)
         _mark_repeats(verdicts, interaction, question, translate)
         return self._verdict(interaction, verdicts, meta)
 

@@ -17,10 +17,12 @@ from ragsieve.evaluators.judges.offline.binding.units import (
     number_kinds,
     sentence_keys,
 )
-from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, values_of
+from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, TermIndex, values_of
+from ragsieve.evaluators.judges.offline.text.text import content_words, language
 
 _SIGNS = ("<money>", "<pct>")
 _TIME = frozenset(("<s>", "<min>", "<h>", "<day>", "<wk>", "<mo>", "<yr>"))
+SURE_MEANING = 1.5  # two words met in meaning, or one in full and another in part
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,33 @@ def _clear(
     return None, True
 
 
+def _in_meaning(labels: list[str], words: list[str]) -> int | None:
+    """The label a claim in another language than the table speaks of, read by meaning (the
+    embedded encoder's word translations: "peticiones por minuto" for "Requests per minute"),
+    only when it is sure: the claim's words meet it by at least :data:`SURE_MEANING` together
+    and no other label by half as much; else None."""
+    if not words:
+        return None
+    index = TermIndex(labels, cross_lingual=True)
+    totals = [0.0] * len(labels)
+    for word in words:
+        m = index.find(word)
+        if m.strength and len(m.sentences) == 1:
+            totals[next(iter(m.sentences))] += m.strength
+    ranked = sorted(range(len(labels)), key=totals.__getitem__, reverse=True)
+    best = ranked[0]
+    rival = totals[ranked[1]] if len(ranked) > 1 else 0.0
+    return best if totals[best] >= SURE_MEANING and rival <= totals[best] / 2 else None
+
+
+def _foreign_words(claim: str, chunks: list[str]) -> list[str]:
+    """The claim's words when the claim and the context are in two languages, else none."""
+    mine, theirs = language(claim), language("\n\n".join(chunks))
+    if "unknown" in (mine, theirs) or mine == theirs:
+        return []
+    return [w for w in content_words(claim) if w.isalpha()]
+
+
 def _own(label: str) -> set[str]:
     return {k for k in content_keys(label) if k[:1] != "<"}
 
@@ -97,7 +126,7 @@ def _sign(kinds: frozenset[str]) -> str:
 
 
 def _meeting(
-    grid: list[list[str]], claim_keys: set[str], asked: set[str], kind: str
+    grid: list[list[str]], claim_keys: set[str], asked: set[str], kind: str, foreign: list[str]
 ) -> tuple[int, int] | None:
     """The row and the column (past the label column) whose label and header the claim's words
     point to, each in one way only; a part the claim leaves out ("It costs €42") is the
@@ -111,6 +140,8 @@ def _meeting(
     column, unclear_column = _clear(headers, columns, claim_keys, asked, kind)
     if unclear or unclear_column:
         return None
+    if row is None and (row := _in_meaning(rows, foreign)) is not None:
+        row = row if _fits(body[row][1:], kind) else None
     used = content_keys(" ".join([rows[row] if row is not None else "",
                                   headers[column] if column is not None else ""]))  # fmt: skip
     if not claim_keys - used <= asked:
@@ -143,9 +174,10 @@ def find_cell_conflict(
     claim_keys = {k for k in content_keys(claim) if k[:1] != "<"}
     asked = {k for k in content_keys(question) if k[:1] != "<"}
     kind = _kind(frozenset().union(*(claimed[v][1] for v in readings if v in claimed)))
+    foreign = _foreign_words(claim, chunks)
     met: list[tuple[list[list[str]], int, int]] = []
     for grid in grids(chunks):
-        at = _meeting(grid, claim_keys, asked, kind)
+        at = _meeting(grid, claim_keys, asked, kind, foreign)
         if at is None:
             continue
         row, column = at
