@@ -58,6 +58,22 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
         _lead_with(v, reason)
 
 
+def mark_foreign_cells(verdicts: list[dict[str, Any]], question: str, chunks: list[str]) -> None:
+    """A claim in another language than its table, whose number the cell its words point to
+    by meaning does not give (:func:`.binding.find_cell_conflict`), contradicted."""
+    units: list[binding.Unit] | None = None
+    for v in verdicts:
+        if v.get("values_missing") or not any(ch.isdigit() for ch in v["claim"]):
+            continue
+        units = binding.context_units(chunks) if units is None else units
+        cell = binding.find_cell_conflict(v["claim"], question, chunks, units)
+        if cell is not None:
+            v["support"] = min(v["support"], VALUE_MISSING_SUPPORT)
+            v["contradiction"] = True
+            v["value_conflict"] = {"value": cell.value, "given_for": cell.given}
+            _lead_with(v, cell.reason)
+
+
 def _mark_bound_cell(verdict: dict[str, Any], question: str, units: list[binding.Unit]) -> None:
     """A claim whose every word the context holds, and whose value a table cell gives for the
     claim's entity and attribute (:func:`.binding.bound_cell`), is supported there: the cell's
@@ -98,10 +114,19 @@ def _mark_broken_spans(verdicts: list[dict[str, Any]], answer: str, sources: lis
 
 
 def check_whole_answer(
-    verdicts: list[dict[str, Any]], question: str, answer: str, chunks: list[str]
+    verdicts: list[dict[str, Any]],
+    question: str,
+    answer: str,
+    chunks: list[str],
+    *,
+    translated: bool = False,
 ) -> None:
     """Checks that read the whole answer: broken names, values given for another entity,
-    comparisons, choices and restrictions."""
+    comparisons, choices and restrictions. An answer in another language than its context is
+    read against table cells only (:func:`mark_foreign_cells`): the other checks read words."""
+    if translated:
+        mark_foreign_cells(verdicts, question, chunks)
+        return
     _mark_broken_spans(verdicts, answer, [*chunks, question])
     mark_value_conflicts(verdicts, question, chunks)
     _mark_short_denials(verdicts)
@@ -137,4 +162,4 @@ def _mark_short_denials(verdicts: list[dict[str, Any]]) -> None:
             v["reason"] = "a short reply that denies what the context states: " + v["reason"]
 
 
-__all__ = ["SHORT_REPLY_CLAIMS", "check_whole_answer", "mark_value_conflicts"]
+__all__ = ["SHORT_REPLY_CLAIMS", "check_whole_answer", "mark_foreign_cells", "mark_value_conflicts"]

@@ -287,7 +287,7 @@ class FaithfulnessJudge(OfflineJudge):
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
         self.model = shipped_model()
-        self.version = f"offline-21:t{threshold}:{self.model.version}" + (
+        self.version = f"offline-22:t{threshold}:{self.model.version}" + (
             f":{calibration}" if calibration else ""
         )
 
@@ -321,8 +321,7 @@ class FaithfulnessJudge(OfflineJudge):
         if translate:
             for v in verdicts:
                 v["translated"] = True
-        else:
-            check_whole_answer(verdicts, question, answer, chunks)
+        check_whole_answer(verdicts, question, answer, chunks, translated=translate)
         _mark_repeats(verdicts, interaction, question, translate)
         return self._verdict(interaction, verdicts, meta)
 

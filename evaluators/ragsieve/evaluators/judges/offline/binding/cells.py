@@ -17,9 +17,12 @@ from ragsieve.evaluators.judges.offline.binding.units import (
     number_kinds,
     sentence_keys,
 )
-from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, values_of
+from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, TermIndex, values_of
+from ragsieve.evaluators.judges.offline.text.text import content_words, language
 
 _SIGNS = ("<money>", "<pct>")
+_TIME = frozenset(("<s>", "<min>", "<h>", "<day>", "<wk>", "<mo>", "<yr>"))
+SURE_MEANING = 1.5  # two words met in meaning, or one in full and another in part
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +50,7 @@ def _pick(labels: list[str], keys: set[str]) -> int | None:
     tie)."""
     scores = []
     for label in labels:
-        own = {k for k in content_keys(label) if k[:1] != "<"}
+        own = _own(label)
         scores.append(len(own & keys) / len(own) if own else 0.0)
     best = max(scores, default=0.0)
     if best == 0.0 or scores.count(best) != 1:
@@ -55,21 +58,90 @@ def _pick(labels: list[str], keys: set[str]) -> int | None:
     return scores.index(best)
 
 
+def _kind(marks: frozenset[str]) -> str:
+    """What a number is, by its marks: money, a percent, a length of time, or a count."""
+    if sign := _sign(marks):
+        return sign
+    return "<time>" if marks & _TIME else ""
+
+
+def _fits(line: list[str], kind: str) -> bool:
+    """A row (or column) of ``line``'s cells holds numbers of the claim's ``kind`` (30 days is a
+    length of time: "Log retention | 7 days", not "Requests per minute | 60")."""
+    return any(_kind(ks) == kind for cell in line for _, ks in number_kinds(cell).values())
+
+
+def _clear(
+    labels: list[str], lines: list[list[str]], keys: set[str], asked: set[str], kind: str
+) -> tuple[int | None, bool]:
+    """The label the claim's words point to, and whether they point unclearly. Words that touch
+    one label at most pick as :func:`_pick`; words that touch several ("request logs": the
+    "Requests per minute" and the "Log retention" rows) pick the label they cover most only
+    when its line holds numbers of the claim's kind (:func:`_kind`), else the label the
+    question's words pick when its line does; else none, unclearly (the cell rule then says
+    nothing)."""
+    touched = [i for i, label in enumerate(labels) if _own(label) & keys]
+    best = _pick(labels, keys)
+    if len(touched) < 2:
+        return best, False
+    for pick in (best, _pick(labels, asked)):
+        if pick is not None and pick in touched and _fits(lines[pick], kind):
+            return pick, False
+    return None, True
+
+
+def _in_meaning(labels: list[str], words: list[str]) -> int | None:
+    """The label a claim in another language than the table speaks of, read by meaning (the
+    embedded encoder's word translations: "peticiones por minuto" for "Requests per minute"),
+    only when it is sure: the claim's words meet it by at least :data:`SURE_MEANING` together
+    and no other label by half as much; else None."""
+    if not words:
+        return None
+    index = TermIndex(labels, cross_lingual=True)
+    totals = [0.0] * len(labels)
+    for word in words:
+        m = index.find(word)
+        if m.strength and len(m.sentences) == 1:
+            totals[next(iter(m.sentences))] += m.strength
+    ranked = sorted(range(len(labels)), key=totals.__getitem__, reverse=True)
+    best = ranked[0]
+    rival = totals[ranked[1]] if len(ranked) > 1 else 0.0
+    return best if totals[best] >= SURE_MEANING and rival <= totals[best] / 2 else None
+
+
+def _foreign_words(claim: str, chunks: list[str]) -> list[str]:
+    """The claim's words when the claim and the context are in two languages, else none."""
+    mine, theirs = language(claim), language("\n\n".join(chunks))
+    if "unknown" in (mine, theirs) or mine == theirs:
+        return []
+    return [w for w in content_words(claim) if w.isalpha()]
+
+
+def _own(label: str) -> set[str]:
+    return {k for k in content_keys(label) if k[:1] != "<"}
+
+
 def _sign(kinds: frozenset[str]) -> str:
     return next((s for s in _SIGNS if s in kinds), "")
 
 
 def _meeting(
-    grid: list[list[str]], claim_keys: set[str], asked: set[str]
+    grid: list[list[str]], claim_keys: set[str], asked: set[str], kind: str, foreign: list[str]
 ) -> tuple[int, int] | None:
     """The row and the column (past the label column) whose label and header the claim's words
     point to, each in one way only; a part the claim leaves out ("It costs €42") is the
     question's, when the claim's other words say nothing the question does not (a claim that
     says "costs" where the question asks the joining fee speaks of another column)."""
     width = len(grid[0])
-    rows = [r[0] for r in grid[1:] if len(r) == width]
-    headers = grid[0][1:]
-    row, column = _pick(rows, claim_keys), _pick(headers, claim_keys)
+    body = [r for r in grid[1:] if len(r) == width]
+    rows, headers = [r[0] for r in body], grid[0][1:]
+    row, unclear = _clear(rows, [r[1:] for r in body], claim_keys, asked, kind)
+    columns = [[r[i] for r in body] for i in range(1, width)]
+    column, unclear_column = _clear(headers, columns, claim_keys, asked, kind)
+    if unclear or unclear_column:
+        return None
+    if row is None and (row := _in_meaning(rows, foreign)) is not None:
+        row = row if _fits(body[row][1:], kind) else None
     used = content_keys(" ".join([rows[row] if row is not None else "",
                                   headers[column] if column is not None else ""]))  # fmt: skip
     if not claim_keys - used <= asked:
@@ -101,9 +173,11 @@ def find_cell_conflict(
     sign = _sign(frozenset().union(*(claimed[v][1] for v in readings if v in claimed)))
     claim_keys = {k for k in content_keys(claim) if k[:1] != "<"}
     asked = {k for k in content_keys(question) if k[:1] != "<"}
+    kind = _kind(frozenset().union(*(claimed[v][1] for v in readings if v in claimed)))
+    foreign = _foreign_words(claim, chunks)
     met: list[tuple[list[list[str]], int, int]] = []
     for grid in grids(chunks):
-        at = _meeting(grid, claim_keys, asked)
+        at = _meeting(grid, claim_keys, asked, kind, foreign)
         if at is None:
             continue
         row, column = at

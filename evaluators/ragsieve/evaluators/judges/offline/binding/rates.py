@@ -11,6 +11,9 @@ conflict with its rate when:
   month"; "por curso" where it says "al mes"), or the claim keeps the context's period and
   adds a divisor of its own ("$10 per user per month" where the context says "$10 per month").
 
+A table's row label or column header that says what its numbers are per ("Requests per minute
+| 60 | 600") gives each bare number under it that rate: "60 requests per minute".
+
 A claim that leaves out a divisor ("€8 per month" for "€8 per user per month") or words it
 otherwise ("per seat" for "per user") says nothing here: that may be a paraphrase.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import re
 
 from ragsieve.evaluators.judges.offline.binding.kind import KindConflict
+from ragsieve.evaluators.judges.offline.binding.tables import grids
 from ragsieve.evaluators.judges.offline.binding.units import digit_values
 from ragsieve.evaluators.judges.offline.text.terms import NUMBER_PATTERN, key, values_of
 from ragsieve.evaluators.judges.offline.text.text import STOPWORDS, fold
@@ -93,6 +97,7 @@ def find_rate_conflict(claim: str, question: str, context: str) -> KindConflict 
     if not claimed or not sign:
         return None
     given: list[tuple[frozenset[str], str]] = []
+    context = "\n".join([context, *_cell_rates(context)])
     for m in NUMBER_PATTERN.finditer(context):
         if not readings & set(values_of(m.group().strip())):
             continue
@@ -105,6 +110,29 @@ def find_rate_conflict(claim: str, question: str, context: str) -> KindConflict 
     if not given:
         return None
     return KindConflict(found[0].group().strip(), given[0][1], _written(claim, found[0].end()), ())
+
+
+def _cell_rates(context: str) -> list[str]:
+    """Each bare number of a table cell whose row label or column header says what it is per,
+    written with that label as the rate it gives ("60 Requests per minute.")."""
+    out: list[str] = []
+    for grid in grids([context]):
+        width = len(grid[0])
+        for row in grid[1:]:
+            if len(row) != width:
+                continue
+            for cell, header in zip(row[1:], grid[0][1:], strict=True):
+                found = NUMBER_PATTERN.fullmatch(cell.strip())
+                if found is None:
+                    continue  # not bare: the cell's own words say what it counts
+                out += [f"{cell} {label}." for label in (row[0], header) if _per(label)]
+    return out
+
+
+def _per(label: str) -> bool:
+    """``label`` names what it counts and the period it counts per ("Requests per minute")."""
+    sign, divisors = _rate(" " + label, 0, 0)
+    return bool(sign) and any(d[:1] == "<" for d in divisors)
 
 
 def _written(text: str, end: int) -> str:
