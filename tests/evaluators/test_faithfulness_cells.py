@@ -197,3 +197,29 @@ async def test_a_clause_that_leaves_its_sentences_words_out_still_says_them():
         "An extra user on Pro costs 4 EUR per month.",
         "Pro: 4",
     )
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        (  # GPT-4o compares the other tiers in a list: each item speaks of its own label
+            "How many parcels per week does the Standard tier allow?",
+            "On the **Standard** tier you can send **5 parcels per week**.\n\nFor comparison:\n"
+            "- **Lite**: 2 parcels per week\n- **Express**: 12 parcels per week",
+        ),
+        (
+            "¿Cuántos paquetes por semana permite la tarifa Estándar?",
+            "Con la tarifa **Estándar** puedes enviar **5 paquetes por semana**.\n\nComo"
+            " referencia:\n- **Ligera**: 2 paquetes por semana\n- **Exprés**: 12 paquetes por"
+            " semana",
+        ),
+    ],
+)
+async def test_a_list_item_speaks_of_its_own_label_not_the_questions_entity(question, answer):
+    """A new user's correct answer was flagged: '60 is given for Free, the claim is about Team'
+    — the item's label ('- **Free**: 60 requests per minute') is what the item is about."""
+    context = TIERS if question.startswith("How") else TIERS_ES
+    r = await faithfulness(question, context, answer)
+    assert r.label == "faithful", r.explanation
+    wrong = answer.replace("12 ", "5 ").replace("2 p", "12 p", 1)  # Lite given Express's value
+    assert (await faithfulness(question, context, wrong)).label == "unfaithful"

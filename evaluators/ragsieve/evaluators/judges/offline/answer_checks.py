@@ -34,16 +34,17 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
         if v.get("values_missing") or not valued:
             continue
         units = binding.context_units(chunks) if units is None else units
-        entity = binding.find_conflict(v["claim"], question, units)
+        said = _with_lead_in(v)
+        entity = binding.find_conflict(said, question, units)
         if entity is not None:
             reason, found = entity.reason, {"value": entity.value, "given_for": entity.rival}
         else:
             context = "\n\n".join(chunks)
-            kind = binding.find_kind_conflict(v["claim"], question, units, context)
-            kind = kind or binding.find_attribute_conflict(v["claim"], question, units, context)
-            kind = kind or binding.find_clause_conflict(v["claim"], question, units, context)
-            kind = kind or binding.find_rate_conflict(v["claim"], question, context)
-            cell = None if kind else binding.find_cell_conflict(v["claim"], question, chunks, units)
+            kind = binding.find_kind_conflict(said, question, units, context)
+            kind = kind or binding.find_attribute_conflict(said, question, units, context)
+            kind = kind or binding.find_clause_conflict(said, question, units, context)
+            kind = kind or binding.find_rate_conflict(said, question, context)
+            cell = None if kind else binding.find_cell_conflict(said, question, chunks, units)
             if kind is not None:
                 key = "given_as" if kind.as_kind else "given_for"
                 reason, found = kind.reason, {"value": kind.value, key: kind.given}
@@ -58,6 +59,13 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
         _lead_with(v, reason)
 
 
+def _with_lead_in(verdict: dict[str, Any]) -> str:
+    """What a claim says with its list's lead-in and its item's label ("For comparison:" /
+    "- **Free**: 60 requests per minute" says 60 for Free, not for the question's plan)."""
+    lead_in = verdict.get("lead_in") or ""
+    return f"{lead_in.replace('; ', ': ')}: {verdict['claim']}" if lead_in else verdict["claim"]
+
+
 def mark_foreign_cells(verdicts: list[dict[str, Any]], question: str, chunks: list[str]) -> None:
     """A claim in another language than its table, whose number the cell its words point to
     by meaning does not give (:func:`.binding.find_cell_conflict`), contradicted."""
@@ -66,7 +74,7 @@ def mark_foreign_cells(verdicts: list[dict[str, Any]], question: str, chunks: li
         if v.get("values_missing") or not any(ch.isdigit() for ch in v["claim"]):
             continue
         units = binding.context_units(chunks) if units is None else units
-        cell = binding.find_cell_conflict(v["claim"], question, chunks, units)
+        cell = binding.find_cell_conflict(_with_lead_in(v), question, chunks, units)
         if cell is not None:
             v["support"] = min(v["support"], VALUE_MISSING_SUPPORT)
             v["contradiction"] = True
