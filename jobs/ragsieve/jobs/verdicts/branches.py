@@ -30,6 +30,7 @@ from ragsieve.evaluators.records import EvalResult, RagInteraction
 from ragsieve.jobs.verdicts.corpus import CorpusHit
 from ragsieve.jobs.verdicts.flagging import NEAR_MARGIN, Verdict, near_answers
 from ragsieve.jobs.verdicts.ledger import Piece
+from ragsieve.jobs.verdicts.rootcause import Signals, reply_pieces, reply_reads
 
 # share of what a question asks (its weighted key terms) that a refusal's missed page must hold
 # and the prompt must lack for the refusal to read as the retriever's (``missed_attribute``)
@@ -107,19 +108,7 @@ def off_conversation(results: Sequence[EvalResult], verdict: Verdict) -> tuple[P
     (``no_answer_expected``). A reply that belongs to another conversation was given to no
     question asked here; no page, found or missed, explains it (the premise on which
     ``answer_source`` and ``rival`` are not weighed for an answer off the question)."""
-    if verdict.abstained or verdict.root_cause not in ("retrieval", "no_answer_expected"):
-        return ()
-    ar = next((r for r in results if r.evaluator == "answer_relevance"), None)
-    if ar is None or ar.label != "irrelevant" or not ar.metadata.get("leaves_conversation"):
-        return ()
-    return (
-        Piece(
-            "off_conversation",
-            "generation",
-            "the reply shares nothing with the question, the conversation or the passages"
-            " (answer relevance): it answers no question asked here, which no page explains",
-        ),
-    )
+    return _reply(results, verdict, "off_conversation")
 
 
 def goes_on(results: Sequence[EvalResult], verdict: Verdict) -> tuple[Piece, ...]:
@@ -131,21 +120,20 @@ def goes_on(results: Sequence[EvalResult], verdict: Verdict) -> tuple[Piece, ...
     relevance read the answer going on where the conversation was. Two readings of the one
     chunk, neither stronger: the ledger weighs this as the rule (:data:`ledger.DEFAULT_WEIGHTS`),
     and alone the two tie."""
-    if verdict.abstained or verdict.context_relevant is not False:
-        return ()
-    if verdict.root_cause not in ("retrieval", "no_answer_expected"):
-        return ()
+    return _reply(results, verdict, "goes_on")
+
+
+def _reply(results: Sequence[EvalResult], verdict: Verdict, name: str) -> tuple[Piece, ...]:
+    """The piece ``name`` of :func:`rootcause.reply_pieces` for the rule's cause in ``verdict``
+    (the rule's other branches weigh the same pieces, :func:`rootcause.close_calls`)."""
     ar = next((r for r in results if r.evaluator == "answer_relevance"), None)
-    if ar is None or not ar.metadata.get("goes_on_from_last_reply"):
-        return ()
-    return (
-        Piece(
-            "goes_on",
-            "generation",
-            "the answer goes on from a chunk of the prompt the conversation's last reply came"
-            " from (answer relevance): the follow-up's own passage reached the prompt",
-        ),
+    s = Signals(
+        None,
+        abstained=verdict.abstained,
+        context_relevant=verdict.context_relevant,
+        reads=reply_reads(ar),
     )
+    return tuple(p for p in reply_pieces(s, verdict.root_cause or "") if p.name == name)
 
 
 def near_refusal(hit: CorpusHit | None, best: float, threshold: float) -> tuple[Piece, ...]:

@@ -52,6 +52,7 @@ from ragsieve.jobs.verdicts.rootcause import (
     Signals,
     assign,
     edges_of,
+    reply_reads,
 )
 from ragsieve.jobs.verdicts.steps import step_note
 
@@ -153,25 +154,6 @@ def supporting_chunks(
     meta = faith.metadata if isinstance(faith.metadata, Mapping) else {}
     ids = meta.get("evidence_chunks")
     return tuple(str(i) for i in ids) if isinstance(ids, Sequence) and ids else ()
-
-
-def needs_corpus(verdict: Verdict) -> bool:
-    """True when the observed corpus should be asked: nothing relevant reached the prompt, or
-    only the answer vouches for the chunks it drew on (a chunk elsewhere may answer better)."""
-    return verdict.context_relevant is False or verdict.rescued
-
-
-def needs_source(verdict: Verdict) -> bool:
-    """True when the observed corpus should be asked where an unfaithful answer came from: a
-    ``generation`` failure of faithfulness although a relevant chunk reached the prompt (a chunk
-    elsewhere that answers the question better and holds what the answer says makes it a
-    retrieval failure)."""
-    return (
-        verdict.root_cause == "generation"
-        and bool(verdict.context_relevant)
-        and "faithfulness" in verdict.failed_metrics
-        and not verdict.abstained
-    )
 
 
 @dataclass
@@ -364,6 +346,7 @@ def _fail_verdict(
         pieces=weighed[0],
         weights=weighed[1],
         edges=rd.edges,
+        reads=reply_reads(rd.ans),
     )
     cause: RootCause = assign(signals)
     return Verdict(
@@ -392,7 +375,5 @@ __all__ = [
     "decide",
     "is_abstention",
     "metric_failed",
-    "needs_corpus",
-    "needs_source",
     "supporting_chunks",
 ]

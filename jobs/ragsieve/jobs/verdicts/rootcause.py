@@ -39,7 +39,9 @@ it, and when the causes do not decide, the root cause is ``undetermined`` with t
 lines. So are the rule's own close calls (:func:`close_calls`): where a score within
 ``CLOSE_REACH`` of its threshold chose the branch (context relevance, an abstention's near
 margin, a missed chunk's "clearly better" lead), the cause the other branch gives is a piece
-with both lines and the distance; the ledger counts it inside its band.
+with both lines and the distance; the ledger counts it inside its band. The other branch gives
+a cause only as it ends with the evidence that weighs on it alone (what the reply says against
+a context branch, :func:`reply_pieces`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
+from ragsieve.evaluators.records import EvalResult
 from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, UNDETERMINED, Piece, combine
 
 ROOT_CAUSES = (
@@ -67,6 +70,10 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # (``close_*`` pieces); whether a recorded one counts is the ledger's band (``close_*_band``). The
 # widest "near" the product uses: an abstention's near margin (``flagging.NEAR_MARGIN``)
 CLOSE_REACH = 0.15
+# what answer relevance read in a reply that argues against a branch blaming the context
+# (:func:`reply_pieces`): it leaves the conversation, or goes on from the last reply's chunk
+READS = ("leaves_conversation", "goes_on_from_last_reply")
+_CONTEXT_CAUSES = ("retrieval", "no_answer_expected")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +114,7 @@ class Signals:
     pieces: tuple[Piece, ...] = ()  # evidence beyond the judges' (:mod:`ledger`)
     weights: Mapping[str, float] | None = None  # how the pieces weigh (None: the defaults)
     edges: tuple[Edge, ...] = ()  # the scores that decided the rule's branches (close calls)
+    reads: frozenset[str] = frozenset()  # answer relevance's readings of the reply (:data:`READS`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +151,11 @@ def close_calls(s: Signals, base: RootCause, reach: float = CLOSE_REACH) -> tupl
     failure at all (a refusal with nothing relevant and nothing that answers is a correct
     abstention) gives none; nor does a prompt chunk under the threshold that ``near_context``
     already weighs, nor the context's score when a missed chunk that answers clearly better
-    pinned the failure on the retriever (its lead is the edge then)."""
+    pinned the failure on the retriever (its lead is the edge then). The other branch argues
+    for its cause only as it would end once the evidence that weighs on it alone is weighed
+    (:func:`reply_pieces`): a reply that leaves the conversation is ``generation`` on either
+    branch, so a hair-over context gives it no close call; an answer going on from the last
+    reply's chunk ties that branch (``undetermined``), which argues for no cause either."""
     near_weighed = any(p.name == "near_context" for p in s.pieces)
     # a missed chunk that answers clearly better than every prompt chunk decided the branch:
     # its lead (the ``lead`` edge) is the score it hung on, not the prompt's best chunk's
@@ -156,10 +168,59 @@ def close_calls(s: Signals, base: RootCause, reach: float = CLOSE_REACH) -> tupl
             continue
         flipped = _flip(s, e)
         other = rule(flipped) if flipped is not None else base
+        if flipped is not None and _ends(flipped, other) != other.label:
+            continue  # the other branch, its own evidence weighed, does not end at its cause
         if other.label != base.label:
             line = f"{e.line}; read the other way: {other.evidence}"
             out.append(Piece(f"close_{e.kind}", other.label, line, round(e.distance, 4)))
     return tuple(out)
+
+
+def _ends(s: Signals, reached: RootCause) -> str:
+    """Where the branch that ``reached`` its cause ends once the evidence that weighs only on
+    that branch is weighed (:func:`reply_pieces`): the cause, another, or ``undetermined``."""
+    own = reply_pieces(s, reached.label)
+    if not own:
+        return reached.label
+    weighed = [Piece("rule", reached.label, reached.evidence), *own]
+    return combine(weighed, s.weights or DEFAULT_WEIGHTS).label
+
+
+def reply_pieces(s: Signals, cause: str) -> tuple[Piece, ...]:
+    """What the reply says against a branch that blames the context (``cause`` ``retrieval`` or
+    ``no_answer_expected``; a refusal says nothing): ``off_conversation``, a reply off the
+    question that shares nothing with it, the conversation or the passages, and ``goes_on``, an
+    answer going on from a chunk of the prompt the last reply came from while no chunk was
+    judged to answer (:mod:`branches`). Both argue ``generation``; beside the rule's own
+    ``generation`` they are absent, so the rule's other branch weighs them (:func:`close_calls`)."""
+    if s.abstained or cause not in _CONTEXT_CAUSES:
+        return ()
+    out: list[Piece] = []
+    if "leaves_conversation" in s.reads:
+        out.append(Piece("off_conversation", "generation", OFF_LINE))
+    if "goes_on_from_last_reply" in s.reads and s.context_relevant is False:
+        out.append(Piece("goes_on", "generation", GOES_ON_LINE))
+    return tuple(out)
+
+
+def reply_reads(ans: EvalResult | None) -> frozenset[str]:
+    """Answer relevance's readings of the reply (:data:`READS`) its result records; leaving the
+    conversation counts only when the reply was judged irrelevant."""
+    meta = ans.metadata if ans is not None and isinstance(ans.metadata, Mapping) else {}
+    got = {r for r in READS if meta.get(r)}
+    if ans is None or ans.label != "irrelevant":
+        got.discard("leaves_conversation")
+    return frozenset(got)
+
+
+OFF_LINE = (
+    "the reply shares nothing with the question, the conversation or the passages (answer"
+    " relevance): it answers no question asked here, which no page explains"
+)
+GOES_ON_LINE = (
+    "the answer goes on from a chunk of the prompt the conversation's last reply came from"
+    " (answer relevance): the follow-up's own passage reached the prompt"
+)
 
 
 def _flip(s: Signals, e: Edge) -> Signals | None:
@@ -287,7 +348,10 @@ def edges_of(
 
 __all__ = [
     "CLOSE_REACH",
+    "GOES_ON_LINE",
     "MIN_QUERY_WORDS",
+    "OFF_LINE",
+    "READS",
     "ROOT_CAUSES",
     "UNDETERMINED",
     "Edge",
@@ -297,5 +361,7 @@ __all__ = [
     "close_calls",
     "edges_of",
     "query_words",
+    "reply_pieces",
+    "reply_reads",
     "rule",
 ]

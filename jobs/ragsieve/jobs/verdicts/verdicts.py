@@ -28,8 +28,6 @@ from ragsieve.jobs.verdicts.flagging import (
     CorpusAnswer,
     Verdict,
     decide,
-    needs_corpus,
-    needs_source,
 )
 from ragsieve.jobs.verdicts.gather import (
     context_best,
@@ -192,6 +190,25 @@ class Reviewed:
 def reviewed_evidence(store: Store) -> Reviewed:
     """Reviewers' root causes (:func:`gather.reviewed_causes`) and the active weights."""
     return Reviewed(reviewed_causes(store), root_cause_weights(store))
+
+
+def needs_corpus(verdict: Verdict) -> bool:
+    """True when the observed corpus should be asked: nothing relevant reached the prompt, or
+    only the answer vouches for the chunks it drew on (a chunk elsewhere may answer better)."""
+    return verdict.context_relevant is False or verdict.rescued
+
+
+def needs_source(verdict: Verdict) -> bool:
+    """True when the observed corpus should be asked where an unfaithful answer came from: a
+    ``generation`` failure of faithfulness although a relevant chunk reached the prompt (a chunk
+    elsewhere that answers the question better and holds what the answer says makes it a
+    retrieval failure)."""
+    return (
+        verdict.root_cause == "generation"
+        and bool(verdict.context_relevant)
+        and "faithfulness" in verdict.failed_metrics
+        and not verdict.abstained
+    )
 
 
 def _search(
