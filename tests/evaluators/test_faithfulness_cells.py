@@ -223,3 +223,25 @@ async def test_a_list_item_speaks_of_its_own_label_not_the_questions_entity(ques
     assert r.label == "faithful", r.explanation
     wrong = answer.replace("12 ", "5 ").replace("2 p", "12 p", 1)  # Lite given Express's value
     assert (await faithfulness(question, context, wrong)).label == "unfaithful"
+
+
+NOTED = (
+    "| Plan | Monthly fee | Users |\n|---|---|---|\n| Basic | €10 | 1 |\n"
+    "| Prices exclude VAT |\n| Student | €5 |\n| Plus | €25 | 5 |\n| Pro | €40 | 20 |",
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "label"),
+    [
+        ("The Pro plan allows 20 users.", "faithful"),
+        ("The Plus plan allows 5 users.", "faithful"),
+        ("The Pro plan allows 5 users.", "unfaithful"),
+    ],
+)
+async def test_a_table_with_a_note_row_reads_each_row_as_written(answer, label):
+    """A short row (a note, a section) once shifted the row the cell rule read: the judge
+    failed with an index error or gave Pro the row above's value (an independent review)."""
+    question = "How many users does " + answer.split()[1] + " allow?"
+    r = await faithfulness(question, NOTED, answer)
+    assert r.label == label, r.explanation

@@ -133,7 +133,7 @@ def _meeting(
     question's, when the claim's other words say nothing the question does not (a claim that
     says "costs" where the question asks the joining fee speaks of another column)."""
     width = len(grid[0])
-    body = [r for r in grid[1:] if len(r) == width]
+    body = grid[1:]  # rows of the header's width (:func:`find_cell_conflict`)
     rows, headers = [r[0] for r in body], grid[0][1:]
     row, unclear = _clear(rows, [r[1:] for r in body], claim_keys, asked, kind)
     columns = [[r[i] for r in body] for i in range(1, width)]
@@ -176,7 +176,10 @@ def find_cell_conflict(
     kind = _kind(frozenset().union(*(claimed[v][1] for v in readings if v in claimed)))
     foreign = _foreign_words(claim, chunks)
     met: list[tuple[list[list[str]], int, int]] = []
-    for grid in grids(chunks):
+    # rows of the header's width only: a note or section row ("| Prices exclude VAT |") is
+    # no entity, and the row found is counted among the same rows it is read from
+    full = [[g[0], *(r for r in g[1:] if len(r) == len(g[0]))] for g in grids(chunks)]
+    for grid in full:
         at = _meeting(grid, claim_keys, asked, kind, foreign)
         if at is None:
             continue
