@@ -1,6 +1,6 @@
 """Faithfulness binds a rate to what it is per (issue 44): "€6 per wash" is not "€6 per month",
-and "$12 per month" is not "$12 per seat per month"; a claim that leaves a divisor out or words it
-another way is no conflict."""
+and "$12 per week" is not "$12 per month"; a claim that leaves a divisor out, adds one, orders
+them otherwise or words them another way is no conflict."""
 
 from __future__ import annotations
 
@@ -38,11 +38,10 @@ SEATS = (
             "Alquilar una bicicleta cuesta 15 € al día.",
             "al día",
         ),
-        # the context's period kept, a divisor added: per seat multiplies the price
         (
             SEATS,
             "How much do shared dashboards cost?",
-            "Shared dashboards cost $12 per seat per month.",
+            "Shared dashboards cost $12 per week.",
             "Shared dashboards cost $12 per month.",
             "per month",
         ),
@@ -68,3 +67,39 @@ async def test_a_left_out_divisor_or_another_wording_is_no_rate_conflict():
         "What does the electric hook-up cost?", LAUNDRY, "The electric hook-up costs €4 per hour."
     )
     assert hook_up.label == "unfaithful" and "per night" in hook_up.explanation
+
+
+@pytest.mark.parametrize(
+    ("context", "answer"),
+    [  # faithful paraphrases an independent review saw flagged when divisors were compared whole
+        (
+            "El plan Pro cuesta 12 € por usuario y mes.",
+            "El plan Pro cuesta 12 € al mes por usuario.",
+        ),
+        (
+            "The Pro plan costs $8 per user, billed monthly.",
+            "The Pro plan costs $8 per user per month.",
+        ),
+        (
+            "The Pro plan costs $12 per month, per user.",
+            "The Pro plan costs $12 per user per month.",
+        ),
+        (
+            "A double room costs €80 per person and night.",
+            "A double room costs €80 per person per night.",
+        ),
+        ("The Pro plan costs $12 per month.", "The Pro plan costs $12/mo."),
+        (
+            "Each key allows 100 requests/min per key.",
+            "Each key allows 100 requests per minute per key.",
+        ),
+        (
+            "| Plan | Precio por usuario |\n|---|---|\n| Pro | 12 € al mes |",
+            "Pro cuesta 12 € por usuario al mes.",
+        ),
+    ],
+)
+async def test_divisors_ordered_or_abbreviated_otherwise_are_no_rate_conflict(context, answer):
+    question = "¿Cuánto cuesta?" if "€" in answer and "room" not in answer else "How much is it?"
+    r = await faithfulness(question, (context,), answer)
+    assert not any(c.get("value_conflict") for c in r.metadata["claims"]), r.explanation

@@ -7,15 +7,19 @@ conflict with its rate when:
 - the claim gives its number per something ("per month", "al mes", "monthly", "a night");
 - every place the context writes that number with the claim's sign (money, percent, or
   neither and the same word after it) gives it per something too, never bare;
-- and every such place gives it per another period ("per visit" where the claim says "per
-  month"; "por curso" where it says "al mes"), or the claim keeps the context's period and
-  adds a divisor of its own ("$10 per user per month" where the context says "$10 per month").
+- and every such place gives it per another period of time ("per week" where the claim says
+  "per month"; "al día" where it says "al mes"), or per something the claim's divisors do not
+  name at all, one of the two being a period ("per wash" where the claim says "per month").
 
 A table's row label or column header that says what its numbers are per ("Requests per minute
 | 60 | 600") gives each bare number under it that rate: "60 requests per minute".
 
-A claim that leaves out a divisor ("€8 per month" for "€8 per user per month") or words it
-otherwise ("per seat" for "per user") says nothing here: that may be a paraphrase.
+A claim that leaves out a divisor ("€8 per month" for "€8 per user per month"), adds one
+("$12 per user per month" for "$12 per month, per user"), orders them otherwise ("al mes por
+usuario" for "por usuario y mes") or words them otherwise ("per seat" for "per user", "/mo"
+for "per month") says nothing here: the divisors a sentence gives are not always read whole
+(a comma, "y", "and" end them), so a divisor shared is enough to stay silent (an independent
+review found each of these flagged when divisors were compared as sets).
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ _PERIODIC = {
     **dict.fromkeys(("weekly", "semanal", "semanales"), "<wk>"),
     **dict.fromkeys(("daily", "diario", "diaria", "diarios", "diarias"), "<day>"),
 }
+# abbreviated periods after a slash or "per" ("$12/mo", "100 requests/min")
+_SHORT = {"mo": "<mo>", "mos": "<mo>", "yr": "<yr>", "yrs": "<yr>", "wk": "<wk>", "hr": "<h>"}
+_SHORT |= {"h": "<h>", "min": "<min>", "mins": "<min>", "sec": "<s>", "secs": "<s>"}
 
 
 def _rate(text: str, start: int, end: int) -> tuple[str, frozenset[str]]:
@@ -70,7 +77,7 @@ def _rate(text: str, start: int, end: int) -> tuple[str, frozenset[str]]:
             if adjective and fold(adjective.group(1)) in _PERIODIC:
                 divisors.add(_PERIODIC[fold(adjective.group(1))])
             break
-        divisors.add(_PERIODIC.get(word, key(word)))
+        divisors.add(_PERIODIC.get(word) or _SHORT.get(word) or key(word))
         pos = m.end()
     return sign, frozenset(divisors)
 
@@ -80,8 +87,12 @@ def _period(divisors: frozenset[str]) -> frozenset[str]:
 
 
 def _differs(claimed: frozenset[str], given: frozenset[str]) -> bool:
-    """Another period, or the context's period with a divisor the claim adds."""
-    return _period(claimed) != _period(given) or claimed > given
+    """Both name a period of time, and another one; or they share no divisor at all and one
+    of them names a period ("per wash" / "per month")."""
+    mine, theirs = _period(claimed), _period(given)
+    if mine and theirs:
+        return mine != theirs
+    return not claimed & given and bool(mine or theirs)
 
 
 def find_rate_conflict(claim: str, question: str, context: str) -> KindConflict | None:
