@@ -308,6 +308,9 @@ BIKES = (
             " team for group options.",
             "abstained",
         ),
+        # a referral that is the whole answer is what the user was told to do: it is checked
+        ("Can I take a bike on the train?", "Please contact the billing department.", "unfaithful"),
+        ("¿Puedo subirla al tren?", "Por favor, contacta con el soporte de PedalGo.", "unfaithful"),
         # what one cannot find that is not information is a claim; so is a team that is no desk
         ("¿Puedo subirla al tren?", "No encuentro la bici en el tren.", "unfaithful"),
         ("What do I do after an accident?", "I'd recommend calling the rescue team.", "unfaithful"),

@@ -277,6 +277,12 @@ _CLOSING = re.compile(
 )
 
 
+_REFERRAL = re.compile(
+    rf"\b(?:contact|reach out|get in touch|call|phone|consult|check with|speak"
+    rf"|talk|escrib|llam|pregunt|habl)\w*\b.*?{_DESK}"
+)
+
+
 # the words of thanks, greetings and wishes: a sentence made only of them ("Thank you for your
 # patience, have a nice day!", "¡Gracias a ti!") states nothing, however they are combined
 _COURTESY_WORDS = frozenset(
@@ -332,7 +338,11 @@ def parse_answer(answer: str, question: str = "") -> ParsedAnswer:
                 parsed.claims.append(part)
                 parsed.lead_ins.append(statement.lead_in)
     if not parsed.claims and not parsed.abstentions and not parsed.suspicious and answer.strip():
-        if not read.set_aside or not any(ch.isalnum() for ch in answer):
-            parsed.claims.append(answer.strip())  # a bare number or symbol is still a claim
+        # a bare number or symbol is still a claim; so is a referral that is the whole answer
+        # ("Please contact the billing department." when the context says how): it closes
+        # an answer or a refusal, and alone it is what the user was told to do
+        referred = any(_REFERRAL.search(fold(text)) for text, _ in parsed.set_aside)
+        if not read.set_aside or not any(ch.isalnum() for ch in answer) or referred:
+            parsed.claims.append(answer.strip())
             parsed.lead_ins.append("")
     return parsed

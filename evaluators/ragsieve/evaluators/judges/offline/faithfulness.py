@@ -287,7 +287,7 @@ class FaithfulnessJudge(OfflineJudge):
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         self.calibration = calibration
         self.model = shipped_model()
-        self.version = f"offline-24:t{threshold}:{self.model.version}" + (
+        self.version = f"offline-25:t{threshold}:{self.model.version}" + (
             f":{calibration}" if calibration else ""
         )
 
