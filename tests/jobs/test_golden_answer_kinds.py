@@ -14,6 +14,8 @@ import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import pytest
+
 from ragsieve.collector.store import Store
 from ragsieve.evaluators.judges.offline.context import ContextRelevanceJudge
 from ragsieve.evaluators.judges.offline.text.asked import answer_kind, kinds_apart
@@ -119,3 +121,20 @@ def test_what_the_kind_of_answer_is_read_from_and_when_it_is_not() -> None:
     assert kinds_apart("What is the price of the Pro plan?", "how much is the pro plan") is None
     # a delay answers "when?" as well as "how long?"
     assert kinds_apart("When will my refund arrive?", "How long until my refund arrives?") is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [  # rewordings an independent review found told apart: a duration is read before a price,
+        # and a count of time or length units, however qualified, is a duration
+        ("How long does the fee waiver last?", "When does the fee waiver end?"),
+        ("¿Cuánto dura la tarifa de bienvenida?", "¿Cuándo termina la tarifa de bienvenida?"),
+        ("How many business days does shipping take?", "How long does shipping take?"),
+        ("How many trial days do I get?", "How many days is the free trial?"),
+        ("How many metres is the charging cable?", "How long is the charging cable?"),
+        ("How many mins does the wash take?", "How long does the wash take?"),
+    ],
+)
+def test_one_duration_asked_in_other_words_is_one_kind(a: str, b: str) -> None:
+    assert kinds_apart(a, b) is None, (answer_kind(a), answer_kind(b))
+    assert answer_kind("How many messages can I send?") == "count"  # not "mes", a month

@@ -349,16 +349,17 @@ def _holds(index: TermIndex, word: str, naming: bool) -> bool:
     return index.find(word, translate=True).strength >= FOUND_AS_WRITTEN
 
 
-# Finer than ``expected_type``'s 'number': a count, a duration, a price. A count of time units is
-# a duration ("how many days are logs kept"); "how much" is a price beside a word of paying.
-_TIME_UNIT = r"(?:second|minute|hour|day|week|month|year|segundo|minuto|hora|dia|semana|mes|ano)"
+# Finer than 'number': a count of time (or length: "how long" asks both) units is a duration.
+_UNITS = "sec(?:ond)? min(?:ute)? hour hr day week month year segundo minuto hora dia semana mes"
+_UNITS += " ano met(?:er|re) metro kilomet(?:er|re) kilometro mile inch foot feet"
+_TIME_UNIT = "(?:" + "|".join(_UNITS.split()) + ")(?:e?s)?"
 _PAYING = re.compile(
     r"\b(?:cost|costs|price|prices|pay|charge|charged|fee|fees|dollars?|euros?|cuesta|cuestan"
     r"|costar|precio|precios|pagar|pago|cobran?|vale|valen|dolares|tarifa)\b|[$€£]"
 )
 _DURATION = re.compile(
-    rf"\b(?:how long|how many {_TIME_UNIT}e?s|cuanto tiempo|cuant[oa]s {_TIME_UNIT}e?s|cuanto tarda"
-    r"|cuanto dura|duration|duracion)\b"
+    rf"\b(?:how long|(?:how many|cuant[oa]s) (?:\w+ ){{0,2}}{_TIME_UNIT}|cuanto tiempo"
+    r"|cuanto tarda|cuanto dura|duration|duracion)\b"
 )
 _COUNT = re.compile(r"\b(?:how many|cuant[oa]s|number of|numero de)\b")
 # a yes/no question opens with its verb: "And on Enterprise?", "¿El plan Free incluye ...?" no
@@ -378,8 +379,8 @@ def answer_kind(question: str) -> str | None:
         return "yes/no"
     if kind != "number":
         return "date" if kind == "date" else None
-    kinds = (("price", _PAYING), ("duration", _DURATION), ("count", _COUNT))
-    return next((k for k, pattern in kinds if pattern.search(q)), "number")
+    kinds = (("duration", _DURATION), ("price", _PAYING), ("count", _COUNT))  # a price: "how much"
+    return next((k for k, p in kinds if p.search(q)), "number")  # beside a word of paying
 
 
 # kinds one answer may give both: a quantity read no finer is any of them; a delay ("within 5
@@ -391,9 +392,8 @@ _SHARE_AN_ANSWER = {
 
 
 def kinds_apart(a: str, b: str) -> tuple[str, str] | None:
-    """The kinds of answer two askings expect (:func:`answer_kind`) when both are read and no
-    one answer gives both ("how many times ...?" / "how long ...?": a count, a duration), in
-    any language; else None."""
+    """The kinds of answer two askings expect (:func:`answer_kind`) when both are read and no one
+    answer gives both ("how many times ...?" / "how long ...?": a count, a duration); or None."""
     ka, kb = answer_kind(a), answer_kind(b)
     if ka is None or kb is None or ka == kb or frozenset({ka, kb}) in _SHARE_AN_ANSWER:
         return None
