@@ -90,7 +90,9 @@ def run_command(
         click.echo(json.dumps(report, ensure_ascii=False, default=str))
     else:
         click.echo(render_table(report))
-        click.echo(_flagged_text(report, masked_url(st.url)))
+        shown = masked_url(st.url)  # a password is never printed, nor pasted masked
+        if flagged := _flagged_text(report, "" if shown != st.url else f" --store {st.url}"):
+            click.echo(flagged)
     html = report.get("html") or {}
     if html.get("error"):  # the run is stored; the page is not, and that is said
         click.echo(f"report {html['path']} not written: {html['error']}", err=True)
@@ -105,7 +107,9 @@ def run_command(
 
 def _flagged_text(report: dict[str, Any], store: str) -> str:
     """The run's flagged cases (the report keeps the first ``report.max_flagged_cases``), one
-    line each, and the commands that show one and review them, ready to paste."""
+    line each, and the commands that show one and review them, ready to paste (``store``: the
+    ``--store`` option to add, empty where the store's URL holds a password: the same
+    RAGSIEVE_STORE or config then finds it)."""
     cases = report.get("flagged_cases") or []
     if not cases:
         return ""
@@ -117,8 +121,8 @@ def _flagged_text(report: dict[str, Any], store: str) -> str:
     tid = cases[0]["trace_id"][:12]
     lines += [
         "\nnext:",
-        f"  ragsieve results show {tid} --store {store}",
-        f"  ragsieve golden review --store {store}",
+        f"  ragsieve results show {tid}{store}",
+        f"  ragsieve golden review{store}",
     ]
     return "\n".join(lines)
 
