@@ -68,7 +68,7 @@ def test_evidence_that_does_not_decide_is_undetermined_with_both_lines() -> None
     assert got.evidence == "; ".join(got.competing)
 
 
-def test_where_the_answer_sits_outweighs_a_same_topic_chunk_in_the_prompt() -> None:
+def test_where_the_answer_sits_decides_only_where_the_weights_let_it() -> None:
     got = combine([GEN, SOURCE], STATES_SOURCE)
     assert got.label == "retrieval" and "prices#starter" in got.evidence
     # ... unless the weights say it does not decide alone (the shipped weight, chosen leave one

@@ -171,7 +171,9 @@ def category_names(store: Store) -> dict[str, str]:
 
 def reviews(store: Store, trace_ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
     """Trace id -> (verdict, root cause) a person gave it last (``labels``, the review's word):
-    a flagged case a reviewer called a pass, or whose root cause they corrected, says so."""
+    a flagged case a reviewer called a pass ("the judge was wrong"), or gave a root cause in a
+    label (a labels file, an answer to an ``undetermined``), says so. A root cause corrected
+    only on a golden candidate's screen (``c``) lives in the candidate and is not read here."""
     rows = store.query_in(
         "SELECT trace_id, verdict, root_cause FROM labels WHERE trace_id IN ({ids})"
         " AND metric IS NULL ORDER BY created_at, id",
