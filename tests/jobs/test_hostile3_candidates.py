@@ -126,3 +126,23 @@ def test_askings_merged_by_either_side_are_all_kept() -> None:
     base, mine = row(PORTS_EN, version=1), row(PORTS_EN, "ports, again?")
     theirs = row(PORTS_EN, "which ports", version=2)
     assert merge(base, mine, theirs).body["askings"] == [PORTS_EN, "which ports", "ports, again?"]
+
+
+def test_duplicates_folded_in_by_two_reviewers_at_once_are_both_kept() -> None:
+    """Two reviewers fold a duplicate each into one candidate: the survivor indexes both wordings
+    and lists both folded rows (the saver's side alone once won; an independent review)."""
+    from ragsieve.jobs.golden.growth.merge import merge
+    from ragsieve.jobs.golden.growth.repo import Candidate
+
+    def row(*folded: str, version: int = 0) -> Candidate:
+        body = {
+            "askings": [PORTS_EN, *folded],
+            "asking_index": [{"query": q, "embedding": [0.0]} for q in folded],
+            "merged": [{"id": f"c_{q}", "query": q, "trace_ids": [q]} for q in folded],
+        }
+        return Candidate(CID, "candidate", "q", body=body, version=version)
+
+    base, mine, theirs = row(version=1), row("ports A"), row("ports B", version=2)
+    body = merge(base, mine, theirs).body
+    assert [e["query"] for e in body["asking_index"]] == ["ports B", "ports A"]
+    assert [m["id"] for m in body["merged"]] == ["c_ports B", "c_ports A"]

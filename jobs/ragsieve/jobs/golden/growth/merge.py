@@ -9,7 +9,8 @@ saver's row (*mine*), and keeps both sides' changes field by field:
 - a field only one side changed takes that side's value (a nested dict such as ``review`` is
   merged key by key the same way);
 - provenance is a union: ``source_trace_ids``, ``source_span_ids``, ``sources`` and
-  ``askings`` keep every trace and wording either side merged, ``merged_because`` every reason;
+  ``askings`` keep every trace and wording either side merged, ``merged_because`` every reason,
+  ``asking_index`` every indexed wording and ``merged`` every duplicate a reviewer folded in;
   ``root_causes`` and ``seen`` add both sides' increments, and the root cause is the majority of
   the merged counts;
 - a person's decision (``status`` with ``review.decision``) saved in between is never undone by a
@@ -92,9 +93,13 @@ def _union(theirs: list[Any], mine: list[Any]) -> list[Any]:
 
 
 def _key(item: Any) -> Any:
-    if isinstance(item, dict):  # a provenance entry: one per trace
+    if not isinstance(item, dict):
+        return item
+    if "trace_id" in item:  # a provenance entry: one per trace
         return ("trace", item.get("trace_id"))
-    return item
+    if "id" in item:  # a duplicate folded in by a reviewer (``merged``): one per candidate
+        return ("id", item.get("id"))
+    return ("query", item.get("query"))  # an indexed asking: one per wording
 
 
 def _counts(base: dict[str, int], mine: dict[str, int], theirs: dict[str, int]) -> dict[str, int]:
@@ -123,7 +128,7 @@ def _merge_body(
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The merged body (provenance a union, counts added) and its merged root-cause counts."""
     body = _merge_dicts(base, mine, theirs)
-    for key in (*UNION_LISTS, "sources", "askings"):
+    for key in (*UNION_LISTS, "sources", "askings", "asking_index", "merged"):
         if key in mine or key in theirs:
             body[key] = _union(list(theirs.get(key) or []), list(mine.get(key) or []))
     if "merged_because" in mine or "merged_because" in theirs:
