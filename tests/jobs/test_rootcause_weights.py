@@ -27,3 +27,21 @@ def test_labels_that_agree_with_the_defaults_or_are_too_few_keep_them() -> None:
     assert fit(agree)["weights"] is None
     few = fit(_examples(MIN_LABELS - 1, "retrieval"))
     assert few["weights"] is None and "labelled root cause" in few["why"]
+
+
+def test_the_job_reads_a_refit_only_under_the_price_it_was_fitted_with(store) -> None:  # type: ignore[no-untyped-def]
+    """A refit stored before an undetermined was priced as a reviewer's look (no
+    ``stated_right``) was fitted under another loss: the job keeps the defaults until the next
+    fit; one stamped with today's price is read (an independent review)."""
+    from ragsieve.evaluators.judges.combined.calibrated import Calibration
+    from ragsieve.jobs.judging import calibrations
+    from ragsieve.jobs.verdicts.verdicts import root_cause_weights
+
+    refit = fit(_examples(10, "retrieval") + [([GEN], "generation", f"g{i}") for i in range(5)])
+    old = {**refit, "weights": {**refit["weights"]}}
+    del old["stated_right"]
+    for stored, read in ((old, DEFAULT_WEIGHTS), (refit, refit["weights"])):
+        series = calibrations.next_series(store)
+        calibrations.save(store, Calibration({}, series, report={"root_cause_weights": stored}))
+        got = root_cause_weights(store)
+        assert {k: got[k] for k in read} == dict(read)

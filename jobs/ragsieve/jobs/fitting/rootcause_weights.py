@@ -9,7 +9,8 @@ pieces with the right cause; :func:`fit` refits the weights on them
 out of sample too: in ``FOLDS``-fold cross-validation, grouped by question, the refit's loss
 (a wrong stated cause 1, an undetermined one ``1 - ledger.STATED_RIGHT``) is lower than the
 defaults', and the refit still states ``ledger.MIN_STATED`` of the labelled failures. The
-weights ride in the stored calibration's report (``root_cause_weights``), which the job reads
+weights ride in the stored calibration's report (``root_cause_weights``) with the price of an
+undetermined they were fitted under (``stated_right``), which the job reads
 (:func:`ragsieve.jobs.verdicts.verdicts.root_cause_weights`).
 """
 
@@ -25,6 +26,7 @@ from ragsieve.jobs.verdicts.gather import body_query
 from ragsieve.jobs.verdicts.ledger import (
     DEFAULT_WEIGHTS,
     MIN_STATED,
+    STATED_RIGHT,
     UNDETERMINED,
     Piece,
     combine,
@@ -88,7 +90,7 @@ def fit(
 ) -> dict[str, Any]:
     """The refit weights (``weights``: None when the defaults stay) and how they state the
     labelled causes, in sample and cross-validated."""
-    out: dict[str, Any] = {"n": len(examples), "weights": None}
+    out: dict[str, Any] = {"n": len(examples), "weights": None, "stated_right": STATED_RIGHT}
     if len(examples) < MIN_LABELS:
         out["why"] = f"{len(examples)} labelled root cause(s) with stored evidence"
         return out

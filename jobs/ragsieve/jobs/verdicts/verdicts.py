@@ -35,7 +35,7 @@ from ragsieve.jobs.verdicts.gather import (
     review_piece,
     reviewed_causes,
 )
-from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, Piece
+from ragsieve.jobs.verdicts.ledger import DEFAULT_WEIGHTS, STATED_RIGHT, Piece
 from ragsieve.jobs.verdicts.rootcause import Expectation
 
 
@@ -53,13 +53,14 @@ class Decision:
 
 def root_cause_weights(store: Store) -> dict[str, float]:
     """The root-cause decision's weights: the active calibration's refit (``judges fit``
-    from reviewers' root causes), else the defaults (:data:`ledger.DEFAULT_WEIGHTS`)."""
+    from reviewers' root causes), else the defaults (:data:`ledger.DEFAULT_WEIGHTS`). A refit
+    made under another price of an ``undetermined`` (``stated_right``; none was stored before
+    :data:`ledger.STATED_RIGHT`) is not this loss's: the defaults stand until the next fit."""
     from ragsieve.jobs.judging.calibrations import active
 
     cal = active(store)
-    fitted = ((cal.report if cal is not None else {}).get("root_cause_weights") or {}).get(
-        "weights"
-    )
+    refit = (cal.report if cal is not None else {}).get("root_cause_weights") or {}
+    fitted = refit.get("weights") if refit.get("stated_right") == STATED_RIGHT else None
     out = dict(DEFAULT_WEIGHTS)
     if isinstance(fitted, Mapping):
         for k, v in fitted.items():
