@@ -122,3 +122,15 @@ def test_duplicate_by_typed_id_through_reject_and_going_back_writes_nothing(
     assert "q_nosuchrow: not the number of one above" in said
     assert _row(repo, COOLING).body["merged_into"] == other.id
     assert _row(repo, CANCEL).body["askings"] == [CANCEL, COOLING]
+
+
+def test_a_typed_audit_row_is_no_candidate_to_fold_into(store: Store, tmp_path: Path) -> None:
+    """An accepted audit (a pass a person checked) is not listed among the nearest; typed by its
+    id it is refused as well (an independent review)."""
+    _two(store)
+    repo = CandidateRepo(store)
+    repo.save([Candidate("audit:t1", "accepted", "Is cover included?", body={"askings": []})])
+    assert repo.get("audit:t1") is not None
+    said = _review(store, tmp_path, "d\naudit:t1\n-\nq\n")
+    assert "audit:t1: not the number of one above" in said
+    assert "merged_into" not in _row(repo, COOLING).body

@@ -89,7 +89,7 @@ def nearest(repo: CandidateRepo, c: Candidate, k: int = SHOWN) -> list[Near]:
     floor = DedupRule().floor
     out = []
     for r in repo.select(OPEN):
-        if r.id == c.id or r.id.startswith("audit:"):
+        if r.id == c.id or _audit(r):
             continue
         cos = _cosine(c, r)
         why = shared(mine, from_body(r.body, r.norm_query, r.root_cause))
@@ -118,12 +118,17 @@ def ask_duplicate(repo: CandidateRepo, c: Candidate, reviewer: str) -> Candidate
             return None
         target = near[int(raw) - 1].row if raw.isdigit() and 0 < int(raw) <= len(near) else None
         target = target or repo.get(raw)
-        if target is None or target.id == c.id or target.status not in OPEN:
+        if target is None or target.id == c.id or target.status not in OPEN or _audit(target):
             click.echo(f"  {raw}: not the number of one above nor an open or accepted candidate")
             continue
         merge_into(repo, c, target, by=reviewer)
         click.echo(f"merged {c.id} into {target.id} (a duplicate of it)")
         return target
+
+
+def _audit(row: Candidate) -> bool:
+    """An audit row (a pass sampled for a person to check) is no failure to fold into."""
+    return row.id.startswith("audit:")
 
 
 def merge_into(repo: CandidateRepo, dup: Candidate, survivor: Candidate, *, by: str) -> None:
