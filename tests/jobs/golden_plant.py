@@ -7,12 +7,19 @@ failures close to both known categories, one query the golden set already holds,
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ragsieve.evaluators.judges.offline.context import ContextRelevanceJudge
 from ragsieve.evaluators.records import EvalResult, RagInteraction, RetrievedDocument
 from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
+
+if TYPE_CHECKING:
+    from ragsieve.collector.store import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -175,3 +182,37 @@ def flagged(
 def stream(start: int = 1) -> list[FlaggedCase]:
     """The planted stream, trace ids from ``start``."""
     return [flagged(q, rc, start + i) for i, (q, rc) in enumerate(STREAM)]
+
+
+JUDGED_AT = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
+
+
+def judged_failure(
+    n: int, query: str, chunks: Sequence[tuple[str, str]], answer: str, *, judged: bool = True
+) -> FlaggedCase:
+    """A flagged generation failure judged by the real offline context judge (``judged``; else
+    no judge said which chunk answers, as with a judge that scores the prompt as a whole)."""
+    it = RagInteraction(
+        trace_id=f"{n:032x}",
+        span_id=f"{n:016x}",
+        started_at=JUDGED_AT,
+        query=query,
+        answer=answer,
+        documents=tuple(
+            RetrievedDocument(id=cid, content=text, rank=i, in_prompt=True)
+            for i, (cid, text) in enumerate(chunks)
+        ),
+    )
+    results = list(asyncio.run(ContextRelevanceJudge().evaluate(it))) if judged else []
+    return FlaggedCase(it, results, "generation", "the answer is unfaithful", "run-1")
+
+
+def candidate_askings(store: Store, cases: list[FlaggedCase]) -> list[list[str]]:
+    """Grow ``cases`` on ``store``; each open candidate's askings, sorted."""
+    from ragsieve.jobs.golden import grow
+    from ragsieve.jobs.golden.growth.repo import CandidateRepo
+    from ragsieve.jobs.settings import GoldenSettings, Settings
+
+    grow(store, cases, Settings(golden=GoldenSettings()))
+    rows = CandidateRepo(store).select(["candidate"])
+    return sorted(sorted(r.body.get("askings") or [r.query]) for r in rows)

@@ -10,22 +10,13 @@ Growth runs on a real SQLite store with the real encoder and the real offline co
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
-from datetime import UTC, datetime
-
 import pytest
+from golden_plant import candidate_askings as _candidates
+from golden_plant import judged_failure as _failure
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.judges.offline.context import ContextRelevanceJudge
 from ragsieve.evaluators.judges.offline.text.asked import answer_kind, kinds_apart
-from ragsieve.evaluators.records import RagInteraction, RetrievedDocument
-from ragsieve.jobs.golden import grow
-from ragsieve.jobs.golden.growth.repo import CandidateRepo
-from ragsieve.jobs.settings import GoldenSettings, Settings
-from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
-T0 = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 WEBHOOKS = [
     (
         "webhooks#setup",
@@ -46,28 +37,6 @@ LOGS = [
     ("plans#limits", "Request logs are kept 7 days on Free, 30 days on Team, 365 on Enterprise."),
     ("plans#overview", "Quillstack has three plans: Free, Team and Enterprise."),
 ]
-
-
-def _failure(n: int, query: str, chunks: Sequence[tuple[str, str]], answer: str) -> FlaggedCase:
-    it = RagInteraction(
-        trace_id=f"{n:032x}",
-        span_id=f"{n:016x}",
-        started_at=T0,
-        query=query,
-        answer=answer,
-        documents=tuple(
-            RetrievedDocument(id=cid, content=text, rank=i, in_prompt=True)
-            for i, (cid, text) in enumerate(chunks)
-        ),
-    )
-    results = list(asyncio.run(ContextRelevanceJudge().evaluate(it)))
-    return FlaggedCase(it, results, "generation", "the answer is unfaithful", "run-1")
-
-
-def _candidates(store: Store, cases: list[FlaggedCase]) -> list[list[str]]:
-    grow(store, cases, Settings(golden=GoldenSettings()))
-    rows = CandidateRepo(store).select(["candidate"])
-    return sorted(sorted(r.body.get("askings") or [r.query]) for r in rows)
 
 
 def test_a_count_and_a_duration_on_the_same_chunks_are_two_candidates(store: Store) -> None:

@@ -8,19 +8,11 @@ growth runs on a real SQLite store with the real encoder.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from golden_plant import candidate_askings as _candidates
+from golden_plant import judged_failure as _failure
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.judges.offline.context import ContextRelevanceJudge
-from ragsieve.evaluators.records import RagInteraction, RetrievedDocument
-from ragsieve.jobs.golden import grow
-from ragsieve.jobs.golden.growth.repo import CandidateRepo
-from ragsieve.jobs.settings import GoldenSettings, Settings
-from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
-T0 = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 SHOP = [
     ("returns#window", "You can return an item within 30 days of delivery for a full refund."),
     (
@@ -33,32 +25,6 @@ PLANS = {
     "plans#basic": "The Basic plan costs 9 EUR per month and includes 30 minutes of free riding.",
     "ebike#unlock": "Unlocking an e-bike costs 1 EUR on every plan.",
 }
-
-
-def _failure(
-    n: int, query: str, chunks: Sequence[tuple[str, str]], answer: str, *, judged: bool = True
-) -> FlaggedCase:
-    """A flagged generation failure judged by the real offline context judge (``judged``; else
-    no judge said which chunk answers, as with a judge that scores the prompt as a whole)."""
-    it = RagInteraction(
-        trace_id=f"{n:032x}",
-        span_id=f"{n:016x}",
-        started_at=T0,
-        query=query,
-        answer=answer,
-        documents=tuple(
-            RetrievedDocument(id=cid, content=text, rank=i, in_prompt=True)
-            for i, (cid, text) in enumerate(chunks)
-        ),
-    )
-    results = list(asyncio.run(ContextRelevanceJudge().evaluate(it))) if judged else []
-    return FlaggedCase(it, results, "generation", "the answer is unfaithful", "run-1")
-
-
-def _candidates(store: Store, cases: list[FlaggedCase]) -> list[list[str]]:
-    grow(store, cases, Settings(golden=GoldenSettings()))
-    rows = CandidateRepo(store).select(["candidate"])
-    return sorted(sorted(r.body.get("askings") or [r.query]) for r in rows)
 
 
 def test_questions_answered_by_different_chunks_stay_apart(store: Store) -> None:

@@ -12,27 +12,21 @@ promote and status run through the real CLI.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
-from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from console_script import ragsieve_script
+from golden_plant import judged_failure as _failure
 
 from ragsieve.collector.store import Store
-from ragsieve.evaluators.judges.offline.context import ContextRelevanceJudge
-from ragsieve.evaluators.records import RagInteraction, RetrievedDocument
 from ragsieve.jobs.golden import grow
 from ragsieve.jobs.golden.growth.repo import CandidateRepo
 from ragsieve.jobs.golden.review.decisions import decide
 from ragsieve.jobs.settings import GoldenSettings, Settings
-from ragsieve.jobs.verdicts.flagged_case import FlaggedCase
 
-T0 = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 SETTINGS = Settings(golden=GoldenSettings(path=None))
 BILLING = (
     "plans#billing",
@@ -47,22 +41,6 @@ LIMITS = (
 PAYMENT = "Which payment methods does the Team plan accept?"
 PRICE = "How much does the Team plan cost per seat?"
 LOGS = "How long are request logs retained on the Enterprise plan?"
-
-
-def _failure(n: int, query: str, chunks: Sequence[tuple[str, str]], answer: str) -> FlaggedCase:
-    it = RagInteraction(
-        trace_id=f"{n:032x}",
-        span_id=f"{n:016x}",
-        started_at=T0,
-        query=query,
-        answer=answer,
-        documents=tuple(
-            RetrievedDocument(id=cid, content=text, rank=i, in_prompt=True)
-            for i, (cid, text) in enumerate(chunks)
-        ),
-    )
-    results = list(asyncio.run(ContextRelevanceJudge().evaluate(it)))
-    return FlaggedCase(it, results, "generation", "the answer is unfaithful", "run-1")
 
 
 def _two_categories(store: Store) -> dict[str, str]:
