@@ -38,10 +38,8 @@ _MONEY = re.compile(
 )
 _MONEY_BEFORE = re.compile(r"(?:[$€£]|\b(?:usd|eur|gbp))\s*$", re.IGNORECASE)
 _PCT = re.compile(r"\s*(?:%|percent\b|per cent\b|por ciento\b)", re.IGNORECASE)
-_PER = re.compile(
-    r"\s*(?:/\s*|(?:per|each|every|for each|por|al|a la|cada|an?)\s+)([^\W\d_][\w'-]*)",
-    re.IGNORECASE,
-)
+_PER_WORDS = r"(?:per|each|every|for each|por|al|a la|cada|an?)"  # what a divisor follows
+_PER = re.compile(rf"\s*(?:/\s*|{_PER_WORDS}\s+)([^\W\d_][\w'-]*)", re.IGNORECASE)
 _WORD = re.compile(r"\s+([^\W\d_][\w'-]*)")
 # a period written as an adjective after the number ("€8 monthly", "12 € mensuales")
 _PERIODIC = {
@@ -146,12 +144,17 @@ def _per(label: str) -> bool:
     return bool(sign) and any(d[:1] == "<" for d in divisors)
 
 
+# where the words saying what a number is per begin ("/", "per ...", "monthly")
+_WRITTEN = re.compile(
+    rf"(?:/|\b(?:{_PER_WORDS}|{'|'.join(sorted(_PERIODIC, key=len, reverse=True))})\b)[^.;,|\n]*",
+    re.IGNORECASE,
+)
+
+
 def _written(text: str, end: int) -> str:
     """What a number is per, as written after it ("per visit", "al mes")."""
     rest = text[end : end + 60]
-    m = re.search(r"(?:/|\b(?:per|each|every|por|al|a la|cada|an?|monthly|mensual\w*|yearly"
-                  r"|annual\w*|anual\w*|weekly|semanal\w*|daily|diari\w*)\b)[^.;,|\n]*", rest,
-                  re.IGNORECASE)  # fmt: skip
+    m = _WRITTEN.search(rest)
     return m.group().strip() if m else rest.strip()
 
 
