@@ -53,10 +53,16 @@ def mark_value_conflicts(verdicts: list[dict[str, Any]], question: str, chunks: 
             else:
                 _mark_bound_cell(v, question, units)
                 continue
-        v["support"] = min(v["support"], VALUE_MISSING_SUPPORT)
-        v["contradiction"] = True
-        v["value_conflict"] = found
-        _lead_with(v, reason)
+        _contradict(v, reason, found)
+
+
+def _contradict(verdict: dict[str, Any], reason: str, found: dict[str, Any]) -> None:
+    """A claim whose value the context gives for another entity, kind or cell: contradicted,
+    the conflict named first."""
+    verdict["support"] = min(verdict["support"], VALUE_MISSING_SUPPORT)
+    verdict["contradiction"] = True
+    verdict["value_conflict"] = found
+    _lead_with(verdict, reason)
 
 
 def _with_lead_in(verdict: dict[str, Any]) -> str:
@@ -76,10 +82,7 @@ def mark_foreign_cells(verdicts: list[dict[str, Any]], question: str, chunks: li
         units = binding.context_units(chunks) if units is None else units
         cell = binding.find_cell_conflict(_with_lead_in(v), question, chunks, units)
         if cell is not None:
-            v["support"] = min(v["support"], VALUE_MISSING_SUPPORT)
-            v["contradiction"] = True
-            v["value_conflict"] = {"value": cell.value, "given_for": cell.given}
-            _lead_with(v, cell.reason)
+            _contradict(v, cell.reason, {"value": cell.value, "given_for": cell.given})
 
 
 def _mark_bound_cell(verdict: dict[str, Any], question: str, units: list[binding.Unit]) -> None:
